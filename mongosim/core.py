@@ -1,0 +1,149 @@
+"""The emulated cluster as a trio object: nodes, router, wire server, background tasks.
+
+`open_cluster()` is the async way in (use it inside `trio.run`, e.g. with
+`trio.testing.MockClock` for virtual time); `mongosim.Cluster` wraps it in a
+background thread for synchronous callers such as pymongo test code.
+
+Topologies: "sharded" (a config server, N shards, a mongos front door) and
+"replset" (one shard answering as a replica-set primary, no router).
+"""
+
+from __future__ import annotations
+
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any, AsyncIterator
+
+import trio
+
+from oplog.clock import TimeSource
+from router import handshake
+from router.replset import ReplSetFrontend
+from router.mongos import Router, load_router_commands
+from router.server import serve_tcp
+from shardsim.node import Node, _load_commands
+
+
+@dataclass
+class ClusterOptions:
+    shards: int = 2
+    topology: str = "sharded"  # or "replset"
+    host: str = "127.0.0.1"
+    port: int = 0
+    noop_interval: float = 10.0
+    instant_hwm: bool = False
+    oplog_size_mb: float | None = None
+    epoch: float | None = None  # fixed wall-clock start (virtual time); None = real time
+    set_name: str = "rs0"
+    skews: dict[str, float] = field(default_factory=dict)
+    listen: bool = True  # False: no TCP listener (in-process clients only)
+    auth: bool = False
+    users_file: str | None = None
+    tls_cert_file: str | None = None
+    tls_key_file: str | None = None
+    data_dir: str | None = None
+
+
+def shard_name(i: int) -> str:
+    return f"shard{i:02d}"
+
+
+class ClusterCore:
+    """A running cluster: its nodes, its front door, its task nursery."""
+
+    def __init__(self, opts: ClusterOptions, nursery: trio.Nursery) -> None:
+        self.opts = opts
+        self.nursery = nursery
+        self.time = TimeSource(opts.epoch)
+        self.nodes: dict[str, Node] = {}
+        self.config: Node | None = None
+        self.router: Router | None = None
+        self.frontend: Any = None
+        self.port: int = 0
+        self._next_port = 27018
+
+    @property
+    def oplog_bytes(self) -> int | None:
+        return int(self.opts.oplog_size_mb * 1024 * 1024) if self.opts.oplog_size_mb else None
+
+    def make_node(self, name: str, *, is_config: bool = False) -> Node:
+        self._next_port += 1
+        node = Node(
+            name,
+            self.time,
+            oplog_bytes=self.oplog_bytes,
+            skew=self.opts.skews.get(name, 0.0),
+            is_config=is_config,
+            noop_interval=self.opts.noop_interval,
+            instant_hwm=self.opts.instant_hwm,
+            host=f"localhost:{self._next_port}",
+        )
+        self.nodes[name] = node
+        self.nursery.start_soon(node.run_noop_writer, name=f"noop-writer-{name}")
+        return node
+
+    @property
+    def uri(self) -> str:
+        host = self.opts.host if self.opts.host not in ("0.0.0.0", "::") else "127.0.0.1"
+        if self.opts.topology == "replset":
+            return f"mongodb://{host}:{self.port}/?replicaSet={self.opts.set_name}"
+        return f"mongodb://{host}:{self.port}/"
+
+    @property
+    def shards(self) -> dict[str, Node]:
+        return {n: node for n, node in self.nodes.items() if n != "config"}
+
+    async def start(self) -> None:
+        _load_commands()
+        load_router_commands()
+        ident = handshake.ServerIdentity(host=self.opts.host if self.opts.host not in ("0.0.0.0", "::") else "127.0.0.1",
+                                         is_mongos=self.opts.topology == "sharded", set_name=self.opts.set_name)
+        if self.opts.topology == "replset":
+            node = self.make_node(shard_name(0))
+            ident.is_mongos = False
+            self.frontend = ReplSetFrontend(node, ident)
+        else:
+            self.config = self.make_node("config", is_config=True)
+            shards = {shard_name(i): self.make_node(shard_name(i)) for i in range(self.opts.shards)}
+            self.router = Router(self.config, shards, identity=ident, shard_factory=self.make_node,
+                                 instant_hwm=self.opts.instant_hwm)
+            from router.sharding import config_write, shard_document
+
+            if shards:
+                await config_write(self.router, {"insert": "shards",
+                                                 "documents": [shard_document(self.router, n) for n in shards]})
+            self.router.refresh_catalog()
+            self.frontend = self.router
+        self.nursery.start_soon(self._reap_cursors, name="cursor-reaper")
+        if self.opts.listen:
+            ssl_context = None
+            if self.opts.tls_cert_file:
+                import ssl
+
+                ssl_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+                ssl_context.load_cert_chain(self.opts.tls_cert_file, self.opts.tls_key_file)
+            self.port = await self.nursery.start(partial(serve_tcp, ssl_context=ssl_context),
+                                                 self.frontend, self.opts.host, self.opts.port)
+            self.frontend.identity.port = self.port
+
+    async def _reap_cursors(self) -> None:
+        while True:
+            await trio.sleep(60)
+            for node in list(self.nodes.values()):
+                node.cursors.reap_idle()
+            if self.router is not None:
+                self.router.cursors.reap_idle()
+
+
+@asynccontextmanager
+async def open_cluster(**kwargs: Any) -> AsyncIterator[ClusterCore]:
+    """Run a cluster for the duration of the `async with` block."""
+    opts = kwargs.pop("options", None) or ClusterOptions(**kwargs)
+    async with trio.open_nursery() as nursery:
+        core = ClusterCore(opts, nursery)
+        await core.start()
+        try:
+            yield core
+        finally:
+            nursery.cancel_scope.cancel()

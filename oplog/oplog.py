@@ -1,0 +1,149 @@
+"""The oplog of one node: an append-only, size-bounded log of raw BSON entries.
+
+Storage is chosen for memory and scan speed: each entry is kept as its BSON
+bytes, with three parallel columns (ts key in an `array('Q')`, the `op` code
+and the interned `ns`), so a change-stream scan can skip entries of other
+namespaces without decoding them.  Positions are absolute sequence numbers
+that survive truncation.
+
+Bounded history, like mongod's `--oplogSize`: when the stored bytes exceed
+`max_bytes`, the oldest entries are dropped in one chunk (down to 90 % of the
+cap, as the server drops whole truncate markers).  A reader whose position
+fell off the front gets ChangeStreamHistoryLost from the change-stream
+stages.
+
+Waiting (awaitData): `wait_for_entries_after(pos)` parks until an entry is
+appended beyond `pos`; callers bound it with a cancel scope (maxTimeMS).
+"""
+
+from __future__ import annotations
+
+import bisect
+import sys
+from array import array
+from typing import Iterator
+
+import trio
+
+from oplog import bsonutil
+from oplog.clock import ts_key
+
+
+class Oplog:
+    __slots__ = ("_keys", "_raw", "_ops", "_nss", "_base", "_bytes", "max_bytes", "_lot")
+
+    def __init__(self, max_bytes: int | None = None) -> None:
+        self._keys = array("Q")
+        self._raw: list[bytes] = []
+        self._ops: list[str] = []
+        self._nss: list[str] = []
+        self._base = 0  # absolute position of _raw[0]
+        self._bytes = 0
+        self.max_bytes = max_bytes
+        self._lot = trio.lowlevel.ParkingLot()
+
+    # -- size and positions ---------------------------------------------------
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    @property
+    def start(self) -> int:
+        """Absolute position of the oldest stored entry."""
+        return self._base
+
+    @property
+    def end(self) -> int:
+        """Absolute position one past the newest entry."""
+        return self._base + len(self._raw)
+
+    @property
+    def size_bytes(self) -> int:
+        return self._bytes
+
+    @property
+    def last_key(self) -> int:
+        """ts key of the newest entry (0 if empty)."""
+        return self._keys[-1] if self._keys else 0
+
+    @property
+    def first_key(self) -> int:
+        return self._keys[0] if self._keys else 0
+
+    # -- writing ----------------------------------------------------------------
+    def append(self, entry: dict) -> bytes:
+        """Append one entry (its `ts` must be after the last one); return its bytes."""
+        raw = bsonutil.encode(entry)
+        self.append_raw(raw, ts_key(entry["ts"]), entry["op"], entry["ns"])
+        return raw
+
+    def append_raw(self, raw: bytes, key: int, op: str, ns: str) -> None:
+        if self._keys and key <= self._keys[-1]:
+            raise AssertionError(f"oplog out of order: {key} after {self._keys[-1]}")
+        self._keys.append(key)
+        self._raw.append(raw)
+        self._ops.append(op)
+        self._nss.append(sys.intern(ns))
+        self._bytes += len(raw)
+        if self.max_bytes is not None and self._bytes > self.max_bytes:
+            self._truncate()
+        self._lot.unpark_all()
+
+    def _truncate(self) -> None:
+        target = int(self.max_bytes * 0.9)
+        k = 0
+        dropped = 0
+        n = len(self._raw) - 1  # always keep the newest entry
+        while k < n and self._bytes - dropped > target:
+            dropped += len(self._raw[k])
+            k += 1
+        if k:
+            del self._keys[:k], self._raw[:k], self._ops[:k], self._nss[:k]
+            self._base += k
+            self._bytes -= dropped
+
+    # -- reading ----------------------------------------------------------------
+    def position_at_or_after(self, key: int) -> int:
+        """Absolute position of the first entry with ts >= key."""
+        return self._base + bisect.bisect_left(self._keys, key)
+
+    def position_after(self, key: int) -> int:
+        """Absolute position of the first entry with ts > key."""
+        return self._base + bisect.bisect_right(self._keys, key)
+
+    def key_at(self, pos: int) -> int:
+        return self._keys[pos - self._base]
+
+    def raw_at(self, pos: int) -> bytes:
+        return self._raw[pos - self._base]
+
+    def entry_at(self, pos: int) -> dict:
+        return bsonutil.decode(self._raw[pos - self._base])
+
+    def meta_at(self, pos: int) -> tuple[int, str, str]:
+        """(ts key, op, ns) without decoding."""
+        i = pos - self._base
+        return self._keys[i], self._ops[i], self._nss[i]
+
+    def find_by_key(self, key: int) -> dict | None:
+        """The entry with exactly this ts, or None (e.g. truncated)."""
+        i = bisect.bisect_left(self._keys, key)
+        if i < len(self._keys) and self._keys[i] == key:
+            return bsonutil.decode(self._raw[i])
+        return None
+
+    def columns(self, pos: int, stop: int | None = None):
+        """Slices (keys, ops, nss, raws) from absolute `pos` to `stop` for fast scans."""
+        i = pos - self._base
+        j = len(self._raw) if stop is None else stop - self._base
+        return self._keys[i:j], self._ops[i:j], self._nss[i:j], self._raw[i:j]
+
+    def iter_entries(self, pos: int = 0) -> Iterator[dict]:
+        i = max(pos - self._base, 0)
+        for raw in self._raw[i:]:
+            yield bsonutil.decode(raw)
+
+    # -- waiting ----------------------------------------------------------------
+    async def wait_for_entries_after(self, pos: int) -> None:
+        """Park until the oplog holds an entry at absolute position >= `pos`."""
+        while self.end <= pos:
+            await self._lot.park()

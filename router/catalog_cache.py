@@ -1,0 +1,110 @@
+"""The router's catalog cache: databases' primary shards and sharded collections' chunk maps.
+
+The truth lives on the config server in `config.databases`, `config.collections`
+and `config.chunks`; the router keeps a routing table built from them and
+refreshes it after every metadata change it makes.  A chunk map is a
+SortedKeyList of chunks ordered by their lower bound (compared in BSON order),
+so finding the chunk of a shard key is a bisection.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from bson import ObjectId, Timestamp
+from sortedcontainers import SortedKeyList
+
+from shardsim.shard_key import ShardKeyPattern
+
+
+@dataclass
+class Chunk:
+    id: Any
+    min: dict
+    max: dict
+    shard: str
+    min_key: tuple
+    max_key: tuple
+    lastmod: Timestamp
+
+
+@dataclass
+class CollectionRouting:
+    ns: str
+    uuid: Any
+    pattern: ShardKeyPattern
+    epoch: ObjectId
+    timestamp: Timestamp
+    unique: bool
+    chunks: SortedKeyList = field(default_factory=lambda: SortedKeyList(key=lambda c: c.min_key))
+
+    def chunk_for(self, values: tuple) -> Chunk:
+        key = ShardKeyPattern.comparable(values)
+        i = self.chunks.bisect_key_right(key) - 1
+        return self.chunks[max(i, 0)]
+
+    def shard_for(self, values: tuple) -> str:
+        return self.chunk_for(values).shard
+
+    def shards(self) -> list[str]:
+        return sorted({c.shard for c in self.chunks})
+
+    def chunks_on(self, shard: str) -> list[Chunk]:
+        return [c for c in self.chunks if c.shard == shard]
+
+    def find_chunk_with_min(self, min_bound: dict) -> Chunk | None:
+        key = ShardKeyPattern.comparable(self.pattern.values_of_bound(min_bound))
+        i = self.chunks.bisect_key_left(key)
+        if i < len(self.chunks) and self.chunks[i].min_key == key:
+            return self.chunks[i]
+        return None
+
+
+@dataclass
+class DatabaseRouting:
+    name: str
+    primary: str
+    version: dict
+
+
+class CatalogCache:
+    def __init__(self) -> None:
+        self.databases: dict[str, DatabaseRouting] = {}
+        self.collections: dict[str, CollectionRouting] = {}
+
+    def refresh(self, config_catalog: Any) -> None:
+        """Rebuild from the config server's catalog (`config.databases/collections/chunks`)."""
+        dbs = config_catalog.collection("config", "databases")
+        colls = config_catalog.collection("config", "collections")
+        chunks = config_catalog.collection("config", "chunks")
+        self.databases = {}
+        for d in (dbs.docs.values() if dbs else ()):
+            self.databases[d["_id"]] = DatabaseRouting(d["_id"], d["primary"], d.get("version", {}))
+        by_uuid: dict[bytes, CollectionRouting] = {}
+        self.collections = {}
+        for c in (colls.docs.values() if colls else ()):
+            cr = CollectionRouting(
+                c["_id"], c["uuid"], ShardKeyPattern(c["key"]), c["lastmodEpoch"], c["timestamp"], bool(c.get("unique"))
+            )
+            self.collections[c["_id"]] = cr
+            by_uuid[bytes(c["uuid"])] = cr
+        for ch in (chunks.docs.values() if chunks else ()):
+            cr = by_uuid.get(bytes(ch["uuid"]))
+            if cr is None:
+                continue
+            mn = cr.pattern.values_of_bound(ch["min"])
+            mx = cr.pattern.values_of_bound(ch["max"])
+            cr.chunks.add(Chunk(ch["_id"], ch["min"], ch["max"], ch["shard"],
+                                ShardKeyPattern.comparable(mn), ShardKeyPattern.comparable(mx), ch["lastmod"]))
+
+    def primary_of(self, db: str) -> str | None:
+        d = self.databases.get(db)
+        return d.primary if d else None
+
+    def routing(self, ns: str) -> CollectionRouting | None:
+        return self.collections.get(ns)
+
+    def sharded_in(self, db: str) -> Iterable[CollectionRouting]:
+        prefix = db + "."
+        return [c for ns, c in self.collections.items() if ns.startswith(prefix)]

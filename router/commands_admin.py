@@ -1,0 +1,115 @@
+"""Handshake, server information, sessions and test commands on the router."""
+
+from __future__ import annotations
+
+import uuid as _uuid
+
+import trio
+from bson import Binary
+
+from oplog.errors import MongoError
+from router import handshake
+from router.mongos import Request, Router, router_command
+
+
+@router_command("hello", "isMaster", "ismaster")
+async def cmd_hello(router: Router, req: Request) -> dict:
+    if "client" in req.cmd and req.conn.client is None:
+        req.conn.client = req.cmd["client"]
+    reply = handshake.hello_reply(router.identity, req.cmd, req.conn.id)
+    if router.auth is not None and router.auth.enabled:
+        router.auth.decorate_hello(req.cmd, reply, req.conn)
+    return reply
+
+
+@router_command("ping")
+async def cmd_ping(router: Router, req: Request) -> dict:
+    return {"ok": 1.0}
+
+
+@router_command("buildInfo", "buildinfo")
+async def cmd_build_info(router: Router, req: Request) -> dict:
+    return handshake.build_info()
+
+
+@router_command("getParameter")
+async def cmd_get_parameter(router: Router, req: Request) -> dict:
+    return handshake.get_parameter(router.identity, req.cmd)
+
+
+@router_command("getCmdLineOpts")
+async def cmd_get_cmd_line_opts(router: Router, req: Request) -> dict:
+    return handshake.cmd_line_opts(router.identity)
+
+
+@router_command("serverStatus")
+async def cmd_server_status(router: Router, req: Request) -> dict:
+    return handshake.server_status(router.identity, trio.current_time() - router.started_at, len(router.connections))
+
+
+@router_command("connectionStatus")
+async def cmd_connection_status(router: Router, req: Request) -> dict:
+    users, roles = ([], [])
+    if router.auth is not None and router.auth.enabled:
+        users, roles = router.auth.connection_status(req.conn)
+    return {"authInfo": {"authenticatedUsers": users, "authenticatedUserRoles": roles}, "ok": 1.0}
+
+
+@router_command("whatsmyuri")
+async def cmd_whatsmyuri(router: Router, req: Request) -> dict:
+    return {"you": req.conn.peer, "ok": 1.0}
+
+
+@router_command("endSessions", "killSessions", "refreshSessions", "killAllSessions", "killAllSessionsByPattern")
+async def cmd_end_sessions(router: Router, req: Request) -> dict:
+    if router.txns is not None and req.name in ("endSessions", "killSessions", "killAllSessions"):
+        await router.txns.end_sessions(req.cmd)
+    return {"ok": 1.0}
+
+
+@router_command("startSession")
+async def cmd_start_session(router: Router, req: Request) -> dict:
+    return {"id": {"id": Binary(_uuid.uuid4().bytes, 4)}, "timeoutMinutes": handshake.LOGICAL_SESSION_TIMEOUT_MINUTES, "ok": 1.0}
+
+
+@router_command("configureFailPoint")
+async def cmd_configure_fail_point(router: Router, req: Request) -> dict:
+    if not router.identity.parameters.get("enableTestCommands", 1):
+        raise MongoError("CommandNotFound", "no such command: 'configureFailPoint'")
+    return router.failpoints.configure(req.cmd)
+
+
+@router_command("getDefaultRWConcern")
+async def cmd_get_default_rw_concern(router: Router, req: Request) -> dict:
+    return {"defaultReadConcern": {"level": "local"}, "defaultWriteConcern": {"w": "majority", "wtimeout": 0},
+            "defaultReadConcernSource": "implicit", "defaultWriteConcernSource": "implicit", "ok": 1.0}
+
+
+@router_command("hostInfo")
+async def cmd_host_info(router: Router, req: Request) -> dict:
+    import os
+    import platform
+
+    return {"system": {"hostname": router.identity.address, "cpuArch": platform.machine(), "numCores": os.cpu_count()},
+            "os": {"type": platform.system(), "name": platform.platform()}, "extra": {}, "ok": 1.0}
+
+
+@router_command("logout")
+async def cmd_logout(router: Router, req: Request) -> dict:
+    if router.auth is not None:
+        router.auth.logout(req.db, req.conn)
+    return {"ok": 1.0}
+
+
+@router_command("listCommands")
+async def cmd_list_commands(router: Router, req: Request) -> dict:
+    from router.mongos import ROUTER_COMMANDS
+
+    return {"commands": {name: {"help": ""} for name in sorted(ROUTER_COMMANDS)}, "ok": 1.0}
+
+
+@router_command("saslStart", "saslContinue", "authenticate")
+async def cmd_sasl(router: Router, req: Request) -> dict:
+    if router.auth is None:
+        raise MongoError("AuthenticationFailed", "Authentication failed.")
+    return router.auth.handle(req.db, req.cmd, req.conn)

@@ -1,0 +1,409 @@
+"""CRUD through the router: targeting by shard key and merging shard replies.
+
+Writes: each document (insert) or statement (update/delete) is targeted to a
+shard — the database's primary shard for an unsharded collection, the owner of
+the chunk holding the shard key for a sharded one.  Ordered writes go out as
+contiguous runs per shard, one after the other, stopping at the first error;
+unordered writes go out grouped per shard.  Write errors are re-indexed to the
+client's positions.  A single-document update/delete/findAndModify whose filter
+lacks the full shard key tries the owning shards one by one (as 7.0+ does with
+its two-phase protocol); multi-document ones broadcast.
+
+Reads: a find with the full shard key goes to one shard; otherwise every shard
+owning a chunk answers, and the router merges (sort), applies skip/limit and
+projection, and serves the result through its own cursor.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bson import ObjectId
+
+from oplog.errors import MongoError
+from router.mongos import GENERIC_FIELDS, Request, Router, router_command
+from router.sharding import critical_sections, ensure_database
+from shardsim.cursors import DEFAULT_FIRST_BATCH, QueryCursor, cursor_reply
+
+_PASS = ("lsid", "txnNumber", "autocommit", "startTransaction", "readConcern", "writeConcern", "bypassDocumentValidation", "let", "comment")
+
+
+def _ns(req: Request) -> tuple[str, str, str]:
+    coll = req.cmd[req.name]
+    if not isinstance(coll, str):
+        raise MongoError("InvalidNamespace", f"collection name has invalid type {type(coll).__name__}")
+    return req.db, coll, f"{req.db}.{coll}"
+
+
+def _session_fields(req: Request) -> dict:
+    return {k: req.cmd[k] for k in _PASS if k in req.cmd}
+
+
+def targets_for_query(router: Router, ns: str, query: dict | None) -> list[str]:
+    """Shards that may hold documents matching `query`."""
+    db = ns.split(".", 1)[0]
+    if db in ("config", "admin"):
+        return ["config"]
+    r = router.catalog.routing(ns)
+    if r is None:
+        p = router.catalog.primary_of(db)
+        return [p] if p else []
+    values = r.pattern.extract_from_query(query or {})
+    if values is not None:
+        return [r.shard_for(values)]
+    return r.shards()
+
+
+def _shard_for_doc(router: Router, ns: str, primary: str, doc: dict) -> str:
+    r = router.catalog.routing(ns)
+    if r is None:
+        return primary
+    return r.shard_for(r.pattern.extract(doc))
+
+
+async def _run_txn_aware(router: Router, req: Request, shard: str, db: str, cmd: dict) -> dict:
+    if router.txns is not None and "txnNumber" in req.cmd and "autocommit" in req.cmd:
+        return await router.txns.run_in_transaction(req, shard, db, cmd)
+    return await router.shard(shard).command(db, cmd)
+
+
+def _note_op_time(req: Request, router: Router, shard: str) -> None:
+    key = router.shard(shard).node.oplog.last_key
+    if key > req.op_time_key:
+        req.op_time_key = key
+
+
+@router_command("insert")
+async def cmd_insert(router: Router, req: Request) -> dict:
+    db, coll, ns = _ns(req)
+    docs = req.cmd.get("documents")
+    if not isinstance(docs, list):
+        raise MongoError("FailedToParse", "BSON field 'insert.documents' is missing but a required field")
+    ordered = req.cmd.get("ordered", True)
+    await critical_sections(router).wait(ns)
+    primary = await ensure_database(router, db)
+    prepared: list[Any] = []
+    shards: list[str | MongoError] = []
+    for d in docs:
+        if isinstance(d, dict) and "_id" not in d:
+            d = {"_id": ObjectId(), **d}
+        prepared.append(d)
+        try:
+            shards.append(_shard_for_doc(router, ns, primary, d) if isinstance(d, dict) else primary)
+        except MongoError as err:
+            shards.append(err)
+    return await _fan_out_writes(router, req, "insert", coll, "documents", prepared, shards, ordered)
+
+
+async def _fan_out_writes(router: Router, req: Request, cmd_name: str, coll: str, field: str,
+                          items: list, shards: list, ordered: bool) -> dict:
+    """Send `items` to their shards in child batches and merge the replies."""
+    base = {k: v for k, v in _session_fields(req).items()}
+    n = n_modified = 0
+    upserted: list[dict] = []
+    errors: list[dict] = []
+    groups: list[tuple[str, list[int]]] = []
+    if ordered:
+        for i, s in enumerate(shards):
+            if isinstance(s, MongoError):
+                groups.append(("!", [i]))
+            elif groups and groups[-1][0] == s:
+                groups[-1][1].append(i)
+            else:
+                groups.append((s, [i]))
+    else:
+        by: dict[str, list[int]] = {}
+        for i, s in enumerate(shards):
+            if isinstance(s, MongoError):
+                groups.append(("!", [i]))
+            else:
+                by.setdefault(s, []).append(i)
+        groups.extend(by.items())
+    for shard, idxs in groups:
+        if shard == "!":
+            errors.append(shards[idxs[0]].to_write_error(idxs[0]))
+            if ordered:
+                break
+            continue
+        cmd = {cmd_name: coll, field: [items[i] for i in idxs], "ordered": ordered, **base}
+        if "txnNumber" in req.cmd:
+            cmd["stmtIds"] = list(idxs)
+        try:
+            reply = await _run_txn_aware(router, req, shard, req.db, cmd)
+        except MongoError as err:
+            if router.txns is not None and "autocommit" in req.cmd:
+                raise
+            for i in idxs:
+                errors.append(err.to_write_error(i))
+                if ordered:
+                    break
+            if ordered:
+                break
+            continue
+        _note_op_time(req, router, shard)
+        n += reply.get("n", 0)
+        n_modified += reply.get("nModified", 0)
+        for u in reply.get("upserted", []):
+            upserted.append({"index": idxs[u["index"]], "_id": u["_id"]})
+        errs = reply.get("writeErrors") or []
+        for e in errs:
+            e = dict(e)
+            e["index"] = idxs[e["index"]]
+            errors.append(e)
+        if errs and ordered:
+            break
+    out: dict[str, Any] = {"n": n}
+    if cmd_name == "update":
+        if upserted:
+            out["upserted"] = sorted(upserted, key=lambda u: u["index"])
+        out["nModified"] = n_modified
+    if errors:
+        out["writeErrors"] = sorted(errors, key=lambda e: e["index"])
+    out["ok"] = 1.0
+    return out
+
+
+async def _target_one_statement(router: Router, req: Request, ns: str, q: dict, multi: bool, upsert: bool) -> list[str]:
+    r = router.catalog.routing(ns)
+    if r is not None and upsert:
+        if r.pattern.extract_from_query(q) is None:
+            raise MongoError("ShardKeyNotFound", f"Failed to target upsert by query :: could not extract exact shard key from query {q}")
+    return targets_for_query(router, ns, q)
+
+
+@router_command("update")
+async def cmd_update(router: Router, req: Request) -> dict:
+    db, coll, ns = _ns(req)
+    stmts = req.cmd.get("updates")
+    if not isinstance(stmts, list):
+        raise MongoError("FailedToParse", "BSON field 'update.updates' is missing but a required field")
+    return await _statements(router, req, "update", coll, ns, "updates", stmts, lambda st: bool(st.get("multi")))
+
+
+@router_command("delete")
+async def cmd_delete(router: Router, req: Request) -> dict:
+    db, coll, ns = _ns(req)
+    stmts = req.cmd.get("deletes")
+    if not isinstance(stmts, list):
+        raise MongoError("FailedToParse", "BSON field 'delete.deletes' is missing but a required field")
+    return await _statements(router, req, "delete", coll, ns, "deletes", stmts, lambda st: st.get("limit", 0) == 0)
+
+
+async def _statements(router: Router, req: Request, cmd_name: str, coll: str, ns: str, field: str,
+                      stmts: list, is_multi) -> dict:
+    ordered = req.cmd.get("ordered", True)
+    await critical_sections(router).wait(ns)
+    await ensure_database(router, req.db)
+    base = _session_fields(req)
+    n = n_modified = 0
+    upserted: list[dict] = []
+    errors: list[dict] = []
+    for i, st in enumerate(stmts):
+        try:
+            if not isinstance(st, dict):
+                raise MongoError("TypeMismatch", f"BSON field '{cmd_name}.{field}' element must be an object")
+            q = st.get("q") or {}
+            multi = is_multi(st)
+            shards = await _target_one_statement(router, req, ns, q, multi, bool(st.get("upsert")))
+            if not shards:
+                continue
+            for shard in shards:
+                cmd = {cmd_name: coll, field: [st], "ordered": True, **base}
+                if "txnNumber" in req.cmd:
+                    cmd["stmtIds"] = [i]
+                reply = await _run_txn_aware(router, req, shard, req.db, cmd)
+                _note_op_time(req, router, shard)
+                if reply.get("writeErrors"):
+                    e = dict(reply["writeErrors"][0])
+                    e["index"] = i
+                    raise _WriteError(e)
+                n += reply.get("n", 0)
+                n_modified += reply.get("nModified", 0)
+                for u in reply.get("upserted", []):
+                    upserted.append({"index": i, "_id": u["_id"]})
+                if not multi and reply.get("n", 0) > 0:
+                    break
+        except _WriteError as we:
+            errors.append(we.error)
+            if ordered:
+                break
+        except MongoError as err:
+            if router.txns is not None and "autocommit" in req.cmd:
+                raise
+            errors.append(err.to_write_error(i))
+            if ordered:
+                break
+    out: dict[str, Any] = {"n": n}
+    if cmd_name == "update":
+        if upserted:
+            out["upserted"] = upserted
+        out["nModified"] = n_modified
+    if errors:
+        out["writeErrors"] = errors
+    out["ok"] = 1.0
+    return out
+
+
+class _WriteError(Exception):
+    def __init__(self, error: dict) -> None:
+        self.error = error
+
+
+@router_command("findAndModify", "findandmodify")
+async def cmd_find_and_modify(router: Router, req: Request) -> dict:
+    db, coll, ns = _ns(req)
+    await critical_sections(router).wait(ns)
+    await ensure_database(router, db)
+    q = req.cmd.get("query") or {}
+    shards = await _target_one_statement(router, req, ns, q, False, bool(req.cmd.get("upsert")))
+    last = None
+    for shard in shards:
+        cmd = {k: v for k, v in req.cmd.items() if k not in ("$db", "$clusterTime", "$readPreference")}
+        cmd = {req.name: coll, **{k: v for k, v in cmd.items() if k != req.name}}
+        last = await _run_txn_aware(router, req, shard, db, cmd)
+        _note_op_time(req, router, shard)
+        if last.get("lastErrorObject", {}).get("n", 0) > 0:
+            return last
+    return last or {"lastErrorObject": {"n": 0, "updatedExisting": False}, "value": None, "ok": 1.0}
+
+
+# -- reads --------------------------------------------------------------------------
+def _serve(router: Router, ns: str, results: list[dict], batch_size: int | None, single_batch: bool = False) -> dict:
+    cur = QueryCursor(ns, iter(results))
+    batch = cur.take(batch_size if batch_size is not None else DEFAULT_FIRST_BATCH) if batch_size != 0 else []
+    if cur.exhausted or single_batch:
+        return cursor_reply(batch, 0, ns, first=True)
+    return cursor_reply(batch, router.cursors.register(cur), ns, first=True)
+
+
+async def _gather(router: Router, req: Request, db: str, shards: list[str], cmd: dict) -> list[dict]:
+    """Run a find on `shards` and collect every result (following their cursors)."""
+    out: list[dict] = []
+    for shard in shards:
+        remote = router.shard(shard)
+        reply = await _run_txn_aware(router, req, shard, db, {**cmd, "batchSize": 2**31 - 1})
+        cur = reply["cursor"]
+        out.extend(cur["firstBatch"])
+        cid = cur["id"]
+        while cid:
+            more = await remote.command(db, {"getMore": cid, "collection": cur["ns"].split(".", 1)[1]})
+            out.extend(more["cursor"]["nextBatch"])
+            cid = more["cursor"]["id"]
+    return out
+
+
+@router_command("find")
+async def cmd_find(router: Router, req: Request) -> dict:
+    from shardsim.query.projection import compile_projection
+    from shardsim.query.sorting import sort_key_fn
+
+    db, coll, ns = _ns(req)
+    cmd = req.cmd
+    flt = cmd.get("filter") or {}
+    if not isinstance(flt, dict):
+        raise MongoError("TypeMismatch", "BSON field 'FindCommandRequest.filter' is the wrong type, expected type 'object'")
+    shards = targets_for_query(router, ns, flt)
+    batch_size = cmd.get("batchSize")
+    limit = cmd.get("limit")
+    skip = cmd.get("skip") or 0
+    passthrough = {k: v for k, v in cmd.items() if k not in GENERIC_FIELDS or k in ("lsid", "txnNumber", "readConcern", "autocommit", "startTransaction")}
+    if len(shards) <= 1:
+        if not shards:
+            return cursor_reply([], 0, ns, first=True)
+        shard_cmd = {k: v for k, v in passthrough.items() if k not in ("batchSize", "singleBatch")}
+        results = await _gather(router, req, db, shards, shard_cmd)
+    else:
+        shard_cmd = {k: v for k, v in passthrough.items() if k not in ("projection", "skip", "limit", "batchSize", "singleBatch")}
+        if limit:
+            shard_cmd["limit"] = int(limit) + int(skip)
+        results = await _gather(router, req, db, shards, shard_cmd)
+        if cmd.get("sort"):
+            results.sort(key=sort_key_fn(cmd["sort"]))
+        if skip:
+            results = results[int(skip):]
+        if limit:
+            results = results[: int(limit)]
+        if cmd.get("projection"):
+            project = compile_projection(cmd["projection"])
+            results = [project(d) for d in results]
+    if limit and (batch_size is None or batch_size > limit):
+        batch_size = limit
+    return _serve(router, ns, results, batch_size, bool(cmd.get("singleBatch")))
+
+
+@router_command("getMore")
+async def cmd_get_more(router: Router, req: Request) -> dict:
+    return await router.cursors.get_more(req.cmd, req.db)
+
+
+@router_command("killCursors")
+async def cmd_kill_cursors(router: Router, req: Request) -> dict:
+    ids = req.cmd.get("cursors")
+    if not isinstance(ids, list):
+        raise MongoError("FailedToParse", "BSON field 'killCursors.cursors' is missing but a required field")
+    return router.cursors.kill(f"{req.db}.{req.cmd['killCursors']}", ids)
+
+
+@router_command("count")
+async def cmd_count(router: Router, req: Request) -> dict:
+    db, coll, ns = _ns(req)
+    q = req.cmd.get("query") or {}
+    total = 0
+    for shard in targets_for_query(router, ns, q):
+        reply = await _run_txn_aware(router, req, shard, db, {"count": coll, "query": q, **_session_fields(req)})
+        total += reply["n"]
+    skip = int(req.cmd.get("skip") or 0)
+    limit = req.cmd.get("limit")
+    total = max(total - skip, 0)
+    if limit:
+        total = min(total, abs(int(limit)))
+    return {"n": total, "ok": 1.0}
+
+
+@router_command("distinct")
+async def cmd_distinct(router: Router, req: Request) -> dict:
+    from shardsim.query.values import hashable, sort_key
+
+    db, coll, ns = _ns(req)
+    q = req.cmd.get("query") or {}
+    seen: dict = {}
+    for shard in targets_for_query(router, ns, q):
+        reply = await _run_txn_aware(router, req, shard, db, {"distinct": coll, "key": req.cmd.get("key"), "query": q, **_session_fields(req)})
+        for v in reply["values"]:
+            seen.setdefault(hashable(v), v)
+    return {"values": sorted(seen.values(), key=sort_key), "ok": 1.0}
+
+
+@router_command("aggregate")
+async def cmd_aggregate(router: Router, req: Request) -> dict:
+    pipeline = req.cmd.get("pipeline")
+    if not isinstance(pipeline, list):
+        raise MongoError("TypeMismatch", "'pipeline' option must be specified as an array")
+    if pipeline and isinstance(pipeline[0], dict) and "$changeStream" in pipeline[0]:
+        from router.merge.cluster_change_stream import open_cluster_change_stream
+
+        return await open_cluster_change_stream(router, req)
+    for st in pipeline:
+        if isinstance(st, dict) and "$changeStream" in st:
+            raise MongoError(40602, "$changeStream is only valid as the first stage in a pipeline")
+    if req.cmd.get("cursor") is None and not req.cmd.get("explain"):
+        raise MongoError("FailedToParse", "The 'cursor' option is required, except for aggregate with the explain argument")
+    from shardsim.query.stages import run_pipeline
+
+    target = req.cmd["aggregate"]
+    db = req.db
+    batch_size = (req.cmd.get("cursor") or {}).get("batchSize")
+    if target == 1:
+        return _serve(router, f"{db}.$cmd.aggregate", list(run_pipeline(iter(()), pipeline)), batch_size)
+    if not isinstance(target, str):
+        raise MongoError("InvalidNamespace", "aggregate target must be a collection name or 1")
+    ns = f"{db}.{target}"
+    shards = targets_for_query(router, ns, None)
+    if len(shards) == 1 and router.catalog.routing(ns) is None:
+        cmd = {k: v for k, v in req.cmd.items() if k not in ("$db", "$clusterTime", "$readPreference")}
+        reply = await _run_txn_aware(router, req, shards[0], db, {**cmd, "cursor": {"batchSize": 2**31 - 1}})
+        results = list(reply["cursor"]["firstBatch"])
+    else:
+        docs = await _gather(router, req, db, shards, {"find": target, **_session_fields(req)})
+        results = list(run_pipeline(iter(docs), pipeline))
+    return _serve(router, ns, results, batch_size)

@@ -1,0 +1,233 @@
+"""DDL through the router.
+
+Collection DDL runs on the database's primary shard; for a sharded collection
+it also runs on every other shard holding it, marked `fromMigrate` there (the
+sharded DDL coordinators do this so a change stream reports one drop, one
+rename, one dropDatabase — from the primary shard).  Index DDL and collMod are
+broadcast and logged by each shard.  The config server's metadata is updated
+to match.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from oplog.errors import MongoError
+from router.mongos import GENERIC_FIELDS, Request, Router, router_command
+from router.sharding import config_write, critical_sections, ensure_database
+
+_FORWARD_GENERIC = ("lsid", "txnNumber", "writeConcern", "comment")
+
+
+def _forward(cmd: dict) -> dict:
+    return {k: v for k, v in cmd.items() if k not in GENERIC_FIELDS or k in _FORWARD_GENERIC}
+
+
+def shards_holding(router: Router, db: str, coll: str | None = None) -> list[str]:
+    """Shards that have `db.coll` (or any collection of `db`)."""
+    out = []
+    for name, remote in sorted(router.shards.items()):
+        d = remote.node.catalog.db(db)
+        if d is None:
+            continue
+        if coll is None or coll in d.collections:
+            out.append(name)
+    return out
+
+
+async def _primary_then_others(router: Router, db: str, holders: list[str], cmd: dict) -> dict:
+    primary = router.catalog.primary_of(db)
+    others = [s for s in holders if s != primary]
+    for s in others:
+        await router.shard(s).command(db, {**cmd, "fromMigrate": True})
+    reply: dict = {"ok": 1.0}
+    if primary is not None and (primary in holders or not holders):
+        reply = await router.shard(primary).command(db, cmd)
+    return reply
+
+
+@router_command("create")
+async def cmd_create(router: Router, req: Request) -> dict:
+    primary = await ensure_database(router, req.db)
+    if primary == "config":
+        return await router.config_remote.command(req.db, _forward(req.cmd))
+    return await router.shard(primary).command(req.db, _forward(req.cmd))
+
+
+async def _drop_sharded_metadata(router: Router, ns: str) -> None:
+    r = router.catalog.routing(ns)
+    if r is None:
+        return
+    await config_write(router, {"delete": "chunks", "deletes": [{"q": {"uuid": r.uuid}, "limit": 0}]})
+    await config_write(router, {"delete": "collections", "deletes": [{"q": {"_id": ns}, "limit": 0}]})
+    router.refresh_catalog()
+
+
+@router_command("drop")
+async def cmd_drop(router: Router, req: Request) -> dict:
+    coll = req.cmd["drop"]
+    if not isinstance(coll, str):
+        raise MongoError("InvalidNamespace", "collection name must be a string")
+    ns = f"{req.db}.{coll}"
+    if req.db in ("admin", "config"):
+        return await router.config_remote.command(req.db, _forward(req.cmd))
+    async with router._ddl_lock:
+        primary = router.catalog.primary_of(req.db)
+        if primary is None:
+            return {"ok": 1.0}
+        holders = shards_holding(router, req.db, coll)
+        reply = await _primary_then_others(router, req.db, holders, _forward(req.cmd))
+        await _drop_sharded_metadata(router, ns)
+    req.op_time_key = router.shard(primary).node.oplog.last_key
+    reply.setdefault("ok", 1.0)
+    if not holders:
+        return {"ok": 1.0}
+    return reply
+
+
+@router_command("dropDatabase")
+async def cmd_drop_database(router: Router, req: Request) -> dict:
+    if req.db in ("admin", "config", "local"):
+        raise MongoError("IllegalOperation", f"Cannot drop '{req.db}' database through mongos")
+    async with router._ddl_lock:
+        primary = router.catalog.primary_of(req.db)
+        if primary is None:
+            return {"ok": 1.0}
+        holders = shards_holding(router, req.db)
+        for ns in [r.ns for r in router.catalog.sharded_in(req.db)]:
+            await _drop_sharded_metadata(router, ns)
+        for s in holders:
+            if s != primary:
+                await router.shard(s).command(req.db, {"dropDatabase": 1, "fromMigrate": True})
+        await router.shard(primary).command(req.db, {"dropDatabase": 1})
+        await config_write(router, {"delete": "databases", "deletes": [{"q": {"_id": req.db}, "limit": 1}]})
+        router.refresh_catalog()
+    req.op_time_key = router.shard(primary).node.oplog.last_key
+    return {"dropped": req.db, "ok": 1.0}
+
+
+@router_command("renameCollection")
+async def cmd_rename(router: Router, req: Request) -> dict:
+    if req.db != "admin":
+        raise MongoError("Unauthorized", "renameCollection may only be run against the admin database.")
+    src, dst = req.cmd["renameCollection"], req.cmd.get("to")
+    if not isinstance(src, str) or not isinstance(dst, str) or "." not in src or "." not in dst:
+        raise MongoError("InvalidNamespace", f"Invalid source or target namespace: {src} -> {dst}")
+    sdb, scoll = src.split(".", 1)
+    ddb, dcoll = dst.split(".", 1)
+    async with router._ddl_lock:
+        primary = router.catalog.primary_of(sdb)
+        if primary is None:
+            raise MongoError("NamespaceNotFound", f"Source collection {src} does not exist")
+        if sdb != ddb:
+            raise MongoError("IllegalOperation", "mongosim: renameCollection across databases is not supported")
+        holders = shards_holding(router, sdb, scoll)
+        if not holders:
+            raise MongoError("NamespaceNotFound", f"Source collection {src} does not exist")
+        cmd = {"renameCollection": src, "to": dst, **{k: v for k, v in req.cmd.items() if k in ("dropTarget", "stayTemp")}}
+        for s in holders:
+            if s != primary:
+                await router.shard(s).command("admin", {**cmd, "fromMigrate": True})
+        if primary in holders:
+            await router.shard(primary).command("admin", cmd)
+        r = router.catalog.routing(src)
+        if r is not None:
+            await _drop_sharded_metadata(router, dst)
+            await config_write(router, {"delete": "collections", "deletes": [{"q": {"_id": src}, "limit": 1}]})
+            await config_write(router, {"insert": "collections", "documents": [{
+                "_id": dst, "lastmodEpoch": r.epoch, "lastmod": None, "timestamp": r.timestamp, "uuid": r.uuid,
+                "key": dict(r.pattern.key), "unique": r.unique, "noBalance": False}]})
+            router.refresh_catalog()
+        elif router.catalog.routing(dst) is not None and req.cmd.get("dropTarget"):
+            await _drop_sharded_metadata(router, dst)
+    req.op_time_key = router.shard(primary).node.oplog.last_key
+    return {"ok": 1.0}
+
+
+async def _broadcast_collection_ddl(router: Router, req: Request, create_db: bool = False) -> dict:
+    coll = req.cmd[req.name]
+    if not isinstance(coll, str):
+        raise MongoError("InvalidNamespace", "collection name must be a string")
+    ns = f"{req.db}.{coll}"
+    await critical_sections(router).wait(ns)
+    if create_db:
+        await ensure_database(router, req.db)
+    primary = router.catalog.primary_of(req.db)
+    if primary is None:
+        raise MongoError("NamespaceNotFound", f"ns does not exist: {ns}")
+    holders = shards_holding(router, req.db, coll) or [primary]
+    reply: dict = {}
+    raw: dict[str, Any] = {}
+    for s in holders:
+        reply = await router.shard(s).command(req.db, _forward(req.cmd))
+        raw[s] = {k: v for k, v in reply.items() if k != "ok"}
+    req.op_time_key = max(router.shard(s).node.oplog.last_key for s in holders)
+    if len(holders) > 1:
+        out = {"raw": {f"{s}/{router.shard(s).node.host}": v for s, v in raw.items()}, "ok": 1.0}
+        return out
+    return reply
+
+
+@router_command("createIndexes")
+async def cmd_create_indexes(router: Router, req: Request) -> dict:
+    return await _broadcast_collection_ddl(router, req, create_db=True)
+
+
+@router_command("dropIndexes", "deleteIndexes")
+async def cmd_drop_indexes(router: Router, req: Request) -> dict:
+    return await _broadcast_collection_ddl(router, req)
+
+
+@router_command("collMod")
+async def cmd_coll_mod(router: Router, req: Request) -> dict:
+    return await _broadcast_collection_ddl(router, req)
+
+
+@router_command("listCollections")
+async def cmd_list_collections(router: Router, req: Request) -> dict:
+    if req.db == "config":
+        return await router.config_remote.command(req.db, _forward(req.cmd))
+    primary = router.catalog.primary_of(req.db)
+    if primary is None:
+        return {"cursor": {"firstBatch": [], "id": 0, "ns": f"{req.db}.$cmd.listCollections"}, "ok": 1.0}
+    return await router.shard(primary).command(req.db, _forward(req.cmd))
+
+
+@router_command("listIndexes")
+async def cmd_list_indexes(router: Router, req: Request) -> dict:
+    primary = router.catalog.primary_of(req.db)
+    if primary is None:
+        raise MongoError("NamespaceNotFound", f"ns does not exist: {req.db}.{req.cmd['listIndexes']}")
+    holders = shards_holding(router, req.db, req.cmd["listIndexes"])
+    target = primary if (primary in holders or not holders) else holders[0]
+    return await router.shard(target).command(req.db, _forward(req.cmd))
+
+
+@router_command("listDatabases")
+async def cmd_list_databases(router: Router, req: Request) -> dict:
+    from shardsim.reads import database_sizes
+
+    sizes: dict[str, int] = {}
+    for remote in router.shards.values():
+        for name, size in database_sizes(remote.node).items():
+            sizes[name] = sizes.get(name, 0) + size
+    for name, size in database_sizes(router.config).items():
+        if name in ("config", "admin"):
+            sizes[name] = sizes.get(name, 0) + size
+    name_only = bool(req.cmd.get("nameOnly"))
+    dbs = []
+    for name in sorted(sizes):
+        dbs.append({"name": name} if name_only else {"name": name, "sizeOnDisk": sizes[name], "empty": sizes[name] == 0})
+    flt = req.cmd.get("filter")
+    if flt:
+        from shardsim.query.matcher import Matcher
+
+        m = Matcher(flt)
+        dbs = [d for d in dbs if m.matches(d)]
+    total = sum(sizes.values())
+    out: dict[str, Any] = {"databases": dbs}
+    if not name_only:
+        out["totalSize"] = total
+        out["totalSizeMb"] = total >> 20
+    out["ok"] = 1.0
+    return out

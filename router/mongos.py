@@ -1,0 +1,228 @@
+"""The mongos: command dispatch, cluster-time gossip, error labels, failpoints.
+
+`Router.run_command(db, cmd, conn)` is what the wire server calls for every
+request.  It advances the cluster clock from the client's `$clusterTime`,
+applies test failpoints, runs the command's handler (registered with
+`@router_command`) and, on failure, labels the error as the server would
+(`ResumableChangeStreamError` for resumable change-stream failures, ...).
+`decorate` adds `operationTime` and `$clusterTime` to every reply.
+
+The shards and the config server are `shardsim.Node`s reached through
+`ShardRemote`s; sharding metadata is read from the config server into the
+`CatalogCache`.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable
+
+import trio
+from bson import Timestamp
+
+from oplog.clock import key_ts, ts_key
+from oplog.errors import MongoError, in_category
+from router import handshake
+from router.catalog_cache import CatalogCache
+from router.failpoints import CloseConnection, FailPoints
+from router.remote import ShardRemote
+from router.server import ConnState
+from shardsim.cursors import CursorManager
+from shardsim.node import Node
+
+RouterHandler = Callable[["Router", "Request"], Awaitable[dict]]
+ROUTER_COMMANDS: dict[str, RouterHandler] = {}
+
+GENERIC_FIELDS = {
+    "$db", "lsid", "$clusterTime", "txnNumber", "autocommit", "startTransaction", "readConcern",
+    "writeConcern", "$readPreference", "comment", "maxTimeMS", "apiVersion", "apiStrict",
+    "apiDeprecationErrors", "$audit", "$client", "mayBypassWriteBlocking",
+}
+
+
+def router_command(*names: str) -> Callable[[RouterHandler], RouterHandler]:
+    def deco(fn: RouterHandler) -> RouterHandler:
+        for n in names:
+            ROUTER_COMMANDS[n] = fn
+        return fn
+
+    return deco
+
+
+@dataclass
+class Request:
+    db: str
+    cmd: dict
+    conn: ConnState
+    name: str
+    op_time_key: int = 0  # set by handlers that wrote: the reply's operationTime
+
+    def arg(self, key: str, default: Any = None) -> Any:
+        return self.cmd.get(key, default)
+
+
+class ClusterClock:
+    """The router's view of cluster time: only ever advanced by gossip."""
+
+    def __init__(self) -> None:
+        self.key = 0
+
+    def advance(self, key: int) -> None:
+        if key > self.key:
+            self.key = key
+
+    def now(self) -> Timestamp:
+        return key_ts(self.key)
+
+
+def is_change_stream_command(name: str, cmd: dict, router: "Router | None" = None, db: str = "") -> bool:
+    if name == "aggregate":
+        p = cmd.get("pipeline")
+        return isinstance(p, list) and bool(p) and isinstance(p[0], dict) and "$changeStream" in p[0]
+    if name == "getMore" and router is not None:
+        cur = router.cursors._cursors.get(cmd.get("getMore"))
+        return getattr(cur, "is_change_stream", False)
+    return False
+
+
+def change_stream_labels(code: int) -> list[str]:
+    """Labels the server puts on a failed change-stream aggregate/getMore (error_labels.cpp)."""
+    labels = []
+    if (
+        in_category(code, "RetriableError")
+        or in_category(code, "NetworkError")
+        or in_category(code, "NeedRetargettingError")
+        or code in (234, 133)  # RetryChangeStream, FailedToSatisfyReadPreference
+    ):
+        labels.append("ResumableChangeStreamError")
+    if in_category(code, "NonResumableChangeStreamError"):
+        labels.append("NonResumableChangeStreamError")
+    return labels
+
+
+class Router:
+    """The mongos of one emulated cluster."""
+
+    def __init__(
+        self,
+        config: Node,
+        shards: dict[str, Node],
+        *,
+        identity: handshake.ServerIdentity | None = None,
+        shard_factory: Callable[[str], Node] | None = None,
+        instant_hwm: bool = False,
+    ) -> None:
+        self.identity = identity or handshake.ServerIdentity()
+        self.clock = ClusterClock()
+        self.config = config
+        self.config_remote = ShardRemote("config", config, self.clock)
+        self.shards: dict[str, ShardRemote] = {n: ShardRemote(n, node, self.clock) for n, node in shards.items()}
+        self.shard_factory = shard_factory
+        self.catalog = CatalogCache()
+        self.cursors = CursorManager(None)
+        self.failpoints = FailPoints()
+        self.instant_hwm = instant_hwm
+        self.connections: set[int] = set()
+        self.started_at = trio.current_time()
+        self.hello_changed = trio.Event()
+        self.tracer = None  # callable(dict) receiving merge trace events, or None
+        self.auth = None  # router.auth.AuthManager when --auth
+        self.txns: Any = None  # router-side transaction coordinator (router.transactions)
+        self._ddl_lock = trio.Lock()
+        for node in [config, *shards.values()]:
+            self.clock.advance(node.clock.key)
+
+    # -- wire service interface ---------------------------------------------------------
+    async def run_command(self, db: str, cmd: dict, conn: ConnState) -> dict:
+        if not cmd:
+            raise MongoError("FailedToParse", "Empty command object")
+        name = next(iter(cmd))
+        self.connections.add(conn.id)
+        ct = cmd.get("$clusterTime")
+        if isinstance(ct, dict) and isinstance(ct.get("clusterTime"), Timestamp):
+            self.clock.advance(ts_key(ct["clusterTime"]))
+        handler = ROUTER_COMMANDS.get(name) or ROUTER_COMMANDS.get(name.lower())
+        if handler is None:
+            raise MongoError("CommandNotFound", f"no such command: '{name}'")
+        if self.auth is not None and self.auth.enabled:
+            self.auth.authorize(db, cmd, conn)
+        req = Request(db, cmd, conn, name)
+        try:
+            await self._apply_fail_command(req)
+            reply = await handler(self, req)
+        except MongoError as err:
+            self._label(err, req)
+            raise
+        if req.op_time_key:
+            reply.setdefault("_opTimeKey", req.op_time_key)
+        return reply
+
+    async def _apply_fail_command(self, req: Request) -> None:
+        app = (req.conn.client or {}).get("application", {}).get("name")
+        coll = req.cmd.get(req.name)
+        ns = f"{req.db}.{coll}" if isinstance(coll, str) else None
+        fp = self.failpoints.check_fail_command(req.name, app, ns)
+        if fp is None:
+            return
+        data = fp.data
+        if data.get("blockConnection"):
+            await trio.sleep(float(data.get("blockTimeMS", 0)) / 1000.0)
+        if data.get("closeConnection"):
+            raise CloseConnection()
+        if "errorCode" in data:
+            err = MongoError(int(data["errorCode"]), "Failing command via 'failCommand' failpoint")
+            if "errorLabels" in data:
+                err.extra["_explicitLabels"] = list(data["errorLabels"])
+            raise err
+        if "writeConcernError" in data:
+            req.conn.extra["writeConcernError"] = data["writeConcernError"]
+
+    def _label(self, err: MongoError, req: Request) -> None:
+        explicit = err.extra.pop("_explicitLabels", None)
+        if explicit is not None:
+            err.labels = list(explicit)
+            return
+        if is_change_stream_command(req.name, req.cmd, self, req.db):
+            for label in change_stream_labels(err.code):
+                err.add_label(label)
+        if self.txns is not None:
+            self.txns.label_error(err, req)
+
+    def decorate(self, reply: dict, db: str, cmd: dict, conn: ConnState) -> dict:
+        op_key = reply.pop("_opTimeKey", 0) or self.clock.key
+        wce = conn.extra.pop("writeConcernError", None)
+        if wce is not None and reply.get("ok"):
+            reply["writeConcernError"] = wce
+        reply["operationTime"] = key_ts(op_key)
+        reply["$clusterTime"] = handshake.cluster_time_doc(self.clock.now())
+        return reply
+
+    async def await_hello(self, cmd: dict, conn: ConnState) -> None:
+        wait = cmd.get("maxAwaitTimeMS")
+        tv = cmd.get("topologyVersion") or {}
+        if tv.get("processId") != self.identity.process_id or tv.get("counter") != self.identity.topology_counter:
+            return
+        with trio.move_on_after(max(float(wait or 0), 0) / 1000.0):
+            await self.hello_changed.wait()
+
+    def connection_closed(self, conn: ConnState) -> None:
+        self.connections.discard(conn.id)
+
+    # -- shards ---------------------------------------------------------------------------
+    def shard(self, name: str) -> ShardRemote:
+        if name == "config":
+            return self.config_remote
+        try:
+            return self.shards[name]
+        except KeyError:
+            raise MongoError("ShardNotFound", f"Shard {name} not found") from None
+
+    def refresh_catalog(self) -> None:
+        self.catalog.refresh(self.config.catalog)
+
+
+def load_router_commands() -> None:
+    """Import the modules that register router commands."""
+    from router import commands_admin, commands_crud, commands_ddl, sharding  # noqa: F401
+    from router.merge import cluster_change_stream  # noqa: F401

@@ -1,0 +1,96 @@
+"""The replica-set front door: one node answering the wire protocol as a primary.
+
+In replica-set mode (`mongosim serve --topology replset`) there is no router:
+drivers talk to the node directly and classify it from `hello` (`setName`,
+`hosts`, `primary`, `me`).  Server-information and test commands are shared
+with the mongos (`router.commands_admin`); everything else goes to the node.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import trio
+
+from oplog.clock import key_ts, ts_key
+from oplog.errors import MongoError
+from router import handshake
+from router.failpoints import FailPoints
+from router.mongos import ROUTER_COMMANDS, Request, change_stream_labels
+from router.server import ConnState
+from shardsim.node import Node
+
+ADMIN_COMMANDS = {
+    "hello", "isMaster", "ismaster", "ping", "buildInfo", "buildinfo", "getParameter", "getCmdLineOpts",
+    "serverStatus", "connectionStatus", "whatsmyuri", "endSessions", "killSessions", "refreshSessions",
+    "killAllSessions", "killAllSessionsByPattern", "startSession", "configureFailPoint", "getDefaultRWConcern",
+    "hostInfo", "logout", "listCommands", "saslStart", "saslContinue", "authenticate",
+}
+
+
+class ReplSetFrontend:
+    def __init__(self, node: Node, identity: handshake.ServerIdentity) -> None:
+        self.node = node
+        self.identity = identity
+        self.failpoints = FailPoints()
+        self.connections: set[int] = set()
+        self.started_at = trio.current_time()
+        self.hello_changed = trio.Event()
+        self.auth = None
+        self.txns = None
+        self.cursors = node.cursors
+
+    async def run_command(self, db: str, cmd: dict, conn: ConnState) -> dict:
+        if not cmd:
+            raise MongoError("FailedToParse", "Empty command object")
+        name = next(iter(cmd))
+        self.connections.add(conn.id)
+        ct = cmd.get("$clusterTime")
+        if isinstance(ct, dict) and "clusterTime" in ct:
+            self.node.clock.advance(ts_key(ct["clusterTime"]))
+        if self.auth is not None and self.auth.enabled:
+            self.auth.authorize(db, cmd, conn)
+        req = Request(db, cmd, conn, name)
+        if name in ADMIN_COMMANDS:
+            return await ROUTER_COMMANDS[name](self, req)
+        from router.mongos import Router
+
+        try:
+            await Router._apply_fail_command(self, req)  # same failpoint semantics as mongos
+            return await self.node.run_command(db, cmd)
+        except MongoError as err:
+            explicit = err.extra.pop("_explicitLabels", None)
+            if explicit is not None:
+                err.labels = list(explicit)
+            elif self._is_change_stream(name, cmd):
+                for label in change_stream_labels(err.code):
+                    err.add_label(label)
+            raise
+
+    def _is_change_stream(self, name: str, cmd: dict) -> bool:
+        if name == "aggregate":
+            p = cmd.get("pipeline")
+            return isinstance(p, list) and bool(p) and isinstance(p[0], dict) and "$changeStream" in p[0]
+        if name == "getMore":
+            cur = self.node.cursors._cursors.get(cmd.get("getMore"))
+            return getattr(cur, "is_change_stream", False)
+        return False
+
+    def decorate(self, reply: dict, db: str, cmd: dict, conn: ConnState) -> dict:
+        op_key = reply.pop("_opTimeKey", 0) or self.node.clock.key
+        wce = conn.extra.pop("writeConcernError", None)
+        if wce is not None and reply.get("ok"):
+            reply["writeConcernError"] = wce
+        reply["operationTime"] = key_ts(op_key)
+        reply["$clusterTime"] = handshake.cluster_time_doc(self.node.clock.now())
+        return reply
+
+    async def await_hello(self, cmd: dict, conn: ConnState) -> None:
+        tv = cmd.get("topologyVersion") or {}
+        if tv.get("processId") != self.identity.process_id or tv.get("counter") != self.identity.topology_counter:
+            return
+        with trio.move_on_after(max(float(cmd.get("maxAwaitTimeMS") or 0), 0) / 1000.0):
+            await self.hello_changed.wait()
+
+    def connection_closed(self, conn: ConnState) -> None:
+        self.connections.discard(conn.id)

@@ -1,0 +1,205 @@
+"""The trio TCP server: moves bytes between sockets and the sans-IO wire codec.
+
+One task per connection (in the server's nursery).  Each request is parsed by
+`router.wire`, answered by the *service* (the mongos `Router`, or the
+replica-set front door in replica-set mode) and the reply written back.  A
+frame that cannot be delimited closes that connection only; a request that
+fails in any other way gets an error reply.  Nothing a client sends can take
+the server down.
+
+Awaitable `hello` (streaming monitoring): a `hello` carrying the server's
+current `topologyVersion` and `maxAwaitTimeMS` waits that long before
+answering; with `exhaustAllowed` the server keeps answering on its own with
+moreToCome set, as mongod/mongos do.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import trio
+
+from oplog import bsonutil
+from oplog.errors import MongoError
+from router import wire
+from router.failpoints import CloseConnection
+from router.wire.messages import MORE_TO_COME
+
+log = logging.getLogger("mongosim.server")
+
+_conn_ids = itertools.count(1)
+_request_ids = itertools.count(1)
+
+
+@dataclass
+class ConnState:
+    """What the server knows about one client connection."""
+
+    id: int
+    peer: str
+    is_localhost: bool = True
+    client: dict | None = None
+    auth: Any = None  # per-connection authentication state
+    closing: bool = False
+    extra: dict = field(default_factory=dict)
+
+
+class Service(Protocol):
+    async def run_command(self, db: str, cmd: dict, conn: ConnState) -> dict: ...
+
+    def decorate(self, reply: dict, db: str, cmd: dict, conn: ConnState) -> dict: ...
+
+    async def await_hello(self, cmd: dict, conn: ConnState) -> None: ...
+
+
+def _peer_of(stream: trio.abc.Stream) -> tuple[str, bool]:
+    sock = getattr(stream, "socket", None)
+    if sock is None:
+        return "memory", True
+    try:
+        host, port = sock.getpeername()[:2]
+    except OSError:
+        return "unknown", False
+    return f"{host}:{port}", host in ("127.0.0.1", "::1", "localhost")
+
+
+def error_reply(err: MongoError, service: Service, db: str, cmd: dict, conn: ConnState) -> dict:
+    reply = err.to_reply()
+    try:
+        return service.decorate(reply, db, cmd, conn)
+    except Exception:  # decoration must never hide the original error
+        return reply
+
+
+async def _answer(service: Service, db: str, cmd: dict, conn: ConnState) -> dict:
+    try:
+        reply = await service.run_command(db, cmd, conn)
+    except MongoError as err:
+        return error_reply(err, service, db, cmd, conn)
+    except (trio.Cancelled, CloseConnection):
+        raise
+    except Exception as exc:  # a bug in a command must not kill the connection
+        log.error("internal error in %s: %s", next(iter(cmd), "?"), traceback.format_exc())
+        return error_reply(MongoError("InternalError", f"mongosim internal error: {exc!r}"), service, db, cmd, conn)
+    return service.decorate(reply, db, cmd, conn)
+
+
+def _encode_reply(reply: dict, response_to: int, flags: int = 0) -> bytes:
+    try:
+        body = bsonutil.encode(reply)
+    except Exception as exc:
+        body = bsonutil.encode(MongoError("InternalError", f"failed to encode reply: {exc}").to_reply())
+    if len(body) > bsonutil.MAX_BSON_OBJECT_SIZE + 16 * 1024:
+        body = bsonutil.encode(MongoError("BSONObjectTooLarge", "reply too large").to_reply())
+    return wire.encode_op_msg_raw(body, next(_request_ids), response_to, flags)
+
+
+async def serve_connection(stream: trio.abc.Stream, service: Service) -> None:
+    """Serve one client connection until it closes."""
+    peer, local = _peer_of(stream)
+    conn = ConnState(next(_conn_ids), peer, local)
+    codec = wire.WireConnection()
+    try:
+        async with stream:
+            while True:
+                try:
+                    data = await stream.receive_some(1 << 16)
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    return
+                if not data:
+                    return
+                codec.receive_data(data)
+                while True:
+                    try:
+                        msg = codec.next_message()
+                    except wire.FrameError as exc:
+                        log.info("closing connection %s: %s", conn.id, exc)
+                        return
+                    if msg is wire.NEED_DATA:
+                        break
+                    try:
+                        keep = await _handle(stream, service, conn, msg)
+                    except CloseConnection:
+                        return
+                    if not keep:
+                        return
+    except (trio.BrokenResourceError, trio.ClosedResourceError):
+        return
+    finally:
+        conn.closing = True
+        closer = getattr(service, "connection_closed", None)
+        if closer is not None:
+            closer(conn)
+
+
+async def _handle(stream: trio.abc.Stream, service: Service, conn: ConnState, msg: Any) -> bool:
+    """Answer one message; False to close the connection."""
+    if isinstance(msg, wire.UnsupportedRequest):
+        if msg.close_after:
+            return False
+        if msg.reply_with_op_reply:
+            await stream.send_all(wire.encode_op_reply([msg.error.to_reply()], next(_request_ids), msg.request_id))
+        else:
+            await stream.send_all(wire.encode_op_msg(msg.error.to_reply(), next(_request_ids), msg.request_id))
+        return True
+    if isinstance(msg, wire.QueryRequest):
+        cmd = msg.command()
+        name = next(iter(cmd), "")
+        if not msg.is_command or name.lower() not in ("hello", "ismaster"):
+            err = MongoError(
+                5739101 if msg.is_command else 5739101,
+                f"Unsupported OP_QUERY command: {name}. The client driver may require an upgrade. "
+                "For more details see https://dochub.mongodb.org/core/legacy-opcode-removal",
+            )
+            await stream.send_all(wire.encode_op_reply([err.to_reply()], next(_request_ids), msg.request_id))
+            return True
+        reply = await _answer(service, msg.db, cmd, conn)
+        await stream.send_all(wire.encode_op_reply([reply], next(_request_ids), msg.request_id))
+        return True
+    # OP_MSG
+    cmd, db = msg.body, msg.db
+    name = next(iter(cmd), "")
+    streaming_hello = (
+        name in ("hello", "isMaster", "ismaster") and "topologyVersion" in cmd and "maxAwaitTimeMS" in cmd
+    )
+    if streaming_hello:
+        await service.await_hello(cmd, conn)
+    reply = await _answer(service, db, cmd, conn)
+    if msg.more_to_come:
+        return True  # the client asked for no reply
+    if streaming_hello and msg.exhaust_allowed and reply.get("ok"):
+        # Exhaust: keep sending hello replies on our own until the client goes away.
+        response_to = msg.request_id
+        while True:
+            rid = next(_request_ids)
+            body = bsonutil.encode(reply)
+            await stream.send_all(wire.encode_op_msg_raw(body, rid, response_to, MORE_TO_COME))
+            response_to = rid
+            await service.await_hello(cmd, conn)
+            reply = await _answer(service, db, cmd, conn)
+    await stream.send_all(_encode_reply(reply, msg.request_id))
+    return True
+
+
+async def serve_tcp(service: Service, host: str, port: int, *, task_status=trio.TASK_STATUS_IGNORED,
+                    ssl_context=None) -> None:
+    """Listen on host:port; report the bound port through task_status."""
+    listeners = await trio.open_tcp_listeners(port, host=host)
+    if ssl_context is not None:
+        listeners = [trio.SSLListener(lst, ssl_context, https_compatible=False) for lst in listeners]
+    bound = listeners[0].socket.getsockname()[1] if ssl_context is None else listeners[0].transport_listener.socket.getsockname()[1]
+    task_status.started(bound)
+
+    async def handler(stream: trio.abc.Stream) -> None:
+        try:
+            await serve_connection(stream, service)
+        except trio.BrokenResourceError:
+            pass
+        except Exception:  # a TLS handshake failure etc. must not reach the listener
+            log.info("connection ended with %s", traceback.format_exc())
+
+    await trio.serve_listeners(handler, listeners)

@@ -1,0 +1,410 @@
+"""Sharding administration on the router: databases, shardCollection, chunks, migrations, shards.
+
+Metadata writes go to the config server as ordinary writes on `config.*`
+(so they appear in its oplog, where running change streams watch
+`config.shards`); the router's catalog cache is refreshed after each change.
+
+A migration (`moveChunk`/`moveRange`) is real: the donor's documents in the
+range are cloned to the recipient (`fromMigrate` inserts), the chunk's owner is
+committed on the config server, and the donor deletes the range (`fromMigrate`
+deletes).  While it runs, the collection is in a critical section: the router
+holds writes to it, so no write can fall between clone and commit.  If the
+recipient had no chunk of the collection, the donor first writes the
+`migrateChunkToNewShard` noop.
+"""
+
+from __future__ import annotations
+
+import uuid as _uuid
+from datetime import datetime, timezone
+from typing import Any
+
+import trio
+from bson import Binary, Int64, MaxKey, MinKey, ObjectId, Timestamp
+
+from oplog.clock import key_ts
+from oplog.errors import MongoError
+from router.catalog_cache import Chunk, CollectionRouting
+from router.mongos import Request, Router, router_command
+from shardsim.shard_key import ShardKeyPattern
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+def _split_ns(ns: Any, what: str = "namespace") -> tuple[str, str]:
+    if not isinstance(ns, str) or "." not in ns or ns.startswith(".") or ns.endswith("."):
+        raise MongoError("InvalidNamespace", f"Invalid {what}: {ns!r}")
+    db, coll = ns.split(".", 1)
+    return db, coll
+
+
+async def config_write(router: Router, cmd: dict) -> dict:
+    """A write on the config server's `config` database; raises on write errors."""
+    reply = await router.config_remote.command("config", cmd)
+    if reply.get("writeErrors"):
+        e = reply["writeErrors"][0]
+        raise MongoError(e["code"], e["errmsg"])
+    return reply
+
+
+class CriticalSections:
+    """Per-namespace critical sections: writes to a namespace wait while one is held."""
+
+    def __init__(self) -> None:
+        self._held: dict[str, trio.Event] = {}
+
+    async def wait(self, ns: str) -> None:
+        ev = self._held.get(ns)
+        while ev is not None:
+            await ev.wait()
+            ev = self._held.get(ns)
+
+    def held(self, ns: str) -> bool:
+        return ns in self._held
+
+    def acquire(self, ns: str) -> None:
+        self._held[ns] = trio.Event()
+
+    def release(self, ns: str) -> None:
+        ev = self._held.pop(ns, None)
+        if ev is not None:
+            ev.set()
+
+
+def critical_sections(router: Router) -> CriticalSections:
+    cs = getattr(router, "_critical_sections", None)
+    if cs is None:
+        cs = router._critical_sections = CriticalSections()
+    return cs
+
+
+# -- databases -------------------------------------------------------------------------
+async def choose_primary_shard(router: Router) -> str:
+    if not router.shards:
+        raise MongoError("ShardNotFound", "No shards found")
+    sizes = {}
+    for name, remote in router.shards.items():
+        total = 0
+        for coll in remote.node.catalog.all_collections():
+            total += len(coll)
+        sizes[name] = total
+    return min(router.shards, key=lambda n: (sizes[n], n))
+
+
+async def ensure_database(router: Router, db: str, primary: str | None = None) -> str:
+    """The primary shard of `db`, creating the database's config entry when needed."""
+    if db in ("admin", "config"):
+        return "config"
+    found = router.catalog.primary_of(db)
+    if found is not None:
+        return found
+    if not db or any(c in db for c in '/\\. "$\x00'):
+        raise MongoError("InvalidNamespace", f"Invalid database name: '{db}'")
+    for other in router.catalog.databases:
+        if other.lower() == db.lower() and other != db:
+            raise MongoError(13297,  # DatabaseDifferCase
+                              f"db already exists with different case already have: [{other}] trying to create [{db}]")
+    if primary is None:
+        primary = await choose_primary_shard(router)
+    elif primary not in router.shards:
+        raise MongoError("ShardNotFound", f"Shard {primary} not found")
+    version = {"uuid": Binary(_uuid.uuid4().bytes, 4), "timestamp": router.clock.now(), "lastMod": 1}
+    await config_write(router, {"insert": "databases", "documents": [{"_id": db, "primary": primary, "version": version}]})
+    router.refresh_catalog()
+    return primary
+
+
+@router_command("enableSharding", "enablesharding")
+async def cmd_enable_sharding(router: Router, req: Request) -> dict:
+    _admin_only(req)
+    db = req.cmd[req.name]
+    if not isinstance(db, str) or not db:
+        raise MongoError("InvalidNamespace", f"invalid db name specified: {db!r}")
+    await ensure_database(router, db, req.cmd.get("primaryShard"))
+    return {"ok": 1.0}
+
+
+def _admin_only(req: Request) -> None:
+    if req.db != "admin":
+        raise MongoError("Unauthorized", f"{req.name} may only be run against the admin database.")
+
+
+# -- shardCollection -------------------------------------------------------------------
+@router_command("shardCollection", "shardcollection")
+async def cmd_shard_collection(router: Router, req: Request) -> dict:
+    _admin_only(req)
+    ns = req.cmd[req.name]
+    db, name = _split_ns(ns)
+    key = req.cmd.get("key")
+    pattern = ShardKeyPattern(key)
+    unique = bool(req.cmd.get("unique", False))
+    if unique and pattern.hashed:
+        raise MongoError("InvalidOptions", "hashed shard keys cannot be declared unique.")
+    async with router._ddl_lock:
+        existing = router.catalog.routing(ns)
+        if existing is not None:
+            if existing.pattern.key == pattern.key:
+                return {"collectionsharded": ns, "ok": 1.0}
+            raise MongoError(23,  # AlreadyInitialized
+                             
+                             f"sharding already enabled for collection {ns} with options {{ shardKey: {existing.pattern.key} }}")
+        primary = await ensure_database(router, db)
+        pnode = router.shard(primary).node
+        coll = pnode.catalog.collection(db, name)
+        if coll is None:
+            await router.shard(primary).command(db, {"create": name})
+            coll = pnode.catalog.collection(db, name)
+        # the shard key index
+        has_index = any(list(s["key"]) [: len(pattern.fields)] == pattern.fields and
+                        all(s["key"][f] == pattern.key[f] for f in pattern.fields) for s in coll.indexes)
+        if not has_index and not (pattern.fields == ["_id"] and not pattern.hashed):
+            if len(coll) and not req.cmd.get("_createIndexIfMissing", True):
+                raise MongoError("InvalidOptions", "Please create an index that starts with the proposed shard key before sharding the collection.")
+            spec: dict[str, Any] = {"key": dict(pattern.key), "name": "_".join(f"{k}_{v}" for k, v in pattern.key.items())}
+            if unique:
+                spec["unique"] = True
+            await router.shard(primary).command(db, {"createIndexes": name, "indexes": [spec]})
+        uuid = coll.uuid
+        epoch = ObjectId()
+        timestamp = router.clock.now()
+        # initial chunks: one chunk on the primary; hashed keys on an empty collection get one per shard
+        bounds: list[tuple[tuple, tuple, str]] = []
+        if pattern.hashed and len(coll) == 0 and len(router.shards) > 1:
+            names = sorted(router.shards)
+            n = len(names)
+            span = 2**64
+            points = [-(2**63) + (span * i) // n for i in range(1, n)]
+            edges = [None, *points, None]
+            for i, shard_name in enumerate(names):
+                lo = tuple(MinKey() if edges[i] is None else (Int64(edges[i]) if f in pattern.hashed else MinKey())
+                           for f in pattern.fields)
+                hi = tuple(MaxKey() if edges[i + 1] is None else (Int64(edges[i + 1]) if f in pattern.hashed else MinKey())
+                           for f in pattern.fields)
+                bounds.append((lo, hi, shard_name))
+        else:
+            bounds.append((tuple(MinKey() for _ in pattern.fields), tuple(MaxKey() for _ in pattern.fields), primary))
+        owners = sorted({b[2] for b in bounds})
+        for shard_name in owners:
+            await router.shard(shard_name).command(db, {
+                "_shardsvrSetShardKey": ns, "key": pattern.key, "uuid": uuid,
+                "options": dict(coll.options), "indexes": [dict(s) for s in coll.indexes],
+                "fromMigrate": shard_name != primary,
+            })
+        if primary not in owners:
+            await router.shard(primary).command(db, {"_shardsvrSetShardKey": ns, "key": pattern.key, "uuid": uuid})
+        await config_write(router, {"insert": "collections", "documents": [{
+            "_id": ns, "lastmodEpoch": epoch, "lastmod": _now(), "timestamp": timestamp, "uuid": uuid,
+            "key": dict(pattern.key), "unique": unique, "noBalance": False,
+        }]})
+        chunk_docs = []
+        for i, (lo, hi, shard_name) in enumerate(bounds):
+            chunk_docs.append({
+                "_id": ObjectId(), "uuid": uuid, "min": pattern.bound(lo), "max": pattern.bound(hi),
+                "shard": shard_name, "lastmod": Timestamp(1, i), "onCurrentShardSince": timestamp,
+                "history": [{"validAfter": timestamp, "shard": shard_name}],
+            })
+        await config_write(router, {"insert": "chunks", "documents": chunk_docs})
+        router.refresh_catalog()
+        request = {"shardKey": dict(pattern.key), "unique": unique, "presplitHashedZones": bool(req.cmd.get("presplitHashedZones", False))}
+        await router.shard(primary).command(db, {"_shardsvrNotifyShardCollection": ns, "request": request})
+    return {"collectionsharded": ns, "ok": 1.0}
+
+
+# -- chunks ----------------------------------------------------------------------------
+def _routing(router: Router, ns: Any) -> CollectionRouting:
+    _split_ns(ns)
+    r = router.catalog.routing(ns)
+    if r is None:
+        raise MongoError("NamespaceNotSharded", f"{ns} is not sharded")
+    return r
+
+
+def _chunk_containing(r: CollectionRouting, find: dict) -> Chunk:
+    values = tuple(find.get(f) for f in r.pattern.fields)
+    if any(f not in find for f in r.pattern.fields):
+        raise MongoError("ShardKeyNotFound", f"Shard key {r.pattern.key} not found in {find}")
+    values = tuple(v if f not in r.pattern.hashed or isinstance(v, (MinKey, MaxKey)) else v for f, v in zip(r.pattern.fields, values))
+    return r.chunk_for(values)
+
+
+def _chunk_by_bounds(r: CollectionRouting, bounds: list) -> Chunk:
+    if not isinstance(bounds, list) or len(bounds) != 2:
+        raise MongoError("BadValue", "bounds must be an array of two objects")
+    chunk = r.find_chunk_with_min(bounds[0])
+    if chunk is None or ShardKeyPattern.comparable(r.pattern.values_of_bound(bounds[1])) != chunk.max_key:
+        raise MongoError("BadValue", f"no chunk found with the shard key bounds [{bounds[0]}, {bounds[1]})")
+    return chunk
+
+
+async def split_chunk(router: Router, r: CollectionRouting, chunk: Chunk, middle: dict) -> None:
+    mid_vals = r.pattern.values_of_bound(middle)
+    mk = ShardKeyPattern.comparable(mid_vals)
+    if not (chunk.min_key < mk < chunk.max_key):
+        raise MongoError("InvalidOptions", f"split key {middle} not strictly inside chunk [{chunk.min}, {chunk.max})")
+    major = max(c.lastmod.time for c in r.chunks)
+    minor = max(c.lastmod.inc for c in r.chunks if c.lastmod.time == major)
+    await config_write(router, {"update": "chunks", "updates": [{
+        "q": {"_id": chunk.id}, "u": {"$set": {"max": middle, "lastmod": Timestamp(major, minor + 1)}}}]})
+    await config_write(router, {"insert": "chunks", "documents": [{
+        "_id": ObjectId(), "uuid": r.uuid, "min": middle, "max": chunk.max, "shard": chunk.shard,
+        "lastmod": Timestamp(major, minor + 2), "onCurrentShardSince": router.clock.now(),
+        "history": [{"validAfter": router.clock.now(), "shard": chunk.shard}],
+    }]})
+    router.refresh_catalog()
+
+
+@router_command("split")
+async def cmd_split(router: Router, req: Request) -> dict:
+    _admin_only(req)
+    ns = req.cmd["split"]
+    async with router._ddl_lock:
+        r = _routing(router, ns)
+        if "middle" in req.cmd:
+            middle = req.cmd["middle"]
+            chunk = _chunk_containing(r, middle)
+        elif "find" in req.cmd or "bounds" in req.cmd:
+            chunk = _chunk_containing(r, req.cmd["find"]) if "find" in req.cmd else _chunk_by_bounds(r, req.cmd["bounds"])
+            db, _ = ns.split(".", 1)
+            reply = await router.shard(chunk.shard).command(db, {
+                "_shardsvrCountInRange": ns, "key": r.pattern.key, "min": chunk.min, "max": chunk.max})
+            keys = reply["keys"]
+            if len(keys) < 2:
+                raise MongoError(87,  # CannotSplit
+                                  "chunk has too few documents to be split")
+            middle = r.pattern.bound(tuple(keys[len(keys) // 2]))
+        else:
+            raise MongoError("InvalidOptions", "need to specify 'middle', 'find' or 'bounds'")
+        await split_chunk(router, r, chunk, middle)
+    return {"ok": 1.0}
+
+
+async def migrate_chunk(router: Router, r: CollectionRouting, chunk: Chunk, to: str) -> None:
+    """Move `chunk` to shard `to`: clone, commit, delete the range on the donor."""
+    if to not in router.shards:
+        raise MongoError("ShardNotFound", f"Could not find shard {to}")
+    donor = chunk.shard
+    if donor == to:
+        return
+    db, name = r.ns.split(".", 1)
+    cs = critical_sections(router)
+    cs.acquire(r.ns)
+    try:
+        donor_remote, recipient = router.shard(donor), router.shard(to)
+        if not r.chunks_on(to):
+            await donor_remote.command(db, {"_notifyMigrateChunkToNewShard": r.ns, "fromShardId": donor, "toShardId": to})
+        clone = await donor_remote.command(db, {"_migrateClone": r.ns, "key": r.pattern.key, "min": chunk.min, "max": chunk.max})
+        if recipient.node.catalog.collection(db, name) is None:
+            await recipient.command(db, {"_shardsvrSetShardKey": r.ns, "key": r.pattern.key, "uuid": clone["uuid"],
+                                         "options": clone["options"], "indexes": clone["indexes"], "fromMigrate": True})
+        if clone["documents"]:
+            await recipient.command(db, {"_recvChunkDocs": r.ns, "documents": clone["documents"]})
+        major = max(c.lastmod.time for c in r.chunks) + 1
+        now = router.clock.now()
+        await config_write(router, {"update": "chunks", "updates": [{
+            "q": {"_id": chunk.id},
+            "u": {"$set": {"shard": to, "lastmod": Timestamp(major, 0), "onCurrentShardSince": now},
+                  "$push": {"history": {"$each": [{"validAfter": now, "shard": to}], "$position": 0}}},
+        }]})
+        router.refresh_catalog()
+        await donor_remote.command(db, {"_deleteRange": r.ns, "key": r.pattern.key, "min": chunk.min, "max": chunk.max})
+    finally:
+        cs.release(r.ns)
+
+
+@router_command("moveChunk", "movechunk")
+async def cmd_move_chunk(router: Router, req: Request) -> dict:
+    _admin_only(req)
+    ns = req.cmd[req.name]
+    to = req.cmd.get("to")
+    async with router._ddl_lock:
+        r = _routing(router, ns)
+        if "find" in req.cmd:
+            chunk = _chunk_containing(r, req.cmd["find"])
+        elif "bounds" in req.cmd:
+            chunk = _chunk_by_bounds(r, req.cmd["bounds"])
+        else:
+            raise MongoError("InvalidOptions", "need to specify either a find query, or both lower and upper bounds.")
+        await migrate_chunk(router, r, chunk, to)
+    return {"millis": 0, "ok": 1.0}
+
+
+@router_command("moveRange")
+async def cmd_move_range(router: Router, req: Request) -> dict:
+    _admin_only(req)
+    ns = req.cmd["moveRange"]
+    to = req.cmd.get("toShard")
+    mn, mx = req.cmd.get("min"), req.cmd.get("max")
+    if mn is None:
+        raise MongoError("InvalidOptions", "moveRange needs a 'min' bound")
+    async with router._ddl_lock:
+        r = _routing(router, ns)
+        chunk = r.find_chunk_with_min(mn)
+        if chunk is None:
+            chunk = _chunk_containing(r, mn)
+            await split_chunk(router, r, chunk, mn)
+            r = _routing(router, ns)
+            chunk = r.find_chunk_with_min(mn)
+        if mx is not None and ShardKeyPattern.comparable(r.pattern.values_of_bound(mx)) < chunk.max_key:
+            await split_chunk(router, r, chunk, mx)
+            r = _routing(router, ns)
+            chunk = r.find_chunk_with_min(mn)
+        await migrate_chunk(router, r, chunk, to)
+    return {"ok": 1.0}
+
+
+# -- shards ----------------------------------------------------------------------------
+def shard_document(router: Router, name: str) -> dict:
+    node = router.shard(name).node
+    return {"_id": name, "host": f"{name}/{node.host}", "state": 1, "topologyTime": router.clock.now()}
+
+
+@router_command("addShard", "addshard")
+async def cmd_add_shard(router: Router, req: Request) -> dict:
+    _admin_only(req)
+    spec = req.cmd[req.name]
+    if not isinstance(spec, str) or not spec:
+        raise MongoError("BadValue", "addShard requires a shard name or host string")
+    name = req.cmd.get("name") or spec.split("/", 1)[0].split(":", 1)[0]
+    async with router._ddl_lock:
+        if name in router.shards:
+            return {"shardAdded": name, "ok": 1.0}
+        if router.shard_factory is None:
+            raise MongoError("IllegalOperation", "this cluster cannot create new shards")
+        await add_shard(router, name)
+    return {"shardAdded": name, "ok": 1.0}
+
+
+async def add_shard(router: Router, name: str) -> None:
+    """Create a new empty shard and register it in `config.shards` (what running streams notice)."""
+    from router.remote import ShardRemote
+
+    node = router.shard_factory(name)
+    node.clock.advance(router.clock.key)
+    router.shards[name] = ShardRemote(name, node, router.clock)
+    await config_write(router, {"insert": "shards", "documents": [shard_document(router, name)]})
+
+
+@router_command("listShards", "listshards")
+async def cmd_list_shards(router: Router, req: Request) -> dict:
+    _admin_only(req)
+    coll = router.config.catalog.collection("config", "shards")
+    shards = [dict(d) for d in coll.docs.values()] if coll else []
+    return {"shards": shards, "ok": 1.0}
+
+
+@router_command("flushRouterConfig", "flushrouterconfig")
+async def cmd_flush_router_config(router: Router, req: Request) -> dict:
+    router.refresh_catalog()
+    return {"flushed": True, "ok": 1.0}
+
+
+@router_command("balancerStatus")
+async def cmd_balancer_status(router: Router, req: Request) -> dict:
+    return {"mode": "off", "inBalancerRound": False, "numBalancerRounds": Int64(0), "ok": 1.0}
+
+
+@router_command("balancerStop", "balancerStart")
+async def cmd_balancer_toggle(router: Router, req: Request) -> dict:
+    return {"ok": 1.0}

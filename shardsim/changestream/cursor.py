@@ -1,0 +1,131 @@
+"""A node's change-stream cursor: runs the stages in batches and computes the postBatchResumeToken.
+
+A batch ends when it holds `batchSize` events (or ~16 MiB), or when the oplog
+has nothing more (PAUSE).  The postBatchResumeToken (PBRT):
+
+- after an event, that event's token;
+- at the end of the oplog, a high-water-mark token at the latest oplog
+  timestamp scanned — but only if that is later than the PBRT's own time, so
+  it never moves back (PlanExecutorPipeline::_setSpeculativeReadTimestamp).
+
+In `instant_hwm` mode an idle node promises its current cluster time + 1 at
+once: every future entry on this node will have a later timestamp, so the
+promise holds, and a cold shard no longer holds a merged stream back until
+its next periodic noop.
+
+getMore waits (awaitData) up to maxTimeMS (default 1 s) for a batch with at
+least one event; if none comes, it returns an empty batch whose PBRT may
+still have advanced.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import trio
+
+from oplog import bsonutil
+from oplog.clock import ts_key
+from oplog.errors import MongoError
+from oplog.resume_token import decode_resume_token, make_high_water_mark_token
+from shardsim.changestream.context import PAUSE, ChangeStreamContext, Invalidated, Stage
+from shardsim.changestream.oplog_match import OplogMatch
+
+DEFAULT_AWAIT_MS = 1000
+BATCH_BYTES = bsonutil.MAX_BSON_OBJECT_SIZE - 64 * 1024
+
+# Raised to the client when a user stage rewrote an event's _id (the resume token).
+ID_MODIFIED_MSG = (
+    "Encountered an event whose _id field, which contains the resume token, was modified by the pipeline. "
+    "Modifying the _id field of an event makes it impossible to resume the stream from that point. "
+    "Only transformations that retain the unmodified _id field are allowed."
+)
+
+
+class ChangeStreamCursor:
+    is_change_stream = True
+
+    def __init__(self, ctx: ChangeStreamContext, source: OplogMatch, top: Stage, stages: list[Stage],
+                 ns: str, initial_pbrt: dict, initial_pbrt_key: int) -> None:
+        self.ctx = ctx
+        self.node = ctx.node
+        self.source = source
+        self.top = top
+        self.stages = stages
+        self.ns = ns
+        self.pbrt = initial_pbrt
+        self.pbrt_key = initial_pbrt_key
+        self.exhausted = False
+        self.invalidated = False
+        self.last_used = 0.0
+        self._stash: Any = None
+
+    # -- one batch ----------------------------------------------------------------------
+    def run_batch(self, limit: int) -> list[tuple[str, Any, bool]]:
+        """Pull up to `limit` events: [(sort key, RawBSONDocument, id intact)]."""
+        out: list[tuple[str, Any, bool]] = []
+        size = 0
+        if self.exhausted:
+            return out
+        top = self.top
+        while len(out) < limit:
+            if self._stash is not None:
+                ev, self._stash = self._stash, None
+            else:
+                try:
+                    ev = top.get_next()
+                except Invalidated:
+                    self.exhausted = True
+                    self.invalidated = True
+                    break
+            if ev is PAUSE:
+                self._advance_hwm()
+                break
+            raw = bsonutil.encode(ev.doc)
+            if out and size + len(raw) > BATCH_BYTES:
+                self._stash = ev
+                break
+            size += len(raw)
+            out.append((ev.token["_data"], bsonutil.raw(raw), ev.doc.get("_id") == ev.token))
+            self.pbrt = ev.token
+            self.pbrt_key = ev.ts_key
+        return out
+
+    def _advance_hwm(self) -> None:
+        latest = self.source.latest_key
+        if self.node.instant_hwm:
+            latest = max(latest, self.node.clock.key + 1)
+        if latest > self.pbrt_key:
+            self.pbrt = make_high_water_mark_token(latest)
+            self.pbrt_key = latest
+
+    # -- cursor protocol ------------------------------------------------------------------
+    def reply_fields(self) -> dict:
+        return {"postBatchResumeToken": self.pbrt}
+
+    async def get_more(self, batch_size: int | None, max_time_ms: int | None):
+        limit = batch_size if batch_size else 2**31
+        batch = self.run_batch(limit)
+        if not batch and not self.exhausted:
+            wait = (max_time_ms if max_time_ms is not None else DEFAULT_AWAIT_MS) / 1000.0
+            with trio.move_on_after(wait):
+                while True:
+                    await self.node.oplog.wait_for_entries_after(self.source.pos)
+                    batch = self.run_batch(limit)
+                    if batch or self.exhausted:
+                        break
+            if not batch and self.node.instant_hwm:
+                self._advance_hwm()
+        return self.finish(batch), self.reply_fields(), self.exhausted
+
+    def finish(self, batch: list[tuple[str, Any, bool]]) -> list:
+        """The batch as the client sees it (replica-set streams): check that `_id` is intact."""
+        if self.ctx.needs_merge:
+            return batch
+        for _key, _raw, intact in batch:
+            if not intact:
+                raise MongoError("ChangeStreamFatalError", ID_MODIFIED_MSG)
+        return [raw for _key, raw, _intact in batch]
+
+    def close(self) -> None:
+        self.exhausted = True

@@ -1,0 +1,79 @@
+"""$_internalChangeStreamAddPreImage and $_internalChangeStreamAddPostImage.
+
+Pre-images (`fullDocumentBeforeChange`: whenAvailable | required) come from the
+node's pre-image store, written with every update/replace/delete of a
+collection created or modified with `changeStreamPreAndPostImages: {enabled:
+true}`, keyed by `{nsUUID, ts, applyOpsIndex}`.
+
+Post-images (`fullDocument`): `updateLookup` reads the document's current
+version by its documentKey (null if it is gone; with
+matchCollectionUUIDForUpdateLookup, null if the collection is another
+generation); `whenAvailable`/`required` apply the update's diff to the
+stored pre-image.  `required` with no image is NoMatchingDocument (47).
+"""
+
+from __future__ import annotations
+
+from oplog.errors import MongoError
+from shardsim.changestream.context import PAUSE, ChangeStreamContext, Stage
+from shardsim.query.diff import apply_diff
+
+
+def _missing_pre_image(ev) -> MongoError:
+    return MongoError(
+        "NoMatchingDocument",
+        "Change stream was configured to require a pre-image for all update, delete and replace events, "
+        f"but the pre-image was not found for event: {ev.doc.get('_id')}",
+    )
+
+
+class AddPreImage(Stage):
+    name = "$_internalChangeStreamAddPreImage"
+
+    def get_next(self):
+        ev = self.source.get_next()
+        if ev is PAUSE or ev.pre_image_id is None or ev.doc.get("operationType") not in ("update", "replace", "delete"):
+            return ev
+        pre = self.ctx.node.preimages.get(ev.pre_image_id)
+        if pre is None and self.ctx.spec.full_document_before_change == "required":
+            raise _missing_pre_image(ev)
+        ev.doc["fullDocumentBeforeChange"] = pre
+        return ev
+
+
+class AddPostImage(Stage):
+    name = "$_internalChangeStreamAddPostImage"
+
+    def get_next(self):
+        ev = self.source.get_next()
+        if ev is PAUSE or ev.doc.get("operationType") != "update":
+            return ev
+        mode = self.ctx.spec.full_document
+        if mode == "updateLookup":
+            ev.doc["fullDocument"] = self._lookup(ev)
+            return ev
+        pre = self.ctx.node.preimages.get(ev.pre_image_id) if ev.pre_image_id else None
+        post = apply_diff(pre, ev.raw_update["diff"]) if (pre is not None and ev.raw_update) else None
+        if post is None and mode == "required":
+            raise MongoError(
+                "NoMatchingDocument",
+                "Change stream was configured to require a post-image for all update events, "
+                f"but the post-image was not found for event: {ev.doc.get('_id')}",
+            )
+        ev.doc["fullDocument"] = post
+        return ev
+
+    def _lookup(self, ev):
+        ns = ev.doc["ns"]
+        node = self.ctx.node
+        key = ev.doc.get("documentKey") or {}
+        lookup = getattr(node, "document_lookup", None)
+        if lookup is not None:
+            doc = lookup(ns["db"], ns["coll"], key)
+        else:
+            coll = node.catalog.collection(ns["db"], ns["coll"])
+            doc = coll.get(key.get("_id")) if coll is not None else None
+            if doc is not None and self.ctx.spec.match_collection_uuid_for_update_lookup and ev.uuid is not None \
+                    and bytes(coll.uuid) != bytes(ev.uuid):
+                doc = None
+        return doc

@@ -1,0 +1,63 @@
+"""Building the stage list of a change stream, as the server expands `$changeStream`.
+
+Replica set (and each shard of a sharded stream):
+
+    oplog match -> unwind transaction -> transform -> [check invalidate]
+    -> check resumability -> [add pre-image] -> [add post-image]
+    -> [classic-events filter] -> [ensure resume token present]   (replica set only)
+    -> [user stages] -> [split large event]
+
+On a sharded cluster the shards run everything above except
+ensure-resume-token-present, which runs in the router's merge part (after
+$mergeCursors and handle-topology-change).
+"""
+
+from __future__ import annotations
+
+from shardsim.changestream.check_invalidate import CheckInvalidate
+from shardsim.changestream.check_resumability import CheckResumability, EnsureResumeTokenPresent
+from shardsim.changestream.context import ChangeStreamContext, Stage
+from shardsim.changestream.images import AddPostImage, AddPreImage
+from shardsim.changestream.oplog_match import OplogMatch
+from shardsim.changestream.spec import CLUSTER
+from shardsim.changestream.split_large_event import SplitLargeEvent
+from shardsim.changestream.transform import Transform
+from shardsim.changestream.unwind_transaction import UnwindTransaction
+from shardsim.changestream.user_stages import ClassicEventFilter, UserStages
+from oplog.resume_token import make_high_water_mark_token, decode_resume_token
+
+
+def build_stages(ctx: ChangeStreamContext, user_stages: list[dict], split: bool) -> tuple[OplogMatch, Stage, list[Stage]]:
+    """Return (the oplog source, the last stage, all stages in order)."""
+    source = OplogMatch(ctx)
+    stages: list[Stage] = [source]
+
+    def add(stage: Stage) -> Stage:
+        stages.append(stage)
+        return stage
+
+    top: Stage = add(UnwindTransaction(source, ctx))
+    top = add(Transform(top, ctx))
+    if ctx.level != CLUSTER:
+        top = add(CheckInvalidate(top, ctx))
+    client = ctx.client_token
+    if client is None:
+        client = decode_resume_token(make_high_water_mark_token(ctx.start_key_ts))
+    top = add(CheckResumability(top, ctx, client))
+    if ctx.spec.full_document_before_change != "off":
+        top = add(AddPreImage(top, ctx))
+    if ctx.spec.full_document != "default":
+        top = add(AddPostImage(top, ctx))
+    if not ctx.spec.show_expanded_events:
+        top = add(ClassicEventFilter(top, ctx))
+    if not ctx.needs_merge and ctx.client_token is not None and ctx.client_token.token_type != 0:
+        top = add(EnsureResumeTokenPresent(top, ctx, ctx.client_token))
+    if user_stages:
+        top = add(UserStages(top, ctx, user_stages))
+    if split:
+        top = add(SplitLargeEvent(top, ctx))
+    return source, top, stages
+
+
+def explain_stages(stages: list[Stage]) -> list[dict]:
+    return [s.explain() for s in stages]

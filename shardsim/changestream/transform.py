@@ -1,0 +1,207 @@
+"""$_internalChangeStreamTransform: an oplog entry becomes a change event.
+
+The fields, in the server's order (change_stream_event_transform.cpp):
+
+    [to]  [txnNumber, lsid]  _id  operationType  clusterTime  [collectionUUID]
+    wallTime  [fullDocument]  ns  [documentKey]  [operationDescription]
+    [updateDescription]  [stateBeforeChange]
+
+`to` is the rename target (it predates operationDescription and is added
+first); `txnNumber`/`lsid` only for events unwound from a transaction;
+`collectionUUID` and `operationDescription` only with showExpandedEvents.
+The `_id` is the resume token: clusterTime, txnOpIndex, the collection UUID
+and the event identifier `{operationType, documentKey | operationDescription}`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from oplog.clock import ts_key
+from oplog.resume_token import ResumeTokenData, encode_resume_token
+from shardsim.changestream.context import PAUSE, ChangeStreamContext, Event, Stage
+from shardsim.query.diff import update_description
+
+try:  # the fast path for CRUD event tokens, when the codec provides one
+    from oplog.resume_token import encode_event_token as _fast_token
+except ImportError:  # pragma: no cover
+    _fast_token = None
+
+EXPANDED_ONLY = frozenset({
+    "create", "createIndexes", "dropIndexes", "modify", "shardCollection", "refineCollectionShardKey",
+    "reshardCollection", "migrateLastChunkFromShard", "reshardBegin", "reshardDoneCatchUp", "endOfTransaction",
+})
+
+
+def _without(d: dict, *keys: str) -> dict:
+    return {k: v for k, v in d.items() if k not in keys}
+
+
+def _ns_doc(ns: str) -> dict:
+    db, _, coll = ns.partition(".")
+    return {"db": db, "coll": coll} if coll else {"db": db}
+
+
+def make_token(ts: Any, txn_op_index: int, uuid: Any, op_type: str, document_key: Any = None,
+               op_description: Any = None, from_invalidate: bool = False) -> dict:
+    """The resume token of an event (v2)."""
+    if _fast_token is not None and document_key is not None and op_description is None:
+        data, type_bits = _fast_token(ts_key(ts), txn_op_index, bytes(uuid) if uuid is not None else None,
+                                      op_type, document_key, from_invalidate)
+        return {"_data": data} if type_bits is None else {"_data": data, "_typeBits": type_bits}
+    ident: dict[str, Any] = {"operationType": op_type}
+    if document_key is not None:
+        ident["documentKey"] = document_key
+    if op_description is not None:
+        ident["operationDescription"] = op_description
+    return encode_resume_token(ResumeTokenData(
+        cluster_time=ts, txn_op_index=txn_op_index, from_invalidate=from_invalidate,
+        uuid=uuid, event_identifier=ident,
+    ))
+
+
+class Transform(Stage):
+    name = "$_internalChangeStreamTransform"
+
+    def __init__(self, source: Stage, ctx: ChangeStreamContext) -> None:
+        super().__init__(source, ctx)
+        spec = ctx.spec
+        self.expanded = spec.show_expanded_events
+        self.raw_update = spec.show_raw_update_description
+        self.want_pre = spec.full_document_before_change != "off"
+        self.want_post = spec.full_document in ("whenAvailable", "required")
+
+    def get_next(self):
+        e = self.source.get_next()
+        if e is PAUSE:
+            return e
+        return self.transform(e)
+
+    def transform(self, e: dict) -> Event:
+        op = e["op"]
+        ns = e["ns"]
+        o = e.get("o") or {}
+        uuid = e.get("ui")
+        head: dict[str, Any] = {}
+        full_document = update_desc = document_key = op_desc = state_before = None
+        raw_update = None
+        if op == "i":
+            op_type = "insert"
+            full_document = o
+            document_key = e.get("o2") or {"_id": o.get("_id")}
+        elif op == "d":
+            op_type = "delete"
+            document_key = o
+        elif op == "u":
+            document_key = e.get("o2")
+            if o.get("$v") == 2:
+                op_type = "update"
+                if self.raw_update:
+                    update_desc = o
+                else:
+                    update_desc = update_description(o["diff"], show_expanded=self.expanded)
+                raw_update = o
+            else:
+                op_type = "replace"
+                full_document = o
+        elif op == "c":
+            db = ns[: -len(".$cmd")]
+            document_key = None
+            if "drop" in o:
+                op_type, ns = "drop", f"{db}.{o['drop']}"
+            elif "renameCollection" in o:
+                op_type, ns = "rename", o["renameCollection"]
+                to = _ns_doc(o["to"])
+                head["to"] = to
+                desc = _without(o, "renameCollection", "stayTemp")
+                desc["to"] = to
+                op_desc = desc
+            elif "dropDatabase" in o:
+                op_type, ns = "dropDatabase", db
+            elif "create" in o:
+                op_type, ns = "create", f"{db}.{o['create']}"
+                op_desc = _without(o, "create")
+            elif "createIndexes" in o:
+                op_type, ns = "createIndexes", f"{db}.{o['createIndexes']}"
+                op_desc = {"indexes": [_without(o, "createIndexes")]}
+            elif "commitIndexBuild" in o:
+                op_type, ns = "createIndexes", f"{db}.{o['commitIndexBuild']}"
+                op_desc = {"indexes": o.get("indexes")}
+            elif "dropIndexes" in o:
+                op_type, ns = "dropIndexes", f"{db}.{o['dropIndexes']}"
+                op_desc = {"indexes": [_without(e.get("o2") or {}, "dropIndexes")]}
+            elif "collMod" in o:
+                op_type, ns = "modify", f"{db}.{o['collMod']}"
+                op_desc = _without(o, "collMod")
+                o2 = e.get("o2") or {}
+                state_before = {"collectionOptions": o2.get("collectionOptions_old")}
+                if "indexOptions_old" in o2:
+                    state_before["indexOptions"] = o2["indexOptions_old"]
+            else:
+                raise AssertionError(f"unexpected command in change stream: {o}")
+        else:  # noop
+            o2 = e.get("o2") or {}
+            for k, t in (("shardCollection", "shardCollection"), ("migrateLastChunkFromShard", "migrateLastChunkFromShard"),
+                         ("refineCollectionShardKey", "refineCollectionShardKey"), ("reshardCollection", "reshardCollection"),
+                         ("migrateChunkToNewShard", "migrateChunkToNewShard")):
+                if k in o2:
+                    op_type = t
+                    op_desc = _without(o2, k)
+                    break
+            else:
+                raise AssertionError(f"unexpected noop in change stream: {e}")
+        # view definitions: CRUD on <db>.system.views are DDL events on the view
+        if op in ("i", "u", "d") and ns.endswith(".system.views"):
+            return self._view_event(e, op, o, uuid)
+
+        ts = e["ts"]
+        txn_op_index = e.get("txnOpIndex")
+        if txn_op_index is not None:
+            if "txnNumber" in e:
+                head["txnNumber"] = e["txnNumber"]
+            if "lsid" in e:
+                head["lsid"] = e["lsid"]
+        token = make_token(ts, txn_op_index or 0, uuid, op_type, document_key, op_desc)
+        doc = head
+        doc["_id"] = token
+        doc["operationType"] = op_type
+        doc["clusterTime"] = ts
+        if self.expanded and uuid is not None:
+            doc["collectionUUID"] = uuid
+        doc["wallTime"] = e["wall"]
+        if full_document is not None:
+            doc["fullDocument"] = full_document
+        doc["ns"] = _ns_doc(ns)
+        if document_key is not None:
+            doc["documentKey"] = document_key
+        if self.expanded and op_desc is not None:
+            doc["operationDescription"] = op_desc
+        if update_desc is not None:
+            doc["rawUpdateDescription" if self.raw_update else "updateDescription"] = update_desc
+        if state_before is not None:
+            doc["stateBeforeChange"] = state_before
+        ev = Event(doc, token, ts_key(ts))
+        ev.uuid = uuid
+        if (self.want_pre and op_type in ("update", "replace", "delete")) or (self.want_post and op_type == "update"):
+            apply_ts = e.get("applyOpsTs", ts)
+            ev.pre_image_id = (bytes(uuid), ts_key(apply_ts), e.get("applyOpsIndex", 0))
+        if self.want_post and op_type == "update":
+            ev.raw_update = raw_update
+        self.ctx.emit("transformed", ts=ev.ts_key, operationType=op_type, token=token["_data"])
+        return ev
+
+    def _view_event(self, e: dict, op: str, o: dict, uuid: Any) -> Event:
+        """ChangeStreamViewDefinitionEventTransformation: system.views writes as view DDL."""
+        ts = e["ts"]
+        if op == "i":
+            op_type, desc, view_ns = "create", _without(o, "_id"), o["_id"]
+        elif op == "u":
+            op_type, desc, view_ns = "modify", _without(o, "_id"), o.get("_id", "")
+        else:
+            op_type, desc, view_ns = "drop", None, o.get("_id", "")
+        token = make_token(ts, e.get("txnOpIndex") or 0, uuid, op_type, None, desc)
+        doc: dict[str, Any] = {"_id": token, "operationType": op_type, "clusterTime": ts, "wallTime": e["wall"],
+                               "ns": _ns_doc(view_ns)}
+        if self.expanded and desc is not None:
+            doc["operationDescription"] = desc
+        return Event(doc, token, ts_key(ts))

@@ -1,0 +1,92 @@
+"""The user's stages after `$changeStream`: $match, $project, $addFields, $set, $unset,
+$replaceRoot, $replaceWith, $redact — run on each event by the query engine.
+
+Any other known stage is refused (IllegalOperation: "<stage> is not permitted
+in a $changeStream pipeline"); an unknown one is 40324.  The classic-events
+filter (only insert/update/replace/delete/drop/rename/dropDatabase/invalidate
+without showExpandedEvents) runs just before them.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from oplog.errors import MongoError
+from shardsim.changestream.context import PAUSE, ChangeStreamContext, Stage
+from shardsim.changestream.transform import EXPANDED_ONLY
+
+ALLOWED = ("$match", "$project", "$addFields", "$set", "$unset", "$replaceRoot", "$replaceWith", "$redact")
+SPLIT_STAGE = "$changeStreamSplitLargeEvent"
+KNOWN_STAGES = {
+    "$addFields", "$bucket", "$bucketAuto", "$changeStream", "$changeStreamSplitLargeEvent", "$collStats", "$count",
+    "$currentOp", "$densify", "$documents", "$facet", "$fill", "$geoNear", "$graphLookup", "$group", "$indexStats",
+    "$limit", "$listLocalSessions", "$listSampledQueries", "$listSearchIndexes", "$listSessions", "$lookup",
+    "$match", "$merge", "$out", "$planCacheStats", "$project", "$redact", "$replaceRoot", "$replaceWith", "$sample",
+    "$search", "$searchMeta", "$set", "$setWindowFields", "$shardedDataDistribution", "$skip", "$sort",
+    "$sortByCount", "$unionWith", "$unset", "$unwind", "$vectorSearch",
+}
+
+
+def validate_user_pipeline(stages: list) -> tuple[list[dict], bool]:
+    """Check the stages after $changeStream; return (per-event stages, split requested)."""
+    out: list[dict] = []
+    split = False
+    for i, st in enumerate(stages):
+        if not isinstance(st, dict) or len(st) != 1:
+            raise MongoError(40323, "A pipeline stage specification object must contain exactly one field.")
+        name = next(iter(st))
+        if name == SPLIT_STAGE:
+            if i != len(stages) - 1:
+                raise MongoError(7182802, "$changeStreamSplitLargeEvent must be the last stage in the pipeline")
+            split = True
+            continue
+        if name not in KNOWN_STAGES:
+            raise MongoError(40324, f"Unrecognized pipeline stage name: '{name}'")
+        if name == "$changeStream":
+            raise MongoError(40602, "$changeStream is only valid as the first stage in a pipeline")
+        if name not in ALLOWED:
+            raise MongoError("IllegalOperation", f"{name} is not permitted in a $changeStream pipeline")
+        out.append(st)
+    return out, split
+
+
+class ClassicEventFilter(Stage):
+    """Without showExpandedEvents, only the classic event types reach the client."""
+
+    name = "$match"
+
+    def get_next(self):
+        while True:
+            ev = self.source.get_next()
+            if ev is PAUSE or ev.doc.get("operationType") not in EXPANDED_ONLY:
+                return ev
+
+
+class UserStages(Stage):
+    name = "userStages"
+
+    def __init__(self, source: Stage, ctx: ChangeStreamContext, stages: list[dict]) -> None:
+        from shardsim.query.stages import compile_stage
+
+        super().__init__(source, ctx)
+        self.specs = stages
+        self.fns: list[Callable[[dict], dict | None]] = [compile_stage(st) for st in stages]
+
+    def get_next(self):
+        while True:
+            ev = self.source.get_next()
+            if ev is PAUSE:
+                return ev
+            doc = ev.doc
+            for fn in self.fns:
+                doc = fn(doc)
+                if doc is None:
+                    break
+            if doc is None:
+                self.ctx.emit("filtered", ts=ev.ts_key, token=ev.sort_key, reason="user $match")
+                continue
+            ev.doc = doc
+            return ev
+
+    def explain(self) -> dict:
+        return {"userStages": self.specs}

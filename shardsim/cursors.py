@@ -1,0 +1,167 @@
+"""Cursors of one node: ids, namespaces, batches, idle timeout, killCursors.
+
+A cursor is any object with `ns`, `get_more(batch_size, max_time_ms)` (a coroutine
+returning `(batch, fields, exhausted)`; `fields` are extra cursor fields such as
+`postBatchResumeToken`) and `close()`.  Replies are built in the server's
+field order: `{cursor: {firstBatch|nextBatch, postBatchResumeToken?, id, ns}, ok}`.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+import trio
+from bson import Int64
+
+from oplog.errors import MongoError
+
+DEFAULT_FIRST_BATCH = 101
+MAX_BATCH_BYTES = 16 * 1024 * 1024
+CURSOR_TIMEOUT_S = 600.0  # cursorTimeoutMillis default
+
+
+def new_cursor_id() -> int:
+    return secrets.randbits(62) + 1
+
+
+def cursor_reply(batch: list, cursor_id: int, ns: str, *, first: bool, fields: dict | None = None) -> dict:
+    cur: dict[str, Any] = {"firstBatch" if first else "nextBatch": batch}
+    if fields:
+        cur.update(fields)
+    cur["id"] = Int64(cursor_id)
+    cur["ns"] = ns
+    return {"cursor": cur, "ok": 1.0}
+
+
+@dataclass
+class QueryCursor:
+    """A cursor over a finished result (find, aggregate, list*)."""
+
+    ns: str
+    results: Iterator[dict]
+    last_used: float = 0.0
+    exhausted: bool = False
+    _peek: list = field(default_factory=list)
+
+    def take(self, n: int | None) -> list[dict]:
+        out: list[dict] = []
+        limit = n if n else None
+        while limit is None or len(out) < limit:
+            if self._peek:
+                out.append(self._peek.pop())
+                continue
+            try:
+                out.append(next(self.results))
+            except StopIteration:
+                self.exhausted = True
+                break
+        if not self.exhausted and not self._peek:
+            try:
+                self._peek.append(next(self.results))
+            except StopIteration:
+                self.exhausted = True
+        return out
+
+    async def get_more(self, batch_size: int | None, max_time_ms: int | None):
+        return self.take(batch_size), None, self.exhausted
+
+    def close(self) -> None:
+        self.exhausted = True
+
+
+class CursorManager:
+    def __init__(self, node: Any) -> None:
+        self.node = node
+        self._cursors: dict[int, Any] = {}
+        self._pinned: set[int] = set()
+
+    def __len__(self) -> int:
+        return len(self._cursors)
+
+    def register(self, cursor: Any) -> int:
+        cid = new_cursor_id()
+        cursor.last_used = trio.current_time()
+        self._cursors[cid] = cursor
+        return cid
+
+    def lookup(self, cid: int, ns: str) -> Any:
+        cur = self._cursors.get(cid)
+        if cur is None:
+            raise MongoError("CursorNotFound", f"cursor id {cid} not found")
+        if cur.ns != ns:
+            raise MongoError(
+                "Unauthorized",
+                f"Requested getMore on namespace '{ns}', but cursor belongs to a different namespace {cur.ns}",
+            )
+        return cur
+
+    def pin(self, cid: int) -> None:
+        if cid in self._pinned:
+            raise MongoError(143,  # CursorInUse
+                             f"cursor id {cid} is already in use")
+        self._pinned.add(cid)
+
+    def unpin(self, cid: int) -> None:
+        self._pinned.discard(cid)
+        cur = self._cursors.get(cid)
+        if cur is not None:
+            cur.last_used = trio.current_time()
+
+    def remove(self, cid: int) -> None:
+        cur = self._cursors.pop(cid, None)
+        self._pinned.discard(cid)
+        if cur is not None:
+            cur.close()
+
+    def kill(self, ns: str, ids: list) -> dict:
+        killed, not_found = [], []
+        for cid in ids:
+            cid = int(cid)
+            cur = self._cursors.get(cid)
+            if cur is None or cur.ns != ns:
+                not_found.append(Int64(cid))
+            else:
+                self.remove(cid)
+                killed.append(Int64(cid))
+        return {"cursorsKilled": killed, "cursorsNotFound": not_found, "cursorsAlive": [], "cursorsUnknown": [], "ok": 1.0}
+
+    def kill_all(self) -> None:
+        for cid in list(self._cursors):
+            self.remove(cid)
+
+    def reap_idle(self, timeout: float = CURSOR_TIMEOUT_S) -> int:
+        now = trio.current_time()
+        stale = [cid for cid, c in self._cursors.items()
+                 if cid not in self._pinned and not getattr(c, "no_timeout", False) and now - c.last_used > timeout]
+        for cid in stale:
+            self.remove(cid)
+        return len(stale)
+
+    async def get_more(self, cmd: dict, db: str) -> dict:
+        cid = cmd.get("getMore")
+        if not isinstance(cid, int) or isinstance(cid, bool):
+            raise MongoError("TypeMismatch", "BSON field 'getMore.getMore' is the wrong type, expected type 'long'")
+        coll = cmd.get("collection")
+        if not isinstance(coll, str):
+            raise MongoError("TypeMismatch" if coll is not None else 40414,
+                             "BSON field 'getMore.collection' is missing but a required field" if coll is None
+                             else "BSON field 'getMore.collection' is the wrong type, expected type 'string'")
+        ns = f"{db}.{coll}"
+        cur = self.lookup(int(cid), ns)
+        batch_size = cmd.get("batchSize")
+        if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 0):
+            raise MongoError("BadValue", "Batch size for getMore must be positive, but received: " + str(batch_size))
+        max_time_ms = cmd.get("maxTimeMS")
+        self.pin(int(cid))
+        try:
+            batch, fields, exhausted = await cur.get_more(batch_size, max_time_ms)
+        except MongoError:
+            self.remove(int(cid))
+            raise
+        finally:
+            self.unpin(int(cid))
+        if exhausted:
+            self.remove(int(cid))
+        return cursor_reply(batch, 0 if exhausted else int(cid), ns, first=False, fields=fields)

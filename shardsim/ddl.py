@@ -1,0 +1,291 @@
+"""DDL on one node: create, drop, dropDatabase, renameCollection, indexes, collMod.
+
+Each writes the command entry the server writes on `<db>.$cmd`:
+
+- create: `{create: coll, ...options, idIndex: {v: 2, key: {_id: 1}, name: "_id_"}}`
+- drop: `{drop: coll}` with `o2: {numRecords}`
+- dropDatabase: a drop per collection, then `{dropDatabase: 1}`
+- renameCollection: `{renameCollection: "db.a", to: "db.b", stayTemp, dropTarget}`
+  (dropTarget: the dropped target's UUID, else false)
+- createIndexes on an empty collection: `{createIndexes: coll, v, key, name, ...}`;
+  on a non-empty one the two-phase build: `startIndexBuild` then
+  `commitIndexBuild: coll, indexBuildUUID, indexes: [...]`
+- dropIndexes: `{dropIndexes: coll, index: name}` with the dropped spec in `o2`
+- collMod: `{collMod: coll, ...changes}` with `o2: {collectionOptions_old, indexOptions_old?}`
+
+Views are documents of `<db>.system.views` (`{_id: "db.view", viewOn, pipeline}`):
+creating one inserts there, which a change stream reports as a `create` event.
+
+On a shard that is not the database's primary, the router marks sharded
+DDL with `fromMigrate: true` so only the primary shard's entry reaches change
+streams — that is how a real cluster reports one drop, not one per shard.
+"""
+
+from __future__ import annotations
+
+import uuid as _uuid
+from typing import Any
+
+from bson import Binary
+
+from oplog import entry as E
+from oplog.errors import MongoError
+from shardsim.catalog import ID_INDEX, Collection, index_name
+from shardsim.node import Node, OpCtx, command
+from shardsim.writes import check_namespace
+
+KNOWN_CREATE_OPTIONS = {
+    "capped", "size", "max", "autoIndexId", "validator", "validationLevel", "validationAction",
+    "viewOn", "pipeline", "collation", "changeStreamPreAndPostImages", "clusteredIndex",
+    "timeseries", "expireAfterSeconds", "storageEngine", "indexOptionDefaults", "encryptedFields",
+    "idIndex", "flags", "recordPreImages", "temp",
+}
+_GENERIC_ARGS = {
+    "lsid", "txnNumber", "$clusterTime", "$db", "writeConcern", "readConcern", "comment", "maxTimeMS",
+    "$readPreference", "apiVersion", "apiStrict", "apiDeprecationErrors", "autocommit", "startTransaction",
+    "stmtId", "stmtIds", "$audit", "mayBypassWriteBlocking", "fromMigrate",
+}
+
+
+def _from_migrate(ctx: OpCtx) -> bool:
+    return bool(ctx.cmd.get("fromMigrate"))
+
+
+def create_collection(node: Node, ctx: OpCtx, db: str, name: str, options: dict, *, uuid: Binary | None = None) -> Collection:
+    """Create `db.name` and log its create entry."""
+    coll = Collection(db, name, uuid=uuid or Binary(_uuid.uuid4().bytes, 4), options=dict(options))
+    node.catalog.add_collection(coll)
+    o = {"create": name, **options, "idIndex": dict(ID_INDEX)}
+    node.log(E.command_op(db, o, ui=coll.uuid), ctx, from_migrate=_from_migrate(ctx))
+    return coll
+
+
+def _options_of(cmd: dict, first: str) -> dict:
+    opts = {}
+    for k, v in cmd.items():
+        if k == first or k in _GENERIC_ARGS:
+            continue
+        if k not in KNOWN_CREATE_OPTIONS:
+            raise MongoError(40415, f"BSON field 'create.{k}' is an unknown field.")
+        opts[k] = v
+    return opts
+
+
+@command("create")
+def cmd_create(node: Node, ctx: OpCtx) -> dict:
+    name = check_namespace(ctx.db, ctx.cmd["create"])
+    opts = _options_of(ctx.cmd, "create")
+    existing = node.catalog.collection(ctx.db, name)
+    if "viewOn" in opts:
+        return _create_view(node, ctx, name, opts)
+    if existing is not None:
+        if {k: v for k, v in existing.options.items()} == opts:
+            return {"ok": 1.0}
+        raise MongoError("NamespaceExists", f"Collection {ctx.db}.{name} already exists with different options: {existing.options}")
+    uuid = ctx.cmd.get("$uuid")  # internal: the router makes a sharded collection's UUID equal on every shard
+    create_collection(node, ctx, ctx.db, name, opts, uuid=uuid)
+    return {"ok": 1.0}
+
+
+def _create_view(node: Node, ctx: OpCtx, name: str, opts: dict) -> dict:
+    from shardsim.writes import WriteSession, ensure_collection, insert_one
+
+    views = ensure_collection(node, ctx, ctx.db, "system.views")
+    view_doc = {"_id": f"{ctx.db}.{name}", "viewOn": opts["viewOn"], "pipeline": opts.get("pipeline", [])}
+    if views.get(view_doc["_id"]) is not None or node.catalog.collection(ctx.db, name) is not None:
+        raise MongoError("NamespaceExists", f"Namespace {ctx.db}.{name} already exists")
+    insert_one(node, ctx, views, view_doc, WriteSession(node, OpCtx(ctx.db, {})), 0)
+    return {"ok": 1.0}
+
+
+def drop_collection(node: Node, ctx: OpCtx, coll: Collection) -> dict:
+    n_indexes = len(coll.indexes)
+    records = len(coll)
+    node.catalog.remove_collection(coll.db, coll.name)
+    node.log(
+        E.command_op(coll.db, {"drop": coll.name}, ui=coll.uuid, o2={"numRecords": records}),
+        ctx,
+        from_migrate=_from_migrate(ctx),
+    )
+    return {"nIndexesWas": n_indexes, "ns": coll.ns}
+
+
+@command("drop")
+def cmd_drop(node: Node, ctx: OpCtx) -> dict:
+    name = check_namespace(ctx.db, ctx.cmd["drop"])
+    coll = node.catalog.collection(ctx.db, name)
+    if coll is None:
+        views = node.catalog.collection(ctx.db, "system.views")
+        if views is not None and views.get(f"{ctx.db}.{name}") is not None:
+            from shardsim.writes import WriteSession, delete_document
+
+            delete_document(node, ctx, views, views.get(f"{ctx.db}.{name}"), WriteSession(node, OpCtx(ctx.db, {})), 0)
+        return {"ok": 1.0}
+    reply = drop_collection(node, ctx, coll)
+    reply["ok"] = 1.0
+    return reply
+
+
+@command("dropDatabase")
+def cmd_drop_database(node: Node, ctx: OpCtx) -> dict:
+    database = node.catalog.db(ctx.db)
+    if database is not None:
+        colls = list(database.collections.values())
+        # user collections first, system collections (views) last, as the server drops them
+        for coll in sorted(colls, key=lambda c: c.name.startswith("system.")):
+            drop_collection(node, ctx, coll)
+    node.log(E.command_op(ctx.db, {"dropDatabase": 1}), ctx, from_migrate=_from_migrate(ctx))
+    node.catalog.databases.pop(ctx.db, None)
+    return {"dropped": ctx.db, "ok": 1.0}
+
+
+@command("renameCollection")
+def cmd_rename(node: Node, ctx: OpCtx) -> dict:
+    cmd = ctx.cmd
+    src, dst = cmd["renameCollection"], cmd.get("to")
+    if not isinstance(src, str) or not isinstance(dst, str) or "." not in src or "." not in dst:
+        raise MongoError("InvalidNamespace", f"Invalid source or target namespace: {src} -> {dst}")
+    sdb, sname = src.split(".", 1)
+    ddb, dname = dst.split(".", 1)
+    check_namespace(ddb, dname)
+    coll = node.catalog.collection(sdb, sname)
+    if coll is None:
+        raise MongoError("NamespaceNotFound", "Source collection " + src + " does not exist")
+    if sdb != ddb:
+        raise MongoError("IllegalOperation", "mongosim: renameCollection across databases is not supported")
+    if src == dst:
+        raise MongoError("IllegalOperation", "Can't rename a collection to itself")
+    target = node.catalog.collection(ddb, dname)
+    drop_target: Any = False
+    if target is not None:
+        if not cmd.get("dropTarget"):
+            raise MongoError("NamespaceExists", "target namespace exists")
+        node.catalog.remove_collection(ddb, dname)
+        drop_target = target.uuid
+    node.catalog.remove_collection(sdb, sname)
+    coll.db, coll.name = ddb, dname
+    node.catalog.add_collection(coll)
+    o = {"renameCollection": src, "to": dst, "stayTemp": bool(cmd.get("stayTemp", False)), "dropTarget": drop_target}
+    node.log(E.command_op(sdb, o, ui=coll.uuid), ctx, from_migrate=_from_migrate(ctx))
+    return {"ok": 1.0}
+
+
+def normalize_index_spec(spec: Any) -> dict:
+    if not isinstance(spec, dict) or not isinstance(spec.get("key"), dict) or not spec["key"]:
+        raise MongoError("CannotCreateIndex" if isinstance(spec, dict) else "TypeMismatch",
+                         "The 'key' field is a required property of an index specification")
+    out: dict[str, Any] = {"v": 2, "key": dict(spec["key"])}
+    name = spec.get("name") or index_name(spec["key"])
+    out["name"] = name
+    for k, v in spec.items():
+        if k not in ("v", "key", "name", "ns"):
+            out[k] = v
+    return out
+
+
+@command("createIndexes")
+def cmd_create_indexes(node: Node, ctx: OpCtx) -> dict:
+    name = check_namespace(ctx.db, ctx.cmd["createIndexes"])
+    specs = ctx.cmd.get("indexes")
+    if not isinstance(specs, list) or not specs:
+        raise MongoError("BadValue", "Must specify at least one index to create")
+    specs = [normalize_index_spec(s) for s in specs]
+    coll = node.catalog.collection(ctx.db, name)
+    created_auto = coll is None
+    if coll is None:
+        from shardsim.writes import ensure_collection
+
+        coll = ensure_collection(node, ctx, ctx.db, name)
+    before = len(coll.indexes)
+    new_specs = []
+    for spec in specs:
+        same_name = coll.index(spec["name"])
+        if same_name is not None:
+            if same_name["key"] != spec["key"]:
+                raise MongoError("IndexKeySpecsConflict", f"An existing index has the same name as the requested index. When index names are not specified, they are auto generated and can cause conflicts. Please refer to our documentation. Requested index: {spec}, existing index: {same_name}")
+            if {k: v for k, v in same_name.items() if k != "v"} != {k: v for k, v in spec.items() if k != "v"}:
+                raise MongoError("IndexOptionsConflict", f"An equivalent index already exists with the same name but different options. Requested index: {spec}, existing index: {same_name}")
+            continue
+        for existing in coll.indexes:
+            if existing["key"] == spec["key"] and existing.get("unique", False) == spec.get("unique", False):
+                raise MongoError("IndexOptionsConflict", f"Index already exists with a different name: {existing['name']}")
+        new_specs.append(spec)
+    if not new_specs:
+        return {"numIndexesBefore": before, "numIndexesAfter": before, "note": "all indexes already exist", "ok": 1.0}
+    for spec in new_specs:
+        coll.add_index(spec)  # raises DuplicateKey for a unique index that does not hold
+    fm = _from_migrate(ctx)
+    if len(coll) == 0:
+        for spec in new_specs:
+            node.log(E.command_op(ctx.db, {"createIndexes": name, **spec}, ui=coll.uuid), ctx, from_migrate=fm)
+    else:
+        build = Binary(_uuid.uuid4().bytes, 4)
+        node.log(E.command_op(ctx.db, {"startIndexBuild": name, "indexBuildUUID": build, "indexes": new_specs}, ui=coll.uuid), ctx, from_migrate=fm)
+        node.log(E.command_op(ctx.db, {"commitIndexBuild": name, "indexBuildUUID": build, "indexes": new_specs}, ui=coll.uuid), ctx, from_migrate=fm)
+    reply: dict[str, Any] = {"numIndexesBefore": before, "numIndexesAfter": len(coll.indexes)}
+    if created_auto:
+        reply["createdCollectionAutomatically"] = True
+    else:
+        reply["createdCollectionAutomatically"] = False
+    reply["ok"] = 1.0
+    return reply
+
+
+@command("dropIndexes", "deleteIndexes")
+def cmd_drop_indexes(node: Node, ctx: OpCtx) -> dict:
+    first = next(iter(ctx.cmd))
+    name = check_namespace(ctx.db, ctx.cmd[first])
+    coll = node.catalog.collection(ctx.db, name)
+    if coll is None:
+        raise MongoError("NamespaceNotFound", f"ns not found {ctx.db}.{name}")
+    which = ctx.cmd.get("index")
+    before = len(coll.indexes)
+    if which == "*":
+        targets = [s["name"] for s in coll.indexes if s["name"] != "_id_"]
+    elif isinstance(which, str):
+        targets = [which]
+    elif isinstance(which, list):
+        targets = list(which)
+    elif isinstance(which, dict):
+        match = [s["name"] for s in coll.indexes if s["key"] == which]
+        if not match:
+            raise MongoError("IndexNotFound", f"can't find index with key: {which}")
+        targets = match[:1]
+    else:
+        raise MongoError("TypeMismatch", "BSON field 'dropIndexes.index' is the wrong type")
+    for t in targets:
+        if t == "_id_":
+            raise MongoError("InvalidOptions", "cannot drop _id index")
+        if coll.index(t) is None:
+            raise MongoError("IndexNotFound", f"index not found with name [{t}]")
+    for t in targets:
+        spec = coll.drop_index(t)
+        node.log(E.command_op(ctx.db, {"dropIndexes": name, "index": t}, ui=coll.uuid, o2=dict(spec)), ctx,
+                 from_migrate=_from_migrate(ctx))
+    return {"nIndexesWas": before, "ok": 1.0}
+
+
+@command("collMod")
+def cmd_coll_mod(node: Node, ctx: OpCtx) -> dict:
+    name = check_namespace(ctx.db, ctx.cmd["collMod"])
+    coll = node.catalog.collection(ctx.db, name)
+    if coll is None:
+        raise MongoError("NamespaceNotFound", f"ns does not exist: {ctx.db}.{name}")
+    changes = {k: v for k, v in ctx.cmd.items() if k != "collMod" and k not in _GENERIC_ARGS}
+    old_options = {"uuid": coll.uuid, **coll.options}
+    o2: dict[str, Any] = {"collectionOptions_old": old_options}
+    for k, v in changes.items():
+        if k == "index":
+            spec = coll.index(v.get("name")) if isinstance(v, dict) else None
+            if spec is None:
+                raise MongoError("IndexNotFound", f"cannot find index {v}")
+            o2["indexOptions_old"] = {k2: spec.get(k2) for k2 in v if k2 not in ("name", "keyPattern") and k2 in spec}
+            for k2, v2 in v.items():
+                if k2 not in ("name", "keyPattern"):
+                    spec[k2] = v2
+        elif k in KNOWN_CREATE_OPTIONS:
+            coll.options[k] = v
+        else:
+            raise MongoError(40415, f"BSON field 'collMod.{k}' is an unknown field.")
+    node.log(E.command_op(ctx.db, {"collMod": name, **changes}, ui=coll.uuid, o2=o2), ctx, from_migrate=_from_migrate(ctx))
+    return {"ok": 1.0}

@@ -1,0 +1,152 @@
+"""A node: one replica-set primary, used for every shard and for the config server.
+
+It owns what a mongod owns: a catalog of collections, an oplog, a logical
+clock, cursors, the pre-image store and the session table.  Commands arrive as
+dicts (`await node.run_command(db, cmd)`) from the router's shard remotes or,
+in replica-set mode, straight from the wire.  Every write goes through
+`log()`, which reserves a timestamp and appends the oplog entry in the same
+synchronous step, so entries are always in timestamp order.
+
+The periodic noop writer (`run_noop_writer`) writes `{msg: "periodic noop"}`
+when nothing else was written during an interval, as the server's NoopWriter
+does; that is what lets an idle shard's high-water mark advance.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable
+
+import trio
+from bson import Timestamp
+
+from oplog import entry as oplog_entry
+from oplog.clock import LogicalClock, NodeClock, TimeSource, key_ts
+from oplog.errors import MongoError
+from oplog.oplog import Oplog
+from shardsim.catalog import Catalog
+
+
+@dataclass
+class OpCtx:
+    """Per-command context: session info and the optime of the last write made."""
+
+    db: str
+    cmd: dict
+    lsid: dict | None = None
+    txn_number: int | None = None
+    op_time_key: int = 0
+    stmt_ids: list[int] = field(default_factory=list)
+    # internal flags set by the router for shard-side behaviour
+    from_router: bool = False
+
+
+Handler = Callable[["Node", OpCtx], Awaitable[dict] | dict]
+
+_COMMANDS: dict[str, Handler] = {}
+
+
+def command(*names: str):
+    """Register a node command handler under one or more (case-sensitive) names."""
+
+    def deco(fn: Handler) -> Handler:
+        for n in names:
+            _COMMANDS[n] = fn
+        return fn
+
+    return deco
+
+
+class Node:
+    def __init__(
+        self,
+        name: str,
+        time_source: TimeSource,
+        *,
+        oplog_bytes: int | None = None,
+        skew: float = 0.0,
+        is_config: bool = False,
+        noop_interval: float = 10.0,
+        instant_hwm: bool = False,
+        host: str = "localhost:27018",
+    ) -> None:
+        self.name = name
+        self.host = host
+        self.wall = NodeClock(time_source, skew)
+        self.clock = LogicalClock(self.wall)
+        self.oplog = Oplog(oplog_bytes)
+        self.catalog = Catalog()
+        self.is_config = is_config
+        self.noop_interval = noop_interval
+        self.instant_hwm = instant_hwm
+        self.noop_paused = False
+        self.preimages: dict[tuple[bytes, int, int], dict] = {}
+        from shardsim.sessions import SessionTable
+
+        self.sessions = SessionTable()
+        from shardsim.cursors import CursorManager  # local import: cursors imports node types
+
+        self.cursors = CursorManager(self)
+        self.tracer = None  # set to a callable(dict) to trace the change-stream stages
+        self.epoch = secrets.token_bytes(4)
+        self.log(oplog_entry.noop_op("initiating set"))
+
+    # -- the oplog -------------------------------------------------------------------
+    def log(self, op: dict, ctx: OpCtx | None = None, **session_fields: Any) -> Timestamp:
+        """Reserve a timestamp and append `op` as a complete oplog entry."""
+        key = self.clock.reserve(1)
+        ts = key_ts(key)
+        e = oplog_entry.finish(op, ts, self.wall.wall(), **session_fields)
+        self.oplog.append(e)
+        if ctx is not None:
+            ctx.op_time_key = key
+        return ts
+
+    @property
+    def last_write_key(self) -> int:
+        return self.oplog.last_key
+
+    # -- commands ----------------------------------------------------------------------
+    async def run_command(self, db: str, cmd: dict, *, from_router: bool = False) -> dict:
+        """Run one command; raise MongoError on failure.  The reply has `ok: 1.0`."""
+        if not cmd:
+            raise MongoError("FailedToParse", "Empty command object")
+        name = next(iter(cmd))
+        handler = _COMMANDS.get(name) or _COMMANDS.get(name.lower())
+        if handler is None:
+            raise MongoError("CommandNotFound", f"no such command: '{name}'")
+        lsid = cmd.get("lsid")
+        txn = cmd.get("txnNumber")
+        ctx = OpCtx(db, cmd, lsid=lsid, txn_number=int(txn) if txn is not None else None, from_router=from_router)
+        reply = handler(self, ctx)
+        if hasattr(reply, "__await__"):
+            reply = await reply
+        if ctx.op_time_key:
+            reply["_opTimeKey"] = ctx.op_time_key
+        return reply
+
+    def operation_time(self, ctx_key: int = 0) -> Timestamp:
+        return key_ts(ctx_key or self.clock.key)
+
+    # -- the periodic noop writer --------------------------------------------------
+    async def run_noop_writer(self) -> None:
+        """Every interval, write a noop if nothing was written since the last check."""
+        last_seen = -1
+        while True:
+            await trio.sleep(self.noop_interval)
+            if self.noop_paused:
+                continue
+            if self.oplog.last_key == last_seen:
+                self.log(oplog_entry.noop_op("periodic noop"))
+            last_seen = self.oplog.last_key
+
+
+# Register the command modules (they decorate handlers with @command).
+def _load_commands() -> None:
+    from shardsim import ddl, reads, writes  # noqa: F401
+    from shardsim.changestream import aggregate  # noqa: F401
+
+
+def node_commands() -> dict[str, Handler]:
+    return _COMMANDS

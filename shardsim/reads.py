@@ -1,0 +1,226 @@
+"""Reads on one node: find, getMore, killCursors, count, distinct, aggregate, list*.
+
+Queries scan the collection (the `_id` equality fast path aside), then sort,
+skip, limit and project with the query engine.  Results are served through
+cursors (`shardsim.cursors`); an aggregate whose first stage is `$changeStream`
+is handed to `shardsim.changestream`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from oplog.errors import MongoError
+from shardsim.cursors import DEFAULT_FIRST_BATCH, QueryCursor, cursor_reply
+from shardsim.node import Node, OpCtx, command
+from shardsim.query.matcher import Matcher
+from shardsim.writes import check_namespace, matching_documents
+
+
+def _int_arg(cmd: dict, name: str, cmd_name: str, default: int | None = None, *, allow_negative: bool = False) -> int | None:
+    v = cmd.get(name, default)
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise MongoError("TypeMismatch", f"BSON field '{cmd_name}.{name}' is the wrong type '{type(v).__name__}', expected types '[long, int, decimal, double]'")
+    if isinstance(v, float):
+        if not v.is_integer():
+            raise MongoError("BadValue", f"BSON field '{cmd_name}.{name}' has a non-integral value")
+        v = int(v)
+    if v < 0 and not allow_negative:
+        raise MongoError(51024 if name == "batchSize" else "BadValue",
+                         f"BSON field '{name}' value must be >= 0, actual value '{v}'")
+    return int(v)
+
+
+def run_find(node: Node, db: str, coll_name: str, cmd: dict) -> Iterator[dict]:
+    from shardsim.query.projection import compile_projection
+    from shardsim.query.sorting import sort_key_fn
+
+    flt = cmd.get("filter") or {}
+    if not isinstance(flt, dict):
+        raise MongoError("TypeMismatch", "BSON field 'FindCommandRequest.filter' is the wrong type, expected type 'object'")
+    matcher = Matcher(flt)
+    coll = node.catalog.collection(db, coll_name)
+    docs = list(matching_documents(coll, flt, matcher))
+    sort = cmd.get("sort")
+    if sort:
+        docs.sort(key=sort_key_fn(sort))
+    skip = _int_arg(cmd, "skip", "find", 0) or 0
+    limit = _int_arg(cmd, "limit", "find", None)
+    if skip:
+        docs = docs[skip:]
+    if limit:
+        docs = docs[:limit]
+    proj = cmd.get("projection")
+    if proj:
+        project = compile_projection(proj)
+        return (project(d) for d in docs)
+    return iter(docs)
+
+
+def serve_cursor(node: Node, ns: str, results: Iterator[dict], batch_size: int | None, single_batch: bool = False) -> dict:
+    cur = QueryCursor(ns, results)
+    batch = cur.take(batch_size if batch_size is not None else DEFAULT_FIRST_BATCH) if batch_size != 0 else []
+    if cur.exhausted or single_batch:
+        return cursor_reply(batch, 0, ns, first=True)
+    cid = node.cursors.register(cur)
+    return cursor_reply(batch, cid, ns, first=True)
+
+
+@command("find")
+def cmd_find(node: Node, ctx: OpCtx) -> dict:
+    cmd = ctx.cmd
+    name = check_namespace(ctx.db, cmd["find"])
+    batch_size = _int_arg(cmd, "batchSize", "find", None)
+    limit = _int_arg(cmd, "limit", "find", None)
+    results = run_find(node, ctx.db, name, cmd)
+    if limit and (batch_size is None or batch_size > limit):
+        batch_size = limit
+    return serve_cursor(node, f"{ctx.db}.{name}", results, batch_size, bool(cmd.get("singleBatch")) or bool(limit and batch_size == limit))
+
+
+@command("getMore")
+async def cmd_get_more(node: Node, ctx: OpCtx) -> dict:
+    return await node.cursors.get_more(ctx.cmd, ctx.db)
+
+
+@command("killCursors")
+def cmd_kill_cursors(node: Node, ctx: OpCtx) -> dict:
+    coll = ctx.cmd["killCursors"]
+    ids = ctx.cmd.get("cursors")
+    if not isinstance(ids, list):
+        raise MongoError("FailedToParse", "BSON field 'killCursors.cursors' is missing but a required field")
+    return node.cursors.kill(f"{ctx.db}.{coll}", ids)
+
+
+@command("count")
+def cmd_count(node: Node, ctx: OpCtx) -> dict:
+    cmd = ctx.cmd
+    name = check_namespace(ctx.db, cmd["count"])
+    q = cmd.get("query") or {}
+    coll = node.catalog.collection(ctx.db, name)
+    n = len(coll) if (coll is not None and not q) else len(list(matching_documents(coll, q)))
+    skip = _int_arg(cmd, "skip", "count", 0) or 0
+    limit = _int_arg(cmd, "limit", "count", None, allow_negative=True)
+    n = max(n - skip, 0)
+    if limit:
+        n = min(n, abs(limit))
+    return {"n": n, "ok": 1.0}
+
+
+@command("distinct")
+def cmd_distinct(node: Node, ctx: OpCtx) -> dict:
+    from shardsim.query.paths import get_values
+    from shardsim.query.values import hashable
+
+    cmd = ctx.cmd
+    name = check_namespace(ctx.db, cmd["distinct"])
+    key = cmd.get("key")
+    if not isinstance(key, str):
+        raise MongoError("FailedToParse", "BSON field 'distinct.key' is missing but a required field")
+    coll = node.catalog.collection(ctx.db, name)
+    seen: dict[Any, Any] = {}
+    for doc in matching_documents(coll, cmd.get("query") or {}):
+        for v in get_values(doc, key, expand_arrays=True):
+            seen.setdefault(hashable(v), v)
+    from shardsim.query.values import sort_key
+
+    values = sorted(seen.values(), key=sort_key)
+    return {"values": values, "ok": 1.0}
+
+
+@command("aggregate")
+async def cmd_aggregate(node: Node, ctx: OpCtx) -> dict:
+    cmd = ctx.cmd
+    pipeline = cmd.get("pipeline")
+    if not isinstance(pipeline, list):
+        raise MongoError("TypeMismatch", "'pipeline' option must be specified as an array")
+    target = cmd["aggregate"]
+    if pipeline and isinstance(pipeline[0], dict) and "$changeStream" in pipeline[0]:
+        from shardsim.changestream.aggregate import open_change_stream
+
+        return await open_change_stream(node, ctx)
+    for i, st in enumerate(pipeline):
+        if isinstance(st, dict) and "$changeStream" in st:
+            raise MongoError(40602, "$changeStream is only valid as the first stage in a pipeline")
+    cursor_opt = cmd.get("cursor")
+    if cursor_opt is None and not cmd.get("explain"):
+        raise MongoError("FailedToParse", "The 'cursor' option is required, except for aggregate with the explain argument")
+    from shardsim.query.stages import run_pipeline
+
+    if target == 1:
+        docs: Iterator[dict] = iter(())
+        ns = f"{ctx.db}.$cmd.aggregate"
+    else:
+        name = check_namespace(ctx.db, target)
+        coll = node.catalog.collection(ctx.db, name)
+        docs = coll.scan() if coll is not None else iter(())
+        ns = f"{ctx.db}.{name}"
+    results = run_pipeline(docs, pipeline)
+    batch_size = (cursor_opt or {}).get("batchSize")
+    return serve_cursor(node, ns, iter(list(results)), batch_size)
+
+
+@command("listCollections")
+def cmd_list_collections(node: Node, ctx: OpCtx) -> dict:
+    cmd = ctx.cmd
+    flt = cmd.get("filter") or {}
+    name_only = bool(cmd.get("nameOnly"))
+    out = []
+    database = node.catalog.db(ctx.db)
+    if database is not None:
+        for coll in database.collections.values():
+            if coll.name.startswith("system.") and coll.name != "system.views":
+                continue
+            info: dict[str, Any] = {"name": coll.name, "type": "collection"}
+            if not name_only:
+                info["options"] = dict(coll.options)
+                info["info"] = {"readOnly": False, "uuid": coll.uuid}
+                info["idIndex"] = {"v": 2, "key": {"_id": 1}, "name": "_id_"}
+            out.append(info)
+        views = database.collections.get("system.views")
+        if views is not None:
+            for v in views.docs.values():
+                vname = v["_id"].split(".", 1)[1]
+                info = {"name": vname, "type": "view"}
+                if not name_only:
+                    info["options"] = {"viewOn": v["viewOn"], "pipeline": v.get("pipeline", [])}
+                    info["info"] = {"readOnly": True}
+                out.append(info)
+    if flt:
+        m = Matcher(flt)
+        out = [c for c in out if m.matches(c)]
+    return serve_cursor(node, f"{ctx.db}.$cmd.listCollections", iter(out), (cmd.get("cursor") or {}).get("batchSize"))
+
+
+@command("listIndexes")
+def cmd_list_indexes(node: Node, ctx: OpCtx) -> dict:
+    name = check_namespace(ctx.db, ctx.cmd["listIndexes"])
+    coll = node.catalog.collection(ctx.db, name)
+    if coll is None:
+        raise MongoError("NamespaceNotFound", f"ns does not exist: {ctx.db}.{name}")
+    return serve_cursor(node, f"{ctx.db}.$cmd.listIndexes.{name}", iter([dict(s) for s in coll.indexes]),
+                        (ctx.cmd.get("cursor") or {}).get("batchSize"))
+
+
+def database_sizes(node: Node) -> dict[str, int]:
+    from oplog import bsonutil
+
+    sizes = {}
+    for name, database in node.catalog.databases.items():
+        total = 0
+        for coll in database.collections.values():
+            total += sum(len(bsonutil.encode(d)) for d in coll.docs.values())
+        sizes[name] = total
+    return sizes
+
+
+@command("listDatabases")
+def cmd_list_databases(node: Node, ctx: OpCtx) -> dict:
+    sizes = database_sizes(node)
+    dbs = [{"name": n, "sizeOnDisk": s, "empty": s == 0} for n, s in sorted(sizes.items())]
+    if ctx.cmd.get("nameOnly"):
+        dbs = [{"name": d["name"]} for d in dbs]
+    total = sum(sizes.values())
+    return {"databases": dbs, "totalSize": total, "totalSizeMb": total >> 20, "ok": 1.0}

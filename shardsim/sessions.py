@@ -1,0 +1,81 @@
+"""The session table: retryable-write bookkeeping per logical session.
+
+A retryable write carries `lsid` + `txnNumber` and gives each statement an
+`stmtId`.  The node remembers which statements of the session's current
+txnNumber ran (and at which optime); a retried statement returns its first
+result and writes no second oplog entry.  Each write's oplog entry links to
+the previous write of the same txnNumber through `prevOpTime`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from bson import Binary
+
+from oplog.entry import NULL_OP_TIME, op_time
+from oplog.clock import key_ts
+from oplog.errors import MongoError
+
+# The `uid` of an unauthenticated session is the SHA-256 of the empty user name.
+_ANON_UID = Binary(hashlib.sha256(b"").digest(), 0)
+
+
+def lsid_with_uid(lsid: dict, user: str = "") -> dict:
+    """The lsid as the server stores it in the oplog: `{id, uid}`."""
+    if "uid" in lsid:
+        return {"id": lsid["id"], "uid": lsid["uid"]}
+    uid = _ANON_UID if not user else Binary(hashlib.sha256(user.encode()).digest(), 0)
+    return {"id": lsid["id"], "uid": uid}
+
+
+def session_key(lsid: dict) -> bytes:
+    ident = lsid.get("id")
+    return bytes(ident) if ident is not None else b""
+
+
+@dataclass
+class SessionState:
+    txn_number: int = -1
+    executed: dict[int, Any] = field(default_factory=dict)  # stmtId -> saved result
+    last_write_key: int = 0
+    txn: Any = None  # an open multi-document transaction (shardsim.transactions)
+
+
+class SessionTable:
+    def __init__(self) -> None:
+        self._sessions: dict[bytes, SessionState] = {}
+
+    def state(self, lsid: dict) -> SessionState:
+        key = session_key(lsid)
+        s = self._sessions.get(key)
+        if s is None:
+            s = self._sessions[key] = SessionState()
+        return s
+
+    def begin(self, lsid: dict, txn_number: int) -> SessionState:
+        """Check and advance the session's txnNumber for a retryable write."""
+        s = self.state(lsid)
+        if txn_number < s.txn_number:
+            raise MongoError(
+                225,  # TransactionTooOld
+                f"Retryable write with txnNumber {txn_number} is prohibited on session "
+                f"{lsid.get('id')} because a newer retryable write with txnNumber {s.txn_number} "
+                "has already started on this session.",
+            )
+        if txn_number > s.txn_number:
+            s.txn_number = txn_number
+            s.executed = {}
+            s.last_write_key = 0
+        return s
+
+    def prev_op_time(self, s: SessionState) -> dict:
+        return op_time(key_ts(s.last_write_key)) if s.last_write_key else dict(NULL_OP_TIME)
+
+    def forget(self, lsid: dict) -> None:
+        self._sessions.pop(session_key(lsid), None)
+
+    def __len__(self) -> int:
+        return len(self._sessions)

@@ -1,0 +1,384 @@
+"""The write path: insert, update, delete and findAndModify on one node.
+
+Each changed document appends exactly the oplog entry the server writes
+(see `oplog.entry`): inserts `{op: "i", o: doc, o2: documentKey}`, delta
+updates `{op: "u", o: {$v: 2, diff}, o2: documentKey}`, replacements
+`{op: "u", o: newDoc, o2: documentKey}`, deletes `{op: "d", o: documentKey}`.
+A no-op update writes nothing.  Retryable writes add `lsid, txnNumber,
+stmtId, prevOpTime`; a retried statement is answered from the session table.
+Collections with `changeStreamPreAndPostImages` store the pre-image of every
+update, replace and delete under `{nsUUID, ts, applyOpsIndex}`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from bson import ObjectId
+
+from oplog import bsonutil
+from oplog import entry as E
+from oplog.clock import ts_key
+from oplog.errors import MongoError
+from shardsim.catalog import Collection
+from shardsim.node import Node, OpCtx, command
+from shardsim.query.matcher import Matcher
+from shardsim.query.update import apply_update, classify_update
+from shardsim.query.values import hashable
+from shardsim.sessions import lsid_with_uid
+
+
+# -- helpers shared by the write commands ----------------------------------------------
+def ensure_collection(node: Node, ctx: OpCtx, db: str, name: str) -> Collection:
+    """Return the collection, creating it implicitly (with its `create` entry) if missing."""
+    coll = node.catalog.collection(db, name)
+    if coll is not None:
+        return coll
+    from shardsim.ddl import create_collection
+
+    return create_collection(node, ctx, db, name, {})
+
+
+def check_namespace(db: str, coll: Any) -> str:
+    if not isinstance(coll, str):
+        raise MongoError("BadValue", f"collection name has invalid type {type(coll).__name__}")
+    if not coll or coll.startswith(".") or "$" in coll or "\x00" in coll:
+        raise MongoError("InvalidNamespace", f"Invalid namespace specified '{db}.{coll}'")
+    if not db or any(c in db for c in '/\\. "$\x00'):
+        raise MongoError("InvalidNamespace", f"Invalid database name: '{db}'")
+    return coll
+
+
+class WriteSession:
+    """Retryable-write bookkeeping for one write command (no-op without txnNumber)."""
+
+    def __init__(self, node: Node, ctx: OpCtx) -> None:
+        self.node = node
+        self.ctx = ctx
+        self.state = None
+        self.stmt_ids = ctx.cmd.get("stmtIds")
+        if ctx.lsid is not None and ctx.txn_number is not None:
+            self.state = node.sessions.begin(ctx.lsid, ctx.txn_number)
+
+    def stmt_id(self, index: int) -> int | None:
+        if self.state is None:
+            return None
+        if self.stmt_ids is not None:
+            return int(self.stmt_ids[index])
+        return int(self.ctx.cmd.get("stmtId", 0)) + index
+
+    def already(self, index: int) -> Any:
+        """The saved result of statement `index` if it already ran (else None)."""
+        if self.state is None:
+            return None
+        return self.state.executed.get(self.stmt_id(index))
+
+    def log(self, op: dict, index: int, result: Any = True) -> None:
+        fields: dict[str, Any] = {}
+        if self.state is not None:
+            fields = {
+                "lsid": lsid_with_uid(self.ctx.lsid),
+                "txn_number": self.ctx.txn_number,
+                "stmt_id": self.stmt_id(index),
+                "prev_op_time": self.node.sessions.prev_op_time(self.state),
+            }
+        self.node.log(op, self.ctx, **fields)
+        if self.state is not None:
+            self.state.last_write_key = self.ctx.op_time_key
+            self.state.executed[self.stmt_id(index)] = result
+
+
+def store_pre_image(node: Node, coll: Collection, ctx: OpCtx, pre: dict, apply_ops_index: int = 0) -> None:
+    """Keep the pre-image of the write just logged (when the collection asks for it)."""
+    opt = coll.options.get("changeStreamPreAndPostImages")
+    if isinstance(opt, dict) and opt.get("enabled"):
+        node.preimages[(bytes(coll.uuid), ctx.op_time_key, apply_ops_index)] = pre
+
+
+def _check_document(doc: Any) -> dict:
+    if not isinstance(doc, dict):
+        raise MongoError("TypeMismatch", "document to insert must be an object")
+    if "_id" in doc:
+        v = doc["_id"]
+        if isinstance(v, list):
+            raise MongoError("InvalidIdField", "The '_id' value cannot be of type array")
+    return doc
+
+
+def prepare_insert(doc: dict) -> dict:
+    """Validate a document and give it an `_id` (first) if it has none."""
+    _check_document(doc)
+    if "_id" not in doc:
+        doc = {"_id": ObjectId(), **doc}
+    if len(bsonutil.encode(doc)) > bsonutil.MAX_BSON_OBJECT_SIZE:
+        raise MongoError("BSONObjectTooLarge", f"object to insert too large. size in bytes: {len(bsonutil.encode(doc))}, max size: {bsonutil.MAX_BSON_OBJECT_SIZE}")
+    return doc
+
+
+def insert_one(node: Node, ctx: OpCtx, coll: Collection, doc: dict, ws: WriteSession, index: int) -> None:
+    coll.insert(doc)
+    ws.log(E.insert_op(coll.ns, coll.uuid, doc, coll.document_key(doc)), index)
+
+
+def _write_concern_reply(reply: dict, errors: list[dict]) -> dict:
+    if errors:
+        reply["writeErrors"] = errors
+    reply["ok"] = 1.0
+    return reply
+
+
+# -- insert -------------------------------------------------------------------------
+@command("insert")
+def cmd_insert(node: Node, ctx: OpCtx) -> dict:
+    cmd = ctx.cmd
+    name = check_namespace(ctx.db, cmd["insert"])
+    docs = cmd.get("documents")
+    if not isinstance(docs, list):
+        raise MongoError("TypeMismatch" if docs is not None else "FailedToParse",
+                         "BSON field 'insert.documents' is missing but a required field" if docs is None
+                         else "BSON field 'insert.documents' is the wrong type, expected type 'array'")
+    if len(docs) > bsonutil.MAX_WRITE_BATCH_SIZE:
+        raise MongoError("InvalidLength", f"Write batch sizes must be between 1 and {bsonutil.MAX_WRITE_BATCH_SIZE}. Got {len(docs)} operations.")
+    ordered = cmd.get("ordered", True)
+    ws = WriteSession(node, ctx)
+    coll = None
+    n = 0
+    errors: list[dict] = []
+    for i, doc in enumerate(docs):
+        try:
+            if ws.already(i) is not None:
+                n += 1
+                continue
+            doc = prepare_insert(doc)
+            if coll is None:
+                coll = ensure_collection(node, ctx, ctx.db, name)
+            insert_one(node, ctx, coll, doc, ws, i)
+            n += 1
+        except MongoError as err:
+            errors.append(err.to_write_error(i))
+            if ordered:
+                break
+    return _write_concern_reply({"n": n}, errors)
+
+
+# -- update -------------------------------------------------------------------------
+def _id_equality(q: dict) -> Any:
+    """The `_id` value when the filter is exactly `{_id: <scalar>}` (fast path)."""
+    if len(q) == 1 and "_id" in q:
+        v = q["_id"]
+        if not isinstance(v, (dict, list)) and not hasattr(v, "pattern"):
+            return v
+    return _NO
+    
+
+_NO = object()
+
+
+def matching_documents(coll: Collection | None, q: dict, matcher: Matcher | None = None) -> Iterable[dict]:
+    if coll is None:
+        return []
+    idv = _id_equality(q)
+    if idv is not _NO:
+        d = coll.get(idv)
+        return [d] if d is not None else []
+    m = matcher or Matcher(q)
+    return [d for d in coll.scan() if m.matches(d)]
+
+
+def update_document(node: Node, ctx: OpCtx, coll: Collection, doc: dict, update: Any, ws: WriteSession, index: int,
+                    array_filters: list | None = None, matcher: Matcher | None = None) -> dict | None:
+    """Apply `update` to `doc`; log and store it.  Returns the new doc, or None if no-op."""
+    res = apply_update(doc, update, array_filters=array_filters)
+    new = res.doc
+    if res.is_replacement:
+        if "_id" not in new:
+            new = {"_id": doc["_id"], **new}
+        elif hashable(new["_id"]) != hashable(doc["_id"]):
+            raise MongoError(
+                "ImmutableField",
+                f"After applying the update, the (immutable) field '_id' was found to have been altered to _id: {new['_id']!r}",
+            )
+        if new == doc and bsonutil.encode(new) == bsonutil.encode(doc):
+            return None
+        op = E.replace_op(coll.ns, coll.uuid, new, coll.document_key(doc))
+    else:
+        if res.diff is None:
+            return None
+        op = E.update_op(coll.ns, coll.uuid, res.diff, coll.document_key(doc))
+    if len(bsonutil.encode(new)) > bsonutil.MAX_BSON_OBJECT_SIZE:
+        raise MongoError("BSONObjectTooLarge", "Resulting document after update is larger than 16777216")
+    coll.replace(doc, new)
+    ws.log(op, index)
+    store_pre_image(node, coll, ctx, doc)
+    return new
+
+
+def upsert_document(node: Node, ctx: OpCtx, db: str, name: str, q: dict, update: Any, ws: WriteSession, index: int,
+                    array_filters: list | None = None) -> dict:
+    res = apply_update({}, update, array_filters=array_filters, upsert_query=q, is_insert=True)
+    doc = prepare_insert(res.doc)
+    coll = ensure_collection(node, ctx, db, name)
+    insert_one(node, ctx, coll, doc, ws, index)
+    return doc
+
+
+@command("update")
+def cmd_update(node: Node, ctx: OpCtx) -> dict:
+    cmd = ctx.cmd
+    name = check_namespace(ctx.db, cmd["update"])
+    stmts = cmd.get("updates")
+    if not isinstance(stmts, list):
+        raise MongoError("FailedToParse", "BSON field 'update.updates' is missing but a required field")
+    ordered = cmd.get("ordered", True)
+    ws = WriteSession(node, ctx)
+    n = n_modified = 0
+    upserted: list[dict] = []
+    errors: list[dict] = []
+    for i, st in enumerate(stmts):
+        try:
+            saved = ws.already(i)
+            if saved is not None:
+                n += saved.get("n", 0)
+                n_modified += saved.get("nModified", 0)
+                if "upserted" in saved:
+                    upserted.append({"index": i, "_id": saved["upserted"]})
+                continue
+            q = st.get("q", {})
+            u = st.get("u")
+            if not isinstance(q, dict):
+                raise MongoError("TypeMismatch", "BSON field 'update.updates.q' is the wrong type, expected type 'object'")
+            if u is None:
+                raise MongoError("FailedToParse", "BSON field 'update.updates.u' is missing but a required field")
+            multi = bool(st.get("multi", False))
+            if multi and classify_update(u) == "replacement":
+                raise MongoError("FailedToParse", "multi update is not supported for replacement-style update")
+            coll = node.catalog.collection(ctx.db, name)
+            matcher = Matcher(q)
+            targets = matching_documents(coll, q, matcher)
+            if not multi:
+                targets = list(targets)[:1]
+            if targets:
+                modified = 0
+                for doc in targets:
+                    if update_document(node, ctx, coll, doc, u, ws, i, st.get("arrayFilters"), matcher) is not None:
+                        modified += 1
+                n += len(targets)
+                n_modified += modified
+                if ws.state is not None and modified == 0:
+                    ws.state.executed[ws.stmt_id(i)] = {"n": len(targets), "nModified": 0}
+                elif ws.state is not None:
+                    ws.state.executed[ws.stmt_id(i)] = {"n": len(targets), "nModified": modified}
+            elif st.get("upsert"):
+                doc = upsert_document(node, ctx, ctx.db, name, q, u, ws, i, st.get("arrayFilters"))
+                n += 1
+                upserted.append({"index": i, "_id": doc["_id"]})
+                if ws.state is not None:
+                    ws.state.executed[ws.stmt_id(i)] = {"n": 1, "nModified": 0, "upserted": doc["_id"]}
+        except MongoError as err:
+            errors.append(err.to_write_error(i))
+            if ordered:
+                break
+    reply: dict[str, Any] = {"n": n}
+    if upserted:
+        reply["upserted"] = upserted
+    reply["nModified"] = n_modified
+    return _write_concern_reply(reply, errors)
+
+
+# -- delete -------------------------------------------------------------------------
+def delete_document(node: Node, ctx: OpCtx, coll: Collection, doc: dict, ws: WriteSession, index: int) -> None:
+    key = coll.document_key(doc)
+    coll.delete(doc)
+    ws.log(E.delete_op(coll.ns, coll.uuid, key), index)
+    store_pre_image(node, coll, ctx, doc)
+
+
+@command("delete")
+def cmd_delete(node: Node, ctx: OpCtx) -> dict:
+    cmd = ctx.cmd
+    name = check_namespace(ctx.db, cmd["delete"])
+    stmts = cmd.get("deletes")
+    if not isinstance(stmts, list):
+        raise MongoError("FailedToParse", "BSON field 'delete.deletes' is missing but a required field")
+    ordered = cmd.get("ordered", True)
+    ws = WriteSession(node, ctx)
+    n = 0
+    errors: list[dict] = []
+    for i, st in enumerate(stmts):
+        try:
+            saved = ws.already(i)
+            if saved is not None:
+                n += saved.get("n", 0)
+                continue
+            q = st.get("q", {})
+            limit = st.get("limit", 0)
+            if limit not in (0, 1):
+                raise MongoError("FailedToParse", "The limit field in delete objects must be 0 or 1. Got " + str(limit))
+            coll = node.catalog.collection(ctx.db, name)
+            targets = list(matching_documents(coll, q))
+            if limit == 1:
+                targets = targets[:1]
+            for doc in targets:
+                delete_document(node, ctx, coll, doc, ws, i)
+            n += len(targets)
+            if ws.state is not None:
+                ws.state.executed[ws.stmt_id(i)] = {"n": len(targets)}
+        except MongoError as err:
+            errors.append(err.to_write_error(i))
+            if ordered:
+                break
+    return _write_concern_reply({"n": n}, errors)
+
+
+# -- findAndModify ---------------------------------------------------------------------
+@command("findAndModify", "findandmodify")
+def cmd_find_and_modify(node: Node, ctx: OpCtx) -> dict:
+    from shardsim.query.projection import compile_projection
+    from shardsim.query.sorting import sort_key_fn
+
+    cmd = ctx.cmd
+    name = check_namespace(ctx.db, cmd[next(iter(cmd))])
+    q = cmd.get("query") or {}
+    remove = bool(cmd.get("remove", False))
+    update = cmd.get("update")
+    if remove and update is not None:
+        raise MongoError("FailedToParse", "Cannot specify both an update and remove=true")
+    if not remove and update is None:
+        raise MongoError("FailedToParse", "Either an update or remove=true must be specified")
+    if remove and cmd.get("upsert"):
+        raise MongoError("FailedToParse", "Cannot specify both upsert=true and remove=true")
+    if remove and cmd.get("new"):
+        raise MongoError("FailedToParse", "Cannot specify both new=true and remove=true; 'remove' always returns the deleted document")
+    ws = WriteSession(node, ctx)
+    saved = ws.already(0)
+    if saved is not None:
+        return dict(saved)
+    coll = node.catalog.collection(ctx.db, name)
+    matcher = Matcher(q)
+    targets = list(matching_documents(coll, q, matcher))
+    if cmd.get("sort"):
+        targets.sort(key=sort_key_fn(cmd["sort"]))
+    doc = targets[0] if targets else None
+    fields = cmd.get("fields")
+    project = compile_projection(fields) if fields else None
+    last_error: dict[str, Any] = {"n": 0}
+    value = None
+    if remove:
+        if doc is not None:
+            delete_document(node, ctx, coll, doc, ws, 0)
+            last_error = {"n": 1}
+            value = doc
+    elif doc is not None:
+        new = update_document(node, ctx, coll, doc, update, ws, 0, cmd.get("arrayFilters"), matcher)
+        last_error = {"n": 1, "updatedExisting": True}
+        value = (new if new is not None else doc) if cmd.get("new") else doc
+    elif cmd.get("upsert"):
+        new = upsert_document(node, ctx, ctx.db, name, q, update, ws, 0, cmd.get("arrayFilters"))
+        last_error = {"n": 1, "updatedExisting": False, "upserted": new["_id"]}
+        value = new if cmd.get("new") else None
+    if value is not None and project is not None:
+        value = project(value)
+    reply = {"lastErrorObject": last_error, "value": value, "ok": 1.0}
+    if ws.state is not None:
+        ws.state.executed[ws.stmt_id(0)] = reply
+    return reply
