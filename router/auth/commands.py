@@ -8,7 +8,9 @@ The return value is a list of requirements, all of which must hold:
   must all hold (``create`` needs createCollection *or* insert; renaming within
   a database has a cheaper path than renaming across databases),
 - `AnyActionInDatabase(db)` (``listCollections`` with ``authorizedCollections``
-  and ``nameOnly``: any privilege on anything in the database).
+  and ``nameOnly``: any privilege on anything in the database),
+- `RenameWithinDatabase(source, target, drop_target)` (the server's cheaper
+  rule for renaming inside one database).
 
 An empty list means "any authenticated user" (getMore, killCursors,
 listDatabases, commitTransaction...): those commands check ownership or filter
@@ -51,6 +53,7 @@ __all__ = [
     "NO_AUTH_COMMANDS",
     "AnyActionInDatabase",
     "AnyOf",
+    "RenameWithinDatabase",
     "Requirement",
     "is_authorized_for_any_action_in_db",
     "required_privileges",
@@ -66,7 +69,16 @@ class AnyActionInDatabase(NamedTuple):
     db: str
 
 
-Requirement = Privilege | AnyOf | AnyActionInDatabase
+class RenameWithinDatabase(NamedTuple):
+    """renameCollection inside one database: renameCollectionSameDB on it (+ dropCollection on the
+    target with dropTarget), and the user can read the source or cannot read the target."""
+
+    source: Resource
+    target: Resource
+    drop_target: bool
+
+
+Requirement = Privilege | AnyOf | AnyActionInDatabase | RenameWithinDatabase
 
 # Commands that run without authentication (requiresAuth() false in the server).
 NO_AUTH_COMMANDS = frozenset(
@@ -363,10 +375,7 @@ def _rename(db: str, cmd: Mapping[str, Any]) -> list[Requirement]:
         and not source.coll.startswith("system.")
         and not target.coll.startswith("system.")
     ):
-        same_db: tuple[Any, ...] = (_p(Resource.database(source.db), "renameCollectionSameDB"), _p(source, "find"))
-        if drop_target:
-            same_db += (_p(target, "dropCollection"),)
-        return [AnyOf((same_db, cross))]
+        return [AnyOf(((RenameWithinDatabase(source, target, drop_target),), cross))]
     return list(cross)
 
 
@@ -610,6 +619,13 @@ def satisfied(granted: Mapping[Resource, frozenset[str]], requirement: Requireme
         return is_authorized_for_any_action_in_db(granted, requirement.db)
     if isinstance(requirement, AnyOf):
         return any(all(satisfied(granted, r) for r in alt) for alt in requirement.alternatives)
+    if isinstance(requirement, RenameWithinDatabase):
+        source, target = requirement.source, requirement.target
+        return (
+            is_authorized(granted, _p(Resource.database(source.db), "renameCollectionSameDB"))
+            and (not requirement.drop_target or is_authorized(granted, _p(target, "dropCollection")))
+            and (is_authorized(granted, _p(source, "find")) or not is_authorized(granted, _p(target, "find")))
+        )
     raise TypeError(f"not a requirement: {requirement!r}")
 
 
