@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import pytest
 from bson.binary import Binary
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pymongo.auth_shared import MongoCredential, _AuthContext, _Cache
 from pymongo.errors import OperationFailure
 from pymongo.hello import Hello
+from pymongo.saslprep import saslprep as pymongo_saslprep
 from pymongo.synchronous import auth as pymongo_auth
+
+from oplog.errors import MongoError
+from router.auth import AuthManager, UserStore
 
 
 def creds(mechanism: str, user: str, password: str, source: str = "admin") -> MongoCredential:
@@ -158,3 +164,42 @@ def test_hello_speculative_authenticate_validation(make_conn):
     bad = {**spec, "mechanism": "PLAIN", "db": "admin"}
     assert "speculativeAuthenticate" not in conn.command("admin", {"hello": 1, "speculativeAuthenticate": bad})
     assert conn.state.sasl is None
+
+
+def test_speculative_with_wrong_password_fails_at_sasl_continue(make_conn):
+    conn = make_conn()
+    credentials = creds("DEFAULT", "root", "wrong")
+    doc = handshake(conn, credentials)
+    assert "speculativeAuthenticate" in doc  # the first step cannot tell
+    with pytest.raises(OperationFailure) as info:
+        pymongo_auth.authenticate(credentials, conn)
+    assert info.value.code == 18 and conn.state.user is None
+
+
+_NAMES = st.text(min_size=1, max_size=12).filter(lambda s: "\0" not in s)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(name=_NAMES, password=st.text(min_size=1, max_size=12))
+def test_any_user_name_and_password_round_trip_through_pymongo(make_conn, name, password):
+    manager = AuthManager(enabled=True, store=UserStore(iterations={"SCRAM-SHA-1": 4096, "SCRAM-SHA-256": 4096}))
+    try:
+        prepared = pymongo_saslprep(password)
+    except (ValueError, IndexError):
+        prepared = None
+    cmd = {"createUser": name, "pwd": password, "roles": ["root"]}
+    if prepared is None:
+        # SCRAM-SHA-256 cannot store this password; SCRAM-SHA-1 can
+        with pytest.raises(MongoError):
+            manager.handle_user_command("admin", cmd)
+        manager.handle_user_command("admin", {**cmd, "mechanisms": ["SCRAM-SHA-1"]})
+        mechanisms = ["SCRAM-SHA-1"]
+    else:
+        manager.handle_user_command("admin", cmd)
+        mechanisms = ["SCRAM-SHA-1", "SCRAM-SHA-256"]
+    for mechanism in mechanisms:
+        conn = make_conn(manager=manager)
+        pymongo_auth.authenticate(creds(mechanism, name, password), conn)
+        assert conn.state.user == (name, "admin")
+    info = manager.handle_user_command("admin", {"usersInfo": name})
+    assert [u["user"] for u in info["users"]] == [name]
