@@ -543,10 +543,6 @@ BUILTIN_ROLES: dict[str, BuiltinRole] = {
     )
 }
 
-# Roles a client may grant: the server refuses "__"-prefixed internal roles only by never
-# documenting them; they exist (isBuiltinRole is true), so we keep them grantable too.
-
-
 def is_builtin_role(role: RoleName) -> bool:
     spec = BUILTIN_ROLES.get(role.role)
     if spec is None:

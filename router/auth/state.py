@@ -14,7 +14,7 @@ when the connection is accepted and dropped with it. It holds:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from router.auth.names import UserName
@@ -38,7 +38,6 @@ class ConnState:
     user: UserName | None = None
     sasl: SaslSession | None = None
     localhost_bypass: bool = True
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def authenticated(self) -> bool:
