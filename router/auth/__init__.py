@@ -70,6 +70,7 @@ from router.auth.privileges import (
     check,
     is_authorized,
     privileges_for_roles,
+    resolve_roles,
 )
 from router.auth.sasl import sasl_continue, sasl_start, sasl_supported_mechs, speculative_authenticate
 from router.auth.scram import MECHANISMS
@@ -98,6 +99,7 @@ __all__ = [
     "required_privileges",
 ]
 
+_ROOT = RoleName("root", "admin")
 _REDACTED_FIELDS = {"createUser": ("pwd",), "updateUser": ("pwd",)}
 
 
@@ -147,7 +149,13 @@ class AuthManager:
 
     def granted_privileges(self, conn: ConnState, *, localhost_bypass: bool = False) -> dict[Resource, frozenset[str]]:
         user = self.authenticated_user(conn)
-        granted = dict(privileges_for_roles(self.store.roles_of(user))) if user is not None else {}
+        granted: dict[Resource, frozenset[str]] = {}
+        if user is not None:
+            roles = self.store.roles_of(user)
+            granted.update(privileges_for_roles(roles))
+            if _ROOT in resolve_roles(roles):
+                # mongosim only: root may run commands commands.py does not list (see UNKNOWN_COMMAND_REQUIREMENT)
+                granted[ANY] = granted.get(ANY, frozenset()) | {"anyAction"}
         if localhost_bypass:
             for resource, actions in LOCALHOST_EXCEPTION_PRIVILEGES.items():
                 granted[resource] = granted.get(resource, frozenset()) | actions

@@ -235,3 +235,14 @@ def test_user_management_requirements():
     assert required_privileges("shop", {"usersInfo": "me"}, user=("me", "shop")) == []
     with pytest.raises(MongoError):
         required_privileges("shop", {"grantRolesToUser": "u", "roles": [{"role": "read"}]})
+
+
+def test_unknown_commands_are_for_root_only(manager):
+    for role in ROLES:
+        conn = manager.new_connection()
+        conn.user = (role, "admin")
+        if role == "root":
+            manager.authorize("admin", {"someFutureCommand": 1}, conn)
+        else:
+            with pytest.raises(MongoError):
+                manager.authorize("admin", {"someFutureCommand": 1}, conn)
