@@ -735,40 +735,56 @@ def _set_value(parent, name, value):
 
 
 def _create_path(parent, taken, to_create, value, ctx: _Ctx, leaf: _Leaf):
-    """pathsupport::createPathAt from `parent` (the deepest existing element)."""
-    first = to_create[0]
+    """pathsupport::createPathAt from `parent` (the deepest element that existed when the
+    traversal started; earlier sibling updates may have created part of `to_create` since)."""
+    types = [p[1] for p in taken]
+    names = [p[0] for p in taken]
+    first_new = len(taken)
+    i = 0
+    # descend through components created by earlier siblings of this update
+    while i < len(to_create) - 1:
+        part = to_create[i]
+        if type(parent) is dict and type(parent.get(part, MISSING)) in (dict, list):
+            nxt = parent[part]
+            types.append(_FIELD)
+        elif type(parent) is list and array_index(part) is not None and array_index(part) < len(parent) and type(parent[array_index(part)]) in (dict, list):
+            nxt = parent[array_index(part)]
+            types.append(_INDEX)
+        else:
+            break
+        names.append(part)
+        parent = nxt
+        i += 1
+    rest = to_create[i:]
+    first = rest[0]
+    nested = value
+    for part in reversed(rest[1:]):
+        nested = {part: nested}
     if type(parent) is list:
         idx = array_index(first)
         if idx is None:
-            raise MongoError("PathNotViable", f"Cannot create field '{first}' in element {{{element_str(taken[-1][0], parent)}}}")
-        if taken and taken[0][0] == "_id":
-            pass
-        nested = value
-        for part in reversed(to_create[1:]):
-            nested = {part: nested}
+            raise MongoError("PathNotViable", f"Cannot create field '{first}' in element {{{element_str(names[-1], parent)}}}")
         while len(parent) < idx:
             parent.append(None)
         if idx < len(parent):
             parent[idx] = nested
         else:
             parent.append(nested)
-        types = [p[1] for p in taken] + [_INDEX] + [_FIELD] * (len(to_create) - 1)
+        types.append(_INDEX)
     elif type(parent) is dict:
-        nested = value
-        for part in reversed(to_create[1:]):
-            nested = {part: nested}
         parent[first] = nested
-        types = [p[1] for p in taken] + [_FIELD] * len(to_create)
+        types.append(_FIELD)
     else:
-        name = taken[-1][0] if taken else ""
+        name = names[-1] if names else ""
         raise MongoError("PathNotViable", f"Cannot create field '{first}' in element {{{element_str(name, parent)}}}")
-    full = list(taken) + [(n, t) for n, t in zip(to_create, types[len(taken):])]
+    types.extend([_FIELD] * (len(rest) - 1))
+    full = list(zip(names + list(rest), types))
     if full[0][0] == "_id" and not ctx.is_insert:
         raise MongoError(
             "ImmutableField",
             f"Updating the path '{_dotted(full)}' to {element_str(full[-1][0], value)} would modify the immutable field '_id'",
         )
-    ctx.log.created(full, len(taken), value)
+    ctx.log.created(full, first_new, value)
 
 
 def _resolve_parent(ctx: _Ctx, taken, to_create):
