@@ -1,0 +1,17 @@
+"""The document layer: BSON value order, query matching, updates with the server's
+`$v:2` diff, projections, aggregation stages, sorting and index keys.
+
+Public modules (see each docstring): `values`, `paths`, `matcher`,
+`expressions`, `update`, `diff`, `projection`, `stages`, `sorting`,
+`index_keys`.
+"""
+
+from shardsim.query.diff import apply_diff, compute_diff, update_description
+from shardsim.query.matcher import Matcher
+from shardsim.query.update import UpdateResult, apply_update, classify_update
+from shardsim.query.values import MISSING, compare, hashable, sort_key, type_name
+
+__all__ = [
+    "MISSING", "Matcher", "UpdateResult", "apply_diff", "apply_update", "classify_update", "compare",
+    "compute_diff", "hashable", "sort_key", "type_name", "update_description",
+]

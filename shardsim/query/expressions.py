@@ -1,0 +1,1504 @@
+"""Aggregation expressions (`$expr`, `$project`, `$addFields`, `$group`, ...).
+
+An expression is evaluated against a document and yields a value:
+
+* `"$a.b"` – a field path on `$$CURRENT`; through arrays it *maps*
+  (`{a: [{b: 1}, {b: 2}]}` gives `[1, 2]`) — unlike query paths.
+* `"$$var"`, `"$$var.path"` – variables: ROOT, CURRENT, REMOVE (a missing
+  value: a field set to it disappears), NOW, CLUSTER_TIME, DESCEND/PRUNE/KEEP
+  ($redact), and those bound by `$let`, `$map`, `$filter`, `$reduce`.
+* `{$op: args}` – an operator; `{a: <expr>, ...}` – an object built from
+  expressions; `[...]` – an array; anything else is a constant.
+
+"Missing" (a path that does not exist) is distinct from null: it sorts
+below null, `$eq: ["$x", null]` is false for a missing `x`, and a field whose
+value is missing is omitted from the object being built.  Most operators
+return null when an argument is null or missing.
+
+Expressions compile once into closures `f(vars) -> value`; `compile_expression`
+returns `expr(doc, variables=None)`.  Error codes follow the server
+(src/mongo/db/pipeline/expression.cpp): e.g. 16554 `$add only supports
+numeric or date types`, 16608 `can't $divide by zero`, 168
+`Unrecognized expression '$foo'`.
+
+Hand-written: no maintained Python library evaluates MongoDB aggregation
+expressions (mongomock's implementation is test-only and partial).
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+import re
+from decimal import Decimal
+from typing import Any, Callable
+
+from bson import Decimal128, Int64, ObjectId, Regex, Timestamp
+
+from oplog.errors import MongoError
+from shardsim.query.fmt import bson_str, query_error
+from shardsim.query.values import MISSING, compare, date_millis, is_number, sort_key, type_name
+
+__all__ = ["compile_expression", "to_bool", "evaluate", "field_path_get", "KEEP", "PRUNE", "DESCEND"]
+
+Fn = Callable[[dict], Any]
+
+KEEP = "$$KEEP"
+PRUNE = "$$PRUNE"
+DESCEND = "$$DESCEND"
+
+
+class _Marker(str):
+    pass
+
+
+_KEEP = _Marker("KEEP")
+_PRUNE = _Marker("PRUNE")
+_DESCEND = _Marker("DESCEND")
+
+
+def to_bool(v) -> bool:
+    """Aggregation truthiness: false, null, missing and 0 are false; everything else true."""
+    if v is None or v is MISSING or v is False:
+        return False
+    t = type(v)
+    if t is int or t is float or t is Int64:
+        return v != 0
+    if t is Decimal128:
+        return v.to_decimal() != 0
+    return True
+
+
+def compile_expression(expr, *, allow_markers: bool = False) -> Callable:
+    """Compile an expression; returns `f(doc, variables=None) -> value` (MISSING if missing)."""
+    fn = _compile(expr)
+
+    def run(doc, variables: dict | None = None):
+        vs = {"ROOT": doc, "CURRENT": doc}
+        if variables:
+            vs.update(variables)
+        return fn(vs)
+
+    run.raw = fn  # type: ignore[attr-defined]
+    return run
+
+
+def evaluate(expr, doc, variables: dict | None = None):
+    return compile_expression(expr)(doc, variables)
+
+
+# ---------------------------------------------------------------------------------
+
+
+def _compile(expr) -> Fn:
+    t = type(expr)
+    if t is str:
+        if expr.startswith("$$"):
+            return _compile_var(expr[2:])
+        if expr.startswith("$"):
+            return _compile_field_path(expr[1:])
+        return lambda vs: expr
+    if t is dict:
+        if not expr:
+            return lambda vs: {}
+        first = next(iter(expr))
+        if first.startswith("$"):
+            if len(expr) != 1:
+                raise MongoError(
+                    15983,
+                    f"An object representing an expression must have exactly one field: {bson_str(expr)}",
+                )
+            return _compile_op(first, expr[first])
+        return _compile_object(expr)
+    if t is list:
+        items = [_compile(e) for e in expr]
+
+        def arr(vs):
+            out = []
+            for f in items:
+                v = f(vs)
+                out.append(None if v is MISSING else v)
+            return out
+
+        return arr
+    return lambda vs: expr
+
+
+def _compile_object(spec: dict) -> Fn:
+    items = []
+    for k, v in spec.items():
+        if k.startswith("$"):
+            raise MongoError(16404, f"FieldPath field names may not start with '$'. Consider using $getField or $setField.")
+        if "." in k:
+            raise MongoError(16412, f"FieldPath field names may not contain '.'. Consider using $getField or $setField.")
+        items.append((k, _compile(v)))
+
+    def obj(vs):
+        out = {}
+        for k, f in items:
+            v = f(vs)
+            if v is not MISSING:
+                out[k] = v
+        return out
+
+    return obj
+
+
+def _validate_field_path(path: str):
+    if path == "":
+        raise MongoError(16872, "'$' by itself is not a valid FieldPath")
+    for p in path.split("."):
+        if p == "":
+            raise MongoError(15998, "FieldPath field names may not be empty strings.")
+        if p.startswith("$"):
+            raise MongoError(16410, "FieldPath field names may not start with '$'. Consider using $getField or $setField.")
+
+
+def field_path_get(v, parts, i=0):
+    """Aggregation field-path lookup: maps through arrays, MISSING when absent."""
+    n = len(parts)
+    while i < n:
+        t = type(v)
+        if t is dict:
+            v = v.get(parts[i], MISSING)
+            i += 1
+        elif t is list:
+            out = []
+            for e in v:
+                if type(e) in (dict, list):
+                    r = field_path_get(e, parts, i)
+                    if r is not MISSING:
+                        out.append(r)
+            return out
+        else:
+            return MISSING
+    return v
+
+
+def _compile_field_path(path: str) -> Fn:
+    _validate_field_path(path)
+    parts = tuple(path.split("."))
+    if len(parts) == 1:
+        p = parts[0]
+
+        def get1(vs):
+            cur = vs["CURRENT"]
+            return cur.get(p, MISSING) if type(cur) is dict else MISSING
+
+        return get1
+    return lambda vs: field_path_get(vs["CURRENT"], parts)
+
+
+def _compile_var(spec: str) -> Fn:
+    name, _, rest = spec.partition(".")
+    if name == "":
+        raise MongoError(16869, "empty variable name")
+    parts = tuple(rest.split(".")) if rest else ()
+    if name == "REMOVE":
+        return lambda vs: MISSING
+    if name == "KEEP":
+        return lambda vs: _KEEP
+    if name == "PRUNE":
+        return lambda vs: _PRUNE
+    if name == "DESCEND":
+        return lambda vs: _DESCEND
+    if name == "NOW":
+        return lambda vs: vs.get("NOW") or datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None, microsecond=0)
+    if not (name[0].islower() or name[0] == "_" or name in ("ROOT", "CURRENT", "CLUSTER_TIME", "SEARCH_META", "USER_ROLES")) and not name[0].isalpha():
+        raise MongoError(31070 if False else 16870, f"'{name}' starts with an invalid character for a user variable name")
+
+    def var(vs):
+        if name not in vs:
+            if name == "CLUSTER_TIME":
+                raise MongoError(51144, "$$CLUSTER_TIME is not available in this context")
+            raise MongoError(17276, f"Use of undefined variable: {name}")
+        v = vs[name]
+        return field_path_get(v, parts) if parts else v
+
+    return var
+
+
+# ---------------------------------------------------------------------------------
+# operators
+
+_OPS: dict[str, Callable[[Any], Fn]] = {}
+
+
+def _op(name):
+    def deco(f):
+        _OPS[name] = f
+        return f
+
+    return deco
+
+
+def _compile_op(name: str, arg) -> Fn:
+    f = _OPS.get(name)
+    if f is None:
+        raise query_error("InvalidPipelineOperator", f"Unrecognized expression '{name}'")
+    return f(arg)
+
+
+def _args(name, arg, lo, hi=None) -> list[Fn]:
+    items = arg if isinstance(arg, list) else [arg]
+    n = len(items)
+    if hi is None:
+        hi = lo
+    if not (lo <= n <= hi):
+        if lo == hi:
+            raise MongoError(16020, f"Expression {name} takes exactly {lo} arguments. {n} were passed in.")
+        if n < lo:
+            raise MongoError(16020, f"Expression {name} takes at least {lo} arguments, and at most {hi}. {n} were passed in.")
+        raise MongoError(16020, f"Expression {name} takes at most {hi} arguments. {n} were passed in.")
+    return [_compile(a) for a in items]
+
+
+def _varargs(arg) -> list[Fn]:
+    items = arg if isinstance(arg, list) else [arg]
+    return [_compile(a) for a in items]
+
+
+@_op("$literal")
+def _literal(arg):
+    return lambda vs: arg
+
+
+# --- comparison ------------------------------------------------------------------
+
+
+def _cmp_factory(name, test):
+    def build(arg):
+        a, b = _args(name, arg, 2)
+        return lambda vs: test(compare(a(vs), b(vs)))
+
+    return build
+
+
+for _n, _t in (
+    ("$eq", lambda c: c == 0),
+    ("$ne", lambda c: c != 0),
+    ("$gt", lambda c: c > 0),
+    ("$gte", lambda c: c >= 0),
+    ("$lt", lambda c: c < 0),
+    ("$lte", lambda c: c <= 0),
+):
+    _OPS[_n] = _cmp_factory(_n, _t)
+
+
+@_op("$cmp")
+def _cmp(arg):
+    a, b = _args("$cmp", arg, 2)
+    return lambda vs: compare(a(vs), b(vs))
+
+
+# --- boolean ---------------------------------------------------------------------
+
+
+@_op("$and")
+def _and(arg):
+    fs = _varargs(arg)
+    return lambda vs: all(to_bool(f(vs)) for f in fs)
+
+
+@_op("$or")
+def _or(arg):
+    fs = _varargs(arg)
+    return lambda vs: any(to_bool(f(vs)) for f in fs)
+
+
+@_op("$not")
+def _not(arg):
+    (a,) = _args("$not", arg, 1)
+    return lambda vs: not to_bool(a(vs))
+
+
+# --- conditionals ----------------------------------------------------------------
+
+
+@_op("$cond")
+def _cond(arg):
+    if isinstance(arg, dict):
+        for k in arg:
+            if k not in ("if", "then", "else"):
+                raise MongoError(17083, f"Unrecognized parameter to $cond: {k}")
+        for k in ("if", "then", "else"):
+            if k not in arg:
+                raise MongoError(17080 + ("if", "then", "else").index(k), f"Missing '{k}' parameter to $cond")
+        c, t, e = _compile(arg["if"]), _compile(arg["then"]), _compile(arg["else"])
+    else:
+        c, t, e = _args("$cond", arg, 3)
+    return lambda vs: t(vs) if to_bool(c(vs)) else e(vs)
+
+
+@_op("$ifNull")
+def _if_null(arg):
+    if not isinstance(arg, list) or len(arg) < 2:
+        raise MongoError(1257300, "$ifNull needs at least two arguments, had: " + str(len(arg) if isinstance(arg, list) else 1))
+    fs = [_compile(a) for a in arg]
+
+    def f(vs):
+        for g in fs[:-1]:
+            v = g(vs)
+            if v is not None and v is not MISSING:
+                return v
+        return fs[-1](vs)
+
+    return f
+
+
+@_op("$switch")
+def _switch(arg):
+    if not isinstance(arg, dict):
+        raise MongoError(40060, f"$switch requires an object as an argument, found: {type_name(arg)}")
+    branches = []
+    for br in arg.get("branches", []):
+        if not isinstance(br, dict) or "case" not in br or "then" not in br:
+            raise MongoError(40064, "$switch requires each branch have a 'case' expression")
+        branches.append((_compile(br["case"]), _compile(br["then"])))
+    if not branches:
+        raise MongoError(40068, "$switch requires at least one branch.")
+    default = _compile(arg["default"]) if "default" in arg else None
+
+    def f(vs):
+        for c, t in branches:
+            if to_bool(c(vs)):
+                return t(vs)
+        if default is None:
+            raise MongoError(40066, "$switch could not find a matching branch for an input, and no default was specified.")
+        return default(vs)
+
+    return f
+
+
+# --- arithmetic ------------------------------------------------------------------
+
+
+def _nullish(v) -> bool:
+    return v is None or v is MISSING
+
+
+def _kind(v):
+    t = type(v)
+    if t is int:
+        return 1 if -(2**31) <= v < 2**31 else 2
+    if t is Int64:
+        return 2
+    if t is float:
+        return 3
+    if t is Decimal128:
+        return 4
+    return 0
+
+
+def _num_result(r, kind):
+    """Wrap an exact result in the widest kind, overflowing int -> long -> double."""
+    if kind == 4:
+        return Decimal128(Decimal(r) if not isinstance(r, Decimal) else r)
+    if kind == 3:
+        return float(r)
+    r = int(r)
+    if kind == 1 and -(2**31) <= r < 2**31:
+        return r
+    if -(2**63) <= r < 2**63:
+        return Int64(r)
+    return float(r)
+
+
+def _as_dec(v):
+    if type(v) is Decimal128:
+        return v.to_decimal()
+    if type(v) is float:
+        return Decimal(repr(v)) if v == v and v not in (math.inf, -math.inf) else Decimal(str(v))
+    return Decimal(int(v))
+
+
+@_op("$add")
+def _add(arg):
+    fs = _varargs(arg)
+
+    def f(vs):
+        vals = [g(vs) for g in fs]
+        total_kind = 1
+        date = None
+        for v in vals:
+            if _nullish(v):
+                return None
+            if isinstance(v, datetime.datetime):
+                if date is not None:
+                    raise MongoError(16612, "only one date allowed in an $add expression")
+                date = v
+                continue
+            k = _kind(v)
+            if k == 0:
+                raise MongoError(16554, f"$add only supports numeric or date types, not {type_name(v)}")
+            total_kind = max(total_kind, k)
+        nums = [v for v in vals if not isinstance(v, datetime.datetime)]
+        if total_kind == 4:
+            r = sum((_as_dec(v) for v in nums), Decimal(0))
+        elif total_kind == 3:
+            r = math.fsum(float(v) for v in nums)
+        else:
+            r = sum(int(v) for v in nums)
+        if date is not None:
+            ms = date_millis(date) + int(round(float(r)))
+            return datetime.datetime(1970, 1, 1) + datetime.timedelta(milliseconds=ms)
+        return _num_result(r, total_kind)
+
+    return f
+
+
+@_op("$subtract")
+def _subtract(arg):
+    a, b = _args("$subtract", arg, 2)
+
+    def f(vs):
+        x, y = a(vs), b(vs)
+        if _nullish(x) or _nullish(y):
+            return None
+        if isinstance(x, datetime.datetime):
+            if isinstance(y, datetime.datetime):
+                return Int64(date_millis(x) - date_millis(y))
+            if _kind(y):
+                ms = date_millis(x) - int(round(float(_as_dec(y))))
+                return datetime.datetime(1970, 1, 1) + datetime.timedelta(milliseconds=ms)
+        kx, ky = _kind(x), _kind(y)
+        if not kx or not ky:
+            raise MongoError(16556, f"cant $subtract a {type_name(y)} from a {type_name(x)}")
+        k = max(kx, ky)
+        if k == 4:
+            return _num_result(_as_dec(x) - _as_dec(y), 4)
+        if k == 3:
+            return float(x) - float(y)
+        return _num_result(int(x) - int(y), k)
+
+    return f
+
+
+@_op("$multiply")
+def _multiply(arg):
+    fs = _varargs(arg)
+
+    def f(vs):
+        vals = [g(vs) for g in fs]
+        k = 1
+        for v in vals:
+            if _nullish(v):
+                return None
+            kv = _kind(v)
+            if not kv:
+                raise MongoError(16555, f"$multiply only supports numeric types, not {type_name(v)}")
+            k = max(k, kv)
+        if k == 4:
+            r = Decimal(1)
+            for v in vals:
+                r *= _as_dec(v)
+            return _num_result(r, 4)
+        if k == 3:
+            r = 1.0
+            for v in vals:
+                r *= float(v)
+            return r
+        r = 1
+        for v in vals:
+            r *= int(v)
+        return _num_result(r, k)
+
+    return f
+
+
+@_op("$divide")
+def _divide(arg):
+    a, b = _args("$divide", arg, 2)
+
+    def f(vs):
+        x, y = a(vs), b(vs)
+        if _nullish(x) or _nullish(y):
+            return None
+        kx, ky = _kind(x), _kind(y)
+        if not kx or not ky:
+            raise MongoError(16609, f"$divide only supports numeric types, not {type_name(x)} and {type_name(y)}")
+        if (ky == 4 and y.to_decimal() == 0) or (ky != 4 and float(y) == 0):
+            raise MongoError(16608, "can't $divide by zero")
+        if kx == 4 or ky == 4:
+            return Decimal128(_as_dec(x) / _as_dec(y))
+        return float(x) / float(y)
+
+    return f
+
+
+@_op("$mod")
+def _mod(arg):
+    a, b = _args("$mod", arg, 2)
+
+    def f(vs):
+        x, y = a(vs), b(vs)
+        if _nullish(x) or _nullish(y):
+            return None
+        kx, ky = _kind(x), _kind(y)
+        if not kx or not ky:
+            raise MongoError(16611, f"$mod only supports numeric types, not {type_name(x)} and {type_name(y)}")
+        if (ky == 4 and y.to_decimal() == 0) or (ky != 4 and float(y) == 0):
+            raise MongoError(16610, "can't $mod by zero")
+        k = max(kx, ky)
+        if k == 4:
+            return Decimal128(_as_dec(x) % _as_dec(y))
+        if k == 3:
+            return math.fmod(float(x), float(y))
+        r = abs(int(x)) % abs(int(y))
+        return _num_result(-r if int(x) < 0 else r, k)
+
+    return f
+
+
+def _unary_num(name, fn, *, keep_int=False):
+    def build(arg):
+        (a,) = _args(name, arg, 1)
+
+        def f(vs):
+            x = a(vs)
+            if _nullish(x):
+                return None
+            k = _kind(x)
+            if not k:
+                raise MongoError(28765, f"{name} only supports numeric types, not {type_name(x)}")
+            if keep_int and k in (1, 2):
+                return fn(x)
+            if k == 4:
+                return Decimal128(Decimal(fn(x.to_decimal())))
+            return fn(float(x))
+
+        return f
+
+    return build
+
+
+_OPS["$abs"] = _unary_num("$abs", lambda x: _num_result(abs(int(x)), _kind(x)) if isinstance(x, int) else abs(x), keep_int=True)
+_OPS["$ceil"] = _unary_num("$ceil", lambda x: x if isinstance(x, int) else float(math.ceil(x)) if math.isfinite(x) else x, keep_int=True)
+_OPS["$floor"] = _unary_num("$floor", lambda x: x if isinstance(x, int) else float(math.floor(x)) if math.isfinite(x) else x, keep_int=True)
+_OPS["$sqrt"] = _unary_num("$sqrt", lambda x: math.sqrt(x) if x >= 0 else math.nan)
+_OPS["$exp"] = _unary_num("$exp", math.exp)
+_OPS["$ln"] = _unary_num("$ln", lambda x: math.log(x) if x > 0 else (-math.inf if x == 0 else math.nan))
+_OPS["$log10"] = _unary_num("$log10", lambda x: math.log10(x) if x > 0 else (-math.inf if x == 0 else math.nan))
+
+
+def _round_like(name, mode):
+    def build(arg):
+        fs = _args(name, arg, 1, 2)
+
+        def f(vs):
+            x = fs[0](vs)
+            place = fs[1](vs) if len(fs) > 1 else 0
+            if _nullish(x) or _nullish(place):
+                return None
+            k = _kind(x)
+            if not k:
+                raise MongoError(51081, f"{name} only supports numeric types, not {type_name(x)}")
+            d = _as_dec(x)
+            q = Decimal(1).scaleb(-int(place))
+            rounding = "ROUND_HALF_EVEN" if mode == "round" else "ROUND_DOWN"
+            r = d.quantize(q, rounding=rounding) if d.is_finite() else d
+            if k == 4:
+                return Decimal128(r)
+            if k == 3:
+                return float(r)
+            return _num_result(int(r), k)
+
+        return f
+
+    return build
+
+
+_OPS["$round"] = _round_like("$round", "round")
+_OPS["$trunc"] = _round_like("$trunc", "trunc")
+
+
+@_op("$pow")
+def _pow(arg):
+    a, b = _args("$pow", arg, 2)
+
+    def f(vs):
+        x, y = a(vs), b(vs)
+        if _nullish(x) or _nullish(y):
+            return None
+        kx, ky = _kind(x), _kind(y)
+        if not kx or not ky:
+            raise MongoError(28762, f"$pow's base must be numeric, not {type_name(x)}")
+        k = max(kx, ky)
+        if k in (1, 2) and int(y) >= 0:
+            return _num_result(int(x) ** int(y), k)
+        if k == 4:
+            return Decimal128(_as_dec(x) ** _as_dec(y))
+        if float(x) == 0 and float(y) < 0:
+            raise MongoError(28764, "$pow cannot take a base of 0 and a negative exponent")
+        return float(x) ** float(y)
+
+    return f
+
+
+# --- strings ---------------------------------------------------------------------
+
+
+@_op("$concat")
+def _concat(arg):
+    fs = _varargs(arg)
+
+    def f(vs):
+        out = []
+        for g in fs:
+            v = g(vs)
+            if _nullish(v):
+                return None
+            if type(v) is not str:
+                raise MongoError(16702, f"$concat only supports strings, not {type_name(v)}")
+            out.append(v)
+        return "".join(out)
+
+    return f
+
+
+def _coerce_str(name, v, code=16007):
+    if _nullish(v):
+        return ""
+    if type(v) is str:
+        return v
+    if is_number(v):
+        return _to_string(v)
+    if isinstance(v, datetime.datetime):
+        return _to_string(v)
+    raise MongoError(code, f"can't convert from BSON type {type_name(v)} to String")
+
+
+def _str_unary(name, fn):
+    def build(arg):
+        (a,) = _args(name, arg, 1)
+        return lambda vs: fn(_coerce_str(name, a(vs)))
+
+    return build
+
+
+_OPS["$toLower"] = _str_unary("$toLower", lambda s: s.lower() if s.isascii() else "".join(c.lower() if c.isascii() else c for c in s))
+_OPS["$toUpper"] = _str_unary("$toUpper", lambda s: s.upper() if s.isascii() else "".join(c.upper() if c.isascii() else c for c in s))
+
+
+@_op("$strLenBytes")
+def _strlen_bytes(arg):
+    (a,) = _args("$strLenBytes", arg, 1)
+
+    def f(vs):
+        v = a(vs)
+        if type(v) is not str:
+            raise MongoError(34473, f"$strLenBytes requires a string argument, found: {type_name(v)}")
+        return len(v.encode("utf-8"))
+
+    return f
+
+
+@_op("$strLenCP")
+def _strlen_cp(arg):
+    (a,) = _args("$strLenCP", arg, 1)
+
+    def f(vs):
+        v = a(vs)
+        if type(v) is not str:
+            raise MongoError(34471, f"$strLenCP requires a string argument, found: {type_name(v)}")
+        return len(v)
+
+    return f
+
+
+def _substr_build(name, by_bytes):
+    def build(arg):
+        s, i, n = _args(name, arg, 3)
+
+        def f(vs):
+            st = _coerce_str(name, s(vs))
+            start, cnt = i(vs), n(vs)
+            if not is_number(start):
+                raise MongoError(16034, f"{name}:  starting index must be a numeric type (is BSON type {type_name(start)})")
+            if not is_number(cnt):
+                raise MongoError(16035, f"{name}:  length must be a numeric type (is BSON type {type_name(cnt)})")
+            start, cnt = int(start), int(cnt)
+            if by_bytes:
+                b = st.encode("utf-8")
+                if start < 0 or start >= len(b):
+                    return ""
+                end = len(b) if cnt < 0 else start + cnt
+                try:
+                    return b[start:end].decode("utf-8")
+                except UnicodeDecodeError:
+                    raise MongoError(28656, f"{name}:  Invalid range, starting index is a UTF-8 continuation byte.") from None
+            if start < 0:
+                raise MongoError(34455, f"{name}: starting index must be non-negative (got: {start})")
+            if cnt < 0:
+                raise MongoError(34456, f"{name}: length must be a nonnegative integer.")
+            return st[start:start + cnt]
+
+        return f
+
+    return build
+
+
+_OPS["$substr"] = _substr_build("$substr", True)
+_OPS["$substrBytes"] = _substr_build("$substrBytes", True)
+_OPS["$substrCP"] = _substr_build("$substrCP", False)
+
+
+@_op("$split")
+def _split(arg):
+    a, b = _args("$split", arg, 2)
+
+    def f(vs):
+        s, d = a(vs), b(vs)
+        if _nullish(s):
+            return None
+        if type(s) is not str:
+            raise MongoError(40085, f"$split requires an expression that evaluates to a string as a first argument, found: {type_name(s)}")
+        if type(d) is not str:
+            raise MongoError(40086, f"$split requires an expression that evaluates to a string as a second argument, found: {type_name(d)}")
+        if d == "":
+            raise MongoError(40087, "$split requires a non-empty separator")
+        return s.split(d)
+
+    return f
+
+
+@_op("$strcasecmp")
+def _strcasecmp(arg):
+    a, b = _args("$strcasecmp", arg, 2)
+
+    def f(vs):
+        x = _coerce_str("$strcasecmp", a(vs)).upper()
+        y = _coerce_str("$strcasecmp", b(vs)).upper()
+        return (x > y) - (x < y)
+
+    return f
+
+
+def _trim_build(name, left, right):
+    def build(arg):
+        if not isinstance(arg, dict) or "input" not in arg:
+            raise MongoError(50695, f"{name} requires an 'input' parameter")
+        inp = _compile(arg["input"])
+        chars = _compile(arg["chars"]) if "chars" in arg else None
+
+        def f(vs):
+            s = inp(vs)
+            if _nullish(s):
+                return None
+            if type(s) is not str:
+                raise MongoError(50699, f"{name} requires its input to be a string, got {bson_str(s)} (of type {type_name(s)}) instead.")
+            c = chars(vs) if chars else None
+            if c is None:
+                c = " \t\n\v\f\r\x00\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+            if left and right:
+                return s.strip(c)
+            return s.lstrip(c) if left else s.rstrip(c)
+
+        return f
+
+    return build
+
+
+_OPS["$trim"] = _trim_build("$trim", True, True)
+_OPS["$ltrim"] = _trim_build("$ltrim", True, False)
+_OPS["$rtrim"] = _trim_build("$rtrim", False, True)
+
+
+def _index_of_build(name, by_bytes):
+    def build(arg):
+        fs = _args(name, arg, 2, 4)
+
+        def f(vs):
+            s, sub = fs[0](vs), fs[1](vs)
+            if _nullish(s):
+                return None
+            if type(s) is not str:
+                raise MongoError(40091, f"{name} requires a string as the first argument, found: {type_name(s)}")
+            if type(sub) is not str:
+                raise MongoError(40092, f"{name} requires a string as the second argument, found: {type_name(sub)}")
+            start = int(fs[2](vs)) if len(fs) > 2 else 0
+            end = int(fs[3](vs)) if len(fs) > 3 else None
+            if by_bytes:
+                b, sb = s.encode(), sub.encode()
+                return b.find(sb, start, end if end is not None else len(b))
+            return s.find(sub, start, end if end is not None else len(s))
+
+        return f
+
+    return build
+
+
+_OPS["$indexOfBytes"] = _index_of_build("$indexOfBytes", True)
+_OPS["$indexOfCP"] = _index_of_build("$indexOfCP", False)
+
+
+@_op("$regexMatch")
+def _regex_match(arg):
+    if not isinstance(arg, dict) or "input" not in arg or "regex" not in arg:
+        raise MongoError(51105, "$regexMatch requires 'input' and 'regex' parameters")
+    inp, rx = _compile(arg["input"]), _compile(arg["regex"])
+    opts = _compile(arg["options"]) if "options" in arg else None
+
+    def f(vs):
+        s, r = inp(vs), rx(vs)
+        if _nullish(s):
+            return False
+        if type(s) is not str:
+            raise MongoError(51104, "$regexMatch needs 'input' to be of type string")
+        flags = opts(vs) if opts else ""
+        pattern = r
+        if isinstance(r, (Regex, re.Pattern)):
+            from shardsim.query.values import regex_flags
+
+            pattern = r.pattern
+            flags = (flags or "") + regex_flags(r)
+        from shardsim.query.matcher import _compile_regex
+
+        return _compile_regex(pattern, flags or "").search(s) is not None
+
+    return f
+
+
+# --- arrays ----------------------------------------------------------------------
+
+
+@_op("$in")
+def _in(arg):
+    a, b = _args("$in", arg, 2)
+
+    def f(vs):
+        x, arr = a(vs), b(vs)
+        if type(arr) is not list:
+            raise MongoError(40081, f"$in requires an array as a second argument, found: {type_name(arr)}")
+        k = sort_key(x) if x is not MISSING else sort_key(MISSING)
+        return any(sort_key(e) == k for e in arr)
+
+    return f
+
+
+@_op("$size")
+def _size(arg):
+    (a,) = _args("$size", arg, 1)
+
+    def f(vs):
+        v = a(vs)
+        if type(v) is not list:
+            raise MongoError(17124, f"The argument to $size must be an array. Type of the argument was: {type_name(v)}")
+        return len(v)
+
+    return f
+
+
+@_op("$arrayElemAt")
+def _array_elem_at(arg):
+    a, b = _args("$arrayElemAt", arg, 2)
+
+    def f(vs):
+        arr, idx = a(vs), b(vs)
+        if _nullish(arr) or _nullish(idx):
+            return None
+        if type(arr) is not list:
+            raise MongoError(28689, f"$arrayElemAt's first argument must be an array, but is {type_name(arr)}")
+        if not is_number(idx):
+            raise MongoError(28690, f"$arrayElemAt's second argument must be a numeric value, but is {type_name(idx)}")
+        fi = float(idx.to_decimal()) if type(idx) is Decimal128 else float(idx)
+        if fi != int(fi) or not (-(2**31) <= fi < 2**31):
+            raise MongoError(28691, f"$arrayElemAt's second argument must be representable as a 32-bit integer: {bson_str(idx)}")
+        i = int(fi)
+        if i < 0:
+            i += len(arr)
+        return arr[i] if 0 <= i < len(arr) else MISSING
+
+    return f
+
+
+def _first_last(name, last):
+    def build(arg):
+        (a,) = _args(name, arg, 1)
+
+        def f(vs):
+            arr = a(vs)
+            if _nullish(arr):
+                return None
+            if type(arr) is not list:
+                raise MongoError(28689, f"{name}'s argument must be an array, but is {type_name(arr)}")
+            if not arr:
+                return MISSING
+            return arr[-1] if last else arr[0]
+
+        return f
+
+    return build
+
+
+_OPS["$first"] = _first_last("$first", False)
+_OPS["$last"] = _first_last("$last", True)
+
+
+@_op("$concatArrays")
+def _concat_arrays(arg):
+    fs = _varargs(arg)
+
+    def f(vs):
+        out = []
+        for g in fs:
+            v = g(vs)
+            if _nullish(v):
+                return None
+            if type(v) is not list:
+                raise MongoError(28664, f"$concatArrays only supports arrays, not {type_name(v)}")
+            out.extend(v)
+        return out
+
+    return f
+
+
+@_op("$isArray")
+def _is_array(arg):
+    (a,) = _args("$isArray", arg, 1)
+    return lambda vs: type(a(vs)) is list
+
+
+@_op("$reverseArray")
+def _reverse_array(arg):
+    (a,) = _args("$reverseArray", arg, 1)
+
+    def f(vs):
+        v = a(vs)
+        if _nullish(v):
+            return None
+        if type(v) is not list:
+            raise MongoError(34435, f"The argument to $reverseArray must be an array, but was of type: {type_name(v)}")
+        return v[::-1]
+
+    return f
+
+
+@_op("$slice")
+def _slice(arg):
+    fs = _args("$slice", arg, 2, 3)
+
+    def f(vs):
+        arr = fs[0](vs)
+        if _nullish(arr):
+            return None
+        if type(arr) is not list:
+            raise MongoError(28724, f"First argument to $slice must be an array, but is of type: {type_name(arr)}")
+        if len(fs) == 2:
+            n = int(fs[1](vs))
+            return arr[:n] if n >= 0 else arr[max(len(arr) + n, 0):]
+        pos, n = int(fs[1](vs)), int(fs[2](vs))
+        if n <= 0:
+            raise MongoError(28729, f"Third argument to $slice must be positive: {n}")
+        if pos < 0:
+            pos = max(len(arr) + pos, 0)
+        return arr[pos:pos + n]
+
+    return f
+
+
+def _bind(spec, key, default):
+    return spec.get(key, default)
+
+
+@_op("$map")
+def _map(arg):
+    if not isinstance(arg, dict) or "input" not in arg or "in" not in arg:
+        raise MongoError(16882, "Missing 'input' parameter to $map")
+    inp, body = _compile(arg["input"]), _compile(arg["in"])
+    name = arg.get("as", "this")
+
+    def f(vs):
+        arr = inp(vs)
+        if _nullish(arr):
+            return None
+        if type(arr) is not list:
+            raise MongoError(16883, f"input to $map must be an array not {type_name(arr)}")
+        out = []
+        inner = dict(vs)
+        for e in arr:
+            inner[name] = e
+            v = body(inner)
+            out.append(None if v is MISSING else v)
+        return out
+
+    return f
+
+
+@_op("$filter")
+def _filter(arg):
+    if not isinstance(arg, dict) or "input" not in arg or "cond" not in arg:
+        raise MongoError(28648, "Missing 'input' parameter to $filter")
+    inp, cond = _compile(arg["input"]), _compile(arg["cond"])
+    name = arg.get("as", "this")
+    limit = _compile(arg["limit"]) if "limit" in arg else None
+
+    def f(vs):
+        arr = inp(vs)
+        if _nullish(arr):
+            return None
+        if type(arr) is not list:
+            raise MongoError(28651, f"input to $filter must be an array not {type_name(arr)}")
+        lim = limit(vs) if limit else None
+        out = []
+        inner = dict(vs)
+        for e in arr:
+            inner[name] = e
+            if to_bool(cond(inner)):
+                out.append(e)
+                if lim is not None and len(out) >= int(lim):
+                    break
+        return out
+
+    return f
+
+
+@_op("$reduce")
+def _reduce(arg):
+    if not isinstance(arg, dict) or not {"input", "initialValue", "in"} <= set(arg):
+        raise MongoError(40076, "$reduce requires 'input', 'initialValue' and 'in'")
+    inp, init, body = _compile(arg["input"]), _compile(arg["initialValue"]), _compile(arg["in"])
+
+    def f(vs):
+        arr = inp(vs)
+        if _nullish(arr):
+            return None
+        if type(arr) is not list:
+            raise MongoError(40080, f"$reduce requires that 'input' be an array, found: {bson_str(arr)}")
+        acc = init(vs)
+        inner = dict(vs)
+        for e in arr:
+            inner["this"] = e
+            inner["value"] = acc
+            acc = body(inner)
+        return acc
+
+    return f
+
+
+@_op("$range")
+def _range(arg):
+    fs = _args("$range", arg, 2, 3)
+
+    def f(vs):
+        vals = [g(vs) for g in fs]
+        ints = []
+        for v in vals:
+            if not is_number(v) or float(v) != int(v):
+                raise MongoError(34443, f"$range requires a numeric starting value, found value of type: {type_name(v)}")
+            ints.append(int(v))
+        step = ints[2] if len(ints) > 2 else 1
+        if step == 0:
+            raise MongoError(34449, "$range requires a non-zero step value")
+        return list(range(ints[0], ints[1], step))
+
+    return f
+
+
+@_op("$indexOfArray")
+def _index_of_array(arg):
+    fs = _args("$indexOfArray", arg, 2, 4)
+
+    def f(vs):
+        arr, x = fs[0](vs), fs[1](vs)
+        if _nullish(arr):
+            return None
+        if type(arr) is not list:
+            raise MongoError(40090, f"$indexOfArray requires an array as a first argument, found: {type_name(arr)}")
+        start = int(fs[2](vs)) if len(fs) > 2 else 0
+        end = int(fs[3](vs)) if len(fs) > 3 else len(arr)
+        k = sort_key(x)
+        for i in range(start, min(end, len(arr))):
+            if sort_key(arr[i]) == k:
+                return i
+        return -1
+
+    return f
+
+
+@_op("$arrayToObject")
+def _array_to_object(arg):
+    (a,) = _args("$arrayToObject", arg, 1)
+
+    def f(vs):
+        arr = a(vs)
+        if _nullish(arr):
+            return None
+        if type(arr) is not list:
+            raise MongoError(40386, f"$arrayToObject requires an array input, found: {type_name(arr)}")
+        out = {}
+        for e in arr:
+            if type(e) is dict:
+                if set(e) != {"k", "v"}:
+                    raise MongoError(40392, "$arrayToObject requires an object keys of 'k' and 'v'")
+                out[e["k"]] = e["v"]
+            elif type(e) is list and len(e) == 2:
+                out[e[0]] = e[1]
+            else:
+                raise MongoError(40398, "Unrecognised input type format for $arrayToObject")
+        return out
+
+    return f
+
+
+@_op("$objectToArray")
+def _object_to_array(arg):
+    (a,) = _args("$objectToArray", arg, 1)
+
+    def f(vs):
+        o = a(vs)
+        if _nullish(o):
+            return None
+        if type(o) is not dict:
+            raise MongoError(40390, f"$objectToArray requires a document input, found: {type_name(o)}")
+        return [{"k": k, "v": v} for k, v in o.items()]
+
+    return f
+
+
+# --- objects ---------------------------------------------------------------------
+
+
+@_op("$mergeObjects")
+def _merge_objects(arg):
+    fs = _varargs(arg)
+
+    def f(vs):
+        out = {}
+        for g in fs:
+            v = g(vs)
+            if _nullish(v):
+                continue
+            if type(v) is not dict:
+                raise MongoError(40400, f"$mergeObjects requires object inputs, but input {bson_str(v)} is of type {type_name(v)}")
+            out.update(v)
+        return out
+
+    return f
+
+
+def _field_arg(name, arg):
+    if isinstance(arg, str) and not arg.startswith("$"):
+        return {"field": arg, "input": "$$CURRENT"}
+    if not isinstance(arg, dict) or "field" not in arg:
+        raise MongoError(3041702 if name == "$getField" else 4161102, f"{name} requires 'field' to be specified")
+    return arg
+
+
+@_op("$getField")
+def _get_field(arg):
+    arg = _field_arg("$getField", arg)
+    field = _compile(arg["field"])
+    inp = _compile(arg.get("input", "$$CURRENT"))
+
+    def f(vs):
+        name = field(vs)
+        if type(name) is not str:
+            raise MongoError(3041704, f"$getField requires 'field' to evaluate to type String, but got {type_name(name)}")
+        o = inp(vs)
+        if _nullish(o):
+            return None if o is None else MISSING
+        if type(o) is not dict:
+            return MISSING
+        return o.get(name, MISSING)
+
+    return f
+
+
+@_op("$setField")
+def _set_field(arg):
+    if not isinstance(arg, dict) or not {"field", "input", "value"} <= set(arg):
+        raise MongoError(4161102, "$setField requires 'field', 'input' and 'value' to be specified")
+    field, inp, val = _compile(arg["field"]), _compile(arg["input"]), _compile(arg["value"])
+
+    def f(vs):
+        name = field(vs)
+        o = inp(vs)
+        if _nullish(o):
+            return None
+        if type(o) is not dict:
+            raise MongoError(4161105, f"$setField requires 'input' to evaluate to type Object")
+        out = dict(o)
+        v = val(vs)
+        if v is MISSING:
+            out.pop(name, None)
+        else:
+            out[name] = v
+        return out
+
+    return f
+
+
+@_op("$unsetField")
+def _unset_field(arg):
+    if not isinstance(arg, dict):
+        raise MongoError(4161102, "$unsetField requires 'field' and 'input'")
+    return _set_field({"field": arg.get("field"), "input": arg.get("input"), "value": "$$REMOVE"})
+
+
+@_op("$let")
+def _let(arg):
+    if not isinstance(arg, dict) or "vars" not in arg or "in" not in arg:
+        raise MongoError(16712, "Missing 'vars' parameter to $let")
+    defs = [(k, _compile(v)) for k, v in arg["vars"].items()]
+    body = _compile(arg["in"])
+
+    def f(vs):
+        inner = dict(vs)
+        for k, g in defs:
+            inner[k] = g(vs)
+        return body(inner)
+
+    return f
+
+
+# --- types and conversions -------------------------------------------------------
+
+
+@_op("$type")
+def _type(arg):
+    (a,) = _args("$type", arg, 1)
+    return lambda vs: type_name(a(vs))
+
+
+@_op("$isNumber")
+def _is_number(arg):
+    (a,) = _args("$isNumber", arg, 1)
+    return lambda vs: is_number(a(vs))
+
+
+def _to_string(v) -> str:
+    t = type(v)
+    if t is str:
+        return v
+    if t is bool:
+        return "true" if v else "false"
+    if t is int or t is Int64:
+        return str(int(v))
+    if t is float:
+        if v != v:
+            return "NaN"
+        if v in (math.inf, -math.inf):
+            return "Infinity" if v > 0 else "-Infinity"
+        if v == int(v) and abs(v) < 1e15:
+            return str(int(v))
+        return repr(v)
+    if t is Decimal128:
+        return str(v)
+    if t is ObjectId:
+        return str(v)
+    if isinstance(v, datetime.datetime):
+        return v.strftime("%Y-%m-%dT%H:%M:%S.") + f"{v.microsecond // 1000:03d}Z"
+    raise query_error("ConversionFailure", f"Unsupported conversion from {type_name(v)} to string in $convert with no onError value")
+
+
+def _conv_fail(frm, to):
+    return query_error("ConversionFailure", f"Unsupported conversion from {frm} to {to} in $convert with no onError value")
+
+
+def _to_int_like(v, to: str):
+    lo, hi = (-(2**31), 2**31) if to == "int" else (-(2**63), 2**63)
+    t = type(v)
+    if t is bool:
+        r = int(v)
+    elif t is int or t is Int64:
+        r = int(v)
+    elif t is float or t is Decimal128:
+        f = v.to_decimal() if t is Decimal128 else v
+        if f != f or f in (math.inf, -math.inf) or (t is Decimal128 and not f.is_finite()):
+            raise query_error("ConversionFailure", f"Attempt to convert NaN or infinity value to integer type in $convert with no onError value: {bson_str(v)}")
+        r = int(f)
+    elif t is str:
+        try:
+            r = int(v, 10)
+        except ValueError:
+            raise query_error("ConversionFailure", f'Failed to parse number \'{v}\' in $convert with no onError value: Did not consume whole string.') from None
+    elif isinstance(v, datetime.datetime) and to == "long":
+        r = date_millis(v)
+    else:
+        raise _conv_fail(type_name(v), to)
+    if not lo <= r < hi:
+        raise query_error("ConversionFailure", f"Conversion would overflow target type in $convert with no onError value: {bson_str(v)}")
+    return r if to == "int" else Int64(r)
+
+
+def _to_double(v):
+    t = type(v)
+    if t in (bool, int, Int64, float):
+        return float(v)
+    if t is Decimal128:
+        return float(v.to_decimal())
+    if t is str:
+        try:
+            return float(v)
+        except ValueError:
+            raise query_error("ConversionFailure", f"Failed to parse number '{v}' in $convert with no onError value: Did not consume whole string.") from None
+    if isinstance(v, datetime.datetime):
+        return float(date_millis(v))
+    raise _conv_fail(type_name(v), "double")
+
+
+def _to_decimal(v):
+    t = type(v)
+    if t is Decimal128:
+        return v
+    if t in (bool, int, Int64):
+        return Decimal128(Decimal(int(v)))
+    if t is float:
+        return Decimal128(Decimal(repr(v)))
+    if t is str:
+        try:
+            return Decimal128(v)
+        except Exception:
+            raise query_error("ConversionFailure", f"Failed to parse number '{v}' in $convert with no onError value") from None
+    if isinstance(v, datetime.datetime):
+        return Decimal128(Decimal(date_millis(v)))
+    raise _conv_fail(type_name(v), "decimal")
+
+
+def _to_bool_conv(v):
+    if type(v) in (str, dict, list, ObjectId, datetime.datetime, Timestamp) or isinstance(v, (Regex, re.Pattern, bytes)):
+        return True
+    return to_bool(v)
+
+
+def _to_object_id(v):
+    if type(v) is ObjectId:
+        return v
+    if type(v) is str:
+        try:
+            return ObjectId(v)
+        except Exception:
+            raise query_error("ConversionFailure", f"Failed to parse objectId '{v}' in $convert with no onError value: Invalid string length for parsing to OID, expected 24 but found {len(v)}") from None
+    raise _conv_fail(type_name(v), "objectId")
+
+
+def _to_date(v):
+    if isinstance(v, datetime.datetime):
+        return v
+    if type(v) in (int, Int64, float, Decimal128) and type(v) is not bool:
+        ms = int(v.to_decimal()) if type(v) is Decimal128 else int(v)
+        return datetime.datetime(1970, 1, 1) + datetime.timedelta(milliseconds=ms)
+    if type(v) is ObjectId:
+        return v.generation_time.replace(tzinfo=None)
+    if type(v) is Timestamp:
+        return v.as_datetime().replace(tzinfo=None)
+    if type(v) is str:
+        try:
+            d = datetime.datetime.fromisoformat(v.replace("Z", "+00:00"))
+            if d.tzinfo:
+                d = d.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+            return d
+        except ValueError:
+            raise query_error("ConversionFailure", f"Error parsing date string '{v}'") from None
+    raise _conv_fail(type_name(v), "date")
+
+
+_CONVERTERS = {
+    "string": _to_string,
+    "int": lambda v: _to_int_like(v, "int"),
+    "long": lambda v: _to_int_like(v, "long"),
+    "double": _to_double,
+    "decimal": _to_decimal,
+    "bool": _to_bool_conv,
+    "objectId": _to_object_id,
+    "date": _to_date,
+}
+_TYPE_BY_NUMBER = {2: "string", 16: "int", 18: "long", 1: "double", 19: "decimal", 8: "bool", 7: "objectId", 9: "date"}
+
+
+def _conv_unary(name, target):
+    def build(arg):
+        (a,) = _args(name, arg, 1)
+        conv = _CONVERTERS[target]
+
+        def f(vs):
+            v = a(vs)
+            if _nullish(v):
+                return None
+            return conv(v)
+
+        return f
+
+    return build
+
+
+for _name, _target in (
+    ("$toString", "string"), ("$toInt", "int"), ("$toLong", "long"), ("$toDouble", "double"),
+    ("$toDecimal", "decimal"), ("$toBool", "bool"), ("$toObjectId", "objectId"), ("$toDate", "date"),
+):
+    _OPS[_name] = _conv_unary(_name, _target)
+
+
+@_op("$convert")
+def _convert(arg):
+    if not isinstance(arg, dict) or "input" not in arg or "to" not in arg:
+        raise MongoError(40414, "$convert requires 'input' and 'to'")
+    inp, to = _compile(arg["input"]), _compile(arg["to"])
+    on_error = _compile(arg["onError"]) if "onError" in arg else None
+    on_null = _compile(arg["onNull"]) if "onNull" in arg else None
+
+    def f(vs):
+        v = inp(vs)
+        target = to(vs)
+        if isinstance(target, (int, float)) and not isinstance(target, bool):
+            target = _TYPE_BY_NUMBER.get(int(target), str(target))
+        if _nullish(v):
+            return on_null(vs) if on_null else None
+        conv = _CONVERTERS.get(target)
+        if conv is None:
+            raise MongoError("BadValue", f"Unknown type name: {target}")
+        try:
+            return conv(v)
+        except MongoError:
+            if on_error is not None:
+                return on_error(vs)
+            raise
+
+    return f
+
+
+# --- dates (the common extractors) -----------------------------------------------
+
+
+def _date_part(name, fn):
+    def build(arg):
+        if isinstance(arg, dict) and "date" in arg:
+            a = _compile(arg["date"])
+        else:
+            (a,) = _args(name, arg, 1)
+
+        def f(vs):
+            v = a(vs)
+            if _nullish(v):
+                return None
+            if isinstance(v, Timestamp):
+                v = v.as_datetime().replace(tzinfo=None)
+            if isinstance(v, ObjectId):
+                v = v.generation_time.replace(tzinfo=None)
+            if not isinstance(v, datetime.datetime):
+                raise MongoError(16006, f"can't convert from BSON type {type_name(v)} to Date")
+            return fn(v)
+
+        return f
+
+    return build
+
+
+for _name, _fn in (
+    ("$year", lambda d: d.year),
+    ("$month", lambda d: d.month),
+    ("$dayOfMonth", lambda d: d.day),
+    ("$hour", lambda d: d.hour),
+    ("$minute", lambda d: d.minute),
+    ("$second", lambda d: d.second),
+    ("$millisecond", lambda d: d.microsecond // 1000),
+    ("$dayOfWeek", lambda d: (d.isoweekday() % 7) + 1),
+    ("$dayOfYear", lambda d: d.timetuple().tm_yday),
+):
+    _OPS[_name] = _date_part(_name, _fn)
+
+
+@_op("$toHashedIndexKey")
+def _not_supported(arg):  # pragma: no cover
+    raise MongoError("NotImplemented", "$toHashedIndexKey is not supported by mongosim")

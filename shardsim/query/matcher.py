@@ -1,0 +1,811 @@
+"""Query filters: `Matcher(filter).matches(doc)`.
+
+A filter is a conjunction of `path: condition` pairs plus logical operators
+(`$and`, `$or`, `$nor`, `$expr`).  The rules a learner must know:
+
+* **Path traversal.**  `a.b` looks up `a`; if `a` is an array, `b` is looked
+  up in every *object* element (scalars are skipped, nested arrays are not
+  entered); a numeric component (`a.1`) also selects that array position.  A
+  path through a scalar (`{a: 5}`, path `a.b`) yields "missing".
+* **Leaf arrays.**  At the end of the path an array is tested element by
+  element and then as a whole: `{a: 1}` matches `{a: [1, 2]}`, `{a: [1, 2]}`
+  matches it too.  `$size` and `$elemMatch` see only the whole array.
+* **Null.**  `{a: null}` matches a null value *and* a missing field.
+* **Type bracketing.**  `$gt/$gte/$lt/$lte` compare only values of the same
+  canonical type (numbers with numbers, strings with strings); NaN equals
+  NaN and is neither greater nor less than anything.
+* **Negations** (`$ne`, `$nin`, `$not`, `$nor`) negate the whole path test,
+  so `{a: {$ne: 1}}` rejects `{a: [1, 2]}`.
+
+The positional operator (`$` in updates and projections) needs the index of
+the array element that satisfied the filter: `Matcher.match_position(doc)`
+returns it (the offset in the outermost array traversed, as the server's
+MatchDetails::elemMatchKey).
+
+Filters are compiled once into closures; `{_id: x}` and other top-level
+equalities compile to a single dict lookup and one comparison.
+
+Hand-written because mongomock (the test oracle) is not a library for
+production use and diverges from the server in documented places (see
+tests/query/test_divergences.py); the semantics follow the server's
+`src/mongo/db/matcher/` (expression_leaf.cpp, path.cpp, expression_parser.cpp).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Callable
+
+from bson import Decimal128, Int64, MaxKey, MinKey, ObjectId, Regex
+
+from oplog.errors import MongoError
+from shardsim.query.values import (
+    MISSING,
+    R_ARR,
+    R_MAXKEY,
+    R_MINKEY,
+    R_NULL,
+    R_NUM,
+    TYPE_ALIASES,
+    canonical_rank,
+    sort_key,
+    type_number,
+)
+
+__all__ = ["Matcher", "compile_filter", "regex_from", "LOGICAL_OPS"]
+
+LOGICAL_OPS = frozenset({"$and", "$or", "$nor"})
+_TOP_LEVEL_OK = frozenset({"$and", "$or", "$nor", "$expr", "$comment", "$alwaysTrue", "$alwaysFalse", "$where", "$text", "$jsonSchema", "$sampleRate"})
+_NUMT = frozenset({int, float, Int64})
+
+Pred = Callable[[Any, Any], bool]  # (doc, details|None) -> bool
+
+
+class Matcher:
+    """A compiled filter.  Construction validates (raising MongoError like the server)."""
+
+    __slots__ = ("filter", "_fn", "matches")
+
+    def __init__(self, filter: dict | None):
+        self.filter = filter or {}
+        if not isinstance(self.filter, dict):
+            raise MongoError("TypeMismatch", "Expected a filter to be an object")
+        self._fn = compile_filter(self.filter)
+        fn = self._fn
+        self.matches: Callable[[dict], bool] = lambda doc: fn(doc, None)
+
+    def match_position(self, doc) -> tuple[bool, int | None]:
+        """(matched, index of the array element that matched or None)."""
+        details = [None]
+        ok = self._fn(doc, details)
+        return ok, details[0] if ok else None
+
+    def __repr__(self) -> str:
+        return f"Matcher({self.filter!r})"
+
+
+# ---------------------------------------------------------------------------------
+# compilation
+
+
+def compile_filter(flt: dict, *, top: bool = True) -> Pred:
+    preds: list[Pred] = []
+    for key, val in flt.items():
+        if key.startswith("$"):
+            preds.append(_compile_top_op(key, val))
+        else:
+            preds.append(_compile_path(key, val))
+    if not preds:
+        return _true
+    if len(preds) == 1:
+        return preds[0]
+    return _and(preds)
+
+
+def _true(doc, details):
+    return True
+
+
+def _false(doc, details):
+    return False
+
+
+def _and(preds: list[Pred]) -> Pred:
+    preds = tuple(preds)
+
+    def f(doc, details):
+        for p in preds:
+            if not p(doc, details):
+                return False
+        return True
+
+    return f
+
+
+def _or(preds: list[Pred]) -> Pred:
+    preds = tuple(preds)
+
+    def f(doc, details):
+        for p in preds:
+            if p(doc, details):
+                return True
+        return False
+
+    return f
+
+
+def _not(pred: Pred) -> Pred:
+    return lambda doc, details: not pred(doc, None)
+
+
+def _compile_top_op(key: str, val) -> Pred:
+    if key in LOGICAL_OPS:
+        if not isinstance(val, list) or not val:
+            raise MongoError("BadValue", f"{key} must be a nonempty array")
+        subs = []
+        for item in val:
+            if not isinstance(item, dict):
+                raise MongoError("BadValue", "$or/$and/$nor entries need to be full objects")
+            subs.append(compile_filter(item, top=False))
+        if key == "$and":
+            return _and(subs)
+        if key == "$or":
+            return _or(subs)
+        inner = _or(subs)
+        return lambda doc, details: not inner(doc, None)
+    if key == "$expr":
+        from shardsim.query.expressions import compile_expression, to_bool
+
+        expr = compile_expression(val)
+        return lambda doc, details: to_bool(expr(doc))
+    if key == "$comment":
+        return _true
+    if key == "$alwaysTrue":
+        return _true
+    if key == "$alwaysFalse":
+        return _false
+    if key in _TOP_LEVEL_OK:
+        raise MongoError("NotImplemented", f"{key} is not supported by mongosim")
+    raise MongoError(
+        "BadValue",
+        f"unknown top level operator: {key}. If you have a field name that starts with a '$' symbol, "
+        "consider using $getField or $setField.",
+    )
+
+
+def _is_operator_doc(val) -> bool:
+    if type(val) is not dict or not val:
+        return False
+    first = next(iter(val))
+    return first.startswith("$")
+
+
+def _compile_path(path: str, val) -> Pred:
+    if _is_operator_doc(val):
+        return _compile_ops(path, val)
+    if isinstance(val, (Regex, re.Pattern)):
+        return _leaf(path, _regex_test(regex_from(val)), expand=True)
+    return _leaf(path, _eq_test(val), expand=True)
+
+
+def _compile_ops(path: str, ops: dict) -> Pred:
+    preds: list[Pred] = []
+    regex_src = ops.get("$regex", MISSING)
+    options = ops.get("$options", MISSING)
+    if options is not MISSING and regex_src is MISSING:
+        raise MongoError("BadValue", "$options needs a $regex")
+    for op, arg in ops.items():
+        if op == "$options":
+            continue
+        if op == "$regex":
+            preds.append(_leaf(path, _regex_test(_parse_regex(arg, options)), expand=True))
+            continue
+        if op == "$all":
+            preds.append(_compile_all(path, arg))
+            continue
+        if op == "$not":
+            preds.append(_compile_not(path, arg))
+            continue
+        preds.append(_compile_op(path, op, arg))
+    if len(preds) == 1:
+        return preds[0]
+    return _and(preds)
+
+
+def _compile_not(path: str, arg) -> Pred:
+    if isinstance(arg, (Regex, re.Pattern)):
+        inner = _leaf(path, _regex_test(regex_from(arg)), expand=True)
+    elif isinstance(arg, dict):
+        if not arg:
+            raise MongoError("BadValue", "$not cannot be empty")
+        if not _is_operator_doc(arg):
+            raise MongoError("BadValue", f"unknown operator: {next(iter(arg))}")
+        inner = _compile_ops(path, arg)
+    else:
+        raise MongoError("BadValue", "$not needs a regex or a document")
+    return lambda doc, details: not inner(doc, None)
+
+
+def _op_test(op: str, arg, ops: dict):
+    """(test(value)->bool, expand_leaf_arrays, negated, is_elem_match) of one operator."""
+    if op == "$eq":
+        return _eq_test(arg, literal_regex=True), True, False, False
+    if op == "$ne":
+        return _eq_test(arg, literal_regex=True), True, True, False
+    if op in _CMP:
+        return _cmp_test(op, arg), True, False, False
+    if op == "$in":
+        if not isinstance(arg, list):
+            raise MongoError("BadValue", "$in needs an array")
+        return _in_test(arg), True, False, False
+    if op == "$nin":
+        if not isinstance(arg, list):
+            raise MongoError("BadValue", "$nin needs an array")
+        return _in_test(arg), True, True, False
+    if op == "$exists":
+        return (lambda v: v is not MISSING), False, not _truthy_arg(arg), False
+    if op == "$type":
+        return _type_test(arg), True, False, False
+    if op == "$size":
+        return _size_test(arg), False, False, False
+    if op == "$mod":
+        return _mod_test(arg), True, False, False
+    if op == "$elemMatch":
+        return _elem_match_test(arg), False, False, True
+    if op in _BITS:
+        return _bits_test(op, arg), True, False, False
+    if op == "$regex":
+        return _regex_test(_parse_regex(arg, ops.get("$options", MISSING))), True, False, False
+    if op in ("$near", "$nearSphere", "$geoWithin", "$geoIntersects", "$within", "$text", "$where"):
+        raise MongoError("NotImplemented", f"{op} is not supported by mongosim")
+    raise MongoError("BadValue", f"unknown operator: {op}")
+
+
+def _compile_op(path: str, op: str, arg) -> Pred:
+    if op == "$all":
+        return _compile_all(path, arg)
+    test, expand, negated, em = _op_test(op, arg, {})
+    inner = _leaf(path, test, expand=expand, elem_match=em)
+    if negated:
+        return lambda doc, details: not inner(doc, None)
+    return inner
+
+
+def _value_test(ops: dict) -> Callable[[Any], bool]:
+    """The operators of a value-form $elemMatch applied to one element (no array expansion)."""
+    tests = []
+    for op, arg in ops.items():
+        if op == "$options":
+            continue
+        if op == "$not":
+            if isinstance(arg, (Regex, re.Pattern)):
+                inner = _regex_test(regex_from(arg))
+            elif isinstance(arg, dict) and arg:
+                inner = _value_test(arg)
+            else:
+                raise MongoError("BadValue", "$not needs a regex or a document")
+            tests.append(lambda v, inner=inner: not inner(v))
+            continue
+        if op == "$all":
+            items = [_eq_test(i) for i in (arg if isinstance(arg, list) else [])]
+            tests.append(lambda v, items=items: bool(items) and all(t(v) for t in items))
+            continue
+        test, _expand, negated, _em = _op_test(op, arg, ops)
+        if negated:
+            tests.append(lambda v, test=test: not test(v))
+        else:
+            tests.append(test)
+    return lambda v: all(t(v) for t in tests)
+
+
+def _truthy_arg(arg) -> bool:
+    if arg is None or arg is MISSING:
+        return False
+    if isinstance(arg, bool):
+        return arg
+    if isinstance(arg, (int, float)):
+        return arg != 0
+    if isinstance(arg, Decimal128):
+        return arg.to_decimal() != 0
+    return True
+
+
+# ---------------------------------------------------------------------------------
+# path traversal
+
+
+def _leaf(path: str, test: Callable[[Any], bool], *, expand: bool, elem_match: bool = False) -> Pred:
+    parts = tuple(path.split("."))
+    if any(p == "" for p in parts):
+        raise MongoError("BadValue", f"FieldPath field names may not be empty strings.")
+    if len(parts) == 1:
+        p = parts[0]
+        if elem_match:
+
+            def f1(doc, details):
+                v = doc.get(p, MISSING)
+                if type(v) is not list:
+                    return False
+                if details is None:
+                    return test(v)
+                return test(v, details)
+
+            return f1
+        if expand:
+
+            def f(doc, details):
+                v = doc.get(p, MISSING)
+                if type(v) is list:
+                    for k, e in enumerate(v):
+                        if test(e):
+                            if details is not None:
+                                details[0] = k
+                            return True
+                return test(v)
+
+            return f
+
+        def g(doc, details):
+            return test(doc.get(p, MISSING))
+
+        return g
+
+    n = len(parts)
+
+    def general(doc, details):
+        for v, pos in _walk(doc, parts, 0, n, expand, None):
+            if elem_match:
+                if type(v) is list:
+                    d = [None] if details is not None else None
+                    ok = test(v, d) if d is not None else test(v)
+                    if ok:
+                        if details is not None:
+                            details[0] = pos if pos is not None else d[0]
+                        return True
+                continue
+            if test(v):
+                if details is not None and pos is not None:
+                    details[0] = pos
+                return True
+        return False
+
+    return general
+
+
+def _lookup(container, part):
+    if type(container) is dict or isinstance(container, dict):
+        return container.get(part, MISSING)
+    if type(container) is list:
+        if part.isdigit() and part.isascii() and str(int(part)) == part and int(part) < len(container):
+            return container[int(part)]
+        return MISSING
+    return MISSING
+
+
+def _walk(container, parts, i, n, expand, pos):
+    """Yield (value, outer array offset) for parts[i:] looked up in `container`."""
+    x = _lookup(container, parts[i])
+    j = i + 1
+    while j < n and isinstance(x, dict):
+        x = x.get(parts[j], MISSING)
+        j += 1
+    if j == n:
+        if expand and type(x) is list:
+            for k, e in enumerate(x):
+                yield e, (k if pos is None else pos)
+        yield x, pos
+        return
+    if type(x) is not list:
+        yield MISSING, pos
+        return
+    nxt = parts[j]
+    for k, e in enumerate(x):
+        p2 = k if pos is None else pos
+        if nxt.isdigit() and str(k) == nxt:
+            # array offset: the element itself is the next context
+            if j + 1 == n:
+                if expand and type(e) is list:
+                    for kk, ee in enumerate(e):
+                        yield ee, p2
+                yield e, p2
+            else:
+                yield from _walk(e, parts, j + 1, n, expand, p2)
+        if isinstance(e, dict):
+            yield from _walk(e, parts, j, n, expand, p2)
+
+
+def walk_values(doc, path: str, expand: bool = True):
+    """All values a query would test at `path` (public for projection/sort helpers)."""
+    parts = tuple(path.split("."))
+    return [v for v, _ in _walk(doc, parts, 0, len(parts), expand, None)]
+
+
+# ---------------------------------------------------------------------------------
+# leaf tests
+
+
+def _safe_key(v):
+    try:
+        return sort_key(v)
+    except TypeError:
+        return None
+
+
+def _eq_test(value, literal_regex: bool = False) -> Callable[[Any], bool]:
+    t = type(value)
+    if value is None:
+        return lambda v: v is None or v is MISSING
+    if t is str:
+        return lambda v: v == value and type(v) is str
+    if t is bool:
+        return lambda v: v is value
+    if t in _NUMT:
+        if value != value:
+            return lambda v: (type(v) is float and v != v) or (type(v) is Decimal128 and v.to_decimal().is_nan())
+        key = sort_key(value)
+
+        def num_eq(v):
+            tv = type(v)
+            if tv in _NUMT:
+                return v == value
+            if tv is Decimal128:
+                return sort_key(v) == key
+            return False
+
+        return num_eq
+    if t is ObjectId:
+        return lambda v: type(v) is ObjectId and v == value
+    if t is MinKey or t is MaxKey:
+        return lambda v: type(v) is t
+    key = sort_key(value)
+    return lambda v: v is not MISSING and _safe_key(v) == key
+
+
+_CMP = {"$gt", "$gte", "$lt", "$lte"}
+
+
+def _cmp_test(op: str, value) -> Callable[[Any], bool]:
+    if isinstance(value, (Regex, re.Pattern)) and op in _CMP:
+        pass
+    rank = canonical_rank(value)
+    key = sort_key(value)
+    inclusive = op in ("$gte", "$lte")
+    if value is None:
+        if inclusive:
+            return lambda v: v is None or v is MISSING
+        return lambda v: False
+    if rank == R_MINKEY or rank == R_MAXKEY:
+        # MinKey/MaxKey compare across types by canonical rank.
+        def mm(v):
+            if v is MISSING:
+                return False
+            r = canonical_rank(v)
+            c = (r > rank) - (r < rank)
+            return _cmp_ok(op, c)
+
+        return mm
+    if rank == R_NUM:
+        nan = key == (R_NUM, 0)
+
+        def numcmp(v):
+            tv = type(v)
+            if tv is int or tv is float or tv is Int64:
+                if v != v:
+                    return nan and inclusive
+                if nan:
+                    return False
+                c = (v > value) - (v < value) if tv is not float or not isinstance(value, Decimal128) else None
+                if c is None:
+                    kv = sort_key(v)
+                    c = (kv > key) - (kv < key)
+                return _cmp_ok(op, c)
+            if tv is Decimal128:
+                kv = sort_key(v)
+                if kv == (R_NUM, 0):
+                    return nan and inclusive
+                if nan:
+                    return False
+                return _cmp_ok(op, (kv > key) - (kv < key))
+            return False
+
+        if type(value) is Decimal128:
+
+            def deccmp(v):
+                kv = _safe_key(v)
+                if kv is None or kv[0] != R_NUM:
+                    return False
+                vn = kv == (R_NUM, 0)
+                if vn or nan:
+                    return vn and nan and inclusive
+                return _cmp_ok(op, (kv > key) - (kv < key))
+
+            return deccmp
+        return numcmp
+
+    def gen(v):
+        if v is MISSING:
+            return False
+        kv = _safe_key(v)
+        if kv is None or kv[0] != rank:
+            return False
+        return _cmp_ok(op, (kv > key) - (kv < key))
+
+    return gen
+
+
+def _cmp_ok(op: str, c: int) -> bool:
+    if op == "$gt":
+        return c > 0
+    if op == "$gte":
+        return c >= 0
+    if op == "$lt":
+        return c < 0
+    return c <= 0
+
+
+def _in_test(values: list) -> Callable[[Any], bool]:
+    keys = set()
+    regexes = []
+    has_null = False
+    for v in values:
+        if isinstance(v, (Regex, re.Pattern)):
+            regexes.append(_regex_test(regex_from(v)))
+        elif isinstance(v, dict) and v and next(iter(v)).startswith("$"):
+            raise MongoError("BadValue", "cannot nest $ under $in")
+        else:
+            if v is None:
+                has_null = True
+            keys.add(sort_key(v))
+
+    def test(v):
+        if v is MISSING:
+            return has_null
+        k = _safe_key(v)
+        if k in keys:
+            return True
+        for r in regexes:
+            if r(v):
+                return True
+        return False
+
+    return test
+
+
+def _type_test(arg) -> Callable[[Any], bool]:
+    args = arg if isinstance(arg, list) else [arg]
+    codes = set()
+    number = False
+    for a in args:
+        if isinstance(a, str):
+            if a == "number":
+                number = True
+                continue
+            if a not in TYPE_ALIASES:
+                raise MongoError("BadValue", f"Unknown type name alias: {a}")
+            codes.add(TYPE_ALIASES[a])
+        elif isinstance(a, (int, float, Int64, Decimal128)) and not isinstance(a, bool):
+            f = float(a.to_decimal()) if isinstance(a, Decimal128) else float(a)
+            if f != int(f):
+                raise MongoError("BadValue", f"Invalid numerical type code: {a}")
+            code = int(f)
+            if code not in set(TYPE_ALIASES.values()):
+                raise MongoError("BadValue", f"Invalid numerical type code: {a}")
+            codes.add(code)
+        else:
+            raise MongoError("TypeMismatch", "type must be represented as a number or a string")
+
+    def test(v):
+        if v is MISSING:
+            return False
+        try:
+            c = type_number(v)
+        except TypeError:
+            return False
+        if number and c in (1, 16, 18, 19):
+            return True
+        return c in codes
+
+    return test
+
+
+def _size_test(arg) -> Callable[[Any], bool]:
+    if isinstance(arg, bool) or not isinstance(arg, (int, float, Int64, Decimal128)):
+        raise MongoError("BadValue", "$size needs a number")
+    f = float(arg.to_decimal()) if isinstance(arg, Decimal128) else float(arg)
+    if f != f or f != math.floor(f):
+        raise MongoError("BadValue", f"Failed to parse $size. Expected an integer, but found {arg}")
+    if f < 0:
+        raise MongoError("BadValue", f"Failed to parse $size. Expected a non-negative number in: $size: {arg}")
+    n = int(f)
+    return lambda v: type(v) is list and len(v) == n
+
+
+def _to_long_trunc(x) -> int | None:
+    if isinstance(x, Decimal128):
+        x = x.to_decimal()
+        if x.is_nan() or x.is_infinite():
+            return None
+        return int(x)
+    if isinstance(x, float):
+        if x != x or x in (math.inf, -math.inf):
+            return None
+        return int(x)
+    return int(x)
+
+
+def _mod_test(arg) -> Callable[[Any], bool]:
+    if not isinstance(arg, list):
+        raise MongoError("BadValue", "malformed mod, needs to be an array")
+    if len(arg) < 2:
+        raise MongoError("BadValue", "malformed mod, not enough elements")
+    if len(arg) > 2:
+        raise MongoError("BadValue", "malformed mod, too many elements")
+    d, r = arg
+    for what, x in (("divisor", d), ("remainder", r)):
+        if isinstance(x, bool) or not isinstance(x, (int, float, Int64, Decimal128)):
+            raise MongoError("BadValue", f"malformed mod, {what} not a number")
+        if _to_long_trunc(x) is None:
+            raise MongoError("BadValue", f"malformed mod, {what} value is invalid :: caused by :: Unable to coerce NaN/Inf to integral type")
+    dv = _to_long_trunc(d)
+    rv = _to_long_trunc(r)
+    if dv == 0:
+        raise MongoError("BadValue", "malformed mod, divisor cannot be 0")
+
+    def test(v):
+        if isinstance(v, bool) or not isinstance(v, (int, float, Int64, Decimal128)):
+            return False
+        x = _to_long_trunc(v)
+        if x is None:
+            return False
+        m = abs(x) % abs(dv)
+        if x < 0:
+            m = -m
+        return m == rv
+
+    return test
+
+
+_BITS = {"$bitsAllSet", "$bitsAnySet", "$bitsAllClear", "$bitsAnyClear"}
+
+
+def _bits_test(op: str, arg) -> Callable[[Any], bool]:
+    if isinstance(arg, list):
+        mask = 0
+        for b in arg:
+            mask |= 1 << int(b)
+    elif isinstance(arg, (int, float, Int64)) and not isinstance(arg, bool):
+        mask = int(arg)
+    else:
+        raise MongoError("BadValue", f"{op} takes an Array, a number, or a BinData but received: {arg!r}")
+
+    def test(v):
+        if isinstance(v, bool):
+            return False
+        if isinstance(v, float):
+            if v != v or v != int(v):
+                return False
+            v = int(v)
+        if not isinstance(v, int):
+            if isinstance(v, bytes):
+                v = int.from_bytes(bytes(v), "little")
+            else:
+                return False
+        v &= (1 << 64) - 1
+        if op == "$bitsAllSet":
+            return v & mask == mask
+        if op == "$bitsAnySet":
+            return v & mask != 0
+        if op == "$bitsAllClear":
+            return v & mask == 0
+        return v & mask != mask
+
+    return test
+
+
+def _elem_match_test(arg):
+    if not isinstance(arg, dict):
+        raise MongoError("BadValue", "$elemMatch needs an Object")
+    first = next(iter(arg), "")
+    if first.startswith("$") and first not in _TOP_LEVEL_OK:
+        elem_ok = _value_test(arg)
+    else:
+        sub = compile_filter(arg, top=False)
+
+        def elem_ok(e):
+            return isinstance(e, dict) and sub(e, None)
+
+    def test(v, details=None):
+        if type(v) is not list:
+            return False
+        for k, e in enumerate(v):
+            if elem_ok(e):
+                if details is not None:
+                    details[0] = k
+                return True
+        return False
+
+    return test
+
+
+def _compile_all(path: str, arg) -> Pred:
+    if not isinstance(arg, list):
+        raise MongoError("BadValue", "$all needs an array")
+    if not arg:
+        return _false
+    preds = []
+    for item in arg:
+        if isinstance(item, dict) and item and next(iter(item)) == "$elemMatch":
+            preds.append(_leaf(path, _elem_match_test(item["$elemMatch"]), expand=False, elem_match=True))
+        elif isinstance(item, dict) and item and next(iter(item)).startswith("$"):
+            raise MongoError("BadValue", "no $ expressions in $all")
+        elif isinstance(item, (Regex, re.Pattern)):
+            preds.append(_leaf(path, _regex_test(regex_from(item)), expand=True))
+        else:
+            preds.append(_leaf(path, _eq_test(item), expand=True))
+    return _and(preds)
+
+
+# ---------------------------------------------------------------------------------
+# regular expressions
+
+_ALLOWED_FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE, "u": 0}
+
+
+def _compile_regex(pattern: str, flags: str) -> re.Pattern:
+    f = 0
+    for ch in flags:
+        if ch not in _ALLOWED_FLAGS:
+            raise MongoError(51108, f"invalid flag in regex options: {ch}")
+        f |= _ALLOWED_FLAGS[ch]
+    try:
+        return re.compile(pattern, f)
+    except re.error as e:
+        raise MongoError(51091, f"Regular expression is invalid: {e}") from None
+
+
+def regex_from(v) -> tuple[re.Pattern, str, str]:
+    """(compiled, pattern, flags) of a Regex / re.Pattern value."""
+    from shardsim.query.values import regex_flags
+
+    pattern = v.pattern if isinstance(v.pattern, str) else v.pattern.decode()
+    flags = regex_flags(v)
+    return _compile_regex(pattern, flags), pattern, flags
+
+
+def _parse_regex(arg, options) -> tuple[re.Pattern, str, str]:
+    opts = ""
+    if options is not MISSING:
+        if not isinstance(options, str):
+            raise MongoError("BadValue", "$options has to be a string")
+        opts = options
+    if isinstance(arg, str):
+        return (_compile_regex(arg, opts), arg, opts)
+    if isinstance(arg, (Regex, re.Pattern)):
+        c, pattern, flags = regex_from(arg)
+        if opts and flags:
+            raise MongoError("BadValue", "options set in both $regex and $options")
+        f = opts or flags
+        return (_compile_regex(pattern, f), pattern, f)
+    raise MongoError("BadValue", "$regex has to be a string")
+
+
+def _regex_test(rx: tuple[re.Pattern, str, str]) -> Callable[[Any], bool]:
+    compiled, pattern, flags = rx
+    search = compiled.search
+
+    def test(v):
+        if type(v) is str:
+            return search(v) is not None
+        if isinstance(v, (Regex, re.Pattern)):
+            _, p2, f2 = regex_from(v) if not isinstance(v, Regex) else (None, v.pattern, _flags_of(v))
+            return p2 == pattern and f2 == flags
+        return False
+
+    return test
+
+
+def _flags_of(v) -> str:
+    from shardsim.query.values import regex_flags
+
+    return regex_flags(v)

@@ -1,0 +1,107 @@
+"""Sorting documents by a sort specification (`{a: 1, b: -1}`).
+
+The sort key of a field is its value, except for arrays: an ascending sort
+uses the array's smallest element and a descending sort its largest (an
+empty array sorts below null; a missing field sorts as null).  Values of
+different types order by the BSON canonical order (`values.sort_key`).
+
+`sort_key_fn(spec)` returns a Python key function, so `sorted(docs,
+key=sort_key_fn(spec))` sorts like the server; the router uses the same key
+to merge sorted shard streams.
+
+Source: src/mongo/db/exec/sort_key_generator.cpp, src/mongo/db/query/
+sort_pattern.cpp.  Hand-written: the ordering is MongoDB's own.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from oplog.errors import MongoError
+from shardsim.query.index_keys import UNDEFINED, multikey_values
+from shardsim.query.paths import split
+from shardsim.query.values import R_UNDEF, sort_key
+
+__all__ = ["sort_key_fn", "parse_sort", "Reversed"]
+
+
+class Reversed:
+    """Wraps a key so that it orders in reverse."""
+
+    __slots__ = ("k",)
+
+    def __init__(self, k):
+        self.k = k
+
+    def __lt__(self, other):
+        return other.k < self.k
+
+    def __gt__(self, other):
+        return other.k > self.k
+
+    def __eq__(self, other):
+        return self.k == other.k
+
+    def __le__(self, other):
+        return other.k <= self.k
+
+    def __ge__(self, other):
+        return other.k >= self.k
+
+    def __hash__(self):
+        return hash(self.k)
+
+
+def parse_sort(spec) -> list[tuple[str, int]]:
+    if not isinstance(spec, dict):
+        raise MongoError(15973, "the $sort key specification must be an object")
+    if not spec:
+        raise MongoError(15976, "$sort stage must have at least one sort key")
+    out = []
+    for k, v in spec.items():
+        if isinstance(v, dict):
+            if v.get("$meta") in ("textScore", "randVal", "searchScore"):
+                out.append((k, 0))
+                continue
+            raise MongoError(17312, f"$meta is the only expression supported by $sort right now")
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v not in (1, -1):
+            raise MongoError(15975, "$sort key ordering must be 1 (for ascending) or -1 (for descending)")
+        if k == "" or any(p == "" for p in k.split(".")):
+            raise MongoError(40352, "FieldPath cannot be constructed with empty string")
+        out.append((k, int(v)))
+    return out
+
+
+_EMPTY_KEY = (R_UNDEF,)
+
+
+def _field_key(doc, parts, direction):
+    vals, was_array = multikey_values(doc, parts)
+    if not was_array and len(vals) == 1:
+        return sort_key(vals[0])
+    keys = [_EMPTY_KEY if v is UNDEFINED else sort_key(v) for v in vals]
+    return min(keys) if direction > 0 else max(keys)
+
+
+def sort_key_fn(spec) -> Callable[[dict], Any]:
+    fields = [(split(k), d) for k, d in parse_sort(spec)]
+    if len(fields) == 1:
+        parts, d = fields[0]
+        if len(parts) == 1:
+            p = parts[0]
+
+            def one(doc):
+                v = doc.get(p)
+                k = sort_key(v) if type(v) is not list else _field_key(doc, parts, d)
+                return k if d >= 0 else Reversed(k)
+
+            return one
+
+    def key(doc):
+        out = []
+        for parts, d in fields:
+            k = _field_key(doc, parts, d)
+            out.append(k if d >= 0 else Reversed(k))
+        return tuple(out)
+
+    return key
