@@ -114,6 +114,7 @@ class ClusterCore:
                 await config_write(self.router, {"insert": "shards",
                                                  "documents": [shard_document(self.router, n) for n in shards]})
             self.router.refresh_catalog()
+            self.router.nursery = self.nursery
             self.frontend = self.router
         self.nursery.start_soon(self._reap_cursors, name="cursor-reaper")
         if self.opts.listen:

@@ -15,7 +15,7 @@ from typing import Any, Iterator
 from bson import Binary
 
 from oplog.errors import MongoError
-from shardsim.query.index_keys import duplicate_key_error, index_keys
+from shardsim.query.index_keys import duplicate_key_error, index_key_hashes, index_keys, index_name  # noqa: F401
 from shardsim.query.values import hashable
 
 ID_INDEX = {"v": 2, "key": {"_id": 1}, "name": "_id_"}
@@ -23,16 +23,6 @@ ID_INDEX = {"v": 2, "key": {"_id": 1}, "name": "_id_"}
 
 def new_uuid() -> Binary:
     return Binary(_uuid.uuid4().bytes, 4)
-
-
-def index_name(key: dict) -> str:
-    """The default index name: `a_1_b_-1`, `h_hashed`."""
-    parts = []
-    for k, v in key.items():
-        if isinstance(v, float) and v.is_integer():
-            v = int(v)
-        parts.append(f"{k}_{v}")
-    return "_".join(parts)
 
 
 @dataclass
@@ -76,13 +66,13 @@ class Collection:
     def check_insert(self, doc: dict) -> None:
         """Raise DuplicateKey if `doc` would violate the _id or a unique index."""
         if hashable(doc["_id"]) in self.docs:
-            raise duplicate_key_error(self.ns, ID_INDEX, {"_id": doc["_id"]})
+            raise duplicate_key_error(self.ns, "_id_", {"_id": 1}, (doc["_id"],))
         for spec in self.indexes:
             if spec.get("unique") and spec["name"] != "_id_":
                 table = self._unique.get(spec["name"], {})
-                for key in index_keys(doc, spec["key"]):
-                    if hashable(list(key)) in table:
-                        raise duplicate_key_error(self.ns, spec, dict(zip(spec["key"], key)))
+                for key, hk in zip(index_keys(doc, spec["key"]), index_key_hashes(doc, spec["key"])):
+                    if hk in table:
+                        raise duplicate_key_error(self.ns, spec["name"], spec["key"], key)
 
     def insert(self, doc: dict) -> None:
         self.check_insert(doc)
@@ -97,10 +87,10 @@ class Collection:
             for spec in self.indexes:
                 if spec.get("unique") and spec["name"] != "_id_":
                     table = self._unique.get(spec["name"], {})
-                    for key in index_keys(new, spec["key"]):
-                        owner = table.get(hashable(list(key)))
+                    for key, hk in zip(index_keys(new, spec["key"]), index_key_hashes(new, spec["key"])):
+                        owner = table.get(hk)
                         if owner is not None and owner != idk:
-                            raise duplicate_key_error(self.ns, spec, dict(zip(spec["key"], key)))
+                            raise duplicate_key_error(self.ns, spec["name"], spec["key"], key)
         except MongoError:
             self._index_add(old, idk)
             raise
@@ -115,14 +105,14 @@ class Collection:
     def _index_add(self, doc: dict, idk: Any) -> None:
         for name, table in self._unique.items():
             spec = self.index(name)
-            for key in index_keys(doc, spec["key"]):
-                table[hashable(list(key))] = idk
+            for hk in index_key_hashes(doc, spec["key"]):
+                table[hk] = idk
 
     def _index_remove(self, doc: dict) -> None:
         for name, table in self._unique.items():
             spec = self.index(name)
-            for key in index_keys(doc, spec["key"]):
-                table.pop(hashable(list(key)), None)
+            for hk in index_key_hashes(doc, spec["key"]):
+                table.pop(hk, None)
 
     # -- indexes -------------------------------------------------------------------
     def index(self, name: str) -> dict | None:
@@ -136,10 +126,9 @@ class Collection:
         if spec.get("unique") and spec["name"] != "_id_":
             table: dict = {}
             for idk, doc in self.docs.items():
-                for key in index_keys(doc, spec["key"]):
-                    hk = hashable(list(key))
+                for key, hk in zip(index_keys(doc, spec["key"]), index_key_hashes(doc, spec["key"])):
                     if hk in table and table[hk] != idk:
-                        raise duplicate_key_error(self.ns, spec, dict(zip(spec["key"], key)))
+                        raise duplicate_key_error(self.ns, spec["name"], spec["key"], key)
                     table[hk] = idk
             self._unique[spec["name"]] = table
         self.indexes.append(spec)

@@ -144,7 +144,7 @@ class Node:
 
 # Register the command modules (they decorate handlers with @command).
 def _load_commands() -> None:
-    from shardsim import ddl, reads, writes  # noqa: F401
+    from shardsim import ddl, reads, sharding_ops, writes  # noqa: F401
     from shardsim.changestream import aggregate  # noqa: F401
 
 

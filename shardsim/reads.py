@@ -111,7 +111,6 @@ def cmd_count(node: Node, ctx: OpCtx) -> dict:
 
 @command("distinct")
 def cmd_distinct(node: Node, ctx: OpCtx) -> dict:
-    from shardsim.query.paths import get_values
     from shardsim.query.values import hashable
 
     cmd = ctx.cmd
@@ -122,12 +121,32 @@ def cmd_distinct(node: Node, ctx: OpCtx) -> dict:
     coll = node.catalog.collection(ctx.db, name)
     seen: dict[Any, Any] = {}
     for doc in matching_documents(coll, cmd.get("query") or {}):
-        for v in get_values(doc, key, expand_arrays=True):
+        for v in _distinct_values(doc, key.split(".")):
             seen.setdefault(hashable(v), v)
     from shardsim.query.values import sort_key
 
     values = sorted(seen.values(), key=sort_key)
     return {"values": values, "ok": 1.0}
+
+
+def _distinct_values(value: Any, parts: list[str]) -> Iterator[Any]:
+    """The values `distinct` collects at a dotted path: arrays along the way and at the end are expanded."""
+    if not parts:
+        if isinstance(value, list):
+            yield from value
+        else:
+            yield value
+        return
+    head, rest = parts[0], parts[1:]
+    if isinstance(value, dict):
+        if head in value:
+            yield from _distinct_values(value[head], rest)
+    elif isinstance(value, list):
+        if head.isdigit() and int(head) < len(value):
+            yield from _distinct_values(value[int(head)], rest)
+        for elem in value:
+            if isinstance(elem, dict):
+                yield from _distinct_values(elem, parts)
 
 
 @command("aggregate")

@@ -23,7 +23,7 @@ from oplog.errors import MongoError
 from shardsim.catalog import Collection
 from shardsim.node import Node, OpCtx, command
 from shardsim.query.matcher import Matcher
-from shardsim.query.update import apply_update, classify_update
+from shardsim.query.update import apply_update, classify_update, upsert_seed
 from shardsim.query.values import hashable
 from shardsim.sessions import lsid_with_uid
 
@@ -188,7 +188,10 @@ def matching_documents(coll: Collection | None, q: dict, matcher: Matcher | None
 def update_document(node: Node, ctx: OpCtx, coll: Collection, doc: dict, update: Any, ws: WriteSession, index: int,
                     array_filters: list | None = None, matcher: Matcher | None = None) -> dict | None:
     """Apply `update` to `doc`; log and store it.  Returns the new doc, or None if no-op."""
-    res = apply_update(doc, update, array_filters=array_filters)
+    position = None
+    if matcher is not None and isinstance(update, dict) and classify_update(update) == "operators":
+        _ok, position = matcher.match_position(doc)
+    res = apply_update(doc, update, array_filters=array_filters, match_position=position)
     new = res.doc
     if res.is_replacement:
         if "_id" not in new:
@@ -215,7 +218,7 @@ def update_document(node: Node, ctx: OpCtx, coll: Collection, doc: dict, update:
 
 def upsert_document(node: Node, ctx: OpCtx, db: str, name: str, q: dict, update: Any, ws: WriteSession, index: int,
                     array_filters: list | None = None) -> dict:
-    res = apply_update({}, update, array_filters=array_filters, upsert_query=q, is_insert=True)
+    res = apply_update(upsert_seed(q, update), update, array_filters=array_filters, upsert_query=q, is_insert=True)
     doc = prepare_insert(res.doc)
     coll = ensure_collection(node, ctx, db, name)
     insert_one(node, ctx, coll, doc, ws, index)

@@ -1,7 +1,243 @@
-"""Placeholder until the router merge lands (replaced in a later commit)."""
+"""A change stream through the router: the pipeline split, the shard cursors, and the merge part.
 
+Opening (`aggregate` with `$changeStream` on mongos):
+
+1. Resolve the start: the client's token or `startAtOperationTime`, or for a
+   new stream the cluster time + 1 tick, so every shard starts in sync.
+2. Split the pipeline: the shard part (`$changeStream` with the same options,
+   plus the user's per-event stages) goes to every shard as an aggregate with
+   `$_needsMerge`; the config server gets a stream on `config.shards`.
+3. The merge part runs here: `$mergeCursors` (the AsyncResultsMerger) ->
+   `$_internalChangeStreamHandleTopologyChange` -> (for an event token)
+   `$_internalChangeStreamEnsureResumeTokenPresent`.
+
+Each getMore releases what the merger can release; if nothing, it asks the
+remotes with empty buffers for more (concurrently, each bounded to 1 s) and
+waits until something is releasable or the client's maxTimeMS runs out — then
+returns an empty batch whose PBRT is the high-water mark.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import trio
+
+from oplog.clock import key_ts, ts_key
 from oplog.errors import MongoError
+from oplog.resume_token import decode_resume_token, make_high_water_mark_token
+from router.merge.async_results_merger import AsyncResultsMerger, RemoteCursor
+from router.merge.ensure_resume_token_present import EnsureResumeTokenPresent
+from router.merge.handle_topology_change import HandleTopologyChange
+from router.mongos import Request, Router
+from router.remote import ShardNetworkError
+from shardsim.changestream.cursor import ID_INTACT_FIELD, OP_TYPES_FIELD, SORT_KEYS_FIELD
+from shardsim.changestream.cursor import ID_MODIFIED_MSG
+from shardsim.changestream.spec import parse_spec, validate
+from shardsim.changestream.user_stages import validate_user_pipeline
+from shardsim.cursors import cursor_reply
+
+SHARD_AWAIT_CAP_MS = 1000
+DEFAULT_AWAIT_MS = 1000
 
 
-async def open_cluster_change_stream(router, req):
-    raise MongoError("CommandNotSupported", "change streams are not implemented yet")
+def shard_command(req_cmd: dict, spec_bson: dict, user_stages: list) -> dict:
+    """The aggregate sent to each shard: same options, the user's stages, and $_needsMerge."""
+    return {
+        "aggregate": req_cmd["aggregate"],
+        "pipeline": [{"$changeStream": spec_bson}, *user_stages],
+        "cursor": {"batchSize": 0},
+        "$_needsMerge": True,
+    }
+
+
+class ClusterChangeStreamCursor:
+    is_change_stream = True
+
+    def __init__(self, router: Router, ns: str, db: str, target: Any, spec_bson: dict, user_stages: list,
+                 client_token: Any) -> None:
+        self.router = router
+        self.ns = ns
+        self.db = db
+        self.target = target
+        self.spec_bson = spec_bson
+        self.user_stages = user_stages
+        self.arm = AsyncResultsMerger(trace=router.tracer)
+        self.topology = HandleTopologyChange(self)
+        self.ensure = EnsureResumeTokenPresent(client_token) if client_token is not None and client_token["_data"] and \
+            decode_resume_token(client_token).token_type != 0 else None
+        self.changed = trio.Event()
+        self.exhausted = False
+        self.last_used = 0.0
+        self._scopes: set[trio.CancelScope] = set()
+        self.pbrt: dict | None = None
+
+    # -- establishing -----------------------------------------------------------------------
+    async def open_remote(self, shard: str, spec_bson: dict) -> None:
+        remote = self.router.shard(shard)
+        cmd = shard_command({"aggregate": self.target}, spec_bson, self.user_stages)
+        reply = await remote.command(self.db, cmd)
+        self._add_from_reply(shard, remote, reply, is_config=False)
+
+    async def open_config_remote(self, start: Any) -> None:
+        remote = self.router.config_remote
+        cmd = {"aggregate": "shards", "pipeline": [{"$changeStream": {"startAtOperationTime": start,
+                                                                       "allowToRunOnConfigDB": True}}],
+               "cursor": {"batchSize": 0}, "$_needsMerge": True}
+        reply = await remote.command("config", cmd)
+        self._add_from_reply("config", remote, reply, is_config=True)
+
+    def _add_from_reply(self, shard: str, remote: Any, reply: dict, *, is_config: bool) -> None:
+        cur = reply["cursor"]
+        rc = RemoteCursor(shard, remote, int(cur["id"]), cur["ns"], is_config=is_config)
+        self.arm.add_remote(rc, cur.get("firstBatch", []), cur.get(SORT_KEYS_FIELD, []), cur.get(ID_INTACT_FIELD, []),
+                            cur.get(OP_TYPES_FIELD, []), cur.get("postBatchResumeToken"), int(cur["id"]) == 0)
+
+    # -- fetching -------------------------------------------------------------------------
+    def _schedule(self, await_ms: int) -> None:
+        for idx in self.arm.needs_fetch():
+            rc = self.arm.remotes[idx]
+            rc.pending = True
+            self.router.nursery.start_soon(self._fetch, idx, min(await_ms, SHARD_AWAIT_CAP_MS))
+
+    async def _fetch(self, idx: int, await_ms: int) -> None:
+        rc = self.arm.remotes[idx]
+        with trio.CancelScope() as scope:
+            self._scopes.add(scope)
+            try:
+                reply = await rc.remote.command(self.db if not rc.is_config else "config",
+                                                {"getMore": rc.cursor_id, "collection": rc.collection,
+                                                 "maxTimeMS": await_ms})
+                cur = reply["cursor"]
+                rc.cursor_id = int(cur["id"])
+                self.arm.add_batch(idx, cur.get("nextBatch", []), cur.get(SORT_KEYS_FIELD, []),
+                                   cur.get(ID_INTACT_FIELD, []), cur.get(OP_TYPES_FIELD, []),
+                                   cur.get("postBatchResumeToken"), rc.cursor_id == 0)
+            except MongoError as err:
+                rc.error = err
+            finally:
+                rc.pending = False
+                self._scopes.discard(scope)
+                self.changed.set()
+
+    # -- the merge part -----------------------------------------------------------------------
+    async def _release(self, out: list, limit: int) -> None:
+        arm = self.arm
+        while len(out) < limit and not self.exhausted:
+            for rc in arm.errors():
+                raise self._shard_error(rc)
+            if not arm.ready():
+                return
+            key, tok, raw, intact, op_type, rc = arm.next_ready()
+            if rc.is_config or op_type == "migrateChunkToNewShard":
+                await self.topology.handle(rc, raw, op_type)
+                continue
+            if self.ensure is not None and not self.ensure.passes(key, tok):
+                continue
+            if not intact:
+                raise MongoError("ChangeStreamFatalError", ID_MODIFIED_MSG)
+            out.append(raw)
+            self.pbrt = tok
+            if op_type == "invalidate":
+                self.exhausted = True
+                return
+
+    def _shard_error(self, rc: RemoteCursor) -> MongoError:
+        err = rc.error
+        self.close()
+        return err
+
+    async def next_batch(self, limit: int, await_ms: int | None) -> list:
+        out: list = []
+        await self._release(out, limit)
+        if await_ms is None or out or self.exhausted:
+            return out
+        deadline = trio.current_time() + await_ms / 1000.0
+        while not out and not self.exhausted:
+            self.changed = trio.Event()
+            self._schedule(await_ms)
+            with trio.move_on_at(deadline) as scope:
+                await self.changed.wait()
+            await self._release(out, limit)
+            if scope.cancelled_caught:
+                break
+        return out
+
+    def current_pbrt(self) -> dict:
+        hwm = self.arm.advance_high_water_mark()
+        if self.ensure is not None and not self.ensure.done:
+            # until the client's token is confirmed, never promise beyond it
+            return self.ensure.token
+        if self.exhausted and self.pbrt is not None:
+            return self.pbrt
+        cand = [t for t in (self.pbrt, hwm) if t is not None]
+        if not cand:
+            return self.initial_pbrt
+        return max(cand, key=lambda t: t["_data"])
+
+    # -- cursor protocol ----------------------------------------------------------------------
+    async def get_more(self, batch_size: int | None, max_time_ms: int | None):
+        limit = batch_size if batch_size else 2**31
+        batch = await self.next_batch(limit, max_time_ms if max_time_ms is not None else DEFAULT_AWAIT_MS)
+        pbrt = self.current_pbrt()
+        if self.exhausted:
+            self.close()
+        return batch, {"postBatchResumeToken": pbrt}, self.exhausted
+
+    def close(self) -> None:
+        if self.exhausted and not self._scopes and getattr(self, "_closed", False):
+            return
+        self._closed = True
+        self.exhausted = True
+        for scope in list(self._scopes):
+            scope.cancel()
+        for rc in self.arm.remotes:
+            if rc.cursor_id and not rc.exhausted:
+                node = rc.remote.node
+                node.cursors.remove(rc.cursor_id)
+
+
+async def open_cluster_change_stream(router: Router, req: Request) -> dict:
+    cmd = req.cmd
+    pipeline = cmd["pipeline"]
+    target = cmd["aggregate"]
+    spec = parse_spec(pipeline[0]["$changeStream"])
+    validate(spec, req.db, target, in_router=True)
+    user_stages, split = validate_user_pipeline(pipeline[1:])
+    shard_stages = list(pipeline[1:])
+    cursor_opt = cmd.get("cursor")
+    if cursor_opt is None and not cmd.get("explain"):
+        raise MongoError("FailedToParse", "The 'cursor' option is required, except for aggregate with the explain argument")
+    token = spec.resume_token
+    if token is None and spec.start_at_operation_time is None:
+        spec.start_at_operation_time = key_ts(router.clock.key + 1)
+    start = spec.start_at_operation_time if token is None else decode_resume_token(token).cluster_time
+    ns = f"{req.db}.{target}" if isinstance(target, str) else f"{req.db}.$cmd.aggregate"
+    spec_bson = spec.to_bson()
+    if cmd.get("explain"):
+        from router.merge.explain import explain_change_stream
+
+        return explain_change_stream(router, req.db, target, spec_bson, shard_stages, token)
+    cur = ClusterChangeStreamCursor(router, ns, req.db, target, spec_bson, shard_stages, token)
+    cur.initial_pbrt = token if token is not None else make_high_water_mark_token(start)
+    shards = sorted(router.shards)
+    try:
+        async with trio.open_nursery() as nursery:
+            for shard in shards:
+                nursery.start_soon(cur.open_remote, shard, spec_bson)
+            nursery.start_soon(cur.open_config_remote, start)
+    except BaseExceptionGroup as eg:  # a shard refused: report its error as the server would
+        first = eg.exceptions[0]
+        while isinstance(first, BaseExceptionGroup):
+            first = first.exceptions[0]
+        cur.close()
+        raise first
+    batch_size = (cursor_opt or {}).get("batchSize")
+    batch = await cur.next_batch(batch_size if batch_size else 2**31, None)
+    pbrt = cur.current_pbrt()
+    req.op_time_key = router.clock.key
+    if cur.exhausted:
+        cur.close()
+        return cursor_reply(batch, 0, ns, first=True, fields={"postBatchResumeToken": pbrt})
+    cid = router.cursors.register(cur)
+    return cursor_reply(batch, cid, ns, first=True, fields={"postBatchResumeToken": pbrt})

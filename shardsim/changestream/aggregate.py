@@ -14,15 +14,13 @@ from oplog.clock import key_ts, ts_key
 from oplog.errors import MongoError
 from oplog.resume_token import make_high_water_mark_token
 from shardsim.changestream.context import ChangeStreamContext
-from shardsim.changestream.cursor import ChangeStreamCursor
+from shardsim.changestream.cursor import ID_INTACT_FIELD, OP_TYPES_FIELD, SORT_KEYS_FIELD, ChangeStreamCursor  # noqa: F401
 from shardsim.changestream.pipeline import build_stages
 from shardsim.changestream.spec import parse_spec, validate
 from shardsim.changestream.user_stages import validate_user_pipeline
 from shardsim.cursors import DEFAULT_FIRST_BATCH, cursor_reply
 from shardsim.node import Node, OpCtx
 
-SORT_KEYS_FIELD = "$_sortKeys"
-ID_INTACT_FIELD = "$_idIntact"
 
 
 def build_cursor(node: Node, db: str, cmd: dict, *, needs_merge: bool) -> ChangeStreamCursor:
@@ -71,11 +69,4 @@ async def open_change_stream(node: Node, ctx: OpCtx) -> dict:
     batch = cur.run_batch(batch_size) if batch_size else []
     items = cur.finish(batch)
     cid = 0 if cur.exhausted else node.cursors.register(cur)
-    fields = cur.reply_fields()
-    if needs_merge:
-        fields = dict(fields)
-        reply = cursor_reply([raw for _k, raw, _i in items], cid, cur.ns, first=True, fields=fields)
-        reply["cursor"][SORT_KEYS_FIELD] = [k for k, _r, _i in items]
-        reply["cursor"][ID_INTACT_FIELD] = [i for _k, _r, i in items]
-        return reply
-    return cursor_reply(items, cid, cur.ns, first=True, fields=fields)
+    return cursor_reply(items, cid, cur.ns, first=True, fields=cur.reply_fields(batch))

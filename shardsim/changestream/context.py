@@ -34,10 +34,11 @@ class Invalidated(Exception):
 class Event:
     """A change event in flight: the document, its token (sort key) and bookkeeping."""
 
-    __slots__ = ("doc", "token", "ts_key", "pre_image_id", "raw_update", "uuid")
+    __slots__ = ("doc", "token", "ts_key", "pre_image_id", "raw_update", "uuid", "op_type")
 
     def __init__(self, doc: dict, token: dict, ts_key: int) -> None:
         self.doc = doc
+        self.op_type = doc.get("operationType")
         self.token = token
         self.ts_key = ts_key
         self.pre_image_id: tuple | None = None

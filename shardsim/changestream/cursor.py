@@ -27,11 +27,15 @@ import trio
 from oplog import bsonutil
 from oplog.clock import ts_key
 from oplog.errors import MongoError
-from oplog.resume_token import decode_resume_token, make_high_water_mark_token
+from oplog.resume_token import encode_high_water_mark
 from shardsim.changestream.context import PAUSE, ChangeStreamContext, Invalidated, Stage
 from shardsim.changestream.oplog_match import OplogMatch
 
 DEFAULT_AWAIT_MS = 1000
+# Internal cursor fields for the router (shard part of a sharded stream).
+SORT_KEYS_FIELD = "$_sortKeys"
+ID_INTACT_FIELD = "$_idIntact"
+OP_TYPES_FIELD = "$_opTypes"
 BATCH_BYTES = bsonutil.MAX_BSON_OBJECT_SIZE - 64 * 1024
 
 # Raised to the client when a user stage rewrote an event's _id (the resume token).
@@ -61,9 +65,9 @@ class ChangeStreamCursor:
         self._stash: Any = None
 
     # -- one batch ----------------------------------------------------------------------
-    def run_batch(self, limit: int) -> list[tuple[str, Any, bool]]:
-        """Pull up to `limit` events: [(sort key, RawBSONDocument, id intact)]."""
-        out: list[tuple[str, Any, bool]] = []
+    def run_batch(self, limit: int) -> list[tuple[dict, Any, bool, str]]:
+        """Pull up to `limit` events: [(token, RawBSONDocument, _id intact, operationType)]."""
+        out: list[tuple[dict, Any, bool, str]] = []
         size = 0
         if self.exhausted:
             return out
@@ -86,7 +90,7 @@ class ChangeStreamCursor:
                 self._stash = ev
                 break
             size += len(raw)
-            out.append((ev.token["_data"], bsonutil.raw(raw), ev.doc.get("_id") == ev.token))
+            out.append((ev.token, bsonutil.raw(raw), ev.doc.get("_id") == ev.token, ev.op_type))
             self.pbrt = ev.token
             self.pbrt_key = ev.ts_key
         return out
@@ -96,16 +100,17 @@ class ChangeStreamCursor:
         if self.node.instant_hwm:
             latest = max(latest, self.node.clock.key + 1)
         if latest > self.pbrt_key:
-            self.pbrt = make_high_water_mark_token(latest)
+            self.pbrt = {"_data": encode_high_water_mark(latest)}
             self.pbrt_key = latest
 
     # -- cursor protocol ------------------------------------------------------------------
-    def reply_fields(self) -> dict:
-        return {"postBatchResumeToken": self.pbrt}
-
     async def get_more(self, batch_size: int | None, max_time_ms: int | None):
         limit = batch_size if batch_size else 2**31
+        promised_before = self.pbrt_key
         batch = self.run_batch(limit)
+        if self.node.instant_hwm and self.pbrt_key > promised_before:
+            # instant-HWM: a promise that moved is news for the router; do not sit on it
+            return self.finish(batch), self.reply_fields(batch), self.exhausted
         if not batch and not self.exhausted:
             wait = (max_time_ms if max_time_ms is not None else DEFAULT_AWAIT_MS) / 1000.0
             with trio.move_on_after(wait):
@@ -116,16 +121,25 @@ class ChangeStreamCursor:
                         break
             if not batch and self.node.instant_hwm:
                 self._advance_hwm()
-        return self.finish(batch), self.reply_fields(), self.exhausted
+        return self.finish(batch), self.reply_fields(batch), self.exhausted
 
-    def finish(self, batch: list[tuple[str, Any, bool]]) -> list:
-        """The batch as the client sees it (replica-set streams): check that `_id` is intact."""
+    def reply_fields(self, batch: list | None = None) -> dict:
+        """`postBatchResumeToken`, plus (for a router) each event's sort key, _id check and type."""
+        fields: dict[str, Any] = {"postBatchResumeToken": self.pbrt}
         if self.ctx.needs_merge:
-            return batch
-        for _key, _raw, intact in batch:
-            if not intact:
-                raise MongoError("ChangeStreamFatalError", ID_MODIFIED_MSG)
-        return [raw for _key, raw, _intact in batch]
+            batch = batch or []
+            fields[SORT_KEYS_FIELD] = [t for t, _r, _i, _o in batch]
+            fields[ID_INTACT_FIELD] = [i for _t, _r, i, _o in batch]
+            fields[OP_TYPES_FIELD] = [o for _t, _r, _i, o in batch]
+        return fields
+
+    def finish(self, batch: list) -> list:
+        """The batch's documents; for a replica-set stream, check that `_id` is intact first."""
+        if not self.ctx.needs_merge:
+            for _tok, _raw, intact, _op in batch:
+                if not intact:
+                    raise MongoError("ChangeStreamFatalError", ID_MODIFIED_MSG)
+        return [raw for _tok, raw, _intact, _op in batch]
 
     def close(self) -> None:
         self.exhausted = True

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from bson import Binary
+
 from oplog.clock import ts_key
 from oplog.resume_token import ResumeTokenData, encode_resume_token
 from shardsim.changestream.context import PAUSE, ChangeStreamContext, Event, Stage
@@ -48,7 +50,7 @@ def make_token(ts: Any, txn_op_index: int, uuid: Any, op_type: str, document_key
     if _fast_token is not None and document_key is not None and op_description is None:
         data, type_bits = _fast_token(ts_key(ts), txn_op_index, bytes(uuid) if uuid is not None else None,
                                       op_type, document_key, from_invalidate)
-        return {"_data": data} if type_bits is None else {"_data": data, "_typeBits": type_bits}
+        return {"_data": data} if type_bits is None else {"_data": data, "_typeBits": Binary(type_bits, 0)}
     ident: dict[str, Any] = {"operationType": op_type}
     if document_key is not None:
         ident["documentKey"] = document_key
