@@ -23,6 +23,15 @@ def encode(doc) -> bytes:
     return bson.encode(doc, codec_options=CODEC)
 
 
+def encode_in_order(doc) -> bytes:
+    """Encode keeping the field order exactly (bson.encode moves a top-level `_id` first).
+
+    Change events need it: the server puts `to` (rename) and `txnNumber`/`lsid`
+    (transactions) before `_id`.
+    """
+    return bson._dict_to_bson(doc, False, CODEC, False)
+
+
 def decode(data: bytes | memoryview) -> dict:
     return bson.decode(data, codec_options=CODEC)
 

@@ -57,6 +57,7 @@ class Request:
     conn: ConnState
     name: str
     op_time_key: int = 0  # set by handlers that wrote: the reply's operationTime
+    is_change_stream: bool = False
 
     def arg(self, key: str, default: Any = None) -> Any:
         return self.cmd.get(key, default)
@@ -148,6 +149,8 @@ class Router:
         if self.auth is not None and self.auth.enabled:
             self.auth.authorize(db, cmd, conn)
         req = Request(db, cmd, conn, name)
+        # decided before running: a failing getMore may remove its cursor
+        req.is_change_stream = is_change_stream_command(name, cmd, self, db)
         try:
             await self._apply_fail_command(req)
             reply = await handler(self, req)
@@ -183,7 +186,7 @@ class Router:
         if explicit is not None:
             err.labels = list(explicit)
             return
-        if is_change_stream_command(req.name, req.cmd, self, req.db):
+        if req.is_change_stream:
             for label in change_stream_labels(err.code):
                 err.add_label(label)
         if self.txns is not None:

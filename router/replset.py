@@ -55,6 +55,7 @@ class ReplSetFrontend:
             return await ROUTER_COMMANDS[name](self, req)
         from router.mongos import Router
 
+        is_cs = self._is_change_stream(name, cmd)
         try:
             await Router._apply_fail_command(self, req)  # same failpoint semantics as mongos
             return await self.node.run_command(db, cmd)
@@ -62,7 +63,7 @@ class ReplSetFrontend:
             explicit = err.extra.pop("_explicitLabels", None)
             if explicit is not None:
                 err.labels = list(explicit)
-            elif self._is_change_stream(name, cmd):
+            elif is_cs:
                 for label in change_stream_labels(err.code):
                     err.add_label(label)
             raise

@@ -129,10 +129,18 @@ class AsyncResultsMerger:
         _k, tok, raw, ok, op = rc.buffer.popleft()
         if rc.buffer:
             heapq.heappush(self._queue, (rc.buffer[0][0], next(self._seq), idx))
-        self.high_water_mark = tok
         if self.trace:
             self.trace({"step": "released", "shard": rc.shard, "key": key, "min_promised": self.min_promised_key()})
         return key, tok, raw, ok, op, rc
+
+    def returned(self, tok: dict) -> None:
+        """An event went to the client: the high-water mark is its token.
+
+        (The server moves it on every event popped; we move it only on events the
+        client receives, so a swallowed config-server event never becomes a
+        postBatchResumeToken the client could not resume from.)
+        """
+        self.high_water_mark = tok
 
     def blocking_remote(self) -> RemoteCursor | None:
         """Whom the gate waits on: the remote holding the minimum promise."""

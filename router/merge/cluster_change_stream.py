@@ -129,15 +129,20 @@ class ClusterChangeStreamCursor:
             if not arm.ready():
                 return
             key, tok, raw, intact, op_type, rc = arm.next_ready()
-            if rc.is_config or op_type == "migrateChunkToNewShard":
+            topology_event = rc.is_config or op_type == "migrateChunkToNewShard"
+            # The client's token may be a topology event's (a shard's promise can be one), so the
+            # resume-token check looks at events before the topology stage swallows them.
+            keep = self.ensure is None or self.ensure.passes(key, tok)
+            if topology_event:
                 await self.topology.handle(rc, raw, op_type)
                 continue
-            if self.ensure is not None and not self.ensure.passes(key, tok):
+            if not keep:
                 continue
             if not intact:
                 raise MongoError("ChangeStreamFatalError", ID_MODIFIED_MSG)
             out.append(raw)
             self.pbrt = tok
+            arm.returned(tok)
             if op_type == "invalidate":
                 self.exhausted = True
                 return

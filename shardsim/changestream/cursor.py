@@ -85,7 +85,7 @@ class ChangeStreamCursor:
             if ev is PAUSE:
                 self._advance_hwm()
                 break
-            raw = bsonutil.encode(ev.doc)
+            raw = bsonutil.encode_in_order(ev.doc)
             if out and size + len(raw) > BATCH_BYTES:
                 self._stash = ev
                 break
