@@ -294,15 +294,12 @@ def _double_from_bits(bits: int) -> float:
     return _unpack_d(_pack_Q(bits))[0]
 
 
-def _inverted(data: bytes) -> bytes:
-    return bytes(b ^ 0xFF for b in data)
-
-
 def _u64(value: int, invert: bool) -> bytes:
     return _pack_Q((value ^ _MASK64) if invert else value)
 
 
-def _datetime_ms(value: datetime.datetime) -> int:
+def datetime_to_ms(value: datetime.datetime) -> int:
+    """Milliseconds since the epoch, as pymongo encodes a datetime (naive means UTC)."""
     if value.tzinfo is not None and value.utcoffset() is not None:
         return (value - _EPOCH_AWARE) // datetime.timedelta(milliseconds=1)
     return (value - _EPOCH) // datetime.timedelta(milliseconds=1)
@@ -318,7 +315,8 @@ def _regex_flags(flags: int | str) -> str:
     return out
 
 
-def _c_string(value: str) -> bytes:
+def c_string(value: str) -> bytes:
+    """UTF-8 of a field name, pattern or flags (no NUL allowed)."""
     data = value.encode("utf-8")
     if b"\x00" in data:
         raise ValueError(f"BSON cstrings cannot contain NUL: {value!r}")
@@ -334,7 +332,6 @@ class _Encoder:
         self.buf = bytearray()
         self.tb = tb if tb is not None else TypeBits()
 
-    # Every kind of value: (generic CType of an object field, append method name).
     def value(self, v: Any) -> None:
         _KINDS[_kind(v)][1](self, v)
 
@@ -394,7 +391,7 @@ class _Encoder:
             buf.append(kind[0])
             if type(name) is not str:
                 raise TypeError(f"document keys must be str, not {type(name).__name__}")
-            buf += _c_string(name)
+            buf += c_string(name)
             buf.append(0)
             kind[1](self, value)
         buf.append(0)
@@ -427,7 +424,7 @@ class _Encoder:
         self.buf += _pack_Q((ms & _MASK64) ^ (1 << 63))
 
     def _datetime(self, v: datetime.datetime) -> None:
-        self._date_ms(_datetime_ms(v))
+        self._date_ms(datetime_to_ms(v))
 
     def _datetime_ms(self, v: DatetimeMS) -> None:
         self._date_ms(int(v))
@@ -441,9 +438,9 @@ class _Encoder:
             v = Regex.from_native(v)
         pattern = v.pattern if isinstance(v.pattern, str) else v.pattern.decode("utf-8")
         self.buf.append(REGEX)
-        self.buf += _c_string(pattern)
+        self.buf += c_string(pattern)
         self.buf.append(0)
-        self.buf += _c_string(_regex_flags(v.flags))
+        self.buf += c_string(_regex_flags(v.flags))
         self.buf.append(0)
 
     def _dbpointer(self, v: DBPointer) -> None:
@@ -799,6 +796,11 @@ class _Reader:
                 parts.append(self.c_string())
             out = b"\x00".join(parts)
         return out
+
+
+def check_type_bits(type_bits: bytes) -> None:
+    """Parse serialized TypeBits only for their errors (the server reads them before the key)."""
+    _TypeBitsReader(bytes(type_bits))
 
 
 def decode_key(data: bytes, type_bits: bytes = b"") -> list[Any]:

@@ -172,7 +172,7 @@ def test_round_trip(key):
     assert encode_key(decode_key(data, tb)) == (data, tb)
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=800, deadline=None)
 @given(st.one_of(numbers, decimals))
 def test_numbers_round_trip(n):
     data, tb = encode_key([n])
@@ -186,7 +186,7 @@ def test_bytes_order_is_bson_order(a, b):
     assert ((ka > kb) - (ka < kb)) == compare_sequences(a, b)
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=800, deadline=None)
 @given(numbers, numbers)
 def test_numbers_order_across_types(a, b):
     ka, kb = encode_key([a])[0], encode_key([b])[0]
