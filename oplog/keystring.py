@@ -768,12 +768,14 @@ class _Reader:
         self.pos = end
         return out
 
-    def byte(self, inverted: bool = False) -> int:
-        if self.pos >= len(self.data):
-            raise _overflow(1, 0)
-        b = self.data[self.pos]
-        self.pos += 1
-        return b ^ 0xFF if inverted else b
+    def byte(self) -> int:
+        pos = self.pos
+        try:
+            b = self.data[pos]
+        except IndexError:
+            raise _overflow(1, 0) from None
+        self.pos = pos + 1
+        return b
 
     def u64(self, inverted: bool = False) -> int:
         v = _unpack_Q(self.take(8))[0]
@@ -842,35 +844,20 @@ def _read_object(reader: _Reader, tbr: _TypeBitsReader, depth: int) -> dict:
 def _read_value(ctype: int, reader: _Reader, tbr: _TypeBitsReader, depth: int) -> Any:
     if depth > MAX_DEPTH:
         raise _format_error("Overflow", "KeyString encoding exceeded maximum allowable BSON nesting depth")
-    if ctype == MIN_KEY:
-        return MinKey()
-    if ctype == MAX_KEY:
-        return MaxKey()
-    if ctype == NULLISH:
-        return None
-    if ctype == UNDEFINED_TYPE:
-        return UNDEFINED
-    if ctype == BOOL_TRUE:
-        return True
-    if ctype == BOOL_FALSE:
-        return False
-    if ctype == DATE:
-        raw = reader.u64() ^ (1 << 63)
-        return _date_from_ms(raw - (1 << 64) if raw >= 1 << 63 else raw)
-    if ctype == TIMESTAMP:
-        raw = reader.u64()
-        return Timestamp(raw >> 32, raw & 0xFFFFFFFF)
-    if ctype == OID:
-        return ObjectId(reader.take(12))
+    # The most frequent types first.
+    if NUMERIC_NAN <= ctype <= NUMERIC_POSITIVE_LARGE:
+        return _read_number(ctype, reader, tbr)
     if ctype == STRING_LIKE:
         symbol = tbr.bit()
         text = _utf8(reader.c_string_with_nuls())
         return Symbol(text) if symbol else text
-    if ctype == CODE:
-        return Code(_utf8(reader.c_string_with_nuls()))
-    if ctype == CODE_WITH_SCOPE:
-        code = _utf8(reader.c_string_with_nuls())
-        return Code(code, _read_object(reader, tbr, depth + 2))
+    if ctype == OBJECT:
+        return _read_object(reader, tbr, depth + 1)
+    if ctype == OID:
+        return ObjectId(reader.take(12))
+    if ctype == TIMESTAMP:
+        raw = reader.u64()
+        return Timestamp(raw >> 32, raw & 0xFFFFFFFF)
     if ctype == BINDATA:
         size = reader.byte()
         if size == 0xFF:
@@ -878,6 +865,31 @@ def _read_value(ctype: int, reader: _Reader, tbr: _TypeBitsReader, depth: int) -
         subtype = reader.byte()
         payload = reader.take(size)
         return payload if subtype == 0 else Binary(payload, subtype)
+    if ctype == NULLISH:
+        return None
+    if ctype == BOOL_TRUE:
+        return True
+    if ctype == BOOL_FALSE:
+        return False
+    if ctype == DATE:
+        raw = reader.u64() ^ (1 << 63)
+        return _date_from_ms(raw - (1 << 64) if raw >= 1 << 63 else raw)
+    if ctype == ARRAY:
+        items = []
+        while (elem := reader.byte()) != 0:
+            items.append(_read_value(elem, reader, tbr, depth + 1))
+        return items
+    if ctype == MIN_KEY:
+        return MinKey()
+    if ctype == MAX_KEY:
+        return MaxKey()
+    if ctype == UNDEFINED_TYPE:
+        return UNDEFINED
+    if ctype == CODE:
+        return Code(_utf8(reader.c_string_with_nuls()))
+    if ctype == CODE_WITH_SCOPE:
+        code = _utf8(reader.c_string_with_nuls())
+        return Code(code, _read_object(reader, tbr, depth + 2))
     if ctype == REGEX:
         pattern = _utf8(reader.c_string())
         flags = _utf8(reader.c_string())
@@ -886,15 +898,6 @@ def _read_value(ctype: int, reader: _Reader, tbr: _TypeBitsReader, depth: int) -
         size = struct.unpack(">I", reader.take(4))[0]
         ns = _utf8(reader.take(size))
         return DBPointer(ns, ObjectId(reader.take(12)))
-    if ctype == OBJECT:
-        return _read_object(reader, tbr, depth + 1)
-    if ctype == ARRAY:
-        items = []
-        while (elem := reader.byte()) != 0:
-            items.append(_read_value(elem, reader, tbr, depth + 1))
-        return items
-    if NUMERIC_NAN <= ctype <= NUMERIC_POSITIVE_LARGE:
-        return _read_number(ctype, reader, tbr)
     raise _format_error(50811, f"Unknown type: {ctype}")
 
 
