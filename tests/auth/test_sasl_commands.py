@@ -101,7 +101,7 @@ def test_command_shape_errors(auth):
     conn = auth.new_connection()
     assert code_of(lambda: auth.handle_sasl_start("admin", {"saslStart": 1, "payload": Binary(b"")}, conn)) == (
         40414,
-        "Location40414",
+        "IDLFailedToParse",
         "BSON field 'saslStart.mechanism' is missing but a required field",
     )
     assert code_of(
@@ -111,7 +111,7 @@ def test_command_shape_errors(auth):
         lambda: auth.handle_sasl_start(
             "admin", {"saslStart": 1, "mechanism": "SCRAM-SHA-1", "payload": b"", "bogus": 1}, conn
         )
-    ) == (40415, "Location40415", "BSON field 'saslStart.bogus' is an unknown field.")
+    ) == (40415, "IDLUnknownField", "BSON field 'saslStart.bogus' is an unknown field.")
 
 
 def test_continue_without_conversation(auth):

@@ -49,7 +49,7 @@ def test_create_user_document_shape(store):
 @pytest.mark.parametrize(
     ("cmd", "db", "expected"),
     [
-        ({"createUser": "x"}, "test", (40414, "Location40414", "BSON field 'createUser.roles' is missing but a required field")),
+        ({"createUser": "x"}, "test", (40414, "IDLFailedToParse", "BSON field 'createUser.roles' is missing but a required field")),
         ({"createUser": "x", "roles": []}, "test", (2, "BadValue", "Must provide a 'pwd' field for all user documents, except those with '$external' as the user's source db")),
         ({"createUser": "x", "pwd": "p", "roles": []}, "$external", (2, "BadValue", "Cannot set the password for users defined on the '$external' database")),
         ({"createUser": "x", "pwd": "p", "roles": []}, "local", (2, "BadValue", "Cannot create users in the local database")),
@@ -69,7 +69,7 @@ def test_create_user_document_shape(store):
         ({"createUser": "x", "pwd": "p", "roles": "read"}, "test", (14, "TypeMismatch", "BSON field 'createUser.roles' is the wrong type 'string', expected type 'array'")),
         ({"createUser": "x", "pwd": 5, "roles": []}, "test", (14, "TypeMismatch", "BSON field 'createUser.pwd' is the wrong type 'int', expected type 'string'")),
         ({"createUser": 5, "pwd": "p", "roles": []}, "test", (14, "TypeMismatch", "BSON field 'createUser.createUser' is the wrong type 'int', expected type 'string'")),
-        ({"createUser": "x", "pwd": "p", "roles": [], "foo": 1}, "test", (40415, "Location40415", "BSON field 'createUser.foo' is an unknown field.")),
+        ({"createUser": "x", "pwd": "p", "roles": [], "foo": 1}, "test", (40415, "IDLUnknownField", "BSON field 'createUser.foo' is an unknown field.")),
         ({"createUser": "x", "pwd": "p\u0007", "roles": [], "mechanisms": ["SCRAM-SHA-256"]}, "test", None),
     ],
 )
