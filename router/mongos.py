@@ -129,7 +129,9 @@ class Router:
         self.hello_changed = trio.Event()
         self.tracer = None  # callable(dict) receiving merge trace events, or None
         self.auth = None  # router.auth.AuthManager when --auth
-        self.txns: Any = None  # router-side transaction coordinator (router.transactions)
+        from router.transactions import RouterTransactions
+
+        self.txns = RouterTransactions(self)  # the transaction coordinator
         self._ddl_lock = trio.Lock()
         for node in [config, *shards.values()]:
             self.clock.advance(node.clock.key)
@@ -189,8 +191,7 @@ class Router:
         if req.is_change_stream:
             for label in change_stream_labels(err.code):
                 err.add_label(label)
-        if self.txns is not None:
-            self.txns.label_error(err, req)
+        self.txns.label_error(err, req)
 
     def decorate(self, reply: dict, db: str, cmd: dict, conn: ConnState) -> dict:
         op_key = reply.pop("_opTimeKey", 0) or self.clock.key
@@ -227,5 +228,5 @@ class Router:
 
 def load_router_commands() -> None:
     """Import the modules that register router commands."""
-    from router import commands_admin, commands_crud, commands_ddl, sharding  # noqa: F401
+    from router import commands_admin, commands_crud, commands_ddl, sharding, transactions  # noqa: F401
     from router.merge import cluster_change_stream  # noqa: F401

@@ -17,6 +17,7 @@ from oplog.errors import MongoError
 from router import handshake
 from router.failpoints import FailPoints
 from router.mongos import ROUTER_COMMANDS, Request, change_stream_labels
+from router.transactions import transaction_labels
 from router.server import ConnState
 from shardsim.node import Node
 
@@ -63,9 +64,11 @@ class ReplSetFrontend:
             explicit = err.extra.pop("_explicitLabels", None)
             if explicit is not None:
                 err.labels = list(explicit)
-            elif is_cs:
-                for label in change_stream_labels(err.code):
-                    err.add_label(label)
+            else:
+                if is_cs:
+                    for label in change_stream_labels(err.code):
+                        err.add_label(label)
+                transaction_labels(err, name, cmd)
             raise
 
     def _is_change_stream(self, name: str, cmd: dict) -> bool:
