@@ -116,6 +116,10 @@ class ClusterCore:
             self.router.refresh_catalog()
             self.router.nursery = self.nursery
             self.frontend = self.router
+        if self.opts.auth or self.opts.users_file:
+            from router.authn import make_auth
+
+            self.frontend.auth = make_auth(self.opts.auth, self.opts.users_file)
         self.nursery.start_soon(self._reap_cursors, name="cursor-reaper")
         if self.opts.listen:
             ssl_context = None
