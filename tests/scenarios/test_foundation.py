@@ -49,6 +49,7 @@ def replset():
 
 def test_replset_watch_levels_and_resume(replset):
     client = pymongo.MongoClient(replset.uri, serverSelectionTimeoutMS=5000)
+    client.admin.command("ping")  # discovery runs in the background until the first operation
     assert client.topology_description.topology_type_name == "ReplicaSetWithPrimary"
     coll = client.rs.c
     coll.insert_one({"_id": 0})
