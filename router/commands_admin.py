@@ -123,3 +123,14 @@ async def cmd_user_management(router: Router, req: Request) -> dict:
 
 for _name in authn.USER_COMMANDS:
     router_command(_name)(cmd_user_management)
+
+
+@router_command("mongosimFault")
+async def cmd_mongosim_fault(router: Router, req: Request) -> dict:
+    """Test command: inject a fault on a shard (see mongosim.faults)."""
+    if not router.identity.parameters.get("enableTestCommands", 1):
+        raise MongoError("CommandNotFound", "no such command: 'mongosimFault'")
+    injector = getattr(router, "faults", None)
+    if injector is None:
+        raise MongoError("IllegalOperation", "fault injection is not available on this server")
+    return injector.apply_command(req.cmd)
