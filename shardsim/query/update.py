@@ -207,7 +207,9 @@ class CompiledUpdate:
                 f"The array filter for identifier '{ident}' was not used in the update {bson_str(update)}",
             )
         # a fast path for {$set/$inc: {top_level_field: scalar}}: no tree walk, no deep copy
-        self.fast = fast if fast else None
+        if fast and len(fast) > 1:
+            fast.sort(key=lambda f: _field_key(f[1]))
+        self.fast = tuple(fast) if fast else None
 
     def _insert(self, path: str, leaf: _Leaf):
         parts = split(path)
@@ -1242,7 +1244,7 @@ def _apply_fast(doc: dict, fast, ctx_id) -> UpdateResult:
     new = dict(doc)
     updates = {}
     inserts = {}
-    for op, path, arg in sorted(fast, key=lambda f: _field_key(f[1])):
+    for op, path, arg in fast:
         if path == "_id":
             return None  # let the general path produce the exact error or no-op
         old = new.get(path, MISSING)
@@ -1284,24 +1286,41 @@ def apply_update(
     now=None,
     match_position: int | None = None,
 ) -> UpdateResult:
-    """Apply `update` to `doc` (never mutated).
+    """Apply `update` to `doc` (never mutated) -> UpdateResult(doc, diff, is_replacement).
 
-    `match_position` is the array index the query matched (for positional `$`);
-    when None and `upsert_query` is given, it is computed from the query.
-    For an upsert insert pass `is_insert=True` and the seed document from
-    :func:`upsert_seed` as `doc`.
+    * `diff` is None for a no-op (no oplog entry).  For an operator or pipeline
+      update logged as a delta it is the `$v:2` diff (oplog `o = {$v: 2, diff}`);
+      when the entry is a full document (replacement-style, or a pipeline whose
+      diff would be larger than the document) `is_replacement` is True and
+      `diff` is that document (the oplog `o`).  `UpdateResult.oplog_o()` gives `o`.
+    * `upsert_query` is the update's query: it locates the array element for a
+      positional `$` (unless `match_position` is given) and, with
+      `is_insert=True`, seeds the inserted document with the query's equality
+      fields (`doc` is then usually `{}`); the result of an insert gets an
+      ObjectId `_id` when it has none, `_id` first, and `diff` = the document.
+    * `array_filters` are the `arrayFilters` of the update command; `now` the
+      value of `$currentDate` / `$$NOW` (a naive UTC datetime).
     """
-    kind = classify_update(update)
+    kind = classify_update(update) if not isinstance(update, CompiledUpdate) else "operators"
+    if is_insert and upsert_query is not None:
+        # an upsert that inserts: start from the query's equality fields
+        seed = upsert_seed(upsert_query, None if isinstance(update, CompiledUpdate) else update)
+        doc = {**deep_copy(doc), **seed} if doc else seed
     if kind == "replacement":
         if array_filters:
             raise MongoError("FailedToParse", "Cannot use array filters with a replacement-style update")
-        return _apply_replacement(doc, update, is_insert)
-    if kind == "pipeline":
+        res = _apply_replacement(doc, update, is_insert)
+    elif kind == "pipeline":
         if array_filters:
             raise MongoError("FailedToParse", "arrayFilters may not be specified for pipeline-style updates")
-        return _apply_pipeline(doc, update, is_insert, now)
-    compiled = update if isinstance(update, CompiledUpdate) else CompiledUpdate(update, array_filters)
-    return apply_compiled(compiled, doc, is_insert=is_insert, now=now, match_position=match_position, upsert_query=upsert_query)
+        res = _apply_pipeline(doc, update, is_insert, now)
+    else:
+        compiled = update if isinstance(update, CompiledUpdate) else CompiledUpdate(update, array_filters)
+        res = apply_compiled(compiled, doc, is_insert=is_insert, now=now, match_position=match_position, upsert_query=upsert_query)
+    if is_insert:
+        new = finish_upsert(res.doc)
+        return UpdateResult(new, new, True)
+    return res
 
 
 def apply_compiled(compiled: CompiledUpdate, doc: dict, *, is_insert=False, now=None, match_position=None, upsert_query=None) -> UpdateResult:

@@ -361,3 +361,14 @@ def test_input_is_never_mutated():
     upd(pre, {"$set": {"a.1.b": 3, "c.e": 1}, "$unset": {"c.d": 1}})
     upd(pre, {"$push": {"a": 4}})
     assert pre == snap
+
+
+def test_upsert_through_apply_update():
+    r = apply_update({}, {"$inc": {"n": 1}, "$setOnInsert": {"s": 1}}, upsert_query={"_id": 5, "k": "x"}, is_insert=True)
+    assert r.doc == {"_id": 5, "k": "x", "n": 1, "s": 1} and r.is_replacement and r.diff == r.doc
+    r = apply_update({}, {"b": 1}, upsert_query={"_id": 5, "k": "x"}, is_insert=True)
+    assert r.doc == {"_id": 5, "b": 1}
+    r = apply_update({}, {"$set": {"b": 1}}, upsert_query={"k": "x"}, is_insert=True)
+    assert list(r.doc) == ["_id", "k", "b"]
+    r = apply_update({}, [{"$set": {"b": "$k"}}], upsert_query={"_id": 1, "k": "x"}, is_insert=True)
+    assert r.doc == {"_id": 1, "k": "x", "b": "x"}
