@@ -373,46 +373,52 @@ def _leaf(path: str, test: Callable[[Any], bool], *, expand: bool, elem_match: b
     return general
 
 
-def _lookup(container, part):
-    if type(container) is dict or isinstance(container, dict):
-        return container.get(part, MISSING)
-    if type(container) is list:
-        if part.isdigit() and part.isascii() and str(int(part)) == part and int(part) < len(container):
-            return container[int(part)]
-        return MISSING
-    return MISSING
-
-
 def _walk(container, parts, i, n, expand, pos):
-    """Yield (value, outer array offset) for parts[i:] looked up in `container`."""
-    x = _lookup(container, parts[i])
+    """Yield (value, array offset) for parts[i:] looked up in the document `container`.
+
+    A transcription of the server's BSONElementIterator (src/mongo/db/matcher/path.cpp):
+    getFieldDottedOrArray descends through documents and stops at the first array;
+    a scalar before the end of the path yields "missing".
+    """
+    x = container.get(parts[i], MISSING)
     j = i + 1
-    while j < n and isinstance(x, dict):
+    while j < n and type(x) is dict:
         x = x.get(parts[j], MISSING)
         j += 1
-    if j == n:
-        if expand and type(x) is list:
-            for k, e in enumerate(x):
-                yield e, (k if pos is None else pos)
+    if type(x) is list:
+        yield from _iter_array(x, parts, j, n, expand, pos)
+    elif j == n:
         yield x, pos
-        return
-    if type(x) is not list:
+    else:
         yield MISSING, pos
+
+
+def _iter_array(arr, parts, j, n, expand, pos):
+    """The IN_ARRAY state: `arr` was reached with parts[j:] still to go."""
+    if j == n:
+        if expand:
+            for k, e in enumerate(arr):
+                yield e, (k if pos is None else pos)
+        yield arr, pos
         return
     nxt = parts[j]
-    for k, e in enumerate(x):
-        p2 = k if pos is None else pos
-        if nxt.isdigit() and str(k) == nxt:
-            # array offset: the element itself is the next context
+    numeric = nxt.isdigit() and nxt.isascii()
+    for k, e in enumerate(arr):
+        te = type(e)
+        if te is dict:
+            # implicit traversal: the outermost array offset wins
+            yield from _walk(e, parts, j, n, expand, k if pos is None else pos)
+            if numeric and str(k) == nxt:
+                # then the explicit offset (not an implicit traversal: offset not overridden)
+                if j + 1 == n:
+                    yield e, pos
+                else:
+                    yield from _walk(e, parts, j + 1, n, expand, pos)
+        elif numeric and str(k) == nxt:
             if j + 1 == n:
-                if expand and type(e) is list:
-                    for kk, ee in enumerate(e):
-                        yield ee, p2
-                yield e, p2
-            else:
-                yield from _walk(e, parts, j + 1, n, expand, p2)
-        if isinstance(e, dict):
-            yield from _walk(e, parts, j, n, expand, p2)
+                yield e, pos  # the element itself, not expanded
+            elif te is list:
+                yield from _iter_array(e, parts, j + 1, n, expand, pos)
 
 
 def walk_values(doc, path: str, expand: bool = True):

@@ -170,3 +170,12 @@ def test_inclusion_drops_scalars_inside_arrays():
     with pytest.raises(AttributeError):  # mongomock crashes on the scalar element
         _COLL.find_one({}, {"a.b": 1})
     assert compile_projection({"a.b": 1})({"_id": 0, "a": [1, {"b": 2, "c": 3}]}) == {"_id": 0, "a": [{"b": 2}]}
+
+
+def test_array_offset_at_the_end_of_a_path_is_not_expanded():
+    # path.cpp: "Our path terminates at the array offset. _next should point at the current
+    # array element" -- the element itself, not its elements.
+    flt, doc = {"a.0": 1}, {"a": [[1, 2]]}
+    assert filter_applies(flt, doc) is True
+    assert Matcher(flt).matches(doc) is False
+    assert Matcher({"a.0": [1, 2]}).matches(doc) is True

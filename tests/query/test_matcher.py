@@ -128,3 +128,14 @@ def test_parse_errors(flt, code, msg):
     with pytest.raises(MongoError) as e:
         Matcher(flt)
     assert e.value.code == code and e.value.errmsg == msg
+
+
+def test_array_offsets_follow_path_cpp():
+    # an offset into a nested array continues traversing that array (path.cpp, IN_ARRAY)
+    assert m({"a.0.b": 1}, {"a": [[{"b": 1}]]})
+    # documents inside an array are searched for the numeric field first, then by offset
+    assert m({"a.0": 7}, {"a": [{"0": 7}]}) and m({"a.0": {"x": 1}}, {"a": [{"x": 1}]})
+    assert not m({"a.01": 5}, {"a": [5]})
+    # the offset of the outermost implicit traversal is the match position
+    assert Matcher({"a.b": 2}).match_position({"a": [{"b": [1]}, {"b": [3, 2]}]}) == (True, 1)
+    assert Matcher({"a.1": 5}).match_position({"a": [1, 5]}) == (True, None)

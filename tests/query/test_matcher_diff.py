@@ -42,8 +42,8 @@ def _path_diverges(doc, path) -> bool:
             if not v:
                 return True  # mongomock treats an empty array mid-path as a dead end
             if parts[i].isdigit():
-                if any(isinstance(e, dict) for e in v):
-                    return True
+                if any(isinstance(e, (dict, list)) for e in v):
+                    return True  # offsets into nested arrays / documents: see test_divergences
                 idx = int(parts[i])
                 if idx >= len(v) or str(idx) != parts[i]:
                     return True
