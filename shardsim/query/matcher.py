@@ -484,8 +484,7 @@ def _cmp_test(op: str, value) -> Callable[[Any], bool]:
     if rank == R_MINKEY or rank == R_MAXKEY:
         # MinKey/MaxKey compare across types by canonical rank.
         def mm(v):
-            if v is MISSING:
-                return False
+            # different canonical types (missing included): only the rank of the bound matters
             r = canonical_rank(v)
             c = (r > rank) - (r < rank)
             return _cmp_ok(op, c)
@@ -656,7 +655,7 @@ def _mod_test(arg) -> Callable[[Any], bool]:
     dv = _to_long_trunc(d)
     rv = _to_long_trunc(r)
     if dv == 0:
-        raise MongoError("BadValue", "malformed mod, divisor cannot be 0")
+        raise MongoError("BadValue", "divisor cannot be 0")
 
     def test(v):
         if isinstance(v, bool) or not isinstance(v, (int, float, Int64, Decimal128)):

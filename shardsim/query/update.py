@@ -217,6 +217,8 @@ class CompiledUpdate:
         npos = sum(1 for p in parts if p == "$")
         if npos > 1:
             raise MongoError("BadValue", f"Too many positional (i.e. '$') elements found in path '{path}'")
+        if parts[0] == "$":
+            raise MongoError("BadValue", f"Cannot have positional (i.e. '$') element in the first position in path '{path}'")
         for i, part in enumerate(parts):
             last = i == len(parts) - 1
             kind, name = _parse_component(part)
@@ -812,11 +814,11 @@ def _apply_leaf(leaf: _Leaf, parent, name, taken, to_create, ctx: _Ctx):
             if op != "$unset":
                 base = _resolve_parent(ctx, taken, to_create)
                 if type(base) not in (dict, list) or (type(base) is list and array_index(to_create[0]) is None):
-                    whole = ".".join([p[0] for p in taken] + to_create)
                     bname = taken[-1][0] if taken else ""
                     raise MongoError(
                         "PathNotViable",
-                        f"Cannot use the part ({to_create[0]} of {whole}) to traverse the element ({{{element_str(bname, base)}}})",
+                        f"Cannot use the part ({to_create[0]}) of ({_dotted(taken)}.{'.'.join(to_create)}) "
+                        f"to traverse the element ({{{element_str(bname, base)}}})",
                     )
             return
         value = spec(leaf, ctx)
@@ -862,15 +864,8 @@ def _create_inc(leaf, ctx):
 
 
 def _create_mul(leaf, ctx):
-    a = leaf.arg
-    t = type(a)
-    if t is float:
-        return 0.0
-    if t is Decimal128:
-        return Decimal128("0")
-    if t is Int64:
-        return Int64(0)
-    return 0 if -(2**31) <= a < 2**31 else Int64(0)
+    # SafeNum: the operand times int32 0 (keeps the operand's type; -1.5 gives -0.0)
+    return _arith("$mul", leaf.arg, 0)
 
 
 def _create_current_date(leaf, ctx):
@@ -1182,53 +1177,86 @@ _UPDATERS = {
 }
 
 
+def _find_longest_prefix(root, parts):
+    """pathsupport::findLongestPrefix: (number of parts found, element reached)."""
+    curr = root
+    i = 0
+    dotted = ".".join(parts)
+    while i < len(parts):
+        part = parts[i]
+        t = type(curr)
+        if t is dict:
+            nxt = curr.get(part, MISSING)
+        elif t is list and array_index(part) is not None:
+            idx = array_index(part)
+            nxt = curr[idx] if idx < len(curr) else MISSING
+        else:
+            raise MongoError(
+                "PathNotViable",
+                f"cannot use the part ({parts[i - 1]} of {dotted}) to traverse the element ({{{element_str(parts[i - 1], curr)}}})",
+            )
+        if nxt is MISSING:
+            break
+        curr = nxt
+        i += 1
+    return i, curr
+
+
+def _array_ancestor(root, names) -> str | None:
+    """The field name of the innermost array among the elements at names[:1], names[:2], ..."""
+    found = None
+    cur = root
+    for name in names:
+        cur = _get_child(cur, name)
+        if cur is MISSING:
+            break
+        if type(cur) is list:
+            found = name
+    return found
+
+
 def _apply_rename(leaf: _Leaf, taken, to_create, ctx: _Ctx):
+    """RenameNode::apply: set the destination to the source's value, then unset the source."""
     src = leaf.arg
     src_parts = split(src)
-    # find the source, refusing array ancestors
-    cur = ctx.root
-    for i, p in enumerate(src_parts):
-        if type(cur) is list:
-            id_part = bson_str(ctx.doc_id)
-            raise MongoError(
-                "BadValue",
-                f"The source field cannot be an array element, '{src}' in doc with _id: {id_part} has an array field called '{src_parts[i - 1]}'",
-            )
-        if type(cur) is not dict:
-            return
-        cur = cur.get(p, MISSING)
-        if cur is MISSING:
-            return
-    value = cur
-    # destination may not traverse arrays
-    d = ctx.root
-    dest_parts = [p[0] for p in taken] + list(to_create)
-    for i, p in enumerate(dest_parts[:-1]):
-        d = _get_child(d, p) if type(d) is dict else MISSING
-        if type(d) is list:
-            id_part = bson_str(ctx.doc_id)
-            raise MongoError(
-                "BadValue",
-                f"The destination field cannot be an array element, '{leaf.path}' in doc with _id: {id_part} has an array field called '{p}'",
-            )
-        if d is MISSING:
-            break
-    if src_parts[0] == "_id" or dest_parts[0] == "_id":
-        raise MongoError("ImmutableField", f"Performing an update on the path '{src if src_parts[0] == '_id' else leaf.path}' would modify the immutable field '_id'")
-    # set the destination (SetElementNode), then unset the source
+    n_found, value = _find_longest_prefix(ctx.root, src_parts)
+    if n_found != len(src_parts):
+        return  # no source: a no-op
+    id_str = element_str("_id", ctx.doc_id) if ctx.doc_id is not MISSING else "no id"
+    arr = _array_ancestor(ctx.root, src_parts[:-1])
+    if arr is not None:
+        raise MongoError(
+            "BadValue",
+            f"The source field cannot be an array element, '{src}' in doc with {id_str} has an array field called '{arr}'",
+        )
+    dest_names = [p[0] for p in taken] if not to_create else [p[0] for p in taken]
+    check = dest_names[:-1] if not to_create else dest_names
+    arr = _array_ancestor(ctx.root, check)
+    if arr is not None:
+        raise MongoError(
+            "BadValue",
+            f"The destination field cannot be an array element, '{leaf.path}' in doc with {id_str} has an array field called '{arr}'",
+        )
+    value = deep_copy(value)
     if to_create:
         base = _resolve_parent(ctx, taken, to_create)
         _create_path(base, taken, to_create, value, ctx, leaf)
     else:
         parent = _resolve_parent(ctx, taken[:-1], [])
         old = _get_child(parent, taken[-1][0])
-        if not binary_equal(old, value):
+        if compare(old, value) != 0:
+            if taken[0][0] == "_id":
+                _check_immutable_existing(leaf, taken, value, old)
             _set_value(parent, taken[-1][0], value)
             ctx.log.updated(taken, value)
     parent = ctx.root
     for p in src_parts[:-1]:
         parent = parent[p]
     del parent[src_parts[-1]]
+    if src_parts[0] == "_id":
+        raise MongoError(
+            "ImmutableField", f"Unsetting the path '{src}' using $rename would modify the immutable field '_id'"
+        )
     ctx.log.deleted([(p, _FIELD) for p in src_parts])
 
 
