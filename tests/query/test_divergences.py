@@ -179,3 +179,31 @@ def test_array_offset_at_the_end_of_a_path_is_not_expanded():
     assert filter_applies(flt, doc) is True
     assert Matcher(flt).matches(doc) is False
     assert Matcher({"a.0": [1, 2]}).matches(doc) is True
+
+
+# --- aggregation expressions (src/mongo/db/pipeline/expression.cpp) ----------------
+
+
+def test_eq_on_missing_values_is_a_boolean():
+    # ExpressionCompare always yields a bool: missing == missing, missing != "x".
+    from shardsim.query.stages import run_pipeline
+
+    _COLL.delete_many({})
+    _COLL.insert_one({"_id": 0})
+    pipeline = [{"$addFields": {"a": {"$eq": ["$a", "$c"]}}}]
+    assert list(_COLL.aggregate(pipeline)) == [{"_id": 0}]
+    assert list(run_pipeline([{"_id": 0}], pipeline)) == [{"_id": 0, "a": True}]
+    pipeline = [{"$addFields": {"a": {"$eq": ["$a", "x"]}}}]
+    assert list(_COLL.aggregate(pipeline)) == [{"_id": 0}]
+    assert list(run_pipeline([{"_id": 0}], pipeline)) == [{"_id": 0, "a": False}]
+
+
+def test_add_fields_with_a_missing_value_removes_the_field():
+    # A field path to a missing field evaluates to missing, which a document does not store.
+    from shardsim.query.stages import run_pipeline
+
+    _COLL.delete_many({})
+    _COLL.insert_one({"_id": 0, "a": None})
+    pipeline = [{"$addFields": {"a": "$b"}}]
+    assert list(_COLL.aggregate(pipeline)) == [{"_id": 0, "a": None}]
+    assert list(run_pipeline([{"_id": 0, "a": None}], pipeline)) == [{"_id": 0}]
