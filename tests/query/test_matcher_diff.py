@@ -15,6 +15,7 @@ from mongomock.filtering import filter_applies
 
 from shardsim.query.matcher import Matcher
 from tests.query.strategies import documents, filters
+from tests.query._settings import QUERY_SETTINGS
 
 
 def _walk_filter(flt):
@@ -93,6 +94,7 @@ def _has_bool_or_mixed(v) -> bool:
     return False
 
 
+@QUERY_SETTINGS
 @given(doc=documents(), flt=filters())
 def test_matcher_agrees_with_mongomock(doc, flt):
     if mongomock_diverges(doc, flt):

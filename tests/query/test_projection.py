@@ -13,6 +13,7 @@ from oplog.errors import MongoError
 from shardsim.query.matcher import Matcher
 from shardsim.query.projection import compile_projection
 from tests.query.strategies import documents, paths
+from tests.query._settings import QUERY_SETTINGS
 
 _COLL = mongomock.MongoClient().db.projection_oracle
 
@@ -109,6 +110,7 @@ def _excludes_below_scalar(doc, spec) -> bool:
     return False
 
 
+@QUERY_SETTINGS
 @given(doc=documents(), spec=projections())
 def test_projection_agrees_with_mongomock(doc, spec):
     # mongomock keeps scalars inside arrays for inclusions and treats numeric

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from oplog.errors import MongoError
 from shardsim.query.sorting import sort_key_fn
+from tests.query._settings import QUERY_SETTINGS
 
 _COLL = mongomock.MongoClient().db.sort_oracle
 
@@ -46,6 +47,7 @@ def test_bad_specs():
 sort_values = st.one_of(st.integers(-3, 3), st.sampled_from([0.5, -1.5]), st.sampled_from(["", "x", "y"]), st.none())
 
 
+@QUERY_SETTINGS
 @given(st.lists(st.tuples(sort_values, sort_values), min_size=1, max_size=8), st.sampled_from([1, -1]), st.sampled_from([1, -1]))
 def test_sort_agrees_with_mongomock(rows, da, db):
     docs = [{"_id": i, "a": a, "b": b} for i, (a, b) in enumerate(rows)]

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from shardsim.query.stages import run_pipeline
 from tests.query.strategies import documents
+from tests.query._settings import QUERY_SETTINGS
 
 _COLL = mongomock.MongoClient().db.stage_oracle
 TOP = st.sampled_from(["a", "b", "c", "x"])
@@ -62,6 +63,7 @@ def _plain(v) -> bool:
     return True
 
 
+@QUERY_SETTINGS
 @given(docs=st.lists(documents(), max_size=3, unique_by=lambda d: d["_id"]), pipeline=st.lists(stages(), min_size=1, max_size=3))
 def test_stages_agree_with_mongomock(docs, pipeline):
     if not all(_plain(d) for d in docs):

@@ -11,6 +11,7 @@ from hypothesis import given
 
 from shardsim.query.values import compare, hashable, sort_key, type_name
 from tests.query.strategies import values
+from tests.query._settings import QUERY_SETTINGS
 
 CANONICAL = [
     MinKey(),
@@ -70,6 +71,7 @@ def test_type_names():
     assert type_name(Binary(b"", 4)) == "binData" and type_name(MinKey()) == "minKey"
 
 
+@QUERY_SETTINGS
 @given(values(), values(), values())
 def test_compare_is_a_total_order(a, b, c):
     assert compare(a, b) == -compare(b, a)
@@ -78,6 +80,7 @@ def test_compare_is_a_total_order(a, b, c):
     assert (compare(a, b) == 0) == (hashable(a) == hashable(b))
 
 
+@QUERY_SETTINGS
 @given(values(), values())
 def test_sort_key_agrees_with_compare(a, b):
     ka, kb = sort_key(a), sort_key(b)
