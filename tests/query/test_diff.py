@@ -128,3 +128,17 @@ def test_binary_equal():
     assert not binary_equal({"a": 1}, {"a": 1.0})
     assert not binary_equal({"a": 1, "b": 2}, {"b": 2, "a": 1})
     assert not binary_equal(True, 1)
+
+
+@pytest.mark.skipif(not SPEC.exists(), reason="shared spec tests not present")
+def test_spec_update_event_description():
+    test = _spec_test("change-streams.json", "Test insert, update, replace, and delete event types")
+    ops = test["operations"]
+    doc = next(o for o in ops if o["name"] == "insertOne")["arguments"]["document"]
+    update = next(o for o in ops if o["name"] == "updateOne")["arguments"]["update"]
+    expected = next(
+        o for o in ops if isinstance(o.get("expectResult"), dict) and "updateDescription" in o["expectResult"]
+    )["expectResult"]["updateDescription"]
+    res = apply_update(doc, update)
+    got = update_description(res.diff)
+    assert got["updatedFields"] == expected["updatedFields"] and got["removedFields"] == expected["removedFields"]
