@@ -473,8 +473,47 @@ class _Describer:
             self.doc(v)
 
 
+def _describe_doc(diff: dict, prefix: str, updated: dict, removed: list, truncated: list):
+    for sec in ("u", "i", "b"):
+        part = diff.get(sec)
+        if part:
+            for k, v in part.items():
+                updated[prefix + k] = v
+    part = diff.get("d")
+    if part:
+        for k in part:
+            removed.append(prefix + k)
+    for k, v in diff.items():
+        if len(k) > 1 and k[0] == "s":
+            if v.get("a") is True:
+                _describe_array(v, prefix + k[1:], updated, removed, truncated)
+            else:
+                _describe_doc(v, prefix + k[1:] + ".", updated, removed, truncated)
+
+
+def _describe_array(diff: dict, path: str, updated: dict, removed: list, truncated: list):
+    if "l" in diff:
+        truncated.append({"field": path, "newSize": diff["l"]})
+    for k, v in diff.items():
+        if k == "a" or k == "l":
+            continue
+        sub = path + "." + k[1:]
+        if k[0] == "u":
+            updated[sub] = v
+        elif v.get("a") is True:
+            _describe_array(v, sub, updated, removed, truncated)
+        else:
+            _describe_doc(v, sub + ".", updated, removed, truncated)
+
+
 def update_description(diff: dict, *, show_expanded: bool = False) -> dict:
     """The change event's updateDescription for a `$v:2` diff, in the server's field order."""
+    if not show_expanded:
+        updated: dict = {}
+        removed: list = []
+        truncated: list = []
+        _describe_doc(diff, "", updated, removed, truncated)
+        return {"updatedFields": updated, "removedFields": removed, "truncatedArrays": truncated}
     d = _Describer()
     d.doc(diff)
     out = {"updatedFields": d.updated, "removedFields": d.removed, "truncatedArrays": d.truncated}

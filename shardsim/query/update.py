@@ -1268,6 +1268,26 @@ def compile_update(update: dict, array_filters=None) -> CompiledUpdate:
     return CompiledUpdate(update, array_filters)
 
 
+def _fast_shape(update: dict):
+    """((op, field, arg), ...) when `update` only $set/$inc's top-level fields to scalars."""
+    out = []
+    seen = set()
+    for op, spec in update.items():
+        if (op != "$set" and op != "$inc") or type(spec) is not dict:
+            return None
+        for path, arg in spec.items():
+            ta = type(arg)
+            if ta is dict or ta is list or not path or "." in path or path[0] == "$" or path in seen:
+                return None
+            if op == "$inc" and not is_number(arg):
+                return None
+            seen.add(path)
+            out.append((op, path, arg))
+    if len(out) > 1:
+        out.sort(key=lambda f: _field_key(f[1]))
+    return out
+
+
 def _apply_fast(doc: dict, fast, ctx_id) -> UpdateResult:
     new = dict(doc)
     updates = {}
@@ -1330,6 +1350,12 @@ def apply_update(
       value of `$currentDate` / `$$NOW` (a naive UTC datetime).
     """
     kind = classify_update(update) if not isinstance(update, CompiledUpdate) else "operators"
+    if kind == "operators" and not is_insert and not array_filters and type(update) is dict:
+        fast = _fast_shape(update)
+        if fast is not None:
+            r = _apply_fast(doc, fast, None)
+            if r is not None:
+                return r
     if is_insert and upsert_query is not None:
         # an upsert that inserts: start from the query's equality fields
         seed = upsert_seed(upsert_query, None if isinstance(update, CompiledUpdate) else update)

@@ -37,6 +37,16 @@ def main():
     cu2 = compile_update({"$set": {"addr.city": "y"}, "$push": {"tags": "c"}})
     bench("apply_compiled $set nested + $push", lambda: apply_compiled(cu2, DOC), 30_000)
     bench("apply_update pipeline $set", lambda: apply_update(DOC, [{"$set": {"n": 42}}]), 30_000)
+    from shardsim.query.diff import apply_diff, update_description
+    from shardsim.query.stages import compile_stage
+
+    diff = {"u": {"n": 42}, "sa": {"a": True, "u2": "c"}}
+    pre = {**DOC, "a": ["a", "b"]}
+    bench("update_description (u + array append)", lambda: update_description(diff), 300_000)
+    bench("apply_diff (u + array append)", lambda: apply_diff(pre, diff), 300_000)
+    event = {"_id": {"_data": "82"}, "operationType": "insert", "fullDocument": DOC, "ns": {"db": "d", "coll": "c"}}
+    st = compile_stage({"$match": {"operationType": "insert", "fullDocument.n": {"$gt": 40}}})
+    bench("change-stream $match {operationType, fullDocument.n $gt}", lambda: st(event), 300_000)
     p = compile_projection({"name": 1, "n": 1})
     bench("projection {name: 1, n: 1}", lambda: p(DOC), 300_000)
     k = sort_key_fn({"n": 1})

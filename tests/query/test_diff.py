@@ -142,3 +142,22 @@ def test_spec_update_event_description():
     res = apply_update(doc, update)
     got = update_description(res.diff)
     assert got["updatedFields"] == expected["updatedFields"] and got["removedFields"] == expected["removedFields"]
+
+
+def test_update_description_with_and_without_show_expanded_agree():
+    from hypothesis import given
+
+    from tests.query._settings import QUERY_SETTINGS
+    from tests.query.strategies import documents
+
+    @QUERY_SETTINGS
+    @given(pre=documents(), post=documents())
+    def check(pre, post):
+        diff = compute_diff(pre, post, ignore_size_limit=True)
+        plain = update_description(diff)
+        full = update_description(diff, show_expanded=True)
+        assert full.pop("disambiguatedPaths") is not None
+        assert list(plain["updatedFields"].items()) == list(full["updatedFields"].items())
+        assert plain == full
+
+    check()
