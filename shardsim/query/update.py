@@ -21,7 +21,9 @@ Three kinds of update (:func:`classify_update`):
   entry when that is smaller.
 
 `apply_update` never mutates its input; a no-op update has `diff=None`
-(the server writes no oplog entry for it).
+(the server writes no oplog entry for it).  The new document is built
+copy-on-write: containers on the paths the update touches are copied, the
+rest is shared with the input (documents are treated as immutable values).
 
 Sources: src/mongo/db/update/*.cpp (update_object_node, update_array_node,
 modifier_node, set_node, unset_node, arithmetic_node, compare_node,
@@ -578,9 +580,10 @@ def _ser_arr(node: _LArr) -> dict:
 
 
 class _Ctx:
-    __slots__ = ("is_insert", "now", "matched", "log", "doc_id", "filters", "root")
+    __slots__ = ("is_insert", "now", "matched", "log", "doc_id", "filters", "root", "owned")
 
     def __init__(self, is_insert, now, matched, log, doc_id, filters, root):
+        self.owned = {id(root)}  # containers of the working document that are private copies
         self.is_insert = is_insert
         self.now = now
         self.matched = matched
@@ -603,6 +606,18 @@ def _get_child(container, name):
         if i is not None and i < len(container):
             return container[i]
     return MISSING
+
+
+def _own(parent, name, ctx):
+    """The child container at parent[name], replaced by a private shallow copy on first use
+    (copy-on-write: the input document is never modified, untouched subtrees are shared)."""
+    v = _get_child(parent, name)
+    t = type(v)
+    if (t is dict or t is list) and id(v) not in ctx.owned:
+        v = dict(v) if t is dict else list(v)
+        _set_value(parent, name, v)
+        ctx.owned.add(id(v))
+    return v
 
 
 def _apply_obj(node: _Obj, container, taken: list, to_create: list, ctx: _Ctx):
@@ -666,7 +681,7 @@ def _apply_node(node, parent, name, taken, to_create, ctx):
         if to_create:
             _apply_obj(node, None, taken, to_create, ctx)
         else:
-            _apply_obj(node, _get_child(parent, name), taken, to_create, ctx)
+            _apply_obj(node, _own(parent, name, ctx), taken, to_create, ctx)
     else:
         _apply_arr(node, parent, name, taken, to_create, ctx)
 
@@ -675,7 +690,7 @@ def _apply_arr(node: _Arr, parent, name, taken, to_create, ctx):
     if to_create:
         path = ".".join([p[0] for p in taken] + to_create)
         raise MongoError("BadValue", f"The path '{path}' must exist in the document in order to apply array updates.")
-    arr = _get_child(parent, name)
+    arr = _own(parent, name, ctx)
     if type(arr) is not list:
         raise MongoError("BadValue", f"Cannot apply array updates to non-array element {element_str(taken[-1][0], arr)}")
     matching: dict[int, list] = {}
@@ -700,13 +715,11 @@ def _apply_arr(node: _Arr, parent, name, taken, to_create, ctx):
             for other in updates[1:]:
                 merged = _merge(merged, other, _dotted(taken) + "." + str(i))
             before = ctx.log.count
-            snapshot = deep_copy(arr[i]) if not self_log else None
             _apply_node(merged, arr, str(i), taken + [(str(i), _INDEX)], [], ctx)
             changed = ctx.log.count != before
             if changed:
                 n_modified += 1
                 modified_idx = i
-            del snapshot
     finally:
         ctx.log = outer_log
     if not self_log:
@@ -761,9 +774,12 @@ def _create_path(parent, taken, to_create, value, ctx: _Ctx, leaf: _Leaf):
         i += 1
     rest = to_create[i:]
     first = rest[0]
+    if type(value) is dict or type(value) is list:
+        ctx.owned.add(id(value))
     nested = value
     for part in reversed(rest[1:]):
         nested = {part: nested}
+        ctx.owned.add(id(nested))
     if type(parent) is list:
         idx = array_index(first)
         if idx is None:
@@ -795,7 +811,7 @@ def _resolve_parent(ctx: _Ctx, taken, to_create):
     """The existing element at which `to_create` starts (the last element of `taken`)."""
     cur = ctx.root
     for name, _t in taken:
-        cur = _get_child(cur, name)
+        cur = _own(cur, name, ctx)
     return cur
 
 
@@ -825,7 +841,7 @@ def _apply_leaf(leaf: _Leaf, parent, name, taken, to_create, ctx: _Ctx):
         base = _resolve_parent(ctx, taken, to_create)
         _create_path(base, taken, to_create, value, ctx, leaf)
         return
-    old = _get_child(parent, name)
+    old = _own(parent, name, ctx) if op in ("$push", "$addToSet") else _get_child(parent, name)
     fn = _UPDATERS[op]
     res = fn(leaf, old, taken, ctx)
     if res is None:
@@ -1251,7 +1267,7 @@ def _apply_rename(leaf: _Leaf, taken, to_create, ctx: _Ctx):
             ctx.log.updated(taken, value)
     parent = ctx.root
     for p in src_parts[:-1]:
-        parent = parent[p]
+        parent = _own(parent, p, ctx)
     del parent[src_parts[-1]]
     if src_parts[0] == "_id":
         raise MongoError(
@@ -1386,7 +1402,7 @@ def apply_compiled(compiled: CompiledUpdate, doc: dict, *, is_insert=False, now=
         from shardsim.query.matcher import Matcher
 
         _ok, match_position = Matcher(upsert_query).match_position(doc)
-    work = deep_copy(doc)
+    work = dict(doc)  # copy-on-write: containers are copied as the update descends into them
     log = _LogBuilder()
     ctx = _Ctx(is_insert, now, match_position, log, work.get("_id", MISSING), compiled.array_filters, work)
     if compiled.has_positional and is_insert:

@@ -207,3 +207,11 @@ def test_add_fields_with_a_missing_value_removes_the_field():
     pipeline = [{"$addFields": {"a": "$b"}}]
     assert list(_COLL.aggregate(pipeline)) == [{"_id": 0, "a": None}]
     assert list(run_pipeline([{"_id": 0, "a": None}], pipeline)) == [{"_id": 0}]
+
+
+def test_inc_on_a_boolean_fails():
+    # ArithmeticNode: "Cannot apply $inc to a value of non-numeric type" (bool is not a number).
+    assert mongomock_update({"_id": 0, "a": False}, {"$inc": {"a": 0}}) == {"_id": 0, "a": 0}
+    with pytest.raises(MongoError) as e:
+        apply_update({"_id": 0, "a": False}, {"$inc": {"a": 0}})
+    assert e.value.code == 14
