@@ -150,7 +150,9 @@ def test_update_description_with_and_without_show_expanded_agree():
     from tests.query._settings import QUERY_SETTINGS
     from tests.query.strategies import documents
 
-    @QUERY_SETTINGS
+    from hypothesis import settings
+
+    @settings(QUERY_SETTINGS, max_examples=min(QUERY_SETTINGS.max_examples, 60))
     @given(pre=documents(), post=documents())
     def check(pre, post):
         diff = compute_diff(pre, post, ignore_size_limit=True)
