@@ -615,14 +615,20 @@ def _type_test(arg) -> Callable[[Any], bool]:
 
 
 def _size_test(arg) -> Callable[[Any], bool]:
+    # expression_parser.cpp: "$size needs a number", "$size must be a whole number",
+    # "$size must be representable as a 32-bit integer", "$size may not be negative"
     if isinstance(arg, bool) or not isinstance(arg, (int, float, Int64, Decimal128)):
         raise MongoError("BadValue", "$size needs a number")
-    f = float(arg.to_decimal()) if isinstance(arg, Decimal128) else float(arg)
-    if f != f or f != math.floor(f):
-        raise MongoError("BadValue", f"Failed to parse $size. Expected an integer, but found {arg}")
-    if f < 0:
-        raise MongoError("BadValue", f"Failed to parse $size. Expected a non-negative number in: $size: {arg}")
+    if isinstance(arg, Decimal128):
+        raise MongoError("BadValue", "$size needs a number")
+    f = float(arg)
+    if f != f or f in (math.inf, -math.inf) or f != math.floor(f):
+        raise MongoError("BadValue", "$size must be a whole number")
+    if isinstance(arg, (int, Int64)) and not isinstance(arg, float) and not (-(2**31) <= int(arg) < 2**31):
+        raise MongoError("BadValue", "$size must be representable as a 32-bit integer")
     n = int(f)
+    if n < 0:
+        raise MongoError("BadValue", "$size may not be negative")
     return lambda v: type(v) is list and len(v) == n
 
 

@@ -140,3 +140,13 @@ def test_array_offsets_follow_path_cpp():
     # the offset of the outermost implicit traversal is the match position
     assert Matcher({"a.b": 2}).match_position({"a": [{"b": [1]}, {"b": [3, 2]}]}) == (True, 1)
     assert Matcher({"a.1": 5}).match_position({"a": [1, 5]}) == (True, None)
+
+
+@pytest.mark.parametrize(
+    "arg, msg",
+    [("x", "$size needs a number"), (1.5, "$size must be a whole number"), (-1, "$size may not be negative")],
+)
+def test_size_errors(arg, msg):
+    with pytest.raises(MongoError) as e:
+        Matcher({"a": {"$size": arg}})
+    assert e.value.code == 2 and e.value.errmsg == msg
