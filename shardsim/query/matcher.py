@@ -579,6 +579,8 @@ def _in_test(values: list) -> Callable[[Any], bool]:
 
 def _type_test(arg) -> Callable[[Any], bool]:
     args = arg if isinstance(arg, list) else [arg]
+    if not args:
+        raise MongoError("FailedToParse", "$type must match at least one type")
     codes = set()
     number = False
     for a in args:
