@@ -175,10 +175,11 @@ def _compile_top_op(key: str, val) -> Pred:
 
 
 def _is_operator_doc(val) -> bool:
+    """isExpressionDocument: the first field is $-prefixed and not a DBRef field."""
     if type(val) is not dict or not val:
         return False
     first = next(iter(val))
-    return first.startswith("$")
+    return first.startswith("$") and first not in ("$ref", "$id", "$db")
 
 
 def _compile_path(path: str, val) -> Pred:
