@@ -15,7 +15,7 @@ import trio
 from oplog.clock import key_ts, ts_key
 from oplog.errors import MongoError
 from router import authn, handshake
-from router.failpoints import FailPoints
+from router.failpoints import FailPoints, app_name_of, fail_get_more_after_checkout
 from router.mongos import ROUTER_COMMANDS, Request, change_stream_labels
 from router.transactions import transaction_labels
 from router.server import ConnState
@@ -58,16 +58,19 @@ class ReplSetFrontend:
         is_cs = self._is_change_stream(name, cmd)
         try:
             await Router._apply_fail_command(self, req)  # same failpoint semantics as mongos
+            if name == "getMore":
+                fail_get_more_after_checkout(self.failpoints, self.node.cursors, db, cmd, app_name_of(conn.client))
             reply = await self.node.run_command(db, cmd)
             authn.note_cursor_owner(self, reply, conn)
             return reply
         except MongoError as err:
             explicit = err.extra.pop("_explicitLabels", None)
+            injected = err.extra.pop("_failCommand", False)
             if explicit is not None:
                 err.labels = list(explicit)
             else:
                 if is_cs:
-                    for label in change_stream_labels(err.code):
+                    for label in change_stream_labels(err.code, resumable_candidate=not (injected and name == "getMore")):
                         err.add_label(label)
                 transaction_labels(err, name, cmd)
             raise
