@@ -50,7 +50,9 @@ class FaultInjector:
     def restart(self, shard: str) -> None:
         """A shard restart: cursors lost, open transactions aborted; the oplog survives."""
         node = self._node(shard)
-        node.cursors.kill_all()
+        # operations in flight fail as at shutdown; later getMores find no cursor (CursorNotFound)
+        node.cursors.kill_all(MongoError("InterruptedAtShutdown", "interrupted at shutdown"))
+        node.oplog._lot.unpark_all()
         for state in list(node.sessions._sessions.values()):
             if state.txn is not None and state.txn.state in ("in_progress", "prepared"):
                 state.txn.abort(None)

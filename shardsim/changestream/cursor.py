@@ -62,6 +62,7 @@ class ChangeStreamCursor:
         self.pbrt_key = initial_pbrt_key
         self.exhausted = False
         self.invalidated = False
+        self.interrupt: MongoError | None = None  # set when the node shuts down under an in-flight getMore
         self.last_used = 0.0
         self._stash: Any = None
 
@@ -121,9 +122,13 @@ class ChangeStreamCursor:
             with trio.move_on_after(wait):
                 while True:
                     await self.node.oplog.wait_for_entries_after(self.source.pos)
+                    if self.interrupt is not None:
+                        raise self.interrupt
                     batch = self.run_batch(limit)
                     if batch or self.exhausted:
                         break
+            if self.interrupt is not None:
+                raise self.interrupt
             if not batch and self.node.instant_hwm:
                 self._advance_hwm()
         return self.finish(batch), self.reply_fields(batch), self.exhausted
