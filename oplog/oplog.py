@@ -131,6 +131,10 @@ class Oplog:
             return bsonutil.decode(self._raw[i])
         return None
 
+    def column_refs(self):
+        """The live columns (keys, ops, nss, raws), indexed from `start`; read them, never keep them."""
+        return self._keys, self._ops, self._nss, self._raw
+
     def columns(self, pos: int, stop: int | None = None):
         """Slices (keys, ops, nss, raws) from absolute `pos` to `stop` for fast scans."""
         i = pos - self._base

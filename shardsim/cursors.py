@@ -27,7 +27,7 @@ def new_cursor_id() -> int:
 
 
 def cursor_reply(batch: list, cursor_id: int, ns: str, *, first: bool, fields: dict | None = None) -> dict:
-    cur: dict[str, Any] = {"firstBatch" if first else "nextBatch": batch}
+    cur: dict[str, Any] = {"firstBatch" if first else "nextBatch": batch}  # a list, or a bsonutil.RawBatch
     if fields:
         cur.update(fields)
     cur["id"] = Int64(cursor_id)

@@ -40,9 +40,7 @@ class CommandError(Exception):
 
 
 def _plain(v: Any) -> Any:
-    if isinstance(v, RawBSONDocument):
-        return bsonutil.decode(v.raw)
-    return v
+    return bsonutil.plain(v)
 
 
 class AsyncClient:

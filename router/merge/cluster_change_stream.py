@@ -35,6 +35,7 @@ from shardsim.changestream.cursor import ID_INTACT_FIELD, OP_TYPES_FIELD, SORT_K
 from shardsim.changestream.cursor import ID_MODIFIED_MSG
 from shardsim.changestream.spec import parse_spec, validate
 from shardsim.changestream.user_stages import validate_user_pipeline
+from oplog.bsonutil import RawBatch
 from shardsim.cursors import cursor_reply
 
 SHARD_AWAIT_CAP_MS = 1000
@@ -153,7 +154,7 @@ class ClusterChangeStreamCursor:
         return err
 
     async def next_batch(self, limit: int, await_ms: int | None) -> list:
-        out: list = []
+        out: list = RawBatch()
         await self._release(out, limit)
         if await_ms is None or out or self.exhausted:
             return out

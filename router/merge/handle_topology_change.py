@@ -26,6 +26,9 @@ class HandleTopologyChange:
         """Swallow a topology event; for a shard added, open a cursor on it."""
         if not rc.is_config or op_type != "insert":
             return
+        from oplog.bsonutil import plain
+
+        raw = plain(raw)
         shard = (raw.get("fullDocument") or {}).get("_id")
         router = self.cursor.router
         if shard is None or shard in {r.shard for r in self.cursor.arm.remotes} or shard not in router.shards:

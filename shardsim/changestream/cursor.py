@@ -68,7 +68,7 @@ class ChangeStreamCursor:
 
     # -- one batch ----------------------------------------------------------------------
     def run_batch(self, limit: int) -> list[tuple[dict, Any, bool, str]]:
-        """Pull up to `limit` events: [(token, RawBSONDocument, _id intact, operationType)]."""
+        """Pull up to `limit` events: [(token, encoded event, _id intact, operationType)]."""
         out: list[tuple[dict, Any, bool, str]] = []
         size = 0
         if self.exhausted:
@@ -96,7 +96,7 @@ class ChangeStreamCursor:
                 self._stash = ev
                 break
             size += len(raw)
-            out.append((ev.token, bsonutil.raw(raw), ev.doc.get("_id") == ev.token, ev.op_type))
+            out.append((ev.token, raw, ev.doc.get("_id") == ev.token, ev.op_type))
             self.pbrt = ev.token
             self.pbrt_key = ev.ts_key
         return out
@@ -149,7 +149,7 @@ class ChangeStreamCursor:
             for _tok, _raw, intact, _op in batch:
                 if not intact:
                     raise MongoError("ChangeStreamFatalError", ID_MODIFIED_MSG)
-        return [raw for _tok, raw, _intact, _op in batch]
+        return bsonutil.RawBatch([raw for _tok, raw, _intact, _op in batch])
 
     def close(self) -> None:
         self.exhausted = True

@@ -61,15 +61,18 @@ class OplogMatch(Stage):
         if not self._checked_history:
             self._check_history()
         oplog = self.oplog
-        end = oplog.end
         if self.pos < oplog.start:
             raise MongoError("CappedPositionLost",
                              "CollectionScan died due to position in capped collection being deleted")
-        keys, ops, nss, raws = oplog.columns(self.pos, end)
+        # Walk the oplog's columns in place (no copies: this is the hot loop of every stream).
+        keys, ops, nss, raws = oplog.column_refs()
+        base = oplog.start
+        n = len(raws)
         ctx = self.ctx
         nsf = ctx.nsf
         show_migration = ctx.spec.show_migration_events
-        for i in range(len(raws)):
+        while self.pos - base < n:
+            i = self.pos - base
             key, op, ns = keys[i], ops[i], nss[i]
             self.pos += 1
             self.latest_key = key
