@@ -85,10 +85,12 @@ class OplogMatch(Stage):
                     continue
             entry = bsonutil.decode(raws[i])
             if entry.get("fromMigrate") and not show_migration:
-                ctx.emit("filtered", ts=key, reason="fromMigrate")
+                if ctx.trace is not None:
+                    ctx.emit("filtered", ts=key, reason="fromMigrate")
                 continue
             if self._keep(entry, op, ns):
-                ctx.emit("scanned", ts=key, op=op, ns=ns)
+                if ctx.trace is not None:
+                    ctx.emit("scanned", ts=key, op=op, ns=ns)
                 return entry
         return PAUSE
 

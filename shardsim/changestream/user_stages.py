@@ -83,7 +83,8 @@ class UserStages(Stage):
                 if doc is None:
                     break
             if doc is None:
-                self.ctx.emit("filtered", ts=ev.ts_key, token=ev.sort_key, reason="user $match")
+                if self.ctx.trace is not None:
+                    self.ctx.emit("filtered", ts=ev.ts_key, token=ev.sort_key, reason="user $match")
                 continue
             ev.doc = doc
             return ev
