@@ -99,3 +99,39 @@ def test_schema_documents_every_step():
             if f.name in ("seq", "t", "where", "stream"):
                 continue
             assert f.name in doc, f"field {step}.{f.name} is not described"
+
+
+def promise_violations(trace: T.Trace) -> list[str]:
+    """A shard's PBRT is a promise: nothing it sends afterwards may sort before it."""
+    bad = []
+    promised: dict[tuple, str] = {}
+    for b in trace.of("batch"):
+        k = (b.stream, b.shard)
+        p = promised.get(k)
+        for key in b.events:
+            if p is not None and key < p:
+                bad.append(f"{b.shard} sent {key} at t={b.t} after promising {p}")
+        if b.pbrt is not None:
+            promised[k] = b.pbrt
+    return bad
+
+
+def test_instant_hwm_never_promises_past_an_unread_entry():
+    """Regression: with --instant-hwm a shard whose awaitData wait timed out at the very instant of a
+    write promised its clock + 1 without reading that write, then sent the write below its own promise."""
+    from shardsim.changestream.aggregate import build_cursor
+
+    async def body(core):
+        await _cluster_with_stream(core, True)
+        node = core.shards["shard00"]
+        cur = build_cursor(node, "db", {"aggregate": "c", "pipeline": [{"$changeStream": {}}]}, needs_merge=True)
+        assert cur.run_batch(10) == []
+        await trio.sleep(1)
+        await node.run_command("db", {"insert": "c", "documents": [{"_id": 1, "k": 5}]})
+        written = node.oplog.last_key
+        cur._advance_hwm()  # what get_more does when its wait times out
+        assert cur.pbrt_key < written, "promised past an entry it has not read"
+        promised = cur.pbrt["_data"]
+        batch = cur.run_batch(10)
+        assert [tok["_data"] >= promised for tok, *_ in batch] == [True]
+    run(body, instant_hwm=True)
