@@ -20,7 +20,9 @@ Shard side (`where` = the node's name; emitted through `ctx.emit` by the
 stages in `shardsim/changestream/`, and by the node itself):
 
     scanned      ts, op, ns            oplog_match: an oplog entry the stream may need
-    filtered     ts, reason, key       oplog_match (fromMigrate) / user $match dropped it
+    filtered     ts, reason, key, op, ns   oplog_match dropped an entry (fromMigrate: op, ns), or
+                                       an event was dropped (key) by the classic-events filter
+                                       or the user's $match
     unwound      ts, txn_op_index, ns  unwind_transaction: one operation of a transaction
     transformed  ts, operation_type, key   transform: the entry became a change event
     swallowed    ts, key, reason       check_resumability: before (or at) the client's token
@@ -98,6 +100,8 @@ class Filtered(Record):
     ts: int
     reason: str
     key: str | None = None
+    op: str | None = None
+    ns: str | None = None
 
 
 @dataclass(frozen=True)

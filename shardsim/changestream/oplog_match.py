@@ -86,7 +86,7 @@ class OplogMatch(Stage):
             entry = bsonutil.decode(raws[i])
             if entry.get("fromMigrate") and not show_migration:
                 if ctx.trace is not None:
-                    ctx.emit("filtered", ts=key, reason="fromMigrate")
+                    ctx.emit("filtered", ts=key, reason="fromMigrate", op=op, ns=ns)
                 continue
             if self._keep(entry, op, ns):
                 if ctx.trace is not None:
