@@ -367,3 +367,18 @@ class Trace:
 
     def to_json_lines(self) -> str:
         return "".join(json.dumps(r.to_dict(), default=str) + "\n" for r in self.records)
+
+
+def promise_violations(trace: Trace) -> list[str]:
+    """Check the merge's premise on a trace: a remote never sends an event below a promise it made."""
+    bad = []
+    promised: dict[tuple, str] = {}
+    for b in trace.of("batch"):
+        k = (b.stream, b.shard)
+        p = promised.get(k)
+        for key in b.events:
+            if p is not None and key < p:
+                bad.append(f"{b.shard} sent {key} at t={b.t} after promising {p}")
+        if b.pbrt is not None:
+            promised[k] = b.pbrt
+    return bad

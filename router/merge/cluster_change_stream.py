@@ -247,7 +247,7 @@ async def open_cluster_change_stream(router: Router, req: Request) -> dict:
     if cmd.get("explain"):
         from router.merge.explain import explain_change_stream
 
-        return explain_change_stream(router, req.db, target, spec_bson, shard_stages, token)
+        return await explain_change_stream(router, req.db, target, spec_bson, shard_stages, token)
     cur = ClusterChangeStreamCursor(router, ns, req.db, target, spec_bson, shard_stages, token)
     cur.initial_pbrt = token if token is not None else make_high_water_mark_token(start)
     shards = sorted(router.shards)

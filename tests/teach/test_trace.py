@@ -101,21 +101,6 @@ def test_schema_documents_every_step():
             assert f.name in doc, f"field {step}.{f.name} is not described"
 
 
-def promise_violations(trace: T.Trace) -> list[str]:
-    """A shard's PBRT is a promise: nothing it sends afterwards may sort before it."""
-    bad = []
-    promised: dict[tuple, str] = {}
-    for b in trace.of("batch"):
-        k = (b.stream, b.shard)
-        p = promised.get(k)
-        for key in b.events:
-            if p is not None and key < p:
-                bad.append(f"{b.shard} sent {key} at t={b.t} after promising {p}")
-        if b.pbrt is not None:
-            promised[k] = b.pbrt
-    return bad
-
-
 def test_instant_hwm_never_promises_past_an_unread_entry():
     """Regression: with --instant-hwm a shard whose awaitData wait timed out at the very instant of a
     write promised its clock + 1 without reading that write, then sent the write below its own promise."""
