@@ -37,12 +37,23 @@ class BrowserMissing(RuntimeError):
     pass
 
 
+def _given(var: str) -> str | None:
+    """A binary named by an environment variable: its path, "" if it names nothing usable, None if unset."""
+    value = os.environ.get(var)
+    if value is None:
+        return None
+    return shutil.which(value) or ""
+
+
 def find_browser() -> tuple[str, str]:
     """(chromium binary, chromedriver binary), or BrowserMissing."""
-    chromium = os.environ.get("MONGOSIM_CHROMIUM") or next(
-        (p for p in (shutil.which(n) for n in _CHROMIUM_NAMES) if p), None)
-    driver = os.environ.get("MONGOSIM_CHROMEDRIVER") or shutil.which("chromedriver")
-    if not driver and os.path.exists("/usr/lib/chromium/chromedriver"):
+    chromium = _given("MONGOSIM_CHROMIUM")
+    if chromium is None:
+        chromium = next((p for p in (shutil.which(n) for n in _CHROMIUM_NAMES) if p), None)
+    driver = _given("MONGOSIM_CHROMEDRIVER")
+    if driver is None:
+        driver = shutil.which("chromedriver")
+    if driver is None and os.path.exists("/usr/lib/chromium/chromedriver"):
         driver = "/usr/lib/chromium/chromedriver"
     missing = [name for name, path in (("chromium", chromium), ("chromedriver", driver)) if not path]
     if missing:
