@@ -46,6 +46,8 @@ def _demo_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--png", metavar="FILE", help="also write a screenshot of the page (needs chromium + chromedriver)")
     p.add_argument("--trace", metavar="FILE", help="also write the raw trace (JSON lines, see mongosim/trace.py)")
     p.add_argument("--width", type=int, default=None, help="terminal width for the account")
+    p.add_argument("--pictures", metavar="DIR", help="write every scenario's timeline picture to DIR/<name>.svg "
+                                                     "(how docs/img is made) and stop")
 
 
 def _explain_parser(sub: argparse._SubParsersAction) -> None:
@@ -71,6 +73,22 @@ def _run_demo(args: argparse.Namespace) -> int:
     from mongosim.demo import SCENARIOS, run_scenario
 
     console = Console(width=args.width) if args.width else Console()
+    if args.pictures:
+        import os
+
+        from mongosim.demo.timeline import render_svg
+
+        os.makedirs(args.pictures, exist_ok=True)
+        for name, sc in SCENARIOS.items():
+            result = run_scenario(sc)
+            if result.skipped:
+                console.print(f"{name}: skipped ({result.skipped})", style="yellow")
+                continue
+            path = os.path.join(args.pictures, f"{name}.svg")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(render_svg(result))
+            console.print(f"{name}: {path}")
+        return 0
     if args.list or not args.scenario:
         t = Table(title="mongosim demo SCENARIO", title_justify="left", show_lines=False)
         t.add_column("scenario", style="bold", no_wrap=True)

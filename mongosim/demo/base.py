@@ -42,7 +42,8 @@ class Scenario:
     run: Callable[["Demo"], Awaitable[None]]
     shards: int = 2
     options: dict = field(default_factory=dict)  # ClusterOptions besides shards/epoch/listen
-    focus: str | None = None  # the step kind the timeline opens on ("gate", ...), default the last step
+    focus: str | None = None  # the timeline opens on the first step of this kind ("gate"; "-reply": the last
+    # such step); default: the last step
     modules: tuple[str, ...] = ()  # where the ideas live in the code
 
 

@@ -42,6 +42,7 @@ class EventInfo:
     ts: int
     name: str  # "insert _id:1"
     transformed_t: float | None = None  # when the shard's stages made it (the last time)
+    filtered: str | None = None  # why a shard's stage dropped it (classic-events filter, user $match)
     passages: dict = field(default_factory=dict)  # stream -> Passage
 
     def passage(self, stream: int | None = None) -> Passage:
@@ -335,6 +336,7 @@ class _Teller:
     def on_filtered(self, r: T.Filtered) -> None:
         self.pending_scan.pop((r.where, r.ts), None)
         if r.key is not None:
+            self.event(r.key, r.where).filtered = r.reason
             self.say(r.where, "filtered", f"drops {self.key(r.key)}: {r.reason}", r.key)
             return
         why = {"fromMigrate": "fromMigrate — written by the cluster's own machinery (a chunk migration, or a "

@@ -83,14 +83,27 @@ class Layout:
         return self.x(ts_seconds(key_info(key).ts, self.story.zero))
 
 
+LABEL_DX = 76  # labels closer than this alternate below / above their marks
+
+
 def _dodge(items: list[tuple[float, Any]]) -> list[tuple[float, Any]]:
     out = []
     last = -1e9
-    for x, item in sorted(items, key=lambda p: p[0]):
+    for x, item in sorted(items, key=lambda p: (p[0], getattr(p[1], "key", ""))):
         x = max(x, last + MIN_DX)
         out.append((x, item))
         last = x
     return out
+
+
+def _label_rows(xs: list[float]) -> list[int]:
+    """For marks at xs (sorted): 0 = label below, 1 = above, alternating while labels would collide."""
+    rows, last_x, last_row = [], -1e9, 1
+    for x in xs:
+        row = 1 - last_row if x - last_x < LABEL_DX else 0
+        rows.append(row)
+        last_x, last_row = x, row
+    return rows
 
 
 class Picture:
@@ -103,10 +116,13 @@ class Picture:
         self.zero = story.zero
         # shard-lane marks
         self.marks: list[tuple[str, float, float, Any]] = []  # (lane, x, y, EventInfo)
+        self.label_row: dict[Any, int] = {}
         for lane in L.lanes:
             evs = [(L.x(ts_seconds(ev.ts, self.zero)), ev) for ev in story.events.values() if ev.shard == lane]
-            for x, ev in _dodge(evs):
-                self.marks.append((lane, x, L.lane_y[lane] + LANE_H / 2 - 6, ev))
+            placed = _dodge(evs)
+            for (x, ev), row in zip(placed, _label_rows([x for x, _ev in placed])):
+                self.marks.append((lane, x, L.lane_y[lane] + LANE_H / 2 - 2, ev))
+                self.label_row[("lane", ev.key)] = row
         self.mark_pos = {ev.key: (x, y) for _lane, x, y, ev in self.marks}
         # output-lane marks: (stream, x, y, EventInfo, Passage, id)
         self.outs: list[tuple[Any, float, float, Any, Any, str]] = []
@@ -116,8 +132,10 @@ class Picture:
                 p = ev.passages.get(s)
                 if p is not None and p.released_t is not None:
                     items.append((L.x(p.released_t), (ev, p)))
-            for i, (x, (ev, p)) in enumerate(_dodge(items)):
+            placed = _dodge(items)
+            for i, ((x, (ev, p)), row) in enumerate(zip(placed, _label_rows([x for x, _ in placed]))):
                 self.outs.append((s, x, L.out_y[s] + OUT_H / 2 + 4, ev, p, f"out-{s}-{i}"))
+                self.label_row[f"out-{s}-{i}"] = row
 
     # -- per-step state --------------------------------------------------------------------------
     def state(self, step: Step) -> dict:
@@ -166,11 +184,13 @@ class Picture:
 
     def focus_index(self) -> int:
         steps = self.story.steps
-        focus = self.result.scenario.focus
+        focus = self.result.scenario.focus  # "kind": its first step; "-kind": its last step
         if focus:
-            for i, s in enumerate(steps):
-                if s.kind == focus:
-                    return i
+            last = focus.startswith("-")
+            kind = focus.lstrip("-")
+            found = [i for i, s in enumerate(steps) if s.kind == kind]
+            if found:
+                return found[-1] if last else found[0]
         return len(steps) - 1
 
     # -- drawing ----------------------------------------------------------------------------------
@@ -278,11 +298,18 @@ class Picture:
         for mlane, x, my, ev in self.marks:
             if mlane != lane:
                 continue
+            ly = my - 13 if self.label_row[("lane", ev.key)] else my + 21
+            if ev.filtered:
+                a(f'<g class="filteredmark" data-key="{esc(ev.key)}" data-name="{esc(ev.name)}">'
+                  f'<path d="M{x - 5},{my - 5} L{x + 5},{my + 5} M{x - 5},{my + 5} L{x + 5},{my - 5}"/>'
+                  f'<title>{esc(key_label(ev.key, self.zero))}: dropped on {esc(lane)} — {esc(ev.filtered)}</title>'
+                  f'<text class="evlabel dim" x="{x}" y="{ly}" text-anchor="middle">{esc(ev.name)} ✗</text></g>')
+                continue
             mcls = st["marks"].get(ev.key, "pending") if st else "out"
             a(f'<g class="mark" data-key="{esc(ev.key)}" data-name="{esc(ev.name)}">'
               f'<circle class="ev {mcls}" cx="{x}" cy="{my}" r="{MARK_R}" fill="{colour}" stroke="{colour}">'
               f'<title>{esc(key_label(ev.key, self.zero))}</title></circle>'
-              f'<text class="evlabel" x="{x}" y="{my + 22}" text-anchor="middle">{esc(ev.name)}</text></g>')
+              f'<text class="evlabel" x="{x}" y="{ly}" text-anchor="middle">{esc(ev.name)}</text></g>')
         a("</g>")
 
     def _out_lane(self, a, s: Any, st: dict | None) -> None:
@@ -316,16 +343,17 @@ class Picture:
                 continue
             vis = "" if visible is None or oid in visible else ' style="display:none"'
             colour = lane_colour(ev.shard)
+            ly = my - 13 if self.label_row[oid] else my + 22
             if p.swallowed:
                 a(f'<g id="{oid}" class="outmark swallowedmark" data-key="{esc(ev.key)}"{vis}>'
                   f'<path d="M{x - 5},{my - 5} L{x + 5},{my + 5} M{x - 5},{my + 5} L{x + 5},{my - 5}" '
                   f'stroke="{colour}"/><title>{esc(ev.name)}: swallowed — {esc(p.swallowed)}</title>'
-                  f'<text class="evlabel" x="{x}" y="{my + 20}" text-anchor="middle">swallowed</text></g>')
+                  f'<text class="evlabel" x="{x}" y="{ly}" text-anchor="middle">{esc(ev.name)} swallowed</text></g>')
             else:
                 a(f'<g id="{oid}" class="outmark" data-key="{esc(ev.key)}"{vis}>'
                   f'<circle class="ev out" cx="{x}" cy="{my}" r="{MARK_R}" fill="{colour}" stroke="{colour}">'
                   f'<title>{esc(key_label(ev.key, self.zero))}, released at {p.released_t:.1f} s</title></circle>'
-                  f'<text class="evlabel" x="{x}" y="{my + 22}" text-anchor="middle">{esc(ev.name)}</text></g>')
+                  f'<text class="evlabel" x="{x}" y="{ly}" text-anchor="middle">{esc(ev.name)}</text></g>')
         # gate and client's resume token (per step)
         g = st["gate"] if st else None
         show = g is not None and g["stream"] == sid
@@ -413,6 +441,8 @@ text { font-family: -apple-system, "Segoe UI", "DejaVu Sans", Arial, sans-serif;
 .flag { fill: #1a5276; stroke: #1a5276; stroke-width: 1.5; }
 .pbrtlabel { font-size: 11px; fill: #1a5276; }
 .swallowedmark path { stroke-width: 2.5; }
+.filteredmark path { stroke: #999; stroke-width: 2; }
+.evlabel.dim { fill: #999; }
 """
 
 PAGE_CSS = """

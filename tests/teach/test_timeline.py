@@ -111,6 +111,8 @@ def test_every_scenario_draws(name):
     assert set(r.story.lanes) == lanes
     assert len(page.find("g", class_="output")) == len(r.story.streams)
     keys = {m["data-key"] for m in page.find("g", class_="mark")}
-    assert keys == {k for k, ev in r.story.events.items() if ev.shard in lanes}
+    dropped = {m["data-key"] for m in page.find("g", class_="filteredmark")}
+    assert keys == {k for k, ev in r.story.events.items() if ev.shard in lanes and not ev.filtered}
+    assert dropped == {k for k, ev in r.story.events.items() if ev.shard in lanes and ev.filtered}
     svg = ET.fromstring(render_svg(r).split("\n", 1)[1])  # a standalone SVG parses as XML
     assert svg.tag.endswith("svg")

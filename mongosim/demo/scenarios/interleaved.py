@@ -37,6 +37,6 @@ SCENARIO = Scenario(
     run=run,
     shards=3,
     options={"instant_hwm": True},
-    focus="released",
+    focus="-reply",
     modules=("router/merge/async_results_merger.py", "router/merge/cluster_change_stream.py"),
 )

@@ -55,6 +55,5 @@ SCENARIO = Scenario(
           "--instant-hwm (see cold-shard).",
     run=run,
     options={"instant_hwm": True},
-    focus="released",
     modules=("shardsim/changestream/check_invalidate.py", "router/merge/cluster_change_stream.py"),
 )

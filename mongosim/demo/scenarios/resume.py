@@ -55,7 +55,6 @@ SCENARIO = Scenario(
     setup="2 shards; db.c sharded on k (k < 100 on shard00, k >= 100 on shard01); --instant-hwm (see cold-shard).",
     run=run,
     options={"instant_hwm": True},
-    focus="swallowed",
     modules=("shardsim/changestream/check_resumability.py", "router/merge/ensure_resume_token_present.py",
              "mongosim/testing/client.py"),
 )
