@@ -262,7 +262,8 @@ class _Teller:
         if shards:
             n = sum(1 for r in recs if isinstance(r, T.Batch))
             moved = any(r.pbrt != r.min_promised for r in recs if isinstance(r, T.Batch))
-            parts.append(f"{', '.join(shards)} answered {n} time{'s' if n != 1 else ''} with no event"
+            who = " and ".join([", ".join(shards[:-1]), shards[-1]] if len(shards) > 1 else shards)
+            parts.append(f"{who} answered {n} time{'s' if n != 1 else ''} with no event"
                          + (" (promises moving with time)" if moved and self.current.gate is None
                             else " and the same promise"))
         if replies:
@@ -271,7 +272,7 @@ class _Teller:
         text = "; ".join(parts) or "nothing new"
         if self.current.gate is not None:
             text += f" — the gate stays closed"
-        self.steps.append(Step(t0, "…", "quiet", text[0].upper() + text[1:], self.snapshot(), None, t_end=t1))
+        self.steps.append(Step(t0, "…", "quiet", text, self.snapshot(), None, t_end=t1))
 
     # -- the replay -------------------------------------------------------------------------------
     def tell(self) -> Story:

@@ -34,7 +34,7 @@ KIND_STYLE = {
     "invalidate": "bold #c0392b",
     "note": "italic",
 }
-MARK = {"gate": "✋ ", "released": "✔ ", "noop": "◆ ", "new_shard": "✚ ", "invalidate": "✖ ", "quiet": ""}
+MARK = {"gate": "■ ", "released": "✔ ", "noop": "◆ ", "new_shard": "✚ ", "invalidate": "✖ ", "quiet": ""}
 
 HOW_TO_READ = (
     "t = virtual seconds since the cluster started (the run takes no real time). A cluster time such as 20s#1 "
@@ -69,7 +69,7 @@ def render(result: DemoResult, console: Console | None = None) -> Console:
     table = Table(box=None, pad_edge=False, show_edge=False, expand=False)
     table.add_column("t", justify="right", no_wrap=True, style="dim")
     table.add_column("where", no_wrap=True)
-    table.add_column("what happens")
+    table.add_column("what happens", overflow="fold")
     for step in story.steps:
         t = f"{step.t:.1f}" if step.t_end is None else f"{step.t:.0f}–{step.t_end:.0f}"
         text = Text(MARK.get(step.kind, "") + step.text, style=KIND_STYLE.get(step.kind, ""))

@@ -22,6 +22,7 @@ from __future__ import annotations
 import html
 import json
 import math
+import re
 from typing import Any
 
 from mongosim.demo.base import DemoResult
@@ -603,7 +604,12 @@ def render_html(result: DemoResult) -> str:
 
 
 def render_svg(result: DemoResult, step: int | None = None) -> str:
-    """The timeline picture alone (at the focus step unless `step` is given), for docs."""
+    """The timeline picture alone (at the focus step unless `step` is given), for docs.
+
+    Without the page's script it needs no `data-key` attributes; leaving them out (resume tokens hold the
+    collection's random UUID) makes the picture the same on every run.
+    """
     pic = Picture(result)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + pic.svg(pic.focus_index() if step is None else step,
-                                                                standalone=True) + "\n"
+    svg = pic.svg(pic.focus_index() if step is None else step, standalone=True)
+    svg = re.sub(r' data-key="[^"]*"', "", svg)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + svg + "\n"

@@ -38,8 +38,8 @@ async def instant(d: Demo) -> None:
 COLD = Scenario(
     name="cold-shard",
     title="A cold shard holds the stream back until its periodic noop",
-    lesson="An event leaves the router only when every shard has promised nothing earlier is coming; an idle "
-           "shard's promise moves only when its periodic noop is written.",
+    lesson="An event leaves the router only when every remote (each shard, and the config server) has promised "
+           "that nothing earlier is coming; an idle node's promise moves only when its periodic noop is written.",
     setup="2 shards; db.c sharded on k (k < 100 on shard00, k >= 100 on shard01); periodic noop every 10 s "
           "(the server's default periodicNoopIntervalSecs).",
     run=cold,

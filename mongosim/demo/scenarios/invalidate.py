@@ -1,9 +1,11 @@
 """invalidate: dropping the collection ends a collection stream.
 
-Each shard that has the collection logs its own `drop`; on each, the
-check-invalidate stage emits the drop event, then an `invalidate` event
-(the drop's token with fromInvalidate), and the shard's cursor ends.  The
-router passes on the first invalidate it can release and closes the stream.
+Every shard that has the collection logs a `drop`, but only the database's
+primary shard logs a user-visible one: the others' are `fromMigrate` and the
+oplog filter skips them.  On the primary, the check-invalidate stage emits
+the drop event, then an `invalidate` event (the drop's token with
+fromInvalidate), and its cursor ends.  The router releases both in order —
+the drop still waits for the other remotes' promises — and closes the stream.
 `resumeAfter` the invalidate token is refused; `startAfter` it opens a new
 stream that begins after the invalidation.
 """
@@ -49,8 +51,8 @@ async def run(d: Demo) -> None:
 SCENARIO = Scenario(
     name="invalidate",
     title="An invalidate ends the stream",
-    lesson="Dropping the collection makes each shard emit drop then invalidate; the router releases the "
-           "invalidate in order and closes the stream; startAfter its token opens a new one.",
+    lesson="Dropping the collection: the primary shard emits drop then invalidate (the other shards' drops are "
+           "internal); the router releases them in order and closes the stream; startAfter the token reopens it.",
     setup="2 shards; db.c sharded on k (k < 100 on shard00, k >= 100 on shard01); a collection stream on db.c; "
           "--instant-hwm (see cold-shard).",
     run=run,
