@@ -22,7 +22,7 @@ NEEDS = ("The multi-shard transaction scenario needs commitTransaction through t
 def _router_has_transactions(d: Demo) -> bool:
     from router.mongos import ROUTER_COMMANDS
 
-    return "commitTransaction" in ROUTER_COMMANDS and d.router.txns is not None
+    return "commitTransaction" in ROUTER_COMMANDS
 
 
 async def run(d: Demo) -> None:
