@@ -3,6 +3,7 @@
     mongosim serve [--host H] [--port P] [--shards N] ...   run an emulated cluster
     mongosim demo [SCENARIO] [--html FILE] [--svg FILE] ...  watch how mongos merges change streams
     mongosim explain [NS] [--pipeline JSON] ...              the shard part and merge part of a watch()
+    mongosim fault SHARD [--delay S] [--fail CODE] ...       inject a fault into a running cluster
 """
 
 from __future__ import annotations
@@ -177,9 +178,51 @@ def _run_explain(args: argparse.Namespace) -> int:
     return 0
 
 
+def _fault_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("fault", help="inject a fault into a running mongosim cluster")
+    p.add_argument("shard", help="the shard, e.g. shard01")
+    p.add_argument("--uri", default="mongodb://127.0.0.1:27017/", help="the cluster (default mongodb://127.0.0.1:27017/)")
+    p.add_argument("--delay", type=float, help="seconds every command to the shard waits")
+    p.add_argument("--fail", type=int, metavar="CODE", help="fail the shard's next command(s) with this error code")
+    p.add_argument("--times", type=int, default=1, help="how many commands --fail / --drop affect")
+    p.add_argument("--drop", action="store_true", help="drop the router's connection to the shard")
+    p.add_argument("--restart", action="store_true", help="restart the shard (its cursors are lost)")
+    p.add_argument("--pause-noop", action="store_true", help="stop the shard's periodic noop writer")
+    p.add_argument("--resume-noop", action="store_true", help="restart the shard's periodic noop writer")
+    p.add_argument("--skew", type=float, help="seconds the shard's wall clock runs ahead (negative: behind)")
+    p.add_argument("--clear", action="store_true", help="remove the shard's faults")
+
+
+def _fault(args: argparse.Namespace) -> int:
+    import pymongo
+
+    cmd: dict = {"mongosimFault": args.shard}
+    if args.delay is not None:
+        cmd["delay"] = args.delay
+    if args.fail is not None:
+        cmd["fail"] = {"code": args.fail, "times": args.times}
+    if args.drop:
+        cmd["drop"] = args.times
+    if args.restart:
+        cmd["restart"] = True
+    if args.pause_noop or args.resume_noop:
+        cmd["pauseNoop"] = bool(args.pause_noop)
+    if args.skew is not None:
+        cmd["skew"] = args.skew
+    if args.clear:
+        cmd["clear"] = True
+    with pymongo.MongoClient(args.uri, serverSelectionTimeoutMS=5000) as client:
+        reply = client.admin.command(cmd)
+    print(f"{args.shard}: {', '.join(reply['applied']) or 'nothing to do'}")
+    return 0
+
+
 async def _serve(opts: ClusterOptions) -> None:
     async with open_cluster(options=opts) as core:
         print(f"mongosim {opts.topology} cluster ready: {core.uri}", flush=True)
+        if opts.topology == "sharded" and not opts.instant_hwm:
+            print(f"  note: as on a real cluster, an idle shard delays change events by up to its noop interval "
+                  f"({opts.noop_interval:g} s); --instant-hwm removes that latency", flush=True)
         await trio.sleep_forever()
 
 
@@ -189,11 +232,14 @@ def main(argv: list[str] | None = None) -> int:
     _serve_parser(sub)
     _demo_parser(sub)
     _explain_parser(sub)
+    _fault_parser(sub)
     args = parser.parse_args(argv)
     if args.command == "demo":
         return _run_demo(args)
     if args.command == "explain":
         return _run_explain(args)
+    if args.command == "fault":
+        return _fault(args)
     if args.command == "serve":
         logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING)
         opts = ClusterOptions(

@@ -62,7 +62,7 @@ def _shard_for_doc(router: Router, ns: str, primary: str, doc: dict) -> str:
 
 
 async def _run_txn_aware(router: Router, req: Request, shard: str, db: str, cmd: dict) -> dict:
-    if router.txns is not None and "txnNumber" in req.cmd and "autocommit" in req.cmd:
+    if req.cmd.get("autocommit") is False:
         return await router.txns.run_in_transaction(req, shard, db, cmd)
     return await router.shard(shard).command(db, cmd)
 

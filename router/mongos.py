@@ -23,7 +23,7 @@ from bson import Timestamp
 
 from oplog.clock import key_ts, ts_key
 from oplog.errors import MongoError, in_category
-from router import handshake
+from router import authn, handshake
 from router.catalog_cache import CatalogCache
 from router.failpoints import CloseConnection, FailPoints
 from router.remote import ShardRemote
@@ -128,8 +128,10 @@ class Router:
         self.started_at = trio.current_time()
         self.hello_changed = trio.Event()
         self.tracer = None  # callable(dict) receiving merge trace events, or None
-        self.auth = None  # router.auth.AuthManager when --auth
-        self.txns: Any = None  # router-side transaction coordinator (router.transactions)
+        self.auth = authn.make_auth(False)  # replaced by the cluster when --auth
+        from router.transactions import RouterTransactions
+
+        self.txns = RouterTransactions(self)  # the transaction coordinator
         self._ddl_lock = trio.Lock()
         for node in [config, *shards.values()]:
             self.clock.advance(node.clock.key)
@@ -146,8 +148,7 @@ class Router:
         handler = ROUTER_COMMANDS.get(name) or ROUTER_COMMANDS.get(name.lower())
         if handler is None:
             raise MongoError("CommandNotFound", f"no such command: '{name}'")
-        if self.auth is not None and self.auth.enabled:
-            self.auth.authorize(db, cmd, conn)
+        authn.authorize(self, db, cmd, conn)
         req = Request(db, cmd, conn, name)
         # decided before running: a failing getMore may remove its cursor
         req.is_change_stream = is_change_stream_command(name, cmd, self, db)
@@ -159,6 +160,7 @@ class Router:
             raise
         if req.op_time_key:
             reply.setdefault("_opTimeKey", req.op_time_key)
+        authn.note_cursor_owner(self, reply, conn)
         return reply
 
     async def _apply_fail_command(self, req: Request) -> None:
@@ -189,8 +191,7 @@ class Router:
         if req.is_change_stream:
             for label in change_stream_labels(err.code):
                 err.add_label(label)
-        if self.txns is not None:
-            self.txns.label_error(err, req)
+        self.txns.label_error(err, req)
 
     def decorate(self, reply: dict, db: str, cmd: dict, conn: ConnState) -> dict:
         op_key = reply.pop("_opTimeKey", 0) or self.clock.key
@@ -227,5 +228,5 @@ class Router:
 
 def load_router_commands() -> None:
     """Import the modules that register router commands."""
-    from router import commands_admin, commands_crud, commands_ddl, sharding  # noqa: F401
+    from router import commands_admin, commands_crud, commands_ddl, sharding, transactions  # noqa: F401
     from router.merge import cluster_change_stream  # noqa: F401

@@ -55,8 +55,12 @@ class ShardRemote:
         self.faults = Faults()
         self.commands_sent = 0
 
-    async def command(self, db: str, cmd: dict) -> dict:
-        """Run `cmd` on the node; raise MongoError (or ShardNetworkError) on failure."""
+    async def command(self, db: str, cmd: dict, *, cluster_time: int | None = None) -> dict:
+        """Run `cmd` on the node; raise MongoError (or ShardNetworkError) on failure.
+
+        `cluster_time` (a ts key) is the `$clusterTime` to gossip, when the caller
+        sends one command to several shards "at once" (default: the router's now).
+        """
         f = self.faults
         self.commands_sent += 1
         if f.delay:
@@ -73,7 +77,7 @@ class ShardRemote:
             if f.fail_labels is not None:
                 err.extra["_explicitLabels"] = list(f.fail_labels)
             raise err
-        self.node.clock.advance(self._clock.key)
+        self.node.clock.advance(self._clock.key if cluster_time is None else cluster_time)
         try:
             return await self.node.run_command(db, cmd, from_router=True)
         finally:

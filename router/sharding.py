@@ -308,9 +308,23 @@ async def migrate_chunk(router: Router, r: CollectionRouting, chunk: Chunk, to: 
                   "$push": {"history": {"$each": [{"validAfter": now, "shard": to}], "$position": 0}}},
         }]})
         router.refresh_catalog()
-        await donor_remote.command(db, {"_deleteRange": r.ns, "key": r.pattern.key, "min": chunk.min, "max": chunk.max})
+        await _delete_range(donor_remote, db, {"_deleteRange": r.ns, "key": r.pattern.key, "min": chunk.min, "max": chunk.max})
     finally:
         cs.release(r.ns)
+
+
+async def _delete_range(donor: Any, db: str, cmd: dict) -> None:
+    """The range deleter: retried until it succeeds, so a committed migration leaves no orphans."""
+    delay = 0.01
+    for attempt in range(100):
+        try:
+            await donor.command(db, cmd)
+            return
+        except MongoError:
+            if attempt == 99:
+                raise
+            await trio.sleep(delay)
+            delay = min(delay * 2, 1.0)
 
 
 @router_command("moveChunk", "movechunk")
@@ -407,4 +421,119 @@ async def cmd_balancer_status(router: Router, req: Request) -> dict:
 
 @router_command("balancerStop", "balancerStart")
 async def cmd_balancer_toggle(router: Router, req: Request) -> dict:
+    return {"ok": 1.0}
+
+
+# -- refine and reshard ------------------------------------------------------------------
+@router_command("refineCollectionShardKey")
+async def cmd_refine_shard_key(router: Router, req: Request) -> dict:
+    """Extend a shard key with more fields; chunk bounds get MinKey (MaxKey at the top) for them."""
+    _admin_only(req)
+    ns = req.cmd["refineCollectionShardKey"]
+    new_key = req.cmd.get("key")
+    async with router._ddl_lock:
+        r = _routing(router, ns)
+        new = ShardKeyPattern(new_key)
+        old = r.pattern
+        if new.fields[: len(old.fields)] != old.fields or any(new.key[f] != old.key[f] for f in old.fields):
+            raise MongoError("InvalidOptions", f"refineCollectionShardKey: new key {new_key} must extend the current shard key {old.key}")
+        extra = new.fields[len(old.fields):]
+        db, name = ns.split(".", 1)
+        primary = router.catalog.primary_of(db)
+        pcoll = router.shard(primary).node.catalog.collection(db, name)
+        if pcoll is None or not any(list(ix["key"])[: len(new.fields)] == new.fields for ix in pcoll.indexes):
+            raise MongoError("InvalidOptions", "refineCollectionShardKey: please create an index that starts with "
+                                               f"the proposed shard key {new.key} before refining the shard key")
+        chunks = router.config.catalog.collection("config", "chunks")
+        updates = []
+        for ch in list(chunks.docs.values()):
+            if bytes(ch["uuid"]) != bytes(r.uuid):
+                continue
+            top = all(isinstance(v, MaxKey) for v in ch["max"].values())
+            mn = {**ch["min"], **{f: MinKey() for f in extra}}
+            mx = {**ch["max"], **{f: (MaxKey() if top else MinKey()) for f in extra}}
+            updates.append({"q": {"_id": ch["_id"]}, "u": {"$set": {"min": mn, "max": mx}}})
+        if updates:
+            await config_write(router, {"update": "chunks", "updates": updates})
+        await config_write(router, {"update": "collections", "updates": [{"q": {"_id": ns}, "u": {"$set": {"key": dict(new.key)}}}]})
+        router.refresh_catalog()
+        for s in sorted({c.shard for c in r.chunks}):
+            if s != primary:
+                await router.shard(s).command(db, {"_shardsvrSetShardKey": ns, "key": dict(new.key), "uuid": r.uuid})
+        await router.shard(primary).command(db, {"_shardsvrNotifyRefineShardKey": ns, "shardKey": dict(new.key),
+                                                 "oldShardKey": dict(old.key)})
+    return {"ok": 1.0}
+
+
+@router_command("reshardCollection")
+async def cmd_reshard_collection(router: Router, req: Request) -> dict:
+    """Move a collection to a new shard key (and a new UUID), as resharding does.
+
+    Documents move to their new owners with `fromMigrate` writes (resharding's
+    temporary collections are invisible to change streams); the primary shard
+    then logs the `reshardCollection` noop under the old UUID.
+    """
+    _admin_only(req)
+    ns = req.cmd["reshardCollection"]
+    new = ShardKeyPattern(req.cmd.get("key"))
+    unique = bool(req.cmd.get("unique", False))
+    async with router._ddl_lock:
+        r = _routing(router, ns)
+        db, name = ns.split(".", 1)
+        primary = router.catalog.primary_of(db)
+        cs = critical_sections(router)
+        cs.acquire(ns)
+        try:
+            new_uuid = Binary(_uuid.uuid4().bytes, 4)
+            names = sorted(router.shards)
+            if new.hashed and len(names) > 1:
+                n = len(names)
+                points = [-(2**63) + (2**64 * i) // n for i in range(1, n)]
+                edges = [None, *points, None]
+                bounds = [(tuple(MinKey() if edges[i] is None else Int64(edges[i]) if f in new.hashed else MinKey() for f in new.fields),
+                           tuple(MaxKey() if edges[i + 1] is None else Int64(edges[i + 1]) if f in new.hashed else MinKey() for f in new.fields),
+                           names[i]) for i in range(n)]
+            else:
+                bounds = [(tuple(MinKey() for _ in new.fields), tuple(MaxKey() for _ in new.fields), primary)]
+            owners = sorted({b[2] for b in bounds})
+            # every document to its new owner
+            holders = [s for s in names if router.shard(s).node.catalog.collection(db, name) is not None]
+            spec = {"key": dict(new.key), "name": "_".join(f"{k}_{v}" for k, v in new.key.items())}
+            for s in holders:  # built on resharding's hidden temporary collection: no event
+                await router.shard(s).command(db, {"createIndexes": name, "indexes": [spec], "fromMigrate": True})
+            moves: dict[str, list] = {}
+            for s in holders:
+                node = router.shard(s).node
+                coll = node.catalog.collection(db, name)
+                for doc in list(coll.docs.values()):
+                    key = ShardKeyPattern.comparable(new.extract(doc))
+                    target = next(b[2] for b in bounds if ShardKeyPattern.comparable(b[0]) <= key < ShardKeyPattern.comparable(b[1]))
+                    if target != s:
+                        moves.setdefault(s, []).append((target, doc))
+            for s, docs in moves.items():
+                for target, doc in docs:
+                    if router.shard(target).node.catalog.collection(db, name) is None:
+                        src = router.shard(s).node.catalog.collection(db, name)
+                        await router.shard(target).command(db, {"_shardsvrSetShardKey": ns, "key": dict(r.pattern.key),
+                                                                "uuid": src.uuid, "options": dict(src.options),
+                                                                "indexes": [dict(x) for x in src.indexes], "fromMigrate": True})
+                    await router.shard(target).command(db, {"_recvChunkDocs": ns, "documents": [doc]})
+                    await router.shard(s).command(db, {"delete": name, "deletes": [{"q": {"_id": doc["_id"]}, "limit": 1}],
+                                                       "fromMigrate": True})
+            await router.shard(primary).command(db, {"_shardsvrNotifyReshardCollection": ns, "reshardUUID": new_uuid,
+                                                     "shardKey": dict(new.key), "oldShardKey": dict(r.pattern.key),
+                                                     "unique": unique})
+            for s in sorted(set(holders) | set(owners)):
+                await router.shard(s).command(db, {"_shardsvrReshardCommit": ns, "uuid": new_uuid, "key": dict(new.key)})
+            await config_write(router, {"delete": "chunks", "deletes": [{"q": {"uuid": r.uuid}, "limit": 0}]})
+            now = router.clock.now()
+            await config_write(router, {"insert": "chunks", "documents": [{
+                "_id": ObjectId(), "uuid": new_uuid, "min": new.bound(lo), "max": new.bound(hi), "shard": s,
+                "lastmod": Timestamp(1, i), "onCurrentShardSince": now, "history": [{"validAfter": now, "shard": s}],
+            } for i, (lo, hi, s) in enumerate(bounds)]})
+            await config_write(router, {"update": "collections", "updates": [{"q": {"_id": ns}, "u": {"$set": {
+                "key": dict(new.key), "uuid": new_uuid, "lastmodEpoch": ObjectId(), "timestamp": now, "unique": unique}}}]})
+            router.refresh_catalog()
+        finally:
+            cs.release(ns)
     return {"ok": 1.0}

@@ -40,9 +40,11 @@ class OpCtx:
     stmt_ids: list[int] = field(default_factory=list)
     # internal flags set by the router for shard-side behaviour
     from_router: bool = False
+    txn: Any = None  # the open multi-document transaction this command runs in
 
 
 Handler = Callable[["Node", OpCtx], Awaitable[dict] | dict]
+_WRITE_COMMANDS = {"insert", "update", "delete", "findAndModify", "findandmodify"}
 
 _COMMANDS: dict[str, Handler] = {}
 
@@ -89,6 +91,8 @@ class Node:
 
         self.cursors = CursorManager(self)
         self.tracer = None  # set to a callable(dict) to trace the change-stream stages
+        self.txn_locks: dict = {}  # (ns, _id key) -> the Transaction that wrote it
+        self.prepared_changed = trio.Event()
         self.epoch = secrets.token_bytes(4)
         self.log(oplog_entry.noop_op("initiating set"))
 
@@ -119,12 +123,36 @@ class Node:
         lsid = cmd.get("lsid")
         txn = cmd.get("txnNumber")
         ctx = OpCtx(db, cmd, lsid=lsid, txn_number=int(txn) if txn is not None else None, from_router=from_router)
-        reply = handler(self, ctx)
-        if hasattr(reply, "__await__"):
-            reply = await reply
+        if cmd.get("autocommit") is False:
+            from shardsim.txn_commands import attach_transaction
+
+            attach_transaction(self, ctx, name)
+        elif name in _WRITE_COMMANDS and self.prepared_namespaces:
+            await self._wait_for_prepared(db, cmd.get(name))
+        try:
+            reply = handler(self, ctx)
+            if hasattr(reply, "__await__"):
+                reply = await reply
+        except MongoError:
+            if ctx.txn is not None and name not in ("commitTransaction", "abortTransaction", "prepareTransaction"):
+                ctx.txn.abort(ctx)  # an error inside a transaction aborts it, as on the server
+            raise
+        if ctx.txn is not None and reply.get("writeErrors"):
+            ctx.txn.abort(ctx)
         if ctx.op_time_key:
             reply["_opTimeKey"] = ctx.op_time_key
         return reply
+
+    @property
+    def prepared_namespaces(self) -> set[str]:
+        return {ns for (ns, _k), t in self.txn_locks.items() if t.state == "prepared"}
+
+    async def _wait_for_prepared(self, db: str, coll: Any) -> None:
+        """A write waits while a prepared transaction holds documents of its collection."""
+        ns = f"{db}.{coll}"
+        while ns in self.prepared_namespaces:
+            self.prepared_changed = trio.Event()
+            await self.prepared_changed.wait()
 
     def operation_time(self, ctx_key: int = 0) -> Timestamp:
         return key_ts(ctx_key or self.clock.key)
@@ -146,7 +174,7 @@ class Node:
 
 # Register the command modules (they decorate handlers with @command).
 def _load_commands() -> None:
-    from shardsim import ddl, reads, sharding_ops, writes  # noqa: F401
+    from shardsim import ddl, reads, sharding_ops, txn_commands, writes  # noqa: F401
     from shardsim.changestream import aggregate  # noqa: F401
 
 

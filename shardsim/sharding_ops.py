@@ -120,3 +120,44 @@ def cmd_count_in_range(node: Node, ctx: OpCtx) -> dict:
     keys = sorted((pattern.extract(d) for d in coll.docs.values() if _in_range(pattern, d, lo, hi)),
                   key=ShardKeyPattern.comparable)
     return {"keys": [list(k) for k in keys], "ok": 1.0}
+
+
+@command("_shardsvrNotifyRefineShardKey")
+def cmd_notify_refine(node: Node, ctx: OpCtx) -> dict:
+    """The primary shard's noop when a shard key is refined (o2.refineCollectionShardKey)."""
+    ns = ctx.cmd["_shardsvrNotifyRefineShardKey"]
+    coll = _coll(node, ns)
+    key, old = ctx.cmd["shardKey"], ctx.cmd["oldShardKey"]
+    msg = f"Refine shard key for collection {ns} with {_key_str(key)}"
+    o2 = {"refineCollectionShardKey": ns, "shardKey": key, "oldShardKey": old}
+    node.log(E.noop_op(msg, ns=ns, ui=coll.uuid, o2=o2), ctx)
+    coll.shard_key = dict(key)
+    return {"ok": 1.0}
+
+
+@command("_shardsvrNotifyReshardCollection")
+def cmd_notify_reshard(node: Node, ctx: OpCtx) -> dict:
+    """The primary shard's noop at the end of resharding (o2.reshardCollection; ui = the old UUID)."""
+    ns = ctx.cmd["_shardsvrNotifyReshardCollection"]
+    coll = _coll(node, ns)
+    o2 = {"reshardCollection": ns, "reshardUUID": ctx.cmd["reshardUUID"], "shardKey": ctx.cmd["shardKey"],
+          "oldShardKey": ctx.cmd["oldShardKey"], "unique": bool(ctx.cmd.get("unique", False))}
+    msg = f"Reshard collection {ns} with shard key {_key_str(ctx.cmd['shardKey'])}"
+    node.log(E.noop_op(msg, ns=ns, ui=coll.uuid, o2=o2), ctx)
+    return {"ok": 1.0}
+
+
+@command("_shardsvrReshardCommit")
+def cmd_reshard_commit(node: Node, ctx: OpCtx) -> dict:
+    """This shard's copy of a resharded collection takes its new UUID and shard key."""
+    ns = ctx.cmd["_shardsvrReshardCommit"]
+    db, name = ns.split(".", 1)
+    coll = node.catalog.collection(db, name)
+    if coll is not None:
+        coll.uuid = ctx.cmd["uuid"]
+        coll.shard_key = dict(ctx.cmd["key"])
+    return {"ok": 1.0}
+
+
+def _key_str(key: dict) -> str:
+    return "{ " + ", ".join(f"{k}: {v!r}" if isinstance(v, str) else f"{k}: {v}" for k, v in key.items()) + " }"

@@ -50,15 +50,45 @@ def check_namespace(db: str, coll: Any) -> str:
 
 
 class WriteSession:
-    """Retryable-write bookkeeping for one write command (no-op without txnNumber)."""
+    """How one write command reads and changes documents.
+
+    Outside a transaction: committed data, one oplog entry per change, and the
+    retryable-write bookkeeping (no-op without txnNumber).  Inside a
+    transaction (`ctx.txn`): the transaction's overlay, and operations buffered
+    for its applyOps entry.
+    """
 
     def __init__(self, node: Node, ctx: OpCtx) -> None:
         self.node = node
         self.ctx = ctx
         self.state = None
+        self.txn = ctx.txn
         self.stmt_ids = ctx.cmd.get("stmtIds")
-        if ctx.lsid is not None and ctx.txn_number is not None:
+        self.from_migrate = bool(ctx.cmd.get("fromMigrate")) and ctx.from_router
+        if self.txn is None and ctx.lsid is not None and ctx.txn_number is not None:
             self.state = node.sessions.begin(ctx.lsid, ctx.txn_number)
+
+    # -- the view ------------------------------------------------------------------
+    def get(self, coll: Collection, id_value: Any) -> dict | None:
+        return self.txn.get(coll, id_value) if self.txn is not None else coll.get(id_value)
+
+    def scan(self, coll: Collection):
+        return self.txn.scan(coll) if self.txn is not None else coll.scan()
+
+    def insert(self, coll: Collection, doc: dict) -> None:
+        self.txn.insert(coll, doc) if self.txn is not None else coll.insert(doc)
+
+    def replace(self, coll: Collection, old: dict, new: dict) -> None:
+        self.txn.replace(coll, old, new) if self.txn is not None else coll.replace(old, new)
+
+    def delete(self, coll: Collection, doc: dict) -> None:
+        self.txn.delete(coll, doc) if self.txn is not None else coll.delete(doc)
+
+    def pre_image(self, coll: Collection, pre: dict) -> None:
+        if self.txn is not None:
+            self.txn.pre_image(coll, pre)
+        else:
+            store_pre_image(self.node, coll, self.ctx, pre)
 
     def stmt_id(self, index: int) -> int | None:
         if self.state is None:
@@ -74,7 +104,10 @@ class WriteSession:
         return self.state.executed.get(self.stmt_id(index))
 
     def log(self, op: dict, index: int, result: Any = True) -> None:
-        fields: dict[str, Any] = {}
+        if self.txn is not None:
+            self.txn.log(op)
+            return
+        fields: dict[str, Any] = {"from_migrate": self.from_migrate}
         if self.state is not None:
             fields = {
                 "lsid": lsid_with_uid(self.ctx.lsid),
@@ -116,7 +149,7 @@ def prepare_insert(doc: dict) -> dict:
 
 
 def insert_one(node: Node, ctx: OpCtx, coll: Collection, doc: dict, ws: WriteSession, index: int) -> None:
-    coll.insert(doc)
+    ws.insert(coll, doc)
     ws.log(E.insert_op(coll.ns, coll.uuid, doc, coll.document_key(doc)), index)
 
 
@@ -155,6 +188,8 @@ def cmd_insert(node: Node, ctx: OpCtx) -> dict:
             insert_one(node, ctx, coll, doc, ws, i)
             n += 1
         except MongoError as err:
+            if ws.txn is not None and err.code == 112:
+                raise  # a write conflict ends the transaction: a command error, not a write error
             errors.append(err.to_write_error(i))
             if ordered:
                 break
@@ -174,15 +209,18 @@ def _id_equality(q: dict) -> Any:
 _NO = object()
 
 
-def matching_documents(coll: Collection | None, q: dict, matcher: Matcher | None = None) -> Iterable[dict]:
+def matching_documents(coll: Collection | None, q: dict, matcher: Matcher | None = None,
+                       view: "WriteSession | Any | None" = None) -> Iterable[dict]:
+    """Documents of `coll` matching `q`, as `view` (a transaction, or committed data) sees them."""
     if coll is None:
         return []
     idv = _id_equality(q)
     if idv is not _NO:
-        d = coll.get(idv)
+        d = view.get(coll, idv) if view is not None else coll.get(idv)
         return [d] if d is not None else []
     m = matcher or Matcher(q)
-    return [d for d in coll.scan() if m.matches(d)]
+    docs = view.scan(coll) if view is not None else coll.scan()
+    return [d for d in docs if m.matches(d)]
 
 
 def update_document(node: Node, ctx: OpCtx, coll: Collection, doc: dict, update: Any, ws: WriteSession, index: int,
@@ -210,9 +248,9 @@ def update_document(node: Node, ctx: OpCtx, coll: Collection, doc: dict, update:
         op = E.update_op(coll.ns, coll.uuid, res.diff, coll.document_key(doc))
     if len(bsonutil.encode(new)) > bsonutil.MAX_BSON_OBJECT_SIZE:
         raise MongoError("BSONObjectTooLarge", "Resulting document after update is larger than 16777216")
-    coll.replace(doc, new)
+    ws.replace(coll, doc, new)
     ws.log(op, index)
-    store_pre_image(node, coll, ctx, doc)
+    ws.pre_image(coll, doc)
     return new
 
 
@@ -257,7 +295,7 @@ def cmd_update(node: Node, ctx: OpCtx) -> dict:
                 raise MongoError("FailedToParse", "multi update is not supported for replacement-style update")
             coll = node.catalog.collection(ctx.db, name)
             matcher = Matcher(q)
-            targets = matching_documents(coll, q, matcher)
+            targets = matching_documents(coll, q, matcher, ws)
             if not multi:
                 targets = list(targets)[:1]
             if targets:
@@ -278,6 +316,8 @@ def cmd_update(node: Node, ctx: OpCtx) -> dict:
                 if ws.state is not None:
                     ws.state.executed[ws.stmt_id(i)] = {"n": 1, "nModified": 0, "upserted": doc["_id"]}
         except MongoError as err:
+            if ws.txn is not None and err.code == 112:
+                raise  # a write conflict ends the transaction: a command error, not a write error
             errors.append(err.to_write_error(i))
             if ordered:
                 break
@@ -291,9 +331,9 @@ def cmd_update(node: Node, ctx: OpCtx) -> dict:
 # -- delete -------------------------------------------------------------------------
 def delete_document(node: Node, ctx: OpCtx, coll: Collection, doc: dict, ws: WriteSession, index: int) -> None:
     key = coll.document_key(doc)
-    coll.delete(doc)
+    ws.delete(coll, doc)
     ws.log(E.delete_op(coll.ns, coll.uuid, key), index)
-    store_pre_image(node, coll, ctx, doc)
+    ws.pre_image(coll, doc)
 
 
 @command("delete")
@@ -318,7 +358,7 @@ def cmd_delete(node: Node, ctx: OpCtx) -> dict:
             if limit not in (0, 1):
                 raise MongoError("FailedToParse", "The limit field in delete objects must be 0 or 1. Got " + str(limit))
             coll = node.catalog.collection(ctx.db, name)
-            targets = list(matching_documents(coll, q))
+            targets = list(matching_documents(coll, q, None, ws))
             if limit == 1:
                 targets = targets[:1]
             for doc in targets:
@@ -327,6 +367,8 @@ def cmd_delete(node: Node, ctx: OpCtx) -> dict:
             if ws.state is not None:
                 ws.state.executed[ws.stmt_id(i)] = {"n": len(targets)}
         except MongoError as err:
+            if ws.txn is not None and err.code == 112:
+                raise  # a write conflict ends the transaction: a command error, not a write error
             errors.append(err.to_write_error(i))
             if ordered:
                 break
@@ -358,7 +400,7 @@ def cmd_find_and_modify(node: Node, ctx: OpCtx) -> dict:
         return dict(saved)
     coll = node.catalog.collection(ctx.db, name)
     matcher = Matcher(q)
-    targets = list(matching_documents(coll, q, matcher))
+    targets = list(matching_documents(coll, q, matcher, ws))
     if cmd.get("sort"):
         targets.sort(key=sort_key_fn(cmd["sort"]))
     doc = targets[0] if targets else None

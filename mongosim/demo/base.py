@@ -108,7 +108,10 @@ class Demo:
     async def insert(self, *docs: dict, ns: str = "db.c", **cmd: Any) -> dict:
         db, coll = ns.split(".", 1)
         where = ", ".join(f"{value(d)} → {self.shard_of(d, ns)}" for d in docs)
-        self.did(f"inserts {where}" if len(docs) == 1 else f"inserts (one command) {where}")
+        text = f"inserts {where}" if len(docs) == 1 else f"inserts (one command) {where}"
+        if cmd.get("autocommit") is False:
+            text += " — inside the transaction: nothing reaches the oplog before the commit"
+        self.did(text)
         return await self.client.command(db, {"insert": coll, "documents": list(docs), **cmd})
 
     async def update(self, q: dict, u: dict, ns: str = "db.c") -> dict:

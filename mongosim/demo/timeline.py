@@ -97,6 +97,18 @@ def _dodge(items: list[tuple[float, Any]]) -> list[tuple[float, Any]]:
     return out
 
 
+def _crowded(xs: list[float]) -> list[bool]:
+    """Marks with two or more neighbours within LABEL_DX get a short label."""
+    return [sum(1 for j, y in enumerate(xs) if j != i and abs(y - x) < LABEL_DX) >= 2 for i, x in enumerate(xs)]
+
+
+def _short_name(name: str) -> str:
+    """`insert _id:12 (txn op 1)` -> `12`; a name without an _id stays as it is."""
+    if "_id:" in name:
+        return name.split("_id:", 1)[1].split(" ", 1)[0]
+    return name
+
+
 def _label_rows(xs: list[float]) -> list[int]:
     """For marks at xs (sorted): 0 = label below, 1 = above, alternating while labels would collide."""
     rows, last_x, last_row = [], -1e9, 1
@@ -118,12 +130,15 @@ class Picture:
         # shard-lane marks
         self.marks: list[tuple[str, float, float, Any]] = []  # (lane, x, y, EventInfo)
         self.label_row: dict[Any, int] = {}
+        self.label: dict[Any, str] = {}
         for lane in L.lanes:
             evs = [(L.x(ts_seconds(ev.ts, self.zero)), ev) for ev in story.events.values() if ev.shard == lane]
             placed = _dodge(evs)
-            for (x, ev), row in zip(placed, _label_rows([x for x, _ev in placed])):
+            xs = [x for x, _ev in placed]
+            for (x, ev), row, short in zip(placed, _label_rows(xs), _crowded(xs)):
                 self.marks.append((lane, x, L.lane_y[lane] + LANE_H / 2 - 2, ev))
                 self.label_row[("lane", ev.key)] = row
+                self.label[("lane", ev.key)] = _short_name(ev.name) if short else ev.name
         self.mark_pos = {ev.key: (x, y) for _lane, x, y, ev in self.marks}
         # output-lane marks: (stream, x, y, EventInfo, Passage, id)
         self.outs: list[tuple[Any, float, float, Any, Any, str]] = []
@@ -134,9 +149,11 @@ class Picture:
                 if p is not None and p.released_t is not None:
                     items.append((L.x(p.released_t), (ev, p)))
             placed = _dodge(items)
-            for i, ((x, (ev, p)), row) in enumerate(zip(placed, _label_rows([x for x, _ in placed]))):
+            xs = [x for x, _ in placed]
+            for i, ((x, (ev, p)), row, short) in enumerate(zip(placed, _label_rows(xs), _crowded(xs))):
                 self.outs.append((s, x, L.out_y[s] + OUT_H / 2 + 4, ev, p, f"out-{s}-{i}"))
                 self.label_row[f"out-{s}-{i}"] = row
+                self.label[f"out-{s}-{i}"] = _short_name(ev.name) if short else ev.name
 
     # -- per-step state --------------------------------------------------------------------------
     def state(self, step: Step) -> dict:
@@ -304,13 +321,15 @@ class Picture:
                 a(f'<g class="filteredmark" data-key="{esc(ev.key)}" data-name="{esc(ev.name)}">'
                   f'<path d="M{x - 5},{my - 5} L{x + 5},{my + 5} M{x - 5},{my + 5} L{x + 5},{my - 5}"/>'
                   f'<title>{esc(key_label(ev.key, self.zero))}: dropped on {esc(lane)} — {esc(ev.filtered)}</title>'
-                  f'<text class="evlabel dim" x="{x}" y="{ly}" text-anchor="middle">{esc(ev.name)} ✗</text></g>')
+                  f'<text class="evlabel dim" x="{x}" y="{ly}" text-anchor="middle">'
+                  f'{esc(self.label[("lane", ev.key)])} ✗</text></g>')
                 continue
             mcls = st["marks"].get(ev.key, "pending") if st else "out"
             a(f'<g class="mark" data-key="{esc(ev.key)}" data-name="{esc(ev.name)}">'
               f'<circle class="ev {mcls}" cx="{x}" cy="{my}" r="{MARK_R}" fill="{colour}" stroke="{colour}">'
               f'<title>{esc(key_label(ev.key, self.zero))}</title></circle>'
-              f'<text class="evlabel" x="{x}" y="{ly}" text-anchor="middle">{esc(ev.name)}</text></g>')
+              f'<text class="evlabel" x="{x}" y="{ly}" text-anchor="middle">{esc(self.label[("lane", ev.key)])}'
+              f'</text></g>')
         a("</g>")
 
     def _out_lane(self, a, s: Any, st: dict | None) -> None:
@@ -349,12 +368,13 @@ class Picture:
                 a(f'<g id="{oid}" class="outmark swallowedmark" data-key="{esc(ev.key)}"{vis}>'
                   f'<path d="M{x - 5},{my - 5} L{x + 5},{my + 5} M{x - 5},{my + 5} L{x + 5},{my - 5}" '
                   f'stroke="{colour}"/><title>{esc(ev.name)}: swallowed — {esc(p.swallowed)}</title>'
-                  f'<text class="evlabel" x="{x}" y="{ly}" text-anchor="middle">{esc(ev.name)} swallowed</text></g>')
+                  f'<text class="evlabel" x="{x}" y="{ly}" text-anchor="middle">{esc(self.label[oid])} swallowed'
+                  f'</text></g>')
             else:
                 a(f'<g id="{oid}" class="outmark" data-key="{esc(ev.key)}"{vis}>'
                   f'<circle class="ev out" cx="{x}" cy="{my}" r="{MARK_R}" fill="{colour}" stroke="{colour}">'
                   f'<title>{esc(key_label(ev.key, self.zero))}, released at {p.released_t:.1f} s</title></circle>'
-                  f'<text class="evlabel" x="{x}" y="{ly}" text-anchor="middle">{esc(ev.name)}</text></g>')
+                  f'<text class="evlabel" x="{x}" y="{ly}" text-anchor="middle">{esc(self.label[oid])}</text></g>')
         # gate and client's resume token (per step)
         g = st["gate"] if st else None
         show = g is not None and g["stream"] == sid

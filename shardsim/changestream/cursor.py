@@ -32,6 +32,7 @@ from shardsim.changestream.context import PAUSE, ChangeStreamContext, Invalidate
 from shardsim.changestream.oplog_match import OplogMatch
 
 DEFAULT_AWAIT_MS = 1000
+MAX_EVENT_BYTES = bsonutil.MAX_BSON_OBJECT_SIZE + 16 * 1024  # BSONObjMaxInternalSize
 # Internal cursor fields for the router (shard part of a sharded stream).
 SORT_KEYS_FIELD = "$_sortKeys"
 ID_INTACT_FIELD = "$_idIntact"
@@ -86,6 +87,10 @@ class ChangeStreamCursor:
                 self._advance_hwm()
                 break
             raw = bsonutil.encode_in_order(ev.doc)
+            if len(raw) > MAX_EVENT_BYTES:
+                raise MongoError("BSONObjectTooLarge",
+                                 f"BSONObj size: {len(raw)} ({len(raw):#X}) is invalid. Size must be between 0 and "
+                                 f"{MAX_EVENT_BYTES}(16MB) First element: _id: {ev.token}")
             if out and size + len(raw) > BATCH_BYTES:
                 self._stash = ev
                 break

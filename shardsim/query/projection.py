@@ -150,11 +150,9 @@ def compile_projection(spec: dict | None, *, find: bool = True) -> Callable:
             continue
         if isinstance(v, dict):
             raise MongoError(51270, "An empty sub-projection is not a valid value. Found empty object at path")
-        # literal value
+        # any other value is an expression: "$b" a field path, [..] an array, "x" a constant
         set_mode(_INC, path)
-        from shardsim.query.expressions import compile_expression as ce
-
-        insert(path, ("expr", ce({"$literal": v})))
+        insert(path, ("expr", compile_expression(v)))
 
     if mode is None:
         mode = _INC if (id_mode is True and not _has_slice(root)) else _EXC

@@ -56,6 +56,5 @@ SCENARIO = Scenario(
     setup="2 shards; db.c sharded on k (k < 100 on shard00, k >= 100 on shard01); --instant-hwm (see cold-shard).",
     run=run,
     options={"instant_hwm": True},
-    focus="released",
     modules=("shardsim/changestream/unwind_transaction.py", "router/merge/async_results_merger.py"),
 )

@@ -1,0 +1,190 @@
+"""Transactions through the router: participants, two-phase commit, error labels.
+
+The router remembers, per session, the open transaction's number and its
+participants (each shard it sent a command to, with `startTransaction: true`
+and the transaction's readConcern on first contact).  `commitTransaction`:
+
+- no participant, or one: the participant commits on its own (one applyOps);
+- several that wrote: two-phase commit — `prepareTransaction` on each (each
+  logs applyOps with `prepare: true` and returns its prepareTimestamp), then
+  `commitTransaction` with `commitTimestamp = max(prepare timestamps)` on each.
+
+Any error inside the transaction aborts it on every participant.  Labels as
+the server puts them (error_labels.cpp): TransientTransactionError for
+WriteConflict, NoSuchTransaction, LockTimeout, network and not-primary errors
+inside a transaction; UnknownTransactionCommitResult for commit errors whose
+outcome is unknown; RetryableWriteError for retryable writes failing with a
+retriable code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import trio
+from bson import Timestamp
+
+from oplog.errors import MongoError, in_category
+from router.mongos import Request, Router, router_command
+from shardsim.sessions import session_key
+from shardsim.transactions import no_such_transaction
+
+WRITE_COMMANDS = {"insert", "update", "delete", "findAndModify", "findandmodify", "bulkWrite"}
+TXN_FIELDS = ("lsid", "txnNumber", "autocommit")
+
+
+def transaction_labels(err: MongoError, name: str, cmd: dict) -> None:
+    """Add the transaction and retryable-write labels the server would add."""
+    code = err.code
+    if cmd.get("autocommit") is False:
+        transient = code in (112, 251, 24) or in_category(code, "NetworkError") or in_category(code, "NotPrimaryError") \
+            or in_category(code, "ShutdownError")
+        if name == "commitTransaction":
+            if code == 251:
+                err.add_label("TransientTransactionError")
+            elif in_category(code, "RetriableError") or in_category(code, "NetworkError") or code in (50, 64, 79, 100):
+                err.add_label("UnknownTransactionCommitResult")
+        elif transient:
+            err.add_label("TransientTransactionError")
+    elif "txnNumber" in cmd and name in WRITE_COMMANDS:
+        if in_category(code, "RetriableError") or in_category(code, "NetworkError"):
+            err.add_label("RetryableWriteError")
+
+
+@dataclass
+class RouterTxn:
+    lsid: dict
+    txn_number: int
+    read_concern: Any = None
+    participants: dict[str, bool] = field(default_factory=dict)  # shard -> wrote
+    state: str = "in_progress"  # committed | aborted
+
+
+class RouterTransactions:
+    def __init__(self, router: Router) -> None:
+        self.router = router
+        self._txns: dict[bytes, RouterTxn] = {}
+
+    def _get(self, req: Request) -> RouterTxn:
+        lsid = req.cmd.get("lsid")
+        txn_number = req.cmd.get("txnNumber")
+        if lsid is None or txn_number is None:
+            raise MongoError("InvalidOptions", "'autocommit' field requires a transaction number to also be specified")
+        key = session_key(lsid)
+        cur = self._txns.get(key)
+        if req.cmd.get("startTransaction"):
+            if cur is not None and cur.txn_number > txn_number:
+                raise MongoError(225, f"Cannot start transaction {txn_number} on session because a newer "
+                                      f"transaction {cur.txn_number} has already started.")
+            if cur is None or cur.txn_number < txn_number:
+                cur = self._txns[key] = RouterTxn(lsid, int(txn_number), req.cmd.get("readConcern"))
+        if cur is None or cur.txn_number != txn_number:
+            raise no_such_transaction(int(txn_number), aborted=False)
+        return cur
+
+    async def run_in_transaction(self, req: Request, shard: str, db: str, cmd: dict) -> dict:
+        txn = self._get(req)
+        if txn.state == "aborted":
+            raise no_such_transaction(txn.txn_number)
+        out = {k: v for k, v in cmd.items() if k not in ("startTransaction", "readConcern")}
+        out["lsid"] = txn.lsid
+        out["txnNumber"] = txn.txn_number
+        out["autocommit"] = False
+        if shard not in txn.participants:
+            out["startTransaction"] = True
+            if txn.read_concern is not None:
+                out["readConcern"] = txn.read_concern
+            txn.participants[shard] = False
+        if next(iter(cmd)) in WRITE_COMMANDS:
+            txn.participants[shard] = True
+        try:
+            return await self.router.shard(shard).command(db, out)
+        except MongoError:
+            await self._abort_all(txn)
+            raise
+
+    def _cmd(self, txn: RouterTxn, name: str, **extra: Any) -> dict:
+        return {name: 1, "lsid": txn.lsid, "txnNumber": txn.txn_number, "autocommit": False, **extra}
+
+    async def _abort_all(self, txn: RouterTxn) -> None:
+        txn.state = "aborted"
+        for shard in txn.participants:
+            try:
+                await self.router.shard(shard).command("admin", self._cmd(txn, "abortTransaction", **{"$_idempotent": True}))
+            except MongoError:
+                pass
+
+    async def commit(self, req: Request) -> dict:
+        txn = self._get(req)
+        if txn.state == "committed":
+            return {"ok": 1.0}
+        if txn.state == "aborted":
+            raise no_such_transaction(txn.txn_number)
+        shards = list(txn.participants)
+        writers = [s for s, wrote in txn.participants.items() if wrote]
+        try:
+            if len(writers) <= 1:
+                # read-only participants first, then the one that wrote (single-shard commit)
+                for s in sorted(shards, key=lambda s: txn.participants[s]):
+                    await self.router.shard(s).command("admin", self._cmd(txn, "commitTransaction"))
+            else:
+                prepared = await self._everywhere(shards, self._cmd(txn, "prepareTransaction"))
+                commit_ts = max(r["prepareTimestamp"] for r in prepared)
+                await self._everywhere(shards, self._cmd(txn, "commitTransaction", commitTimestamp=commit_ts))
+        except MongoError:
+            if txn.state != "committed":
+                await self._abort_all(txn)
+            raise
+        txn.state = "committed"
+        if shards:
+            req.op_time_key = max(self.router.shard(s).node.oplog.last_key for s in shards)
+        return {"ok": 1.0}
+
+    async def _everywhere(self, shards: list[str], cmd: dict) -> list[dict]:
+        """Send `cmd` to every participant concurrently, all with the same `$clusterTime`."""
+        gossip = self.router.clock.key
+        replies: dict[str, dict] = {}
+
+        async def one(s: str) -> None:
+            replies[s] = await self.router.shard(s).command("admin", dict(cmd), cluster_time=gossip)
+
+        try:
+            async with trio.open_nursery() as nursery:
+                for s in shards:
+                    nursery.start_soon(one, s)
+        except BaseExceptionGroup as eg:
+            first = eg.exceptions[0]
+            while isinstance(first, BaseExceptionGroup):
+                first = first.exceptions[0]
+            raise first
+        return [replies[s] for s in shards]
+
+    async def abort(self, req: Request) -> dict:
+        txn = self._get(req)
+        if txn.state == "committed":
+            raise MongoError("TransactionCommitted", f"Transaction with {{ txnNumber: {txn.txn_number} }} has been committed.")
+        if txn.state == "aborted" and not txn.participants:
+            raise no_such_transaction(txn.txn_number)
+        await self._abort_all(txn)
+        return {"ok": 1.0}
+
+    async def end_sessions(self, cmd: dict) -> None:
+        ids = cmd.get("endSessions") or cmd.get("killSessions") or []
+        for lsid in ids if isinstance(ids, list) else []:
+            txn = self._txns.pop(session_key(lsid), None)
+            if txn is not None and txn.state == "in_progress":
+                await self._abort_all(txn)
+
+    def label_error(self, err: MongoError, req: Request) -> None:
+        transaction_labels(err, req.name, req.cmd)
+
+
+@router_command("commitTransaction")
+async def cmd_commit_transaction(router: Router, req: Request) -> dict:
+    return await router.txns.commit(req)
+
+
+@router_command("abortTransaction")
+async def cmd_abort_transaction(router: Router, req: Request) -> dict:
+    return await router.txns.abort(req)

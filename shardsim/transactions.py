@@ -1,0 +1,256 @@
+"""Multi-document transactions on one node.
+
+A transaction buffers its writes in an *overlay* (documents it inserted,
+replaced or deleted, per collection) that only it can see; every operation is
+also recorded, in order, as the `applyOps` operation the oplog will hold.
+
+- Commit (unprepared): the operations become one `applyOps` oplog entry —
+  several, chained by `prevOpTime` and marked `partialTxn` except the last,
+  when they exceed the entry size limit — carrying `lsid`, `txnNumber`.
+- Prepare (a participant of a multi-shard transaction): the operations are
+  logged as `applyOps` with `prepare: true` and the prepare timestamp returned;
+  the router's coordinator picks `commitTimestamp = max(prepare timestamps)`.
+- Commit of a prepared transaction: the clock ticks to the commit timestamp,
+  the data becomes visible, and `{commitTransaction: 1, commitTimestamp}` is
+  logged (its `prevOpTime` points at the prepare entry).  In a quiet cluster
+  every participant's commit entry lands on the same timestamp, so the events
+  share one clusterTime, as on a real cluster.
+- Abort: nothing is applied; a prepared transaction logs `abortTransaction`.
+
+Write conflicts (WriteConflict 112, label TransientTransactionError): a
+document already written by another open transaction; or a document that
+changed after this transaction first touched it (checked at commit: the
+emulator lets a non-transactional write through where mongod would block it,
+and fails the transaction instead — no update is ever lost).
+
+Limits (see README): reads inside a transaction see committed data plus the
+transaction's own writes, not a point-in-time snapshot; collections created
+implicitly inside a transaction are created at once, not inside applyOps.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from oplog import bsonutil
+from oplog import entry as E
+from oplog.clock import key_ts, ts_key
+from oplog.errors import MongoError
+from shardsim.catalog import Collection
+from shardsim.query.values import hashable
+from shardsim.sessions import lsid_with_uid
+
+APPLY_OPS_LIMIT = bsonutil.MAX_BSON_OBJECT_SIZE - 64 * 1024
+
+_DELETED = object()
+
+
+def write_conflict(msg: str = "Write conflict during plan execution and yielding is disabled.") -> MongoError:
+    return MongoError("WriteConflict", msg, labels=["TransientTransactionError"])
+
+
+def no_such_transaction(txn_number: int, aborted: bool = True) -> MongoError:
+    what = "has been aborted." if aborted else "is not in progress."
+    return MongoError("NoSuchTransaction", f"Transaction with {{ txnNumber: {txn_number} }} {what}",
+                      labels=["TransientTransactionError"])
+
+
+class Transaction:
+    def __init__(self, node: Any, lsid: dict, txn_number: int) -> None:
+        self.node = node
+        self.lsid = lsid
+        self.txn_number = txn_number
+        self.state = "in_progress"
+        self.ops: list[dict] = []
+        self.pre_images: list[tuple[int, Collection, dict]] = []  # (op index, collection, pre-image)
+        self.overlay: dict[tuple[str, Any], Any] = {}  # (ns, id key) -> doc or _DELETED
+        self.touched: dict[tuple[str, Any], Any] = {}  # (ns, id key) -> base doc at first touch (identity)
+        self.mutations: list[tuple[str, Collection, Any, Any]] = []
+        self.prepare_key = 0
+        self.prepare_entry_key = 0
+        self.commit_key = 0
+
+    # -- reads -----------------------------------------------------------------------
+    def get(self, coll: Collection, id_value: Any) -> dict | None:
+        k = (coll.ns, hashable(id_value))
+        if k in self.overlay:
+            d = self.overlay[k]
+            return None if d is _DELETED else d
+        return coll.get(id_value)
+
+    def scan(self, coll: Collection) -> Iterator[dict]:
+        ns = coll.ns
+        seen = set()
+        out = []
+        for idk, doc in list(coll.docs.items()):
+            k = (ns, idk)
+            seen.add(k)
+            if k in self.overlay:
+                d = self.overlay[k]
+                if d is not _DELETED:
+                    out.append(d)
+            else:
+                out.append(doc)
+        for k, d in self.overlay.items():
+            if k[0] == ns and k not in seen and d is not _DELETED:
+                out.append(d)
+        return iter(out)
+
+    # -- writes ------------------------------------------------------------------------
+    def _touch(self, coll: Collection, idk: Any) -> None:
+        k = (coll.ns, idk)
+        owner = self.node.txn_locks.get(k)
+        if owner is not None and owner is not self:
+            raise write_conflict()
+        self.node.txn_locks[k] = self
+        if k not in self.touched:
+            self.touched[k] = coll.docs.get(idk)
+
+    def insert(self, coll: Collection, doc: dict) -> None:
+        idk = hashable(doc["_id"])
+        if self.get(coll, doc["_id"]) is not None:
+            from shardsim.query.index_keys import duplicate_key_error
+
+            raise duplicate_key_error(coll.ns, "_id_", {"_id": 1}, (doc["_id"],))
+        self._touch(coll, idk)
+        self.overlay[(coll.ns, idk)] = doc
+        self.mutations.append(("insert", coll, None, doc))
+
+    def replace(self, coll: Collection, old: dict, new: dict) -> None:
+        idk = hashable(old["_id"])
+        self._touch(coll, idk)
+        self.overlay[(coll.ns, idk)] = new
+        self.mutations.append(("replace", coll, old, new))
+
+    def delete(self, coll: Collection, doc: dict) -> None:
+        idk = hashable(doc["_id"])
+        self._touch(coll, idk)
+        self.overlay[(coll.ns, idk)] = _DELETED
+        self.mutations.append(("delete", coll, doc, None))
+
+    def log(self, op: dict) -> None:
+        self.ops.append(op)
+
+    def pre_image(self, coll: Collection, pre: dict) -> None:
+        opt = coll.options.get("changeStreamPreAndPostImages")
+        if isinstance(opt, dict) and opt.get("enabled"):
+            self.pre_images.append((len(self.ops) - 1, coll, pre))
+
+    # -- the end ---------------------------------------------------------------------------
+    def _check_unchanged(self) -> None:
+        for (ns, idk), base in self.touched.items():
+            db, name = ns.split(".", 1)
+            coll = self.node.catalog.collection(db, name)
+            current = coll.docs.get(idk) if coll is not None else None
+            if current is not base:
+                raise write_conflict("Transaction aborted: a document it modified was changed by another write")
+
+    def _apply(self) -> None:
+        for kind, coll, old, new in self.mutations:
+            if kind == "insert":
+                coll.insert(new)
+            elif kind == "replace":
+                current = coll.docs.get(hashable(old["_id"]))
+                coll.replace(current if current is not None else old, new)
+            else:
+                current = coll.docs.get(hashable(old["_id"]))
+                if current is not None:
+                    coll.delete(current)
+
+    def _release(self) -> None:
+        locks = self.node.txn_locks
+        for k in self.touched:
+            if locks.get(k) is self:
+                del locks[k]
+        self.node.prepared_changed.set()
+
+    def _chunks(self) -> list[list[dict]]:
+        chunks: list[list[dict]] = [[]]
+        size = 0
+        limit = getattr(self.node, "apply_ops_limit", APPLY_OPS_LIMIT)
+        for op in self.ops:
+            s = len(bsonutil.encode(op))
+            if chunks[-1] and size + s > limit:
+                chunks.append([])
+                size = 0
+            chunks[-1].append(op)
+            size += s
+        return chunks
+
+    def _log_chain(self, ctx: Any, *, prepare: bool) -> int:
+        """Log the operations as applyOps entries; return the last entry's ts key."""
+        lsid = lsid_with_uid(self.lsid)
+        prev = dict(E.NULL_OP_TIME)
+        chunks = self._chunks()
+        key = 0
+        entry_of_op: list[tuple[int, int]] = []  # per op: (entry ts key, index in that entry)
+        for i, chunk in enumerate(chunks):
+            last = i == len(chunks) - 1
+            o = E.apply_ops_o(chunk, partial=not last, prepare=prepare and last)
+            ts = self.node.log(E.command_op("admin", o), ctx, lsid=lsid, txn_number=self.txn_number, prev_op_time=prev)
+            key = ts_key(ts)
+            prev = E.op_time(ts)
+            entry_of_op.extend((key, j) for j in range(len(chunk)))
+        for op_index, coll, pre in self.pre_images:
+            ekey, j = entry_of_op[op_index]
+            self.node.preimages[(bytes(coll.uuid), ekey, j)] = pre
+        return key
+
+    def commit(self, ctx: Any) -> None:
+        if self.state == "committed":
+            return
+        if self.state != "in_progress":
+            raise no_such_transaction(self.txn_number)
+        try:
+            self._check_unchanged()
+        except MongoError:
+            self.abort(ctx)
+            raise
+        self._apply()
+        if self.ops:
+            self._log_chain(ctx, prepare=False)
+        self.state = "committed"
+        self._release()
+
+    def prepare(self, ctx: Any) -> int:
+        if self.state == "prepared":
+            return self.prepare_key
+        if self.state != "in_progress":
+            raise no_such_transaction(self.txn_number)
+        try:
+            self._check_unchanged()
+        except MongoError:
+            self.abort(ctx)
+            raise
+        if not self.ops:
+            # a read-only participant prepares without an oplog entry
+            self.prepare_key = self.node.clock.reserve(1)
+        else:
+            self.prepare_key = self._log_chain(ctx, prepare=True)
+            self.prepare_entry_key = self.prepare_key
+        self.state = "prepared"
+        return self.prepare_key
+
+    def commit_prepared(self, ctx: Any, commit_ts: Any) -> None:
+        if self.state == "committed":
+            return
+        if self.state != "prepared":
+            raise MongoError("InvalidOptions", "commitTimestamp may only be given for a prepared transaction")
+        self.node.clock.tick_to(ts_key(commit_ts))
+        self._apply()
+        if self.prepare_entry_key:
+            lsid = lsid_with_uid(self.lsid)
+            self.node.log(E.command_op("admin", {"commitTransaction": 1, "commitTimestamp": commit_ts}), ctx,
+                          lsid=lsid, txn_number=self.txn_number, prev_op_time=E.op_time(key_ts(self.prepare_entry_key)))
+        self.state = "committed"
+        self._release()
+
+    def abort(self, ctx: Any = None) -> None:
+        if self.state in ("aborted", "committed"):
+            return
+        if self.state == "prepared" and self.prepare_entry_key:
+            lsid = lsid_with_uid(self.lsid)
+            self.node.log(E.command_op("admin", {"abortTransaction": 1}), ctx, lsid=lsid, txn_number=self.txn_number,
+                          prev_op_time=E.op_time(key_ts(self.prepare_entry_key)))
+        self.state = "aborted"
+        self._release()

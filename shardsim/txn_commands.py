@@ -1,0 +1,94 @@
+"""Transaction commands on a node: the session's transaction, commit, abort, prepare.
+
+Drivers mark every command of a transaction with `lsid`, `txnNumber` and
+`autocommit: false`; the first one also carries `startTransaction: true`.
+`attach_transaction` finds (or starts) the session's transaction for such a
+command.  `commitTransaction`/`abortTransaction` end it; the router sends
+`prepareTransaction` and then `commitTransaction` with a `commitTimestamp` to
+the participants of a multi-shard transaction (two-phase commit).
+"""
+
+from __future__ import annotations
+
+from bson import Timestamp
+
+from oplog.clock import key_ts
+from oplog.errors import MongoError
+from shardsim.node import Node, OpCtx, command
+from shardsim.transactions import Transaction, no_such_transaction
+
+ALLOWED_IN_TXN = {
+    "insert", "update", "delete", "findAndModify", "findandmodify", "find", "getMore", "killCursors", "count",
+    "distinct", "aggregate", "commitTransaction", "abortTransaction", "prepareTransaction", "create",
+    "createIndexes", "bulkWrite",
+}
+
+
+def attach_transaction(node: Node, ctx: OpCtx, name: str) -> None:
+    cmd = ctx.cmd
+    if ctx.lsid is None:
+        raise MongoError("InvalidOptions", "'autocommit' field requires a transaction number to also be specified")
+    if ctx.txn_number is None:
+        raise MongoError("InvalidOptions", "'autocommit' field requires a transaction number to also be specified")
+    if name not in ALLOWED_IN_TXN:
+        raise MongoError("OperationNotSupportedInTransaction", f"Cannot run '{name}' in a multi-document transaction.")
+    state = node.sessions.state(ctx.lsid)
+    if cmd.get("startTransaction"):
+        if ctx.txn_number < state.txn_number:
+            raise MongoError(225, f"Cannot start transaction {ctx.txn_number} on session because a newer transaction "
+                                  f"{state.txn_number} has already started.")
+        if ctx.txn_number == state.txn_number and state.txn is not None:
+            raise MongoError("ConflictingOperationInProgress",
+                             f"Cannot start transaction {ctx.txn_number} on session because it has already started.")
+        if state.txn is not None:
+            state.txn.abort(ctx)
+        state.txn_number = ctx.txn_number
+        state.executed = {}
+        state.txn = Transaction(node, ctx.lsid, ctx.txn_number)
+    txn = state.txn
+    if txn is None or txn.txn_number != ctx.txn_number:
+        raise no_such_transaction(ctx.txn_number, aborted=False)
+    if txn.state == "aborted" and name != "abortTransaction":
+        raise no_such_transaction(ctx.txn_number)
+    if txn.state == "committed" and name not in ("commitTransaction", "abortTransaction"):
+        raise MongoError("TransactionCommitted", f"Transaction with {{ txnNumber: {ctx.txn_number} }} has been committed.")
+    ctx.txn = txn
+
+
+@command("commitTransaction")
+def cmd_commit(node: Node, ctx: OpCtx) -> dict:
+    txn = ctx.txn
+    if txn is None:
+        raise MongoError("InvalidOptions", "commitTransaction must be run within a transaction")
+    commit_ts = ctx.cmd.get("commitTimestamp")
+    if commit_ts is not None:
+        if not isinstance(commit_ts, Timestamp):
+            raise MongoError("TypeMismatch", "commitTimestamp must be a timestamp")
+        txn.commit_prepared(ctx, commit_ts)
+    elif txn.state == "prepared":
+        raise MongoError("InvalidOptions", "commitTimestamp must be provided to commit a prepared transaction")
+    else:
+        txn.commit(ctx)
+    return {"ok": 1.0}
+
+
+@command("abortTransaction")
+def cmd_abort(node: Node, ctx: OpCtx) -> dict:
+    txn = ctx.txn
+    if txn is None:
+        raise MongoError("InvalidOptions", "abortTransaction must be run within a transaction")
+    if txn.state == "committed":
+        raise MongoError("TransactionCommitted", f"Transaction with {{ txnNumber: {ctx.txn_number} }} has been committed.")
+    if txn.state == "aborted" and not ctx.cmd.get("$_idempotent"):
+        raise no_such_transaction(ctx.txn_number)
+    txn.abort(ctx)
+    return {"ok": 1.0}
+
+
+@command("prepareTransaction")
+def cmd_prepare(node: Node, ctx: OpCtx) -> dict:
+    txn = ctx.txn
+    if txn is None or not ctx.from_router:
+        raise MongoError("InvalidOptions", "prepareTransaction is an internal command of the transaction coordinator")
+    key = txn.prepare(ctx)
+    return {"prepareTimestamp": key_ts(key), "ok": 1.0}
