@@ -19,7 +19,8 @@ returns an empty batch whose PBRT is the high-water mark.
 
 from __future__ import annotations
 
-from typing import Any
+import itertools
+from typing import Any, Callable
 
 import trio
 
@@ -40,6 +41,15 @@ from shardsim.cursors import cursor_reply
 
 SHARD_AWAIT_CAP_MS = 1000
 DEFAULT_AWAIT_MS = 1000
+_stream_ids = itertools.count(1)
+
+
+def _stream_tracer(tracer: Callable[[dict], None], stream: int) -> Callable[[dict], None]:
+    """The router's tracer, with each record tagged by the merged stream it comes from."""
+    def emit(record: dict) -> None:
+        record["stream"] = stream
+        tracer(record)
+    return emit
 
 
 def shard_command(req_cmd: dict, spec_bson: dict, user_stages: list) -> dict:
@@ -63,7 +73,9 @@ class ClusterChangeStreamCursor:
         self.target = target
         self.spec_bson = spec_bson
         self.user_stages = user_stages
-        self.arm = AsyncResultsMerger(trace=router.tracer)
+        # trace (mongosim.trace): None unless router.tracer is set — then every emit is tagged with this stream
+        self.trace = _stream_tracer(router.tracer, next(_stream_ids)) if router.tracer else None
+        self.arm = AsyncResultsMerger(trace=self.trace)
         self.topology = HandleTopologyChange(self)
         self.ensure = EnsureResumeTokenPresent(client_token) if client_token is not None and client_token["_data"] and \
             decode_resume_token(client_token).token_type != 0 else None
@@ -135,9 +147,16 @@ class ClusterChangeStreamCursor:
             # resume-token check looks at events before the topology stage swallows them.
             keep = self.ensure is None or self.ensure.passes(key, tok)
             if topology_event:
+                if self.trace:
+                    self.trace({"step": "swallowed", "key": key, "shard": rc.shard, "op": op_type,
+                                "reason": "topology event (handle topology change)"})
                 await self.topology.handle(rc, raw, op_type)
                 continue
             if not keep:
+                if self.trace:
+                    self.trace({"step": "swallowed", "key": key, "shard": rc.shard, "op": op_type,
+                                "reason": "the resume token itself" if key == self.ensure.key
+                                else "before the resume token"})
                 continue
             if not intact:
                 raise MongoError("ChangeStreamFatalError", ID_MODIFIED_MSG)
@@ -186,9 +205,15 @@ class ClusterChangeStreamCursor:
         limit = batch_size if batch_size else 2**31
         batch = await self.next_batch(limit, max_time_ms if max_time_ms is not None else DEFAULT_AWAIT_MS)
         pbrt = self.current_pbrt()
+        if self.trace:
+            self.trace_reply(batch, pbrt)
         if self.exhausted:
             self.close()
         return batch, {"postBatchResumeToken": pbrt}, self.exhausted
+
+    def trace_reply(self, batch: list, pbrt: dict) -> None:
+        self.trace({"step": "reply", "events": [raw["_id"]["_data"] for raw in batch], "pbrt": pbrt["_data"],
+                    "closed": self.exhausted})
 
     def close(self) -> None:
         if self.exhausted and not self._scopes and getattr(self, "_closed", False):
@@ -223,7 +248,7 @@ async def open_cluster_change_stream(router: Router, req: Request) -> dict:
     if cmd.get("explain"):
         from router.merge.explain import explain_change_stream
 
-        return explain_change_stream(router, req.db, target, spec_bson, shard_stages, token)
+        return await explain_change_stream(router, req.db, target, spec_bson, shard_stages, token)
     cur = ClusterChangeStreamCursor(router, ns, req.db, target, spec_bson, shard_stages, token)
     cur.initial_pbrt = token if token is not None else make_high_water_mark_token(start)
     shards = sorted(router.shards)
@@ -241,6 +266,8 @@ async def open_cluster_change_stream(router: Router, req: Request) -> dict:
     batch_size = (cursor_opt or {}).get("batchSize")
     batch = await cur.next_batch(batch_size if batch_size else 2**31, None)
     pbrt = cur.current_pbrt()
+    if cur.trace:
+        cur.trace_reply(batch, pbrt)
     req.op_time_key = router.clock.key
     if cur.exhausted:
         cur.close()

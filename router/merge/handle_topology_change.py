@@ -36,6 +36,6 @@ class HandleTopologyChange:
         start = key_ts(ts_key(raw["clusterTime"]) + 1)
         spec = {k: v for k, v in self.cursor.spec_bson.items() if k not in ("resumeAfter", "startAfter", "startAtOperationTime")}
         spec["resumeAfter"] = make_high_water_mark_token(start)
-        if router.tracer:
-            router.tracer({"step": "new_shard", "shard": shard, "start": start})
+        if self.cursor.trace:
+            self.cursor.trace({"step": "new_shard", "shard": shard, "start": start})
         await self.cursor.open_remote(shard, spec)

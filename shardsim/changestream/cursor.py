@@ -103,9 +103,14 @@ class ChangeStreamCursor:
 
     def _advance_hwm(self) -> None:
         latest = self.source.latest_key
-        if self.node.instant_hwm:
+        if self.node.instant_hwm and self.source.pos >= self.node.oplog.end:
+            # only with the whole oplog read: an entry written since the last scan (e.g. at the very
+            # instant the awaitData wait timed out) is below the clock and must be sent first
             latest = max(latest, self.node.clock.key + 1)
         if latest > self.pbrt_key:
+            if self.ctx.trace is not None:
+                self.ctx.emit("promise", ts=latest, previous=self.pbrt["_data"],
+                              why="instant" if latest > self.source.latest_key else "oplog")
             self.pbrt = {"_data": encode_high_water_mark(latest)}
             self.pbrt_key = latest
 

@@ -25,6 +25,8 @@ tailing fails with CappedPositionLost, as a tailable oplog scan does.
 
 from __future__ import annotations
 
+import re
+
 from oplog import bsonutil
 from oplog.errors import MongoError
 from shardsim.changestream.context import PAUSE, ChangeStreamContext, Stage
@@ -88,10 +90,12 @@ class OplogMatch(Stage):
                     continue
             entry = bsonutil.decode(raws[i])
             if entry.get("fromMigrate") and not show_migration:
-                ctx.emit("filtered", ts=key, reason="fromMigrate")
+                if ctx.trace is not None:
+                    ctx.emit("filtered", ts=key, reason="fromMigrate", op=op, ns=ns)
                 continue
             if self._keep(entry, op, ns):
-                ctx.emit("scanned", ts=key, op=op, ns=ns)
+                if ctx.trace is not None:
+                    ctx.emit("scanned", ts=key, op=op, ns=ns)
                 return entry
         return PAUSE
 
@@ -140,3 +144,39 @@ class OplogMatch(Stage):
             elif nsf.ns(ins):
                 return True
         return False
+
+    def explain(self) -> dict:
+        """The filter in the shape of the server's predicate (`explain` shows it; the scan above applies it)."""
+        from bson import Timestamp
+
+        from shardsim.changestream.spec import DATABASE
+
+        ctx = self.ctx
+        if ctx.level == COLLECTION:
+            ns_rx = "^" + re.escape(f"{ctx.db}.{ctx.coll}") + "$"
+            cmd_rx = "^" + re.escape(f"{ctx.db}.$cmd") + "$"
+        elif ctx.level == DATABASE:
+            ns_rx = "^" + re.escape(ctx.db) + r"\.(?!(\$|system\.))"
+            cmd_rx = "^" + re.escape(f"{ctx.db}.$cmd") + "$"
+        else:
+            ns_rx = r"^(?!(admin|config|local)\.)[^.]+\.(?!(\$|system\.))"
+            cmd_rx = r"^(?!(admin|config|local)\.)[^.]+\.\$cmd$"
+        commands = [{f"o.{k}": {"$exists": True}} for k in (*_CMD_TARGETS, "renameCollection")]
+        if ctx.level != COLLECTION:
+            commands.append({"o.dropDatabase": {"$exists": True}})
+        noops = [{f"o2.{k}": {"$exists": True}} for k in _SHARDING_NOOPS]
+        if ctx.needs_merge:
+            noops.append({"o2.migrateChunkToNewShard": {"$exists": True}})
+        start = ctx.start_key
+        conds: list[dict] = [{"ts": {"$gte": Timestamp(start >> 32, start & 0xFFFFFFFF)}}]
+        if not ctx.spec.show_migration_events:
+            conds.append({"fromMigrate": {"$ne": True}})
+        conds.append({"$or": [
+            {"ns": {"$regex": ns_rx}, "op": {"$nin": ["n", "c"]}},
+            {"ns": {"$regex": cmd_rx}, "op": "c", "$or": commands},
+            {"op": "c", "ns": "admin.$cmd", "$or": [
+                {"o.applyOps": {"$exists": True}, "o.prepare": {"$ne": True}, "o.partialTxn": {"$ne": True}},
+                {"o.commitTransaction": {"$exists": True}}]},
+            {"op": "n", "ns": {"$regex": ns_rx}, "$or": noops},
+        ]})
+        return {self.name: {"filter": {"$and": conds}}}

@@ -189,7 +189,8 @@ class Transform(Stage):
             ev.pre_image_id = (bytes(uuid), ts_key(apply_ts), e.get("applyOpsIndex", 0))
         if self.want_post and op_type == "update":
             ev.raw_update = raw_update
-        self.ctx.emit("transformed", ts=ev.ts_key, operationType=op_type, token=token["_data"])
+        if self.ctx.trace is not None:
+            self.ctx.emit("transformed", ts=ev.ts_key, operationType=op_type, token=token["_data"])
         return ev
 
     def _view_event(self, e: dict, op: str, o: dict, uuid: Any) -> Event:

@@ -102,5 +102,6 @@ class UnwindTransaction(Stage):
                     out["lsid"] = lsid
                 if txn_number is not None:
                     out["txnNumber"] = txn_number
-                ctx.emit("unwound", ts=ts_key(ts), txnOpIndex=index, ns=ns)
+                if ctx.trace is not None:
+                    ctx.emit("unwound", ts=ts_key(ts), txnOpIndex=index, ns=ns)
                 yield out
