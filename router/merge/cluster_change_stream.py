@@ -36,7 +36,7 @@ from shardsim.changestream.cursor import ID_INTACT_FIELD, OP_TYPES_FIELD, SORT_K
 from shardsim.changestream.cursor import ID_MODIFIED_MSG
 from shardsim.changestream.spec import parse_spec, validate
 from shardsim.changestream.user_stages import validate_user_pipeline
-from oplog.bsonutil import RawBatch
+from oplog.bsonutil import RawBatch, plain
 from shardsim.cursors import cursor_reply
 
 SHARD_AWAIT_CAP_MS = 1000
@@ -212,7 +212,7 @@ class ClusterChangeStreamCursor:
         return batch, {"postBatchResumeToken": pbrt}, self.exhausted
 
     def trace_reply(self, batch: list, pbrt: dict) -> None:
-        self.trace({"step": "reply", "events": [raw["_id"]["_data"] for raw in batch], "pbrt": pbrt["_data"],
+        self.trace({"step": "reply", "events": [plain(raw)["_id"]["_data"] for raw in batch], "pbrt": pbrt["_data"],
                     "closed": self.exhausted})
 
     def close(self) -> None:
