@@ -189,7 +189,13 @@ class ClusterMachine(RuleBasedStateMachine):
     def open_watcher(self, level: str, batch) -> None:
         db, coll = {"coll": ("db", "c"), "db": ("db", 1), "cluster": ("admin", 1)}[level]
         cs = self.client.watch(db, coll, batch_size=batch, max_await_time_ms=200)
-        self.portal.call(cs.open)
+        for attempt in range(4):  # injected faults may outlast the driver's single retry of the aggregate
+            try:
+                self.portal.call(cs.open)
+                break
+            except CommandError as err:
+                if attempt == 3 or "ResumableChangeStreamError" not in err.labels and err.code not in RESUMABLE:
+                    raise
         self.watchers.append(Watcher(level, cs, len(self.log)))
 
     @precondition(lambda self: self.watchers)
