@@ -87,7 +87,11 @@ class ChangeStreamCursor:
             if ev is PAUSE:
                 self._advance_hwm()
                 break
-            raw = bsonutil.encode_in_order(ev.doc)
+            raw = ev.raw
+            intact = True
+            if raw is None:
+                raw = bsonutil.encode_in_order(ev.doc)
+                intact = ev.doc.get("_id") == ev.token
             if len(raw) > MAX_EVENT_BYTES:
                 raise MongoError("BSONObjectTooLarge",
                                  f"BSONObj size: {len(raw)} ({len(raw):#X}) is invalid. Size must be between 0 and "
@@ -96,7 +100,7 @@ class ChangeStreamCursor:
                 self._stash = ev
                 break
             size += len(raw)
-            out.append((ev.token, raw, ev.doc.get("_id") == ev.token, ev.op_type))
+            out.append((ev.token, raw, intact, ev.op_type))
             self.pbrt = ev.token
             self.pbrt_key = ev.ts_key
         return out

@@ -48,6 +48,7 @@ class OplogMatch(Stage):
         self.scanned = 0
         self._checked_history = False
         self._views_ns = f"{ctx.db}.system.views"
+        self.fast = not ctx.spec.show_raw_update_description
 
     def _check_history(self) -> None:
         """The oplog must reach back to the start point (OplogQueryMinTsMissing otherwise)."""
@@ -88,6 +89,17 @@ class OplogMatch(Stage):
             elif not nsf.ns(ns):
                 if not (ctx.spec.show_expanded_events and ns == self._views_ns):
                     continue
+            elif self.fast and not ns.endswith(".system.views"):
+                # a CRUD entry of the stream: handed on by reference, never decoded (render.py)
+                view = oplog.view_at(self.pos - 1)
+                if view is not None:
+                    if view.from_migrate and not show_migration:
+                        if ctx.trace is not None:
+                            ctx.emit("filtered", ts=key, reason="fromMigrate")
+                        continue
+                    if ctx.trace is not None:
+                        ctx.emit("scanned", ts=key, op=op, ns=ns)
+                    return view
             entry = bsonutil.decode(raws[i])
             if entry.get("fromMigrate") and not show_migration:
                 if ctx.trace is not None:
