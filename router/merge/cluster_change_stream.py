@@ -107,20 +107,21 @@ class ClusterChangeStreamCursor:
                             cur.get(OP_TYPES_FIELD, []), cur.get("postBatchResumeToken"), int(cur["id"]) == 0)
 
     # -- fetching -------------------------------------------------------------------------
-    def _schedule(self, await_ms: int) -> None:
+    def _schedule(self, await_ms: int, batch_size: int | None = None) -> None:
         for idx in self.arm.needs_fetch():
             rc = self.arm.remotes[idx]
             rc.pending = True
-            self.router.nursery.start_soon(self._fetch, idx, min(await_ms, SHARD_AWAIT_CAP_MS))
+            self.router.nursery.start_soon(self._fetch, idx, min(await_ms, SHARD_AWAIT_CAP_MS), batch_size)
 
-    async def _fetch(self, idx: int, await_ms: int) -> None:
+    async def _fetch(self, idx: int, await_ms: int, batch_size: int | None = None) -> None:
         rc = self.arm.remotes[idx]
         with trio.CancelScope() as scope:
             self._scopes.add(scope)
             try:
-                reply = await rc.remote.command(self.db if not rc.is_config else "config",
-                                                {"getMore": rc.cursor_id, "collection": rc.collection,
-                                                 "maxTimeMS": await_ms})
+                cmd = {"getMore": rc.cursor_id, "collection": rc.collection, "maxTimeMS": await_ms}
+                if batch_size:
+                    cmd["batchSize"] = batch_size  # the ARM asks remotes for the client's batch size
+                reply = await rc.remote.command(self.db if not rc.is_config else "config", cmd)
                 cur = reply["cursor"]
                 rc.cursor_id = int(cur["id"])
                 self.arm.add_batch(idx, cur.get("nextBatch", []), cur.get(SORT_KEYS_FIELD, []),
@@ -180,7 +181,7 @@ class ClusterChangeStreamCursor:
         deadline = trio.current_time() + await_ms / 1000.0
         while not out and not self.exhausted:
             self.changed = trio.Event()
-            self._schedule(await_ms)
+            self._schedule(await_ms, limit if limit < 2**31 else None)
             with trio.move_on_at(deadline) as scope:
                 await self.changed.wait()
             await self._release(out, limit)
@@ -190,8 +191,8 @@ class ClusterChangeStreamCursor:
 
     def current_pbrt(self) -> dict:
         hwm = self.arm.advance_high_water_mark()
-        if self.ensure is not None and not self.ensure.done:
-            # until the client's token is confirmed, never promise beyond it
+        if self.ensure is not None and not (self.ensure.seen or self.ensure.done):
+            # until the client's token has been seen in the stream, never promise beyond it
             return self.ensure.token
         if self.exhausted and self.pbrt is not None:
             return self.pbrt
