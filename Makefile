@@ -9,7 +9,7 @@ STAMP   = $(VENV)/.installed
 $(STAMP): pyproject.toml requirements-lock.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -c requirements-lock.txt -e '.[test]'
+	$(PY) -m pip install -q -c requirements-lock.txt -e '.[test,spark]'
 	touch $(STAMP)
 
 install: $(STAMP)
