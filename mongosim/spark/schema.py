@@ -117,6 +117,7 @@ class RowBuilder:
 
     def __init__(self, full_document_type: Any = None, include_raw: bool = False, shard_column: bool = False) -> None:
         self.full_document_type = full_document_type  # a pyspark StructType, or None for JSON
+        self._convert = None
         self.include_raw = include_raw
         self.shard_column = shard_column
 
@@ -129,13 +130,18 @@ class RowBuilder:
         fd = schema["fullDocument"].dataType
         return cls(None if isinstance(fd, StringType) else fd, "rawEvent" in names, "shard" in names)
 
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_convert": None}
+
     def row(self, raw: bytes, shard: str | None = None) -> tuple:
         ev = decode_event(raw)
         tok = ev.get("_id")
         token = tok.get("_data") if isinstance(tok, Mapping) else None
         fd = ev.get("fullDocument")
         if self.full_document_type is not None:
-            fd_col = convert(fd, self.full_document_type)
+            if self._convert is None:
+                self._convert = make_converter(self.full_document_type)
+            fd_col = self._convert(fd)
         else:
             fd_col = to_json(fd)
         rest = {k: v for k, v in ev.items() if k not in _CONSUMED}
@@ -164,78 +170,117 @@ class RowBuilder:
 # -- fullDocumentSchema: BSON values -> Spark values ----------------------------------------
 def convert(value: Any, dtype: Any) -> Any:
     """Convert a decoded BSON value to what Spark expects for `dtype`; null if it does not fit."""
-    from pyspark.sql import types as T
+    return make_converter(dtype)(value)
 
-    if value is None:
-        return None
-    if isinstance(dtype, T.StructType):
-        if not isinstance(value, Mapping):
-            return None
-        return tuple(convert(value.get(f.name), f.dataType) for f in dtype.fields)
-    if isinstance(dtype, T.ArrayType):
-        if not isinstance(value, list):
-            return None
-        return [convert(v, dtype.elementType) for v in value]
-    if isinstance(dtype, T.MapType):
-        if not isinstance(value, Mapping) or not isinstance(dtype.keyType, T.StringType):
-            return None
-        return {str(k): convert(v, dtype.valueType) for k, v in value.items()}
-    if isinstance(dtype, T.StringType):
-        if isinstance(value, str):
-            return value
-        if isinstance(value, ObjectId):
-            return str(value)
-        if isinstance(value, bool):
-            return "true" if value else "false"
-        if isinstance(value, (int, float, Decimal128)):
-            return str(value)
-        if isinstance(value, _dt.datetime):
-            return _utc(value).isoformat()
-        return to_json(value)
-    if isinstance(dtype, T.BooleanType):
-        return value if isinstance(value, bool) else None
-    if isinstance(dtype, (T.ByteType, T.ShortType, T.IntegerType, T.LongType)):
-        bits = {T.ByteType: 8, T.ShortType: 16, T.IntegerType: 32, T.LongType: 64}[type(dtype)]
+
+def _to_string(value: Any) -> str | None:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, ObjectId):
+        return str(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float, Decimal128)):
+        return str(value)
+    if isinstance(value, _dt.datetime):
+        return _utc(value).isoformat()
+    return to_json(value)
+
+
+def _integer(bits: int):
+    lo, hi = -(2 ** (bits - 1)), 2 ** (bits - 1)
+
+    def conv(value: Any) -> int | None:
         if isinstance(value, bool):
             return None
         if isinstance(value, float) and value.is_integer():
             value = int(value)
-        if isinstance(value, Decimal128):
+        elif isinstance(value, Decimal128):
             d = value.to_decimal()
             value = int(d) if d.is_finite() and d == d.to_integral_value() else None
-        if isinstance(value, int) and -(2 ** (bits - 1)) <= int(value) < 2 ** (bits - 1):
+        if isinstance(value, int) and lo <= value < hi:
             return int(value)
         return None
-    if isinstance(dtype, (T.FloatType, T.DoubleType)):
-        if isinstance(value, bool):
-            return None
-        if isinstance(value, (int, float, Int64)):
-            return float(value)
-        if isinstance(value, Decimal128):
-            return float(value.to_decimal())
+
+    return conv
+
+
+def _floating(value: Any) -> float | None:
+    if isinstance(value, bool):
         return None
-    if isinstance(dtype, T.DecimalType):
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, Decimal128):
+        return float(value.to_decimal())
+    return None
+
+
+def _decimal(precision: int, scale: int):
+    quantum = decimal.Decimal(1).scaleb(-scale)
+
+    def conv(value: Any) -> decimal.Decimal | None:
         if isinstance(value, bool):
             return None
         if isinstance(value, Decimal128):
             d = value.to_decimal()
-        elif isinstance(value, (int, float)):
-            d = decimal.Decimal(str(value)) if isinstance(value, float) else decimal.Decimal(int(value))
+        elif isinstance(value, float):
+            d = decimal.Decimal(str(value))
+        elif isinstance(value, int):
+            d = decimal.Decimal(int(value))
         else:
             return None
         if not d.is_finite():
             return None
         try:
-            q = d.quantize(decimal.Decimal(1).scaleb(-dtype.scale))
+            q = d.quantize(quantum)
         except decimal.InvalidOperation:
             return None
-        return q if len(q.as_tuple().digits) <= dtype.precision else None
-    if isinstance(dtype, T.TimestampType) or type(dtype).__name__ == "TimestampNTZType":
-        if isinstance(value, _dt.datetime):
-            return _utc(value) if isinstance(dtype, T.TimestampType) else value
-        return None
+        return q if len(q.as_tuple().digits) <= precision else None
+
+    return conv
+
+
+def make_converter(dtype: Any):
+    """A function BSON value -> Spark value for `dtype` (built once per schema)."""
+    from pyspark.sql import types as T
+
+    def nullable(fn):
+        return lambda v: None if v is None else fn(v)
+
+    if isinstance(dtype, T.StructType):
+        fields = [(f.name, make_converter(f.dataType)) for f in dtype.fields]
+
+        def struct(v: Any) -> tuple | None:
+            if not isinstance(v, Mapping):
+                return None
+            return tuple(conv(v.get(name)) for name, conv in fields)
+
+        return nullable(struct)
+    if isinstance(dtype, T.ArrayType):
+        elem = make_converter(dtype.elementType)
+        return nullable(lambda v: [elem(x) for x in v] if isinstance(v, list) else None)
+    if isinstance(dtype, T.MapType):
+        val = make_converter(dtype.valueType)
+        if not isinstance(dtype.keyType, T.StringType):
+            return lambda v: None
+        return nullable(lambda v: {str(k): val(x) for k, x in v.items()} if isinstance(v, Mapping) else None)
+    if isinstance(dtype, T.StringType):
+        return nullable(_to_string)
+    if isinstance(dtype, T.BooleanType):
+        return lambda v: v if isinstance(v, bool) else None
+    for cls, bits in ((T.ByteType, 8), (T.ShortType, 16), (T.IntegerType, 32), (T.LongType, 64)):
+        if isinstance(dtype, cls):
+            return nullable(_integer(bits))
+    if isinstance(dtype, (T.FloatType, T.DoubleType)):
+        return nullable(_floating)
+    if isinstance(dtype, T.DecimalType):
+        return nullable(_decimal(dtype.precision, dtype.scale))
+    if isinstance(dtype, T.TimestampType):
+        return _utc
+    if type(dtype).__name__ == "TimestampNTZType":
+        return lambda v: v if isinstance(v, _dt.datetime) else None
     if isinstance(dtype, T.DateType):
-        return value.date() if isinstance(value, _dt.datetime) else None
+        return lambda v: v.date() if isinstance(v, _dt.datetime) else None
     if isinstance(dtype, T.BinaryType):
-        return bytes(value) if isinstance(value, (bytes, bson.Binary)) else None
-    return None
+        return lambda v: bytes(v) if isinstance(v, (bytes, bson.Binary)) else None
+    return lambda v: None

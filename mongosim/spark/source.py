@@ -223,16 +223,25 @@ class MongoChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         self._target = off.offset_sort_key(now)
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        """The end of the next batch.
+
+        With a row limit: the token of the n-th event after `start` (the probe
+        reads the tokens only).  Without one (`ReadAllAvailable`): if at least
+        one event follows `start`, the high-water mark a stream opened now
+        promises (in an availableNow run, its target) — so the events are
+        read once, by `read`, not twice.
+        """
         if start is None:
             start = self.initialOffset()
         max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
         min_rows = limit.min_rows if isinstance(limit, ReadMinRows) else None
+        all_available = max_rows is None and min_rows is None
         target = self._target
         last, count = None, 0
         deadline = time.monotonic() + self.read_timeout
         try:
             with self._stream(start, probe=True, await_ms=self.probe_await_ms,
-                              batch_size=min(max_rows or 10_000, 10_000)) as ts:
+                              batch_size=1 if all_available else min(max_rows or 10_000, 10_000)) as ts:
                 while max_rows is None or count < max_rows:
                     key = ts.next_key()
                     if key is None:
@@ -247,7 +256,15 @@ class MongoChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
                     if target is not None and key > target:
                         break
                     last, count = key, count + 1
+                    if all_available:
+                        break
                 pbrt = ts.pbrt
+            if last is not None and all_available and not ts.closed:
+                if target is not None:
+                    return off.token_offset(target)
+                now = self._now_offset()
+                if off.offset_sort_key(now) > last:
+                    return now
         except ChangeStreamSourceError:
             raise
         except Exception as exc:
@@ -289,28 +306,41 @@ class MongoChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
             yield rows.row(raw)
 
     def read_raw(self, start: dict, end: dict) -> Iterator[bytes]:
-        """The raw BSON events after `start` up to and including `end`."""
+        """The raw BSON events after `start` up to and including `end`.
+
+        A collection or database stream ends at an `invalidate`; if the batch
+        goes on past it, the rest is read from a stream opened after it.
+        """
         end_key = off.offset_sort_key(end)
         deadline = time.monotonic() + self.read_timeout
+        segment = start
         try:
-            with self._stream(start, probe=False, await_ms=self.max_await_ms, batch_size=10_000) as ts:
-                while True:
-                    ev = ts.next_event()
-                    if ev is None:
-                        if ts.closed or (ts.pbrt is not None and ts.pbrt >= end_key):
+            while True:
+                last_key = last_op = None
+                with self._stream(segment, probe=False, await_ms=self.max_await_ms, batch_size=10_000) as ts:
+                    while True:
+                        ev = ts.next_event()
+                        if ev is None:
+                            if ts.closed:
+                                break
+                            if ts.pbrt is not None and ts.pbrt >= end_key:
+                                return
+                            if time.monotonic() > deadline:
+                                raise ChangeStreamSourceError(
+                                    f"{NAME}: the batch after {off.describe(start)} did not reach its end "
+                                    f"{off.describe(end)} within readTimeoutSeconds={self.read_timeout}")
+                            continue
+                        key = ev["_id"]["_data"]
+                        if key > end_key:
+                            log.warning("%s: end token %s not seen; stopped at %s", NAME, end_key, key)
                             return
-                        if time.monotonic() > deadline:
-                            raise ChangeStreamSourceError(
-                                f"{NAME}: the batch after {off.describe(start)} did not reach its end "
-                                f"{off.describe(end)} within readTimeoutSeconds={self.read_timeout}")
-                        continue
-                    key = ev["_id"]["_data"]
-                    if key > end_key:
-                        log.warning("%s: end token %s not seen; stopped at %s", NAME, end_key, key)
-                        return
-                    yield ev.raw
-                    if key == end_key:
-                        return
+                        yield ev.raw
+                        if key == end_key:
+                            return
+                        last_key, last_op = key, ev.get("operationType")
+                if last_op != "invalidate":
+                    return
+                segment = off.token_offset(last_key)  # startAfter the invalidate: the stream goes on
         except ChangeStreamSourceError:
             raise
         except Exception as exc:
