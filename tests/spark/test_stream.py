@@ -102,6 +102,7 @@ def test_killed_driver_restarts_from_checkpoint(spark, cluster, client, tmp_path
                             env=env, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     try:
         def mid_batch():
+            assert proc.poll() is None, f"the driver died: {proc.stdout.read().decode()}"
             offs, done = checkpoint_offsets(ck), committed(ck)
             pending = set(offs) - done
             return (len(done) >= 2 and pending) and (max(pending), dict(offs[max(pending)]))
@@ -164,3 +165,57 @@ def test_collection_stream_goes_on_after_invalidate(spark, cluster, client, tmp_
     rows = spark.read.parquet(str(tmp_path / "out")).orderBy("token").collect()
     assert [r.operationType for r in rows] == ["insert"] * 3 + ["drop", "invalidate"] + ["insert"] * 2
     assert [json.loads(r.documentKey)["_id"] for r in rows if r.operationType == "insert"] == [0, 1, 2, 10, 11]
+
+
+# -- the reader's planning, driven directly (no Spark job needed) ---------------------------------------
+def reader(uri: str, **options):
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    from mongosim.spark.source import MongoChangeStreamDataSource
+
+    schema = StructType([StructField("fullDocument", StringType())])
+    return MongoChangeStreamDataSource({"uri": uri, **options}).streamReader(schema)
+
+
+def test_batch_ends_the_read_limit_and_idle_offsets(cluster, client):
+    from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
+
+    from mongosim.spark import offsets as off
+
+    start = now_token(client)
+    client.plan.c.insert_many([{"_id": i} for i in range(10)])
+    expected = tokens_of(read_events(cluster.uri, start, 10, db="plan"))
+    r = reader(cluster.uri, database="plan", startAfter=start, idleAdvanceSeconds="1")
+    s0 = r.initialOffset()
+    assert s0 == {"token": start} and r.initialOffset() == s0
+    # a row limit ends the batch at the n-th event's token; the batch holds exactly those events
+    e1 = r.latestOffset(s0, ReadMaxRows(4))
+    assert e1 == {"token": expected[3]}
+    assert tokens_of(list(r.read_raw(s0, e1))) == expected[:4]
+    # everything available: a high-water mark after the last event (the events are read once)
+    e2 = r.latestOffset(e1, ReadAllAvailable())
+    assert off.token_kind(e2["token"]) == "hwm" and e2["token"] > expected[-1]
+    assert tokens_of(list(r.read_raw(e1, e2))) == expected[4:]
+    # nothing new: the offset stays...
+    assert r.latestOffset(e2, ReadAllAvailable()) == e2
+    # ...until the stream's promise is idleAdvanceSeconds ahead (writes elsewhere move the cluster time)
+    time.sleep(1.1)
+    client.plan_elsewhere.c.insert_one({"_id": 1})
+    e3 = r.latestOffset(e2, ReadAllAvailable())
+    assert e3 != e2 and off.token_kind(e3["token"]) == "hwm" and list(r.read_raw(e2, e3)) == []
+    r.stop()
+
+
+def test_a_checkpointed_token_missing_from_the_stream_fails(cluster, client):
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    from mongosim.spark.source import ChangeStreamSourceError
+
+    start = now_token(client)
+    client.miss.a.insert_one({"_id": 1})
+    client.miss.b.insert_one({"_id": 1})
+    other = tokens_of(read_events(cluster.uri, start, 1, db="miss", coll="a"))[0]
+    r = reader(cluster.uri, database="miss", collection="b", startAfter=other)
+    with pytest.raises(ChangeStreamSourceError, match="not in the stream"):
+        r.latestOffset(r.initialOffset(), ReadAllAvailable())
+    r.stop()
