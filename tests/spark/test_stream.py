@@ -185,7 +185,7 @@ def test_batch_ends_the_read_limit_and_idle_offsets(cluster, client):
     start = now_token(client)
     client.plan.c.insert_many([{"_id": i} for i in range(10)])
     expected = tokens_of(read_events(cluster.uri, start, 10, db="plan"))
-    r = reader(cluster.uri, database="plan", startAfter=start, idleAdvanceSeconds="1")
+    r = reader(cluster.uri, database="plan", startAfter=start, idleAdvanceSeconds="2")
     s0 = r.initialOffset()
     assert s0 == {"token": start} and r.initialOffset() == s0
     # a row limit ends the batch at the n-th event's token; the batch holds exactly those events
@@ -199,7 +199,7 @@ def test_batch_ends_the_read_limit_and_idle_offsets(cluster, client):
     # nothing new: the offset stays...
     assert r.latestOffset(e2, ReadAllAvailable()) == e2
     # ...until the stream's promise is idleAdvanceSeconds ahead (writes elsewhere move the cluster time)
-    time.sleep(1.1)
+    time.sleep(2.1)
     client.plan_elsewhere.c.insert_one({"_id": 1})
     e3 = r.latestOffset(e2, ReadAllAvailable())
     assert e3 != e2 and off.token_kind(e3["token"]) == "hwm" and list(r.read_raw(e2, e3)) == []
