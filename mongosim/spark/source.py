@@ -30,14 +30,18 @@ any real deployment (replica set or sharded; MongoDB >= 4.2 for
 
 Offsets (see `offsets.py`) are resume tokens — never a client clock.  The
 batch planned from offset S to offset E is exactly the events after S up to
-and including E: `latestOffset` opens a stream right after S (`startAfter`)
-and takes up to the read limit's number of events, projected to their `_id`
-(the token); E is the last one's token.  `read` opens the same stream after S
+and including E.  Every stream is opened at S's clusterTime and the events up
+to S's token are skipped (`TokenStream`; an invalidate token is resumed with
+`startAfter` instead).  `latestOffset` takes up to the read limit's number of
+events, projected to their `_id`, and E is the last one's token; without a
+limit, once one event follows S, E is the high-water mark a stream opened now
+promises, so the events are read once.  `read` opens the stream at S again
 and returns events until it has returned E (or the stream's
-postBatchResumeToken passes E).  A retried or replayed batch reads the same
-events again, which with a checkpoint and an idempotent sink (the file sink)
-gives exactly-once delivery.  Every batch is one partition: a change stream
-is one ordered sequence.
+postBatchResumeToken reaches E; past an `invalidate` it continues in a stream
+opened after it).  A retried or replayed batch reads the same events again,
+which with a checkpoint and an idempotent sink (the file sink) gives
+exactly-once delivery.  Every batch is one partition: a change stream is one
+ordered sequence.
 
 `Trigger.AvailableNow` is supported: `prepareForTriggerAvailableNow` records
 a fresh stream's postBatchResumeToken as the target; planning waits until the
@@ -88,11 +92,13 @@ class ChangeStreamSourceError(RuntimeError):
 def _wrap(exc: BaseException, what: str, offset: dict | None) -> ChangeStreamSourceError:
     from pymongo.errors import OperationFailure
 
-    code = getattr(exc, "code", None) if isinstance(exc, OperationFailure) else None
-    detail = _EXPLAIN.get(code, f"{type(exc).__name__}")
-    msg = (f"{NAME}: {what} after {off.describe(offset)} failed. {detail} "
-           f"Server error (code {code}): {getattr(exc, 'details', None) and exc.details.get('errmsg') or exc}")
-    return ChangeStreamSourceError(msg)
+    if isinstance(exc, OperationFailure):
+        code = exc.code
+        errmsg = (exc.details or {}).get("errmsg") or str(exc)
+        detail = f"{_EXPLAIN.get(code, '')} Server error {code} ({(exc.details or {}).get('codeName')}): {errmsg}"
+    else:
+        detail = f"{type(exc).__name__}: {exc}"
+    return ChangeStreamSourceError(f"{NAME}: {what} after {off.describe(offset)} failed. {detail.strip()}")
 
 
 class TokenRange(InputPartition):
