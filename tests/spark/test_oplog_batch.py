@@ -168,3 +168,20 @@ def test_refuses_what_a_dump_cannot_answer(spark, recorded):
     _start, dumps, _ = recorded
     with pytest.raises(Exception, match="updateLookup"):
         spark.read.format("mongodb-oplog").option("fullDocument", "updateLookup").load(str(dumps)).collect()
+
+
+def test_streaming_source_gives_the_same_rows(spark, cluster, recorded, tmp_path):
+    """The same range through `mongodb-changestream` (availableNow -> parquet): the batch's rows, in token order."""
+    start, dumps, streamed = recorded
+    last = decode_event(streamed["cluster-expanded"][-1])["_id"]["_data"]
+    q = (spark.readStream.format("mongodb-changestream").option("uri", cluster.uri).option("startAfter", start)
+         .option("showExpandedEvents", "true").option("includeRawEvent", "true").load()
+         .writeStream.format("parquet").option("path", str(tmp_path / "out"))
+         .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start())
+    q.awaitTermination(120)
+    assert q.exception() is None
+    from_stream = [_spark_row(r) for r in spark.read.parquet(str(tmp_path / "out")).orderBy("token").collect()]
+    from_stream = [r for r in from_stream if r[0] <= last]
+    from_dumps = [_spark_row(r) for r in merge_dumps(spark, str(dumps), start_after=start, show_expanded_events=True,
+                                                    include_raw_event=True).collect()]
+    assert from_stream == from_dumps
