@@ -216,7 +216,7 @@ def shard_events(name: str, oplog: Any, opts: StreamOptions) -> Iterator[tuple[s
         if not batch:
             return
         for tok, raw, intact, op_type in batch:
-            yield tok["_data"], raw.raw, op_type, intact
+            yield tok["_data"], raw if isinstance(raw, (bytes, bytearray)) else raw.raw, op_type, intact
 
 
 # -- merging the shards, like the router ---------------------------------------------------------
