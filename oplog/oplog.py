@@ -29,6 +29,16 @@ from oplog import bsonutil
 from oplog.clock import ts_key
 from oplog.layout import crud_layout
 
+MAX_ENTRY_BYTES = bsonutil.MAX_BSON_OBJECT_SIZE + 16 * 1024  # BSONObjMaxInternalSize
+
+
+class EntryTooLarge(Exception):
+    """An oplog entry over the size limit (the write must be refused; nothing was logged)."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__(f"oplog entry of {size} bytes is over the limit")
+        self.size = size
+
 
 class EntryView:
     """A CRUD oplog entry by reference: ts key, op, ns, raw bytes, the offsets of `o`/`o2`, wall (ms), ui."""
@@ -82,8 +92,14 @@ class Oplog:
 
     # -- writing ----------------------------------------------------------------
     def append(self, entry: dict) -> bytes:
-        """Append one entry (its `ts` must be after the last one); return its bytes."""
+        """Append one entry (its `ts` must be after the last one); return its bytes.
+
+        An entry larger than the server's internal BSON limit (16 MiB + 16 KiB)
+        raises EntryTooLarge and is not appended.
+        """
         raw = bsonutil.encode(entry)
+        if len(raw) > MAX_ENTRY_BYTES:
+            raise EntryTooLarge(len(raw))
         self.append_raw(raw, ts_key(entry["ts"]), entry["op"], entry["ns"], entry=entry)
         return raw
 
