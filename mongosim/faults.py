@@ -53,6 +53,7 @@ class FaultInjector:
         # operations in flight fail as at shutdown; later getMores find no cursor (CursorNotFound)
         node.cursors.kill_all(MongoError("InterruptedAtShutdown", "interrupted at shutdown"))
         node.oplog._lot.unpark_all()
+        node.progress.unpark_all()
         for state in list(node.sessions._sessions.values()):
             if state.txn is not None and state.txn.state in ("in_progress", "prepared"):
                 state.txn.abort(None)

@@ -64,14 +64,21 @@ class Request:
 
 
 class ClusterClock:
-    """The router's view of cluster time: only ever advanced by gossip."""
+    """The router's view of cluster time: only ever advanced by gossip.
+
+    `listeners` hear every advance (instant-HWM mode: the router passes the
+    new cluster time on to the shards at once, so idle shards can promise it).
+    """
 
     def __init__(self) -> None:
         self.key = 0
+        self.listeners: list = []
 
     def advance(self, key: int) -> None:
         if key > self.key:
             self.key = key
+            for listener in self.listeners:
+                listener(key)
 
     def now(self) -> Timestamp:
         return key_ts(self.key)
@@ -139,6 +146,14 @@ class Router:
         self._ddl_lock = trio.Lock()
         for node in [config, *shards.values()]:
             self.clock.advance(node.clock.key)
+        if instant_hwm:
+            self.clock.listeners.append(self._gossip_to_shards)
+
+    def _gossip_to_shards(self, key: int) -> None:
+        """Instant-HWM: every node learns a new cluster time at once (see Node.hear_cluster_time)."""
+        self.config.hear_cluster_time(key)
+        for remote in self.shards.values():
+            remote.node.hear_cluster_time(key)
 
     # -- wire service interface ---------------------------------------------------------
     async def run_command(self, db: str, cmd: dict, conn: ConnState) -> dict:

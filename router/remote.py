@@ -55,11 +55,12 @@ class ShardRemote:
         self.faults = Faults()
         self.commands_sent = 0
 
-    async def command(self, db: str, cmd: dict, *, cluster_time: int | None = None) -> dict:
+    async def command(self, db: str, cmd: dict, *, cluster_time: int | None = None, learn: bool = True) -> dict:
         """Run `cmd` on the node; raise MongoError (or ShardNetworkError) on failure.
 
         `cluster_time` (a ts key) is the `$clusterTime` to gossip, when the caller
-        sends one command to several shards "at once" (default: the router's now).
+        sends one command to several shards "at once" (default: the router's now);
+        with `learn=False` the caller takes the node's time itself, after all replies.
         """
         f = self.faults
         self.commands_sent += 1
@@ -81,7 +82,8 @@ class ShardRemote:
         try:
             return await self.node.run_command(db, cmd, from_router=True)
         finally:
-            self._clock.advance(self.node.clock.key)
+            if learn:
+                self._clock.advance(self.node.clock.key)
 
     # -- fault API ---------------------------------------------------------------------
     def set_delay(self, seconds: float) -> None:

@@ -92,6 +92,7 @@ class Node:
         self.cursors = CursorManager(self)
         self.tracer = None  # set to a callable(dict) to trace the change-stream stages
         self.txn_locks: dict = {}  # (ns, _id key) -> the Transaction that wrote it
+        self.progress = trio.lowlevel.ParkingLot()  # woken by writes and by gossip (hear_cluster_time)
         self.prepared_changed = trio.Event()
         self.epoch = secrets.token_bytes(4)
         self.log(oplog_entry.noop_op("initiating set"))
@@ -103,9 +104,23 @@ class Node:
         ts = key_ts(key)
         e = oplog_entry.finish(op, ts, self.wall.wall(), **session_fields)
         self.oplog.append(e)
+        if self.progress.statistics().tasks_waiting:
+            self.progress.unpark_all()
         if ctx is not None:
             ctx.op_time_key = key
         return ts
+
+    def hear_cluster_time(self, key: int) -> None:
+        """Gossip arriving outside a command (instant-HWM mode): the clock moves, and change-stream
+        getMores parked in awaitData wake up to promise the new time."""
+        if key > self.clock.key:
+            self.clock.advance(key)
+            self.progress.unpark_all()
+
+    async def wait_for_progress(self, pos: int, promised_key: int) -> None:
+        """Park until the oplog grows past `pos`, or (instant-HWM) the clock passes a promise."""
+        while self.oplog.end <= pos and self.clock.key + 1 <= promised_key:
+            await self.progress.park()
 
     @property
     def last_write_key(self) -> int:

@@ -128,13 +128,18 @@ class ChangeStreamCursor:
             return self.finish(batch), self.reply_fields(batch), self.exhausted
         if not batch and not self.exhausted:
             wait = (max_time_ms if max_time_ms is not None else DEFAULT_AWAIT_MS) / 1000.0
+            instant = self.node.instant_hwm
             with trio.move_on_after(wait):
                 while True:
-                    await self.node.oplog.wait_for_entries_after(self.source.pos)
+                    if instant:  # woken by new entries, or by a newer cluster time to promise
+                        await self.node.wait_for_progress(self.source.pos, self.pbrt_key)
+                    else:
+                        await self.node.oplog.wait_for_entries_after(self.source.pos)
                     if self.interrupt is not None:
                         raise self.interrupt
+                    promised = self.pbrt_key
                     batch = self.run_batch(limit)
-                    if batch or self.exhausted:
+                    if batch or self.exhausted or (instant and self.pbrt_key > promised):
                         break
             if self.interrupt is not None:
                 raise self.interrupt
