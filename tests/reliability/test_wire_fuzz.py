@@ -43,11 +43,13 @@ def server():
 @given(batch=st.lists(wf.fuzz_frames(), min_size=BATCH, max_size=BATCH))
 def test_fuzzed_frames_never_hurt_the_server(server, batch):
     cluster, prober = server
+    errors_before = len(prober.stats.internal_errors)
     for case in batch:
         prober.run(case)
     prober.check_health()
     assert cluster._thread is not None and cluster._thread.is_alive()
-    assert not prober.stats.internal_errors, prober.stats.internal_errors[:5]
+    # a command may fail, but never with "mongosim internal error" (an uncaught exception)
+    assert len(prober.stats.internal_errors) == errors_before, prober.stats.internal_errors[errors_before:][:3]
 
 
 # -- pinned regressions: each of these is a frame the fuzzer can produce ----------------------

@@ -467,6 +467,7 @@ class Prober:
         self.bystander = Conn(self.addr, reply_timeout)
         self.stats = Stats()
         self._to_kill: list[tuple[str, str, object]] = []
+        self.current: Case | None = None
 
     def _conn(self) -> Conn:
         if self.conn is None:
@@ -509,6 +510,7 @@ class Prober:
             fresh.close()
 
     def run(self, case: Case) -> None:
+        self.current = case
         self.stats.frames += 1
         conn = self._conn()
         if case.kind == "disconnect":
@@ -561,7 +563,9 @@ class Prober:
             for label in doc.get("errorLabels", []):
                 self.stats.labels[label] += 1
             if doc.get("code") == 1:
-                self.stats.internal_errors.append(doc.get("errmsg"))
+                case = self.current
+                self.stats.internal_errors.append((doc.get("errmsg"), case.label if case else None,
+                                                   case.data[:400] if case else None))
         cur = doc.get("cursor")
         if isinstance(cur, dict) and cur.get("id"):
             db, _, coll = str(cur.get("ns", "x.y")).partition(".")
