@@ -1,6 +1,7 @@
 """Wire fuzzing against a running server (a real TCP listener, raw sockets).
 
-CI profile: MONGOSIM_FUZZ_FRAMES (default 3000) frames in batches of 50; after
+CI profile: MONGOSIM_FUZZ_FRAMES (default 3000) frames in batches of 50, half
+against a sharded cluster (the router) and half against a replica set; after
 each batch an idle bystander connection and a brand-new connection must both
 answer `ping`.  Long profile (the issue's 100,000 frames):
 
@@ -27,9 +28,9 @@ FRAMES = int(os.environ.get("MONGOSIM_FUZZ_FRAMES", "3000"))
 BATCH = 50
 
 
-@pytest.fixture(scope="module")
-def server():
-    with Cluster(shards=2, port=0, instant_hwm=True) as cluster:
+@pytest.fixture(scope="module", params=["sharded", "replset"])
+def server(request):
+    with Cluster(shards=2, port=0, instant_hwm=True, topology=request.param) as cluster:
         prober = wf.Prober("127.0.0.1", cluster.port)
         yield cluster, prober
         prober.close()
@@ -38,7 +39,7 @@ def server():
               f"error codes: {dict(prober.stats.codes.most_common(25))}")
 
 
-@settings(max_examples=max(1, FRAMES // BATCH), deadline=None, database=None,
+@settings(max_examples=max(1, FRAMES // BATCH // 2),  # half per topology deadline=None, database=None,
           suppress_health_check=list(HealthCheck))
 @given(batch=st.lists(wf.fuzz_frames(), min_size=BATCH, max_size=BATCH))
 def test_fuzzed_frames_never_hurt_the_server(server, batch):
