@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import sys
 
 import trio
@@ -33,7 +34,10 @@ def _serve_parser(sub: argparse._SubParsersAction) -> None:
 async def _serve(opts: ClusterOptions) -> None:
     async with open_cluster(options=opts) as core:
         print(f"mongosim {opts.topology} cluster ready: {core.uri}", flush=True)
-        await trio.sleep_forever()
+        # SIGTERM (kill, docker stop) shuts down as cleanly as Ctrl-C: with --data-dir, a final snapshot
+        with trio.open_signal_receiver(signal.SIGTERM) as signals:
+            async for _ in signals:
+                break
 
 
 def main(argv: list[str] | None = None) -> int:
