@@ -147,7 +147,7 @@ class Router:
         ct = cmd.get("$clusterTime")
         if isinstance(ct, dict) and isinstance(ct.get("clusterTime"), Timestamp):
             self.clock.advance(ts_key(ct["clusterTime"]))
-        handler = ROUTER_COMMANDS.get(name) or ROUTER_COMMANDS.get(name.lower())
+        handler = ROUTER_COMMANDS.get(name)  # command names are case-sensitive (aliases are registered)
         if handler is None:
             raise MongoError("CommandNotFound", f"no such command: '{name}'")
         check_generic_arguments(name, cmd)

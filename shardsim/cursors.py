@@ -118,6 +118,8 @@ class CursorManager:
     def kill(self, ns: str, ids: list) -> dict:
         killed, not_found = [], []
         for cid in ids:
+            if not isinstance(cid, int) or isinstance(cid, bool):
+                raise MongoError("TypeMismatch", "BSON field 'killCursors.cursors' is the wrong type, expected type 'long'")
             cid = int(cid)
             cur = self._cursors.get(cid)
             if cur is None or cur.ns != ns:

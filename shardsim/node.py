@@ -118,7 +118,7 @@ class Node:
         if not cmd:
             raise MongoError("FailedToParse", "Empty command object")
         name = next(iter(cmd))
-        handler = _COMMANDS.get(name) or _COMMANDS.get(name.lower())
+        handler = _COMMANDS.get(name)  # command names are case-sensitive (aliases are registered)
         if handler is None:
             raise MongoError("CommandNotFound", f"no such command: '{name}'")
         check_generic_arguments(name, cmd)

@@ -32,7 +32,7 @@ from router.merge.handle_topology_change import HandleTopologyChange
 from router.mongos import Request, Router
 from router.remote import ShardNetworkError
 from shardsim.changestream.cursor import ID_INTACT_FIELD, OP_TYPES_FIELD, SORT_KEYS_FIELD
-from shardsim.changestream.cursor import ID_MODIFIED_MSG
+from shardsim.changestream.cursor import BATCH_BYTES, ID_MODIFIED_MSG
 from shardsim.changestream.spec import parse_spec, validate
 from shardsim.changestream.user_stages import validate_user_pipeline
 from shardsim.cursors import cursor_reply
@@ -71,6 +71,7 @@ class ClusterChangeStreamCursor:
         self.last_used = 0.0
         self._scopes: set[trio.CancelScope] = set()
         self.pbrt: dict | None = None
+        self.fetch_batch_size: int | None = None
 
     # -- establishing -----------------------------------------------------------------------
     async def open_remote(self, shard: str, spec_bson: dict) -> None:
@@ -105,9 +106,11 @@ class ClusterChangeStreamCursor:
         with trio.CancelScope() as scope:
             self._scopes.add(scope)
             try:
-                reply = await rc.remote.command(self.db if not rc.is_config else "config",
-                                                {"getMore": rc.cursor_id, "collection": rc.collection,
-                                                 "maxTimeMS": await_ms})
+                get_more = {"getMore": rc.cursor_id, "collection": rc.collection, "maxTimeMS": await_ms}
+                if self.fetch_batch_size is not None and not rc.is_config:
+                    # the client takes at most this many per getMore: buffer no more than that per shard
+                    get_more["batchSize"] = self.fetch_batch_size
+                reply = await rc.remote.command(self.db if not rc.is_config else "config", get_more)
                 cur = reply["cursor"]
                 rc.cursor_id = int(cur["id"])
                 self.arm.add_batch(idx, cur.get("nextBatch", []), cur.get(SORT_KEYS_FIELD, []),
@@ -123,11 +126,17 @@ class ClusterChangeStreamCursor:
     # -- the merge part -----------------------------------------------------------------------
     async def _release(self, out: list, limit: int) -> None:
         arm = self.arm
+        size = sum(len(r.raw) for r in out)
         while len(out) < limit and not self.exhausted:
             for rc in arm.errors():
                 raise self._shard_error(rc)
             if not arm.ready():
                 return
+            if out:  # a batch stops short of 16 MB, as the server's does (the reply must fit in one message)
+                _k, _s, idx = arm._queue[0]
+                nxt = len(arm.remotes[idx].buffer[0][2].raw)
+                if size + nxt > BATCH_BYTES:
+                    return
             key, tok, raw, intact, op_type, rc = arm.next_ready()
             topology_event = rc.is_config or op_type == "migrateChunkToNewShard"
             # The client's token may be a topology event's (a shard's promise can be one), so the
@@ -141,6 +150,7 @@ class ClusterChangeStreamCursor:
             if not intact:
                 raise MongoError("ChangeStreamFatalError", ID_MODIFIED_MSG)
             out.append(raw)
+            size += len(raw.raw)
             self.pbrt = tok
             arm.returned(tok)
             if op_type == "invalidate":
@@ -153,6 +163,7 @@ class ClusterChangeStreamCursor:
         return err
 
     async def next_batch(self, limit: int, await_ms: int | None) -> list:
+        self.fetch_batch_size = limit if limit < 2**31 else None
         out: list = []
         await self._release(out, limit)
         if await_ms is None or out or self.exhausted:
