@@ -79,7 +79,8 @@ class ReplSetFrontend:
             p = cmd.get("pipeline")
             return isinstance(p, list) and bool(p) and isinstance(p[0], dict) and "$changeStream" in p[0]
         if name == "getMore":
-            cur = self.node.cursors._cursors.get(cmd.get("getMore"))
+            cid = cmd.get("getMore")
+            cur = self.node.cursors._cursors.get(cid) if isinstance(cid, int) else None
             return getattr(cur, "is_change_stream", False)
         return False
 

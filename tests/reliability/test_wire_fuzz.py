@@ -18,7 +18,7 @@ import struct
 
 import bson
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from mongosim import Cluster
@@ -39,8 +39,10 @@ def server(request):
               f"error codes: {dict(prober.stats.codes.most_common(25))}")
 
 
-@settings(max_examples=max(1, FRAMES // BATCH // 2),  # half per topology deadline=None, database=None,
-          suppress_health_check=list(HealthCheck))
+@settings(max_examples=max(1, FRAMES // BATCH // 2),  # half of the frames per topology
+          deadline=None, database=None, suppress_health_check=list(HealthCheck),
+          # no shrinking: the server is stateful, so a failing batch is reported as found
+          phases=[Phase.explicit, Phase.reuse, Phase.generate])
 @given(batch=st.lists(wf.fuzz_frames(), min_size=BATCH, max_size=BATCH))
 def test_fuzzed_frames_never_hurt_the_server(server, batch):
     cluster, prober = server
