@@ -553,7 +553,8 @@ class Store:
             await trio.sleep(self.flush_interval)
             if self.dirty:
                 await self.commit()
-            if self._journal_bytes and trio.current_time() - last_snapshot >= self.snapshot_interval:
+            # an idle cluster journals only its periodic noops: do not rewrite a big snapshot for those
+            if self._journal_bytes > 1024 * 1024 and trio.current_time() - last_snapshot >= self.snapshot_interval:
                 if not self._flushing:
                     self.write_snapshot()
                 last_snapshot = trio.current_time()

@@ -250,3 +250,40 @@ def test_sigterm_is_a_clean_shutdown(tmp_path):
         assert srv.proc.wait(30) == 0
     # a clean shutdown leaves a snapshot with everything and an empty journal
     assert all(p.stat().st_size == 0 for _g, p in journal_files(d))
+
+
+def test_replay_stops_before_a_change_only_a_snapshot_carries(tmp_path):
+    """A DDL entry in the journal with no snapshot after it was never acknowledged (its reply
+    waits for the snapshot): replay stops there, and drops what follows, instead of guessing."""
+    from bson import Timestamp as Ts
+
+    from oplog import entry as oplog_entry
+    from shardsim.persistence import _KIND_OPLOG, frame
+
+    d = tmp_path / "data"
+    with Cluster(shards=1, port=0, data_dir=str(d)) as cluster:
+        client = pymongo.MongoClient(cluster.uri)
+        client.d.c.insert_one({"_id": 1})
+        names = list(cluster.core.nodes)
+        last = cluster.call(lambda: cluster.core.nodes["shard00"].oplog.last_key)
+        client.close()
+    idx = names.index("shard00")
+    ts = [Ts((last >> 32) + 10, i) for i in (1, 2, 3)]
+    wall = __import__("datetime").datetime(2030, 1, 1)
+    good = oplog_entry.finish(oplog_entry.insert_op("d.c", None, {"_id": 2}, {"_id": 2}), ts[0], wall)
+    with Cluster(shards=1, port=0, data_dir=str(d)) as cluster:  # learn the collection's UUID
+        uuid = cluster.call(lambda: cluster.core.nodes["shard00"].catalog.collection("d", "c").uuid)
+    good["ui"] = uuid
+    ddl = oplog_entry.finish(oplog_entry.command_op("d", {"create": "x"}), ts[1], wall)
+    after = oplog_entry.finish(oplog_entry.insert_op("d.c", uuid, {"_id": 3}, {"_id": 3}), ts[2], wall)
+    (_g, journal), *_ = journal_files(d)[-1:]
+    with open(journal, "ab") as f:
+        for e in (good, ddl, after):
+            f.write(frame(bytes((idx, _KIND_OPLOG)) + bsonutil.encode(e)))
+    with Cluster(shards=1, port=0, data_dir=str(d)) as cluster:
+        store = cluster.core.store
+        assert store.replayed == 1 and "create" in (store.stopped_at or "")
+        client = pymongo.MongoClient(cluster.uri)
+        assert sorted(x["_id"] for x in client.d.c.find()) == [1, 2]
+        assert "x" not in client.d.list_collection_names()
+        client.close()
