@@ -4,12 +4,12 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
 
-.PHONY: serve test bench install clean
+.PHONY: serve test bench install clean browser
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 $(STAMP): pyproject.toml requirements-lock.txt
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -c requirements-lock.txt -e '.[test]'
+	$(PY) -m pip install -q -c requirements-lock.txt -e '.[test,spark]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -17,7 +17,13 @@ install: $(STAMP)
 serve: $(STAMP)
 	$(VENV)/bin/mongosim serve $(ARGS)
 
-test: $(STAMP)
+# The timeline page is checked in a real headless Chromium (Debian's chromium + chromium-driver).
+browser:
+	@command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1 || \
+	  { echo "installing chromium + chromium-driver for the timeline browser test"; \
+	    $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium chromium-driver; }
+
+test: $(STAMP) browser
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 bench: $(STAMP)

@@ -61,6 +61,7 @@ class ClusterCore:
         self.router: Router | None = None
         self.frontend: Any = None
         self.port: int = 0
+        self.faults: Any = None
         self._next_port = 27018
         self.store: Any = None  # shardsim.persistence.Store with --data-dir
 
@@ -124,7 +125,14 @@ class ClusterCore:
                                                  "documents": [shard_document(self.router, n) for n in shards]})
             self.router.refresh_catalog()
             self.router.nursery = self.nursery
+            from mongosim.faults import FaultInjector
+
+            self.faults = self.router.faults = FaultInjector(self)
             self.frontend = self.router
+        if self.opts.auth or self.opts.users_file:
+            from router.authn import make_auth
+
+            self.frontend.auth = make_auth(self.opts.auth, self.opts.users_file)
         if self.store is not None:
             from mongosim.durability import finish_restore
 
@@ -171,3 +179,10 @@ async def open_cluster(**kwargs: Any) -> AsyncIterator[ClusterCore]:
     finally:
         if core is not None and core.store is not None:
             core.store.close()  # clean shutdown: a final snapshot (after every task has stopped)
+
+
+async def serve_cluster(options: ClusterOptions, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+    """Run a cluster until cancelled; report the ClusterCore through task_status (for nursery.start)."""
+    async with open_cluster(options=options) as core:
+        task_status.started(core)
+        await trio.sleep_forever()

@@ -43,3 +43,47 @@ def decode_all(data: bytes | memoryview) -> list[dict]:
 def raw(data: bytes) -> RawBSONDocument:
     """Wrap already-encoded BSON so that it passes through replies without re-encoding."""
     return RawBSONDocument(data, RAW_CODEC)
+
+
+class RawBatch(list):
+    """A cursor batch of already-encoded documents (`bytes`), spliced into the reply as-is.
+
+    Change events travel from the shard to the client this way: encoded once on
+    the shard, never decoded or re-encoded by the router.
+    """
+
+
+_INDEX_KEYS = [str(i).encode() + b"\x00" for i in range(10_000)]
+_BATCH_FIELDS = ("firstBatch", "nextBatch")
+
+
+def _array_of_documents(docs: list[bytes]) -> bytes:
+    keys = _INDEX_KEYS
+    parts = []
+    for i, raw in enumerate(docs):
+        parts.append(b"\x03" + (keys[i] if i < 10_000 else str(i).encode() + b"\x00") + raw)
+    body = b"".join(parts)
+    return (len(body) + 5).to_bytes(4, "little") + body + b"\x00"
+
+
+def encode_reply(reply: dict) -> bytes:
+    """Encode a command reply; a `RawBatch` in `reply["cursor"]` is spliced in without re-encoding."""
+    cur = reply.get("cursor")
+    if isinstance(cur, dict):
+        field = next((f for f in _BATCH_FIELDS if isinstance(cur.get(f), RawBatch)), None)
+        if field is not None:
+            array = _array_of_documents(cur[field])
+            rest = encode({k: v for k, v in cur.items() if k != field})[4:-1]
+            head = b"\x04" + field.encode() + b"\x00" + array
+            cursor_bytes = (len(head) + len(rest) + 5).to_bytes(4, "little") + head + rest + b"\x00"
+            return encode({**reply, "cursor": RawBSONDocument(cursor_bytes, RAW_CODEC)})
+    return encode(reply)
+
+
+def plain(doc):
+    """A document as a dict, whatever form it travels in (dict, bytes, RawBSONDocument)."""
+    if isinstance(doc, (bytes, bytearray, memoryview)):
+        return decode(doc)
+    if isinstance(doc, RawBSONDocument):
+        return decode(doc.raw)
+    return doc

@@ -27,6 +27,27 @@ import trio
 
 from oplog import bsonutil
 from oplog.clock import ts_key
+from oplog.layout import crud_layout
+
+MAX_ENTRY_BYTES = bsonutil.MAX_BSON_OBJECT_SIZE + 16 * 1024  # BSONObjMaxInternalSize
+
+
+class EntryTooLarge(Exception):
+    """An oplog entry over the size limit (the write must be refused; nothing was logged)."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__(f"oplog entry of {size} bytes is over the limit")
+        self.size = size
+
+
+class EntryView:
+    """A CRUD oplog entry by reference: ts key, op, ns, raw bytes, the offsets of `o`/`o2`, wall (ms), ui."""
+
+    __slots__ = ("key", "op", "ns", "raw", "o", "o2", "wall", "ui", "from_migrate")
+
+    def __init__(self, key, op, ns, raw, o, o2, wall, ui, from_migrate) -> None:
+        self.key, self.op, self.ns, self.raw, self.o, self.o2, self.wall, self.ui, self.from_migrate = (
+            key, op, ns, raw, o, o2, wall, ui, from_migrate)
 
 
 class Oplog:
@@ -71,12 +92,19 @@ class Oplog:
 
     # -- writing ----------------------------------------------------------------
     def append(self, entry: dict) -> bytes:
-        """Append one entry (its `ts` must be after the last one); return its bytes."""
+        """Append one entry (its `ts` must be after the last one); return its bytes.
+
+        An entry larger than the server's internal BSON limit (16 MiB + 16 KiB)
+        raises EntryTooLarge and is not appended.
+        """
         raw = bsonutil.encode(entry)
-        self.append_raw(raw, ts_key(entry["ts"]), entry["op"], entry["ns"])
+        if len(raw) > MAX_ENTRY_BYTES:
+            raise EntryTooLarge(len(raw))
+        self.append_raw(raw, ts_key(entry["ts"]), entry["op"], entry["ns"], entry=entry)
         return raw
 
-    def append_raw(self, raw: bytes, key: int, op: str, ns: str) -> None:
+    def append_raw(self, raw: bytes, key: int, op: str, ns: str, *, entry: dict | None = None) -> None:
+        """Append an encoded entry (`entry`: its dict, unused here, accepted for callers that have it)."""
         if self._keys and key <= self._keys[-1]:
             raise AssertionError(f"oplog out of order: {key} after {self._keys[-1]}")
         self._keys.append(key)
@@ -130,6 +158,20 @@ class Oplog:
         if i < len(self._keys) and self._keys[i] == key:
             return bsonutil.decode(self._raw[i])
         return None
+
+    def column_refs(self):
+        """The live columns (keys, ops, nss, raws), indexed from `start`; read them, never keep them."""
+        return self._keys, self._ops, self._nss, self._raw
+
+    def view_at(self, pos: int) -> "EntryView | None":
+        """A CRUD entry as the renderer needs it, without decoding (see oplog.layout);
+        None when the entry is not laid out as our writer lays entries out."""
+        i = pos - self._base
+        raw = self._raw[i]
+        o, o2, wall, ui, from_migrate = crud_layout(raw)
+        if ui is None:
+            return None
+        return EntryView(self._keys[i], self._ops[i], self._nss[i], raw, o, o2, wall, ui, from_migrate)
 
     def columns(self, pos: int, stop: int | None = None):
         """Slices (keys, ops, nss, raws) from absolute `pos` to `stop` for fast scans."""

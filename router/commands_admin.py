@@ -8,7 +8,7 @@ import trio
 from bson import Binary
 
 from oplog.errors import MongoError
-from router import handshake
+from router import authn, handshake
 from router.mongos import Request, Router, router_command
 
 
@@ -17,8 +17,11 @@ async def cmd_hello(router: Router, req: Request) -> dict:
     if "client" in req.cmd and req.conn.client is None:
         req.conn.client = req.cmd["client"]
     reply = handshake.hello_reply(router.identity, req.cmd, req.conn.id)
-    if router.auth is not None and router.auth.enabled:
-        router.auth.decorate_hello(req.cmd, reply, req.conn)
+    extra = router.auth.hello_fields(req.cmd, authn.conn_auth(router, req.conn))
+    if extra:
+        ok = reply.pop("ok")
+        reply.update(extra)
+        reply["ok"] = ok
     return reply
 
 
@@ -49,10 +52,7 @@ async def cmd_server_status(router: Router, req: Request) -> dict:
 
 @router_command("connectionStatus")
 async def cmd_connection_status(router: Router, req: Request) -> dict:
-    users, roles = ([], [])
-    if router.auth is not None and router.auth.enabled:
-        users, roles = router.auth.connection_status(req.conn)
-    return {"authInfo": {"authenticatedUsers": users, "authenticatedUserRoles": roles}, "ok": 1.0}
+    return router.auth.connection_status(req.db, req.cmd, authn.conn_auth(router, req.conn))
 
 
 @router_command("whatsmyuri")
@@ -96,9 +96,7 @@ async def cmd_host_info(router: Router, req: Request) -> dict:
 
 @router_command("logout")
 async def cmd_logout(router: Router, req: Request) -> dict:
-    if router.auth is not None:
-        router.auth.logout(req.db, req.conn)
-    return {"ok": 1.0}
+    return router.auth.handle_logout(req.db, req.cmd, authn.conn_auth(router, req.conn))
 
 
 @router_command("listCommands")
@@ -108,8 +106,31 @@ async def cmd_list_commands(router: Router, req: Request) -> dict:
     return {"commands": {name: {"help": ""} for name in sorted(ROUTER_COMMANDS)}, "ok": 1.0}
 
 
-@router_command("saslStart", "saslContinue", "authenticate")
-async def cmd_sasl(router: Router, req: Request) -> dict:
-    if router.auth is None:
-        raise MongoError("AuthenticationFailed", "Authentication failed.")
-    return router.auth.handle(req.db, req.cmd, req.conn)
+@router_command("saslStart")
+async def cmd_sasl_start(router: Router, req: Request) -> dict:
+    return router.auth.handle_sasl_start(req.db, req.cmd, authn.conn_auth(router, req.conn))
+
+
+@router_command("saslContinue")
+async def cmd_sasl_continue(router: Router, req: Request) -> dict:
+    return router.auth.handle_sasl_continue(req.db, req.cmd, authn.conn_auth(router, req.conn))
+
+
+async def cmd_user_management(router: Router, req: Request) -> dict:
+    """createUser, updateUser, dropUser, grantRolesToUser, revokeRolesFromUser, usersInfo, ..."""
+    return router.auth.handle_user_command(req.db, req.cmd, authn.conn_auth(router, req.conn))
+
+
+for _name in authn.USER_COMMANDS:
+    router_command(_name)(cmd_user_management)
+
+
+@router_command("mongosimFault")
+async def cmd_mongosim_fault(router: Router, req: Request) -> dict:
+    """Test command: inject a fault on a shard (see mongosim.faults)."""
+    if not router.identity.parameters.get("enableTestCommands", 1):
+        raise MongoError("CommandNotFound", "no such command: 'mongosimFault'")
+    injector = getattr(router, "faults", None)
+    if injector is None:
+        raise MongoError("IllegalOperation", "fault injection is not available on this server")
+    return injector.apply_command(req.cmd)

@@ -227,6 +227,11 @@ async def cmd_list_databases(router: Router, req: Request) -> dict:
 
         m = Matcher(flt)
         dbs = [d for d in dbs if m.matches(d)]
+    from router.authn import conn_auth
+
+    keep = router.auth.list_databases_filter(req.cmd, conn_auth(router, req.conn)) if router.auth.enabled else None
+    if keep is not None:
+        dbs = [d for d in dbs if keep(d["name"])]
     total = sum(sizes.values())
     out: dict[str, Any] = {"databases": dbs}
     if not name_only:

@@ -4,8 +4,16 @@
 (`errorCode`, `errorLabels`), close the connection (`closeConnection`) or block
 (`blockConnection` + `blockTimeMS`); `mode` is `{times: n}`, `{skip: n}`,
 `"alwaysOn"` or `"off"`.  `failGetMoreAfterCursorCheckout` fails a getMore after
-its cursor was checked out.  Accepted only with test commands enabled
-(`getParameter` reports `enableTestCommands`).
+its cursor was checked out (`fail_get_more_after_checkout`).  Accepted only with
+test commands enabled (`getParameter` reports `enableTestCommands`).
+
+The two differ in what the error looks like, and drivers' tests rely on it:
+failCommand fires when the command arrives, before any cursor is checked out,
+so a failed change-stream getMore carries only the labels the failpoint names
+(the server's label builder finds no originating command for the getMore);
+failGetMoreAfterCursorCheckout fires with the cursor checked out, so the error
+gets the labels a real failure would (ResumableChangeStreamError for a
+resumable code), and the cursor is killed as for any error while checked out.
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ from typing import Any
 
 from oplog.errors import MongoError
 
+GET_MORE_AFTER_CHECKOUT = "failGetMoreAfterCursorCheckout"
 KNOWN = {"failCommand", "failGetMoreAfterCursorCheckout", "failNonIntentLocksIfWaitNeeded",
          "hangBeforeTransactionCommit", "maxTimeAlwaysTimeOut", "shardingTestOnlyHangAfterSetMaxTime"}
 
@@ -92,11 +101,22 @@ class FailPoints:
 
     def check_fail_command(self, command_name: str, app_name: str | None, ns: str | None) -> FailPoint | None:
         """The failCommand failpoint if it fires for this command, else None."""
-        fp = self.get("failCommand")
+        return self._check("failCommand", command_name, app_name, ns)
+
+    def check_get_more_after_checkout(self, app_name: str | None, ns: str) -> FailPoint | None:
+        """failGetMoreAfterCursorCheckout if it fires for a getMore on `ns`, else None.
+
+        The server evaluates its data like failCommand's with `failCommands: ["getMore"]`
+        and the cursor's namespace (getmore_cmd.cpp, cluster_find.cpp)."""
+        return self._check(GET_MORE_AFTER_CHECKOUT, "getMore", app_name, ns, implicit_commands=["getMore"])
+
+    def _check(self, name: str, command_name: str, app_name: str | None, ns: str | None,
+               implicit_commands: list | None = None) -> FailPoint | None:
+        fp = self.get(name)
         if fp is None:
             return None
         data = fp.data
-        cmds = data.get("failCommands") or []
+        cmds = implicit_commands if implicit_commands is not None else (data.get("failCommands") or [])
         if command_name not in cmds:
             return None
         if "appName" in data and data["appName"] != app_name:
@@ -104,3 +124,37 @@ class FailPoints:
         if "namespace" in data and data["namespace"] != ns:
             return None
         return fp if fp.hit() else None
+
+
+def app_name_of(client_metadata: dict | None) -> str | None:
+    """The application name a client sent in its handshake metadata."""
+    return ((client_metadata or {}).get("application") or {}).get("name")
+
+
+def fail_get_more_after_checkout(failpoints: FailPoints, cursors: Any, db: str, cmd: dict,
+                                 app_name: str | None) -> None:
+    """Fail a getMore once its cursor is checked out, if failGetMoreAfterCursorCheckout says so.
+
+    Only a getMore that would check its cursor out is affected: an unknown cursor, a
+    namespace mismatch or a cursor in use is left to the getMore itself to report.  The
+    error is `errorCode` (InternalError without one); the cursor is killed, as the server
+    kills a cursor when an error escapes while it is pinned."""
+    if failpoints.get(GET_MORE_AFTER_CHECKOUT) is None:
+        return
+    cid, coll = cmd.get("getMore"), cmd.get("collection")
+    if not isinstance(cid, int) or isinstance(cid, bool) or not isinstance(coll, str):
+        return
+    ns = f"{db}.{coll}"
+    try:
+        cursors.lookup(int(cid), ns)
+    except MongoError:
+        return
+    if int(cid) in getattr(cursors, "_pinned", ()):
+        return
+    fp = failpoints.check_get_more_after_checkout(app_name, ns)
+    if fp is None:
+        return
+    cursors.remove(int(cid))
+    code = fp.data.get("errorCode")
+    raise MongoError(int(code) if code is not None else "InternalError",
+                     "Hit the 'failGetMoreAfterCursorCheckout' failpoint")

@@ -23,9 +23,9 @@ from bson import Timestamp
 
 from oplog.clock import key_ts, ts_key
 from oplog.errors import MongoError, in_category
-from router import handshake
+from router import authn, handshake
 from router.catalog_cache import CatalogCache
-from router.failpoints import CloseConnection, FailPoints
+from router.failpoints import CloseConnection, FailPoints, app_name_of, fail_get_more_after_checkout
 from router.remote import ShardRemote
 from router.server import ConnState
 from shardsim.cursors import CursorManager
@@ -89,10 +89,14 @@ def is_change_stream_command(name: str, cmd: dict, router: "Router | None" = Non
     return False
 
 
-def change_stream_labels(code: int) -> list[str]:
-    """Labels the server puts on a failed change-stream aggregate/getMore (error_labels.cpp)."""
+def change_stream_labels(code: int, *, resumable_candidate: bool = True) -> list[str]:
+    """Labels the server puts on a failed change-stream aggregate/getMore (error_labels.cpp).
+
+    `resumable_candidate` False: the server could not tell the command is a change stream
+    (a getMore failed by failCommand before its cursor was checked out has no originating
+    command), so no ResumableChangeStreamError."""
     labels = []
-    if (
+    if resumable_candidate and (
         in_category(code, "RetriableError")
         or in_category(code, "NetworkError")
         or in_category(code, "NeedRetargettingError")
@@ -130,7 +134,7 @@ class Router:
         self.started_at = trio.current_time()
         self.hello_changed = trio.Event()
         self.tracer = None  # callable(dict) receiving merge trace events, or None
-        self.auth = None  # router.auth.AuthManager when --auth
+        self.auth = authn.make_auth(False)  # replaced by the cluster when --auth
         from router.transactions import RouterTransactions
 
         self.txns = RouterTransactions(self)  # the transaction coordinator
@@ -151,23 +155,25 @@ class Router:
         if handler is None:
             raise MongoError("CommandNotFound", f"no such command: '{name}'")
         check_generic_arguments(name, cmd)
-        if self.auth is not None and self.auth.enabled:
-            self.auth.authorize(db, cmd, conn)
+        authn.authorize(self, db, cmd, conn)
         req = Request(db, cmd, conn, name)
         # decided before running: a failing getMore may remove its cursor
         req.is_change_stream = is_change_stream_command(name, cmd, self, db)
         try:
             await self._apply_fail_command(req)
+            if name == "getMore":
+                fail_get_more_after_checkout(self.failpoints, self.cursors, db, cmd, app_name_of(conn.client))
             reply = await handler(self, req)
         except MongoError as err:
             self._label(err, req)
             raise
         if req.op_time_key:
             reply.setdefault("_opTimeKey", req.op_time_key)
+        authn.note_cursor_owner(self, reply, conn)
         return reply
 
     async def _apply_fail_command(self, req: Request) -> None:
-        app = (req.conn.client or {}).get("application", {}).get("name")
+        app = app_name_of(req.conn.client)
         coll = req.cmd.get(req.name)
         ns = f"{req.db}.{coll}" if isinstance(coll, str) else None
         fp = self.failpoints.check_fail_command(req.name, app, ns)
@@ -180,6 +186,7 @@ class Router:
             raise CloseConnection()
         if "errorCode" in data:
             err = MongoError(int(data["errorCode"]), "Failing command via 'failCommand' failpoint")
+            err.extra["_failCommand"] = True
             if "errorLabels" in data:
                 err.extra["_explicitLabels"] = list(data["errorLabels"])
             raise err
@@ -188,11 +195,12 @@ class Router:
 
     def _label(self, err: MongoError, req: Request) -> None:
         explicit = err.extra.pop("_explicitLabels", None)
+        injected = err.extra.pop("_failCommand", False)
         if explicit is not None:
             err.labels = list(explicit)
             return
         if req.is_change_stream:
-            for label in change_stream_labels(err.code):
+            for label in change_stream_labels(err.code, resumable_candidate=not (injected and req.name == "getMore")):
                 err.add_label(label)
         self.txns.label_error(err, req)
 

@@ -15,8 +15,8 @@ from bson import Timestamp
 
 from oplog.clock import key_ts, ts_key
 from oplog.errors import MongoError
-from router import handshake
-from router.failpoints import FailPoints
+from router import authn, handshake
+from router.failpoints import FailPoints, app_name_of, fail_get_more_after_checkout
 from router.mongos import ROUTER_COMMANDS, Request, change_stream_labels
 from router.transactions import transaction_labels
 from router.server import ConnState
@@ -27,7 +27,7 @@ ADMIN_COMMANDS = {
     "hello", "isMaster", "ismaster", "ping", "buildInfo", "buildinfo", "getParameter", "getCmdLineOpts",
     "serverStatus", "connectionStatus", "whatsmyuri", "endSessions", "killSessions", "refreshSessions",
     "killAllSessions", "killAllSessionsByPattern", "startSession", "configureFailPoint", "getDefaultRWConcern",
-    "hostInfo", "logout", "listCommands", "saslStart", "saslContinue", "authenticate",
+    "hostInfo", "logout", "listCommands", "saslStart", "saslContinue",
 }
 
 
@@ -39,7 +39,7 @@ class ReplSetFrontend:
         self.connections: set[int] = set()
         self.started_at = trio.current_time()
         self.hello_changed = trio.Event()
-        self.auth = None
+        self.auth = authn.make_auth(False)
         self.txns = None
         self.cursors = node.cursors
 
@@ -52,24 +52,28 @@ class ReplSetFrontend:
         ct = cmd.get("$clusterTime")
         if isinstance(ct, dict) and isinstance(ct.get("clusterTime"), Timestamp):
             self.node.clock.advance(ts_key(ct["clusterTime"]))
-        if self.auth is not None and self.auth.enabled:
-            self.auth.authorize(db, cmd, conn)
+        authn.authorize(self, db, cmd, conn)
         req = Request(db, cmd, conn, name)
-        if name in ADMIN_COMMANDS:
+        if name in ADMIN_COMMANDS or authn.is_user_command(name):
             return await ROUTER_COMMANDS[name](self, req)
         from router.mongos import Router
 
         is_cs = self._is_change_stream(name, cmd)
         try:
             await Router._apply_fail_command(self, req)  # same failpoint semantics as mongos
-            return await self.node.run_command(db, cmd)
+            if name == "getMore":
+                fail_get_more_after_checkout(self.failpoints, self.node.cursors, db, cmd, app_name_of(conn.client))
+            reply = await self.node.run_command(db, cmd)
+            authn.note_cursor_owner(self, reply, conn)
+            return reply
         except MongoError as err:
             explicit = err.extra.pop("_explicitLabels", None)
+            injected = err.extra.pop("_failCommand", False)
             if explicit is not None:
                 err.labels = list(explicit)
             else:
                 if is_cs:
-                    for label in change_stream_labels(err.code):
+                    for label in change_stream_labels(err.code, resumable_candidate=not (injected and name == "getMore")):
                         err.add_label(label)
                 transaction_labels(err, name, cmd)
             raise

@@ -92,7 +92,7 @@ async def _answer(service: Service, db: str, cmd: dict, conn: ConnState) -> dict
 
 def _encode_reply(reply: dict, response_to: int, flags: int = 0) -> bytes:
     try:
-        body = bsonutil.encode(reply)
+        body = bsonutil.encode_reply(reply)
     except Exception as exc:
         body = bsonutil.encode(MongoError("InternalError", f"failed to encode reply: {exc}").to_reply())
     if len(body) > bsonutil.MAX_BSON_OBJECT_SIZE + 16 * 1024:
@@ -178,7 +178,7 @@ async def _handle(stream: trio.abc.Stream, service: Service, conn: ConnState, ms
         response_to = msg.request_id
         while True:
             rid = next(_request_ids)
-            body = bsonutil.encode(reply)
+            body = bsonutil.encode_reply(reply)
             await stream.send_all(wire.encode_op_msg_raw(body, rid, response_to, MORE_TO_COME))
             response_to = rid
             await service.await_hello(cmd, conn)

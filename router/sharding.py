@@ -308,9 +308,23 @@ async def migrate_chunk(router: Router, r: CollectionRouting, chunk: Chunk, to: 
                   "$push": {"history": {"$each": [{"validAfter": now, "shard": to}], "$position": 0}}},
         }]})
         router.refresh_catalog()
-        await donor_remote.command(db, {"_deleteRange": r.ns, "key": r.pattern.key, "min": chunk.min, "max": chunk.max})
+        await _delete_range(donor_remote, db, {"_deleteRange": r.ns, "key": r.pattern.key, "min": chunk.min, "max": chunk.max})
     finally:
         cs.release(r.ns)
+
+
+async def _delete_range(donor: Any, db: str, cmd: dict) -> None:
+    """The range deleter: retried until it succeeds, so a committed migration leaves no orphans."""
+    delay = 0.01
+    for attempt in range(100):
+        try:
+            await donor.command(db, cmd)
+            return
+        except MongoError:
+            if attempt == 99:
+                raise
+            await trio.sleep(delay)
+            delay = min(delay * 2, 1.0)
 
 
 @router_command("moveChunk", "movechunk")

@@ -27,7 +27,7 @@ def new_cursor_id() -> int:
 
 
 def cursor_reply(batch: list, cursor_id: int, ns: str, *, first: bool, fields: dict | None = None) -> dict:
-    cur: dict[str, Any] = {"firstBatch" if first else "nextBatch": batch}
+    cur: dict[str, Any] = {"firstBatch" if first else "nextBatch": batch}  # a list, or a bsonutil.RawBatch
     if fields:
         cur.update(fields)
     cur["id"] = Int64(cursor_id)
@@ -129,8 +129,12 @@ class CursorManager:
                 killed.append(Int64(cid))
         return {"cursorsKilled": killed, "cursorsNotFound": not_found, "cursorsAlive": [], "cursorsUnknown": [], "ok": 1.0}
 
-    def kill_all(self) -> None:
+    def kill_all(self, interrupt: MongoError | None = None) -> None:
+        """Kill every cursor; an operation in flight on one fails with `interrupt` (e.g. at shutdown)."""
         for cid in list(self._cursors):
+            cur = self._cursors.get(cid)
+            if interrupt is not None and cur is not None:
+                cur.interrupt = interrupt
             self.remove(cid)
 
     def reap_idle(self, timeout: float = CURSOR_TIMEOUT_S) -> int:

@@ -168,7 +168,9 @@ class Node:
             if self.noop_paused:
                 continue
             if self.oplog.last_key == last_seen:
-                self.log(oplog_entry.noop_op("periodic noop"))
+                ts = self.log(oplog_entry.noop_op("periodic noop"))
+                if self.tracer is not None:
+                    self.tracer({"where": self.name, "step": "noop", "ts": (ts.time << 32) | ts.inc})
             last_seen = self.oplog.last_key
 
 

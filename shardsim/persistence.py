@@ -107,8 +107,8 @@ class JournaledOplog(Oplog):
         super().__init__(max_bytes)
         self._sink = sink
 
-    def append_raw(self, raw: bytes, key: int, op: str, ns: str) -> None:
-        super().append_raw(raw, key, op, ns)
+    def append_raw(self, raw: bytes, key: int, op: str, ns: str, **kw: Any) -> None:
+        super().append_raw(raw, key, op, ns, **kw)
         if self._sink is not None:
             self._sink(raw, op)
 

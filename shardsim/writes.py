@@ -20,6 +20,7 @@ from oplog import bsonutil
 from oplog import entry as E
 from oplog.clock import ts_key
 from oplog.errors import MongoError
+from oplog.oplog import EntryTooLarge
 from shardsim.catalog import Collection
 from shardsim.node import Node, OpCtx, command
 from shardsim.query.matcher import Matcher
@@ -143,14 +144,29 @@ def prepare_insert(doc: dict) -> dict:
     _check_document(doc)
     if "_id" not in doc:
         doc = {"_id": ObjectId(), **doc}
-    if len(bsonutil.encode(doc)) > bsonutil.MAX_BSON_OBJECT_SIZE:
-        raise MongoError("BSONObjectTooLarge", f"object to insert too large. size in bytes: {len(bsonutil.encode(doc))}, max size: {bsonutil.MAX_BSON_OBJECT_SIZE}")
-    return doc
+    return doc  # (its size is checked on the oplog entry it becomes: insert_one)
+
+
+def _too_large(doc: dict) -> MongoError:
+    size = len(bsonutil.encode(doc))
+    return MongoError("BSONObjectTooLarge",
+                      f"object to insert too large. size in bytes: {size}, max size: {bsonutil.MAX_BSON_OBJECT_SIZE}")
 
 
 def insert_one(node: Node, ctx: OpCtx, coll: Collection, doc: dict, ws: WriteSession, index: int) -> None:
-    ws.insert(coll, doc)
-    ws.log(E.insert_op(coll.ns, coll.uuid, doc, coll.document_key(doc)), index)
+    op = E.insert_op(coll.ns, coll.uuid, doc, coll.document_key(doc))
+    if ws.txn is not None:
+        if len(bsonutil.encode(doc)) > bsonutil.MAX_BSON_OBJECT_SIZE:
+            raise _too_large(doc)
+        ws.insert(coll, doc)
+        ws.log(op, index)
+        return
+    coll.check_insert(doc)  # DuplicateKey before anything is written
+    try:
+        ws.log(op, index)  # the entry is encoded once; too large -> nothing written
+    except EntryTooLarge:
+        raise _too_large(doc) from None
+    coll.insert(doc, checked=True)
 
 
 def _write_concern_reply(reply: dict, errors: list[dict]) -> dict:

@@ -40,9 +40,7 @@ class CommandError(Exception):
 
 
 def _plain(v: Any) -> Any:
-    if isinstance(v, RawBSONDocument):
-        return bsonutil.decode(v.raw)
-    return v
+    return bsonutil.plain(v)
 
 
 class AsyncClient:
@@ -99,6 +97,8 @@ class AsyncClient:
 
 
 RESUMABLE_CODES_NETWORK = {6, 7, 89, 9001}
+# The retryable-reads specification's retryable codes (the initial aggregate is retried once).
+RETRYABLE_READ_CODES = {6, 7, 89, 91, 134, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436}
 
 
 def is_resumable(err: CommandError) -> bool:
@@ -152,7 +152,12 @@ class AsyncChangeStream:
         return {"aggregate": self.target, "pipeline": [{"$changeStream": spec}, *self.pipeline], "cursor": cursor}
 
     async def open(self) -> None:
-        reply = await self.client.command(self.db, self._aggregate_cmd())
+        try:
+            reply = await self.client.command(self.db, self._aggregate_cmd())
+        except CommandError as err:
+            if err.code not in RETRYABLE_READ_CODES:
+                raise
+            reply = await self.client.command(self.db, self._aggregate_cmd())  # retryable reads: once
         if self.initial_operation_time is None:
             self.initial_operation_time = reply.get("operationTime")
         self._take(reply["cursor"], "firstBatch")

@@ -66,6 +66,7 @@ class AsyncResultsMerger:
         self._seq = itertools.count()
         self.high_water_mark: dict | None = None  # last released token, or the minimum promise
         self.trace = trace
+        self._gate_traced: tuple | None = None  # (front key, blockers) last reported as closed
 
     # -- remotes ------------------------------------------------------------------------
     def add_remote(self, rc: RemoteCursor, first_batch: list, sort_tokens: list[dict], intact: list[bool],
@@ -102,7 +103,7 @@ class AsyncResultsMerger:
             heapq.heappush(self._queue, (rc.buffer[0][0], next(self._seq), idx))
         if self.trace:
             self.trace({"step": "batch", "shard": rc.shard, "events": [t["_data"] for t in sort_tokens],
-                        "pbrt": rc.promised_key, "min_promised": self.min_promised_key()})
+                        "ops": list(op_types), "pbrt": rc.promised_key, "min_promised": self.min_promised_key()})
 
     # -- the gate -------------------------------------------------------------------------
     def min_promised_key(self) -> str | None:
@@ -121,7 +122,21 @@ class AsyncResultsMerger:
         if not self._queue:
             return False
         m = self.min_promised_key()
-        return m is not None and self._queue[0][0] <= m
+        ok = m is not None and self._queue[0][0] <= m
+        if self.trace and not ok:
+            self._trace_gate_closed(m)
+        return ok
+
+    def _trace_gate_closed(self, m: str | None) -> None:
+        """Trace: the gate is closed — who holds the smallest buffered event back (once per change)."""
+        key, _, idx = self._queue[0]
+        waiting = [{"shard": rc.shard, "promise": rc.promised_key, "in_flight": rc.pending}
+                   for rc in self.remotes if rc.promised_key is None or rc.promised_key < key]
+        state = (key, tuple((w["shard"], w["promise"]) for w in waiting))
+        if state != self._gate_traced:
+            self._gate_traced = state
+            self.trace({"step": "gate", "key": key, "shard": self.remotes[idx].shard, "min_promised": m,
+                        "waiting_on": waiting})
 
     def next_ready(self) -> tuple[str, dict, Any, bool, str, RemoteCursor]:
         key, _, idx = heapq.heappop(self._queue)
@@ -130,7 +145,9 @@ class AsyncResultsMerger:
         if rc.buffer:
             heapq.heappush(self._queue, (rc.buffer[0][0], next(self._seq), idx))
         if self.trace:
-            self.trace({"step": "released", "shard": rc.shard, "key": key, "min_promised": self.min_promised_key()})
+            self._gate_traced = None
+            self.trace({"step": "released", "shard": rc.shard, "key": key, "op": op,
+                        "min_promised": self.min_promised_key()})
         return key, tok, raw, ok, op, rc
 
     def returned(self, tok: dict) -> None:

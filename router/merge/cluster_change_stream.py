@@ -19,7 +19,8 @@ returns an empty batch whose PBRT is the high-water mark.
 
 from __future__ import annotations
 
-from typing import Any
+import itertools
+from typing import Any, Callable
 
 import trio
 
@@ -35,10 +36,25 @@ from shardsim.changestream.cursor import ID_INTACT_FIELD, OP_TYPES_FIELD, SORT_K
 from shardsim.changestream.cursor import BATCH_BYTES, ID_MODIFIED_MSG
 from shardsim.changestream.spec import parse_spec, validate
 from shardsim.changestream.user_stages import validate_user_pipeline
+from oplog.bsonutil import RawBatch, plain
 from shardsim.cursors import cursor_reply
 
 SHARD_AWAIT_CAP_MS = 1000
 DEFAULT_AWAIT_MS = 1000
+_stream_ids = itertools.count(1)
+
+
+def _stream_tracer(tracer: Callable[[dict], None], stream: int) -> Callable[[dict], None]:
+    """The router's tracer, with each record tagged by the merged stream it comes from."""
+    def emit(record: dict) -> None:
+        record["stream"] = stream
+        tracer(record)
+    return emit
+
+
+def _nbytes(event) -> int:
+    """Encoded size of a buffered event (bytes, or a RawBSONDocument)."""
+    return len(event) if isinstance(event, (bytes, bytearray, memoryview)) else len(event.raw)
 
 
 def shard_command(req_cmd: dict, spec_bson: dict, user_stages: list) -> dict:
@@ -62,7 +78,9 @@ class ClusterChangeStreamCursor:
         self.target = target
         self.spec_bson = spec_bson
         self.user_stages = user_stages
-        self.arm = AsyncResultsMerger(trace=router.tracer)
+        # trace (mongosim.trace): None unless router.tracer is set — then every emit is tagged with this stream
+        self.trace = _stream_tracer(router.tracer, next(_stream_ids)) if router.tracer else None
+        self.arm = AsyncResultsMerger(trace=self.trace)
         self.topology = HandleTopologyChange(self)
         self.ensure = EnsureResumeTokenPresent(client_token) if client_token is not None and client_token["_data"] and \
             decode_resume_token(client_token).token_type != 0 else None
@@ -71,7 +89,6 @@ class ClusterChangeStreamCursor:
         self.last_used = 0.0
         self._scopes: set[trio.CancelScope] = set()
         self.pbrt: dict | None = None
-        self.fetch_batch_size: int | None = None
 
     # -- establishing -----------------------------------------------------------------------
     async def open_remote(self, shard: str, spec_bson: dict) -> None:
@@ -95,22 +112,21 @@ class ClusterChangeStreamCursor:
                             cur.get(OP_TYPES_FIELD, []), cur.get("postBatchResumeToken"), int(cur["id"]) == 0)
 
     # -- fetching -------------------------------------------------------------------------
-    def _schedule(self, await_ms: int) -> None:
+    def _schedule(self, await_ms: int, batch_size: int | None = None) -> None:
         for idx in self.arm.needs_fetch():
             rc = self.arm.remotes[idx]
             rc.pending = True
-            self.router.nursery.start_soon(self._fetch, idx, min(await_ms, SHARD_AWAIT_CAP_MS))
+            self.router.nursery.start_soon(self._fetch, idx, min(await_ms, SHARD_AWAIT_CAP_MS), batch_size)
 
-    async def _fetch(self, idx: int, await_ms: int) -> None:
+    async def _fetch(self, idx: int, await_ms: int, batch_size: int | None = None) -> None:
         rc = self.arm.remotes[idx]
         with trio.CancelScope() as scope:
             self._scopes.add(scope)
             try:
-                get_more = {"getMore": rc.cursor_id, "collection": rc.collection, "maxTimeMS": await_ms}
-                if self.fetch_batch_size is not None and not rc.is_config:
-                    # the client takes at most this many per getMore: buffer no more than that per shard
-                    get_more["batchSize"] = self.fetch_batch_size
-                reply = await rc.remote.command(self.db if not rc.is_config else "config", get_more)
+                cmd = {"getMore": rc.cursor_id, "collection": rc.collection, "maxTimeMS": await_ms}
+                if batch_size:
+                    cmd["batchSize"] = batch_size  # the ARM asks remotes for the client's batch size
+                reply = await rc.remote.command(self.db if not rc.is_config else "config", cmd)
                 cur = reply["cursor"]
                 rc.cursor_id = int(cur["id"])
                 self.arm.add_batch(idx, cur.get("nextBatch", []), cur.get(SORT_KEYS_FIELD, []),
@@ -126,7 +142,7 @@ class ClusterChangeStreamCursor:
     # -- the merge part -----------------------------------------------------------------------
     async def _release(self, out: list, limit: int) -> None:
         arm = self.arm
-        size = sum(len(r.raw) for r in out)
+        size = sum(_nbytes(r) for r in out)
         while len(out) < limit and not self.exhausted:
             for rc in arm.errors():
                 raise self._shard_error(rc)
@@ -134,7 +150,7 @@ class ClusterChangeStreamCursor:
                 return
             if out:  # a batch stops short of 16 MB, as the server's does (the reply must fit in one message)
                 _k, _s, idx = arm._queue[0]
-                nxt = len(arm.remotes[idx].buffer[0][2].raw)
+                nxt = _nbytes(arm.remotes[idx].buffer[0][2])
                 if size + nxt > BATCH_BYTES:
                     return
             key, tok, raw, intact, op_type, rc = arm.next_ready()
@@ -143,14 +159,21 @@ class ClusterChangeStreamCursor:
             # resume-token check looks at events before the topology stage swallows them.
             keep = self.ensure is None or self.ensure.passes(key, tok)
             if topology_event:
+                if self.trace:
+                    self.trace({"step": "swallowed", "key": key, "shard": rc.shard, "op": op_type,
+                                "reason": "topology event (handle topology change)"})
                 await self.topology.handle(rc, raw, op_type)
                 continue
             if not keep:
+                if self.trace:
+                    self.trace({"step": "swallowed", "key": key, "shard": rc.shard, "op": op_type,
+                                "reason": "the resume token itself" if key == self.ensure.key
+                                else "before the resume token"})
                 continue
             if not intact:
                 raise MongoError("ChangeStreamFatalError", ID_MODIFIED_MSG)
             out.append(raw)
-            size += len(raw.raw)
+            size += _nbytes(raw)
             self.pbrt = tok
             arm.returned(tok)
             if op_type == "invalidate":
@@ -163,15 +186,14 @@ class ClusterChangeStreamCursor:
         return err
 
     async def next_batch(self, limit: int, await_ms: int | None) -> list:
-        self.fetch_batch_size = limit if limit < 2**31 else None
-        out: list = []
+        out: list = RawBatch()
         await self._release(out, limit)
         if await_ms is None or out or self.exhausted:
             return out
         deadline = trio.current_time() + await_ms / 1000.0
         while not out and not self.exhausted:
             self.changed = trio.Event()
-            self._schedule(await_ms)
+            self._schedule(await_ms, limit if limit < 2**31 else None)
             with trio.move_on_at(deadline) as scope:
                 await self.changed.wait()
             await self._release(out, limit)
@@ -181,8 +203,8 @@ class ClusterChangeStreamCursor:
 
     def current_pbrt(self) -> dict:
         hwm = self.arm.advance_high_water_mark()
-        if self.ensure is not None and not self.ensure.done:
-            # until the client's token is confirmed, never promise beyond it
+        if self.ensure is not None and not (self.ensure.seen or self.ensure.done):
+            # until the client's token has been seen in the stream, never promise beyond it
             return self.ensure.token
         if self.exhausted and self.pbrt is not None:
             return self.pbrt
@@ -196,9 +218,15 @@ class ClusterChangeStreamCursor:
         limit = batch_size if batch_size else 2**31
         batch = await self.next_batch(limit, max_time_ms if max_time_ms is not None else DEFAULT_AWAIT_MS)
         pbrt = self.current_pbrt()
+        if self.trace:
+            self.trace_reply(batch, pbrt)
         if self.exhausted:
             self.close()
         return batch, {"postBatchResumeToken": pbrt}, self.exhausted
+
+    def trace_reply(self, batch: list, pbrt: dict) -> None:
+        self.trace({"step": "reply", "events": [plain(raw)["_id"]["_data"] for raw in batch], "pbrt": pbrt["_data"],
+                    "closed": self.exhausted})
 
     def close(self) -> None:
         if self.exhausted and not self._scopes and getattr(self, "_closed", False):
@@ -233,7 +261,7 @@ async def open_cluster_change_stream(router: Router, req: Request) -> dict:
     if cmd.get("explain"):
         from router.merge.explain import explain_change_stream
 
-        return explain_change_stream(router, req.db, target, spec_bson, shard_stages, token)
+        return await explain_change_stream(router, req.db, target, spec_bson, shard_stages, token)
     cur = ClusterChangeStreamCursor(router, ns, req.db, target, spec_bson, shard_stages, token)
     cur.initial_pbrt = token if token is not None else make_high_water_mark_token(start)
     shards = sorted(router.shards)
@@ -251,6 +279,8 @@ async def open_cluster_change_stream(router: Router, req: Request) -> dict:
     batch_size = (cursor_opt or {}).get("batchSize")
     batch = await cur.next_batch(batch_size if batch_size else 2**31, None)
     pbrt = cur.current_pbrt()
+    if cur.trace:
+        cur.trace_reply(batch, pbrt)
     req.op_time_key = router.clock.key
     if cur.exhausted:
         cur.close()

@@ -26,6 +26,9 @@ class HandleTopologyChange:
         """Swallow a topology event; for a shard added, open a cursor on it."""
         if not rc.is_config or op_type != "insert":
             return
+        from oplog.bsonutil import plain
+
+        raw = plain(raw)
         shard = (raw.get("fullDocument") or {}).get("_id")
         router = self.cursor.router
         if shard is None or shard in {r.shard for r in self.cursor.arm.remotes} or shard not in router.shards:
@@ -33,6 +36,6 @@ class HandleTopologyChange:
         start = key_ts(ts_key(raw["clusterTime"]) + 1)
         spec = {k: v for k, v in self.cursor.spec_bson.items() if k not in ("resumeAfter", "startAfter", "startAtOperationTime")}
         spec["resumeAfter"] = make_high_water_mark_token(start)
-        if router.tracer:
-            router.tracer({"step": "new_shard", "shard": shard, "start": start})
+        if self.cursor.trace:
+            self.cursor.trace({"step": "new_shard", "shard": shard, "start": start})
         await self.cursor.open_remote(shard, spec)

@@ -46,7 +46,7 @@ class CheckInvalidate(Stage):
         ev = self.source.get_next()
         if ev is PAUSE:
             return ev
-        op_type = ev.doc.get("operationType")
+        op_type = ev.op_type
         if self._invalidates(op_type):
             data = replace(decode_resume_token(ev.token), from_invalidate=True)
             token = encode_resume_token(data)

@@ -32,18 +32,42 @@ class Invalidated(Exception):
 
 
 class Event:
-    """A change event in flight: the document, its token (sort key) and bookkeeping."""
+    """A change event in flight: the document, its token (sort key) and bookkeeping.
 
-    __slots__ = ("doc", "token", "ts_key", "pre_image_id", "raw_update", "uuid", "op_type")
+    An event rendered from the oplog's bytes (`render.py`) carries those bytes
+    in `raw` and decodes `doc` only if a later stage asks for it; a stage that
+    changes the document drops `raw` (`set_field`, or assigning `doc`).
+    """
 
-    def __init__(self, doc: dict, token: dict, ts_key: int) -> None:
-        self.doc = doc
-        self.op_type = doc.get("operationType")
+    __slots__ = ("_doc", "raw", "token", "ts_key", "pre_image_id", "raw_update", "uuid", "op_type")
+
+    def __init__(self, doc: dict | None, token: dict, ts_key: int, *, raw: bytes | None = None,
+                 op_type: str | None = None) -> None:
+        self._doc = doc
+        self.raw = raw
+        self.op_type = op_type if op_type is not None else doc.get("operationType")
         self.token = token
         self.ts_key = ts_key
         self.pre_image_id: tuple | None = None
         self.raw_update: dict | None = None
         self.uuid: Any = None
+
+    @property
+    def doc(self) -> dict:
+        if self._doc is None:
+            from oplog.bsonutil import decode
+
+            self._doc = decode(self.raw)
+        return self._doc
+
+    @doc.setter
+    def doc(self, value: dict) -> None:
+        self._doc = value
+        self.raw = None
+
+    def set_field(self, name: str, value: Any) -> None:
+        self.doc[name] = value
+        self.raw = None
 
     @property
     def sort_key(self) -> str:

@@ -32,6 +32,7 @@ from shardsim.changestream.context import PAUSE, ChangeStreamContext, Invalidate
 from shardsim.changestream.oplog_match import OplogMatch
 
 DEFAULT_AWAIT_MS = 1000
+MAX_EVENT_BYTES = bsonutil.MAX_BSON_OBJECT_SIZE + 16 * 1024  # BSONObjMaxInternalSize
 # Internal cursor fields for the router (shard part of a sharded stream).
 SORT_KEYS_FIELD = "$_sortKeys"
 ID_INTACT_FIELD = "$_idIntact"
@@ -61,12 +62,13 @@ class ChangeStreamCursor:
         self.pbrt_key = initial_pbrt_key
         self.exhausted = False
         self.invalidated = False
+        self.interrupt: MongoError | None = None  # set when the node shuts down under an in-flight getMore
         self.last_used = 0.0
         self._stash: Any = None
 
     # -- one batch ----------------------------------------------------------------------
     def run_batch(self, limit: int) -> list[tuple[dict, Any, bool, str]]:
-        """Pull up to `limit` events: [(token, RawBSONDocument, _id intact, operationType)]."""
+        """Pull up to `limit` events: [(token, encoded event, _id intact, operationType)]."""
         out: list[tuple[dict, Any, bool, str]] = []
         size = 0
         if self.exhausted:
@@ -85,21 +87,34 @@ class ChangeStreamCursor:
             if ev is PAUSE:
                 self._advance_hwm()
                 break
-            raw = bsonutil.encode_in_order(ev.doc)
+            raw = ev.raw
+            intact = True
+            if raw is None:
+                raw = bsonutil.encode_in_order(ev.doc)
+                intact = ev.doc.get("_id") == ev.token
+            if len(raw) > MAX_EVENT_BYTES:
+                raise MongoError("BSONObjectTooLarge",
+                                 f"BSONObj size: {len(raw)} ({len(raw):#X}) is invalid. Size must be between 0 and "
+                                 f"{MAX_EVENT_BYTES}(16MB) First element: _id: {ev.token}")
             if out and size + len(raw) > BATCH_BYTES:
                 self._stash = ev
                 break
             size += len(raw)
-            out.append((ev.token, bsonutil.raw(raw), ev.doc.get("_id") == ev.token, ev.op_type))
+            out.append((ev.token, raw, intact, ev.op_type))
             self.pbrt = ev.token
             self.pbrt_key = ev.ts_key
         return out
 
     def _advance_hwm(self) -> None:
         latest = self.source.latest_key
-        if self.node.instant_hwm:
+        if self.node.instant_hwm and self.source.pos >= self.node.oplog.end:
+            # only with the whole oplog read: an entry written since the last scan (e.g. at the very
+            # instant the awaitData wait timed out) is below the clock and must be sent first
             latest = max(latest, self.node.clock.key + 1)
         if latest > self.pbrt_key:
+            if self.ctx.trace is not None:
+                self.ctx.emit("promise", ts=latest, previous=self.pbrt["_data"],
+                              why="instant" if latest > self.source.latest_key else "oplog")
             self.pbrt = {"_data": encode_high_water_mark(latest)}
             self.pbrt_key = latest
 
@@ -116,9 +131,13 @@ class ChangeStreamCursor:
             with trio.move_on_after(wait):
                 while True:
                     await self.node.oplog.wait_for_entries_after(self.source.pos)
+                    if self.interrupt is not None:
+                        raise self.interrupt
                     batch = self.run_batch(limit)
                     if batch or self.exhausted:
                         break
+            if self.interrupt is not None:
+                raise self.interrupt
             if not batch and self.node.instant_hwm:
                 # Scan again before promising the clock: an entry appended while the wait was
                 # being cancelled must not be promised away (it would come after a later shard's).
@@ -141,7 +160,7 @@ class ChangeStreamCursor:
             for _tok, _raw, intact, _op in batch:
                 if not intact:
                     raise MongoError("ChangeStreamFatalError", ID_MODIFIED_MSG)
-        return [raw for _tok, raw, _intact, _op in batch]
+        return bsonutil.RawBatch([raw for _tok, raw, _intact, _op in batch])
 
     def close(self) -> None:
         self.exhausted = True

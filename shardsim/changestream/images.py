@@ -32,12 +32,12 @@ class AddPreImage(Stage):
 
     def get_next(self):
         ev = self.source.get_next()
-        if ev is PAUSE or ev.pre_image_id is None or ev.doc.get("operationType") not in ("update", "replace", "delete"):
+        if ev is PAUSE or ev.pre_image_id is None or ev.op_type not in ("update", "replace", "delete"):
             return ev
         pre = self.ctx.node.preimages.get(ev.pre_image_id)
         if pre is None and self.ctx.spec.full_document_before_change == "required":
             raise _missing_pre_image(ev)
-        ev.doc["fullDocumentBeforeChange"] = pre
+        ev.set_field("fullDocumentBeforeChange", pre)
         return ev
 
 
@@ -46,11 +46,11 @@ class AddPostImage(Stage):
 
     def get_next(self):
         ev = self.source.get_next()
-        if ev is PAUSE or ev.doc.get("operationType") != "update":
+        if ev is PAUSE or ev.op_type != "update":
             return ev
         mode = self.ctx.spec.full_document
         if mode == "updateLookup":
-            ev.doc["fullDocument"] = self._lookup(ev)
+            ev.set_field("fullDocument", self._lookup(ev))
             return ev
         pre = self.ctx.node.preimages.get(ev.pre_image_id) if ev.pre_image_id else None
         post = apply_diff(pre, ev.raw_update["diff"]) if (pre is not None and ev.raw_update) else None
@@ -60,7 +60,7 @@ class AddPostImage(Stage):
                 "Change stream was configured to require a post-image for all update events, "
                 f"but the post-image was not found for event: {ev.doc.get('_id')}",
             )
-        ev.doc["fullDocument"] = post
+        ev.set_field("fullDocument", post)
         return ev
 
     def _lookup(self, ev):

@@ -25,6 +25,8 @@ tailing fails with CappedPositionLost, as a tailable oplog scan does.
 
 from __future__ import annotations
 
+import re
+
 from oplog import bsonutil
 from oplog.errors import MongoError
 from shardsim.changestream.context import PAUSE, ChangeStreamContext, Stage
@@ -46,6 +48,7 @@ class OplogMatch(Stage):
         self.scanned = 0
         self._checked_history = False
         self._views_ns = f"{ctx.db}.system.views"
+        self.fast = not ctx.spec.show_raw_update_description
 
     def _check_history(self) -> None:
         """The oplog must reach back to the start point (OplogQueryMinTsMissing otherwise)."""
@@ -61,15 +64,18 @@ class OplogMatch(Stage):
         if not self._checked_history:
             self._check_history()
         oplog = self.oplog
-        end = oplog.end
         if self.pos < oplog.start:
             raise MongoError("CappedPositionLost",
                              "CollectionScan died due to position in capped collection being deleted")
-        keys, ops, nss, raws = oplog.columns(self.pos, end)
+        # Walk the oplog's columns in place (no copies: this is the hot loop of every stream).
+        keys, ops, nss, raws = oplog.column_refs()
+        base = oplog.start
+        n = len(raws)
         ctx = self.ctx
         nsf = ctx.nsf
         show_migration = ctx.spec.show_migration_events
-        for i in range(len(raws)):
+        while self.pos - base < n:
+            i = self.pos - base
             key, op, ns = keys[i], ops[i], nss[i]
             self.pos += 1
             self.latest_key = key
@@ -83,12 +89,25 @@ class OplogMatch(Stage):
             elif not nsf.ns(ns):
                 if not (ctx.spec.show_expanded_events and ns == self._views_ns):
                     continue
+            elif self.fast and not ns.endswith(".system.views"):
+                # a CRUD entry of the stream: handed on by reference, never decoded (render.py)
+                view = oplog.view_at(self.pos - 1)
+                if view is not None:
+                    if view.from_migrate and not show_migration:
+                        if ctx.trace is not None:
+                            ctx.emit("filtered", ts=key, reason="fromMigrate")
+                        continue
+                    if ctx.trace is not None:
+                        ctx.emit("scanned", ts=key, op=op, ns=ns)
+                    return view
             entry = bsonutil.decode(raws[i])
             if entry.get("fromMigrate") and not show_migration:
-                ctx.emit("filtered", ts=key, reason="fromMigrate")
+                if ctx.trace is not None:
+                    ctx.emit("filtered", ts=key, reason="fromMigrate", op=op, ns=ns)
                 continue
             if self._keep(entry, op, ns):
-                ctx.emit("scanned", ts=key, op=op, ns=ns)
+                if ctx.trace is not None:
+                    ctx.emit("scanned", ts=key, op=op, ns=ns)
                 return entry
         return PAUSE
 
@@ -137,3 +156,39 @@ class OplogMatch(Stage):
             elif nsf.ns(ins):
                 return True
         return False
+
+    def explain(self) -> dict:
+        """The filter in the shape of the server's predicate (`explain` shows it; the scan above applies it)."""
+        from bson import Timestamp
+
+        from shardsim.changestream.spec import DATABASE
+
+        ctx = self.ctx
+        if ctx.level == COLLECTION:
+            ns_rx = "^" + re.escape(f"{ctx.db}.{ctx.coll}") + "$"
+            cmd_rx = "^" + re.escape(f"{ctx.db}.$cmd") + "$"
+        elif ctx.level == DATABASE:
+            ns_rx = "^" + re.escape(ctx.db) + r"\.(?!(\$|system\.))"
+            cmd_rx = "^" + re.escape(f"{ctx.db}.$cmd") + "$"
+        else:
+            ns_rx = r"^(?!(admin|config|local)\.)[^.]+\.(?!(\$|system\.))"
+            cmd_rx = r"^(?!(admin|config|local)\.)[^.]+\.\$cmd$"
+        commands = [{f"o.{k}": {"$exists": True}} for k in (*_CMD_TARGETS, "renameCollection")]
+        if ctx.level != COLLECTION:
+            commands.append({"o.dropDatabase": {"$exists": True}})
+        noops = [{f"o2.{k}": {"$exists": True}} for k in _SHARDING_NOOPS]
+        if ctx.needs_merge:
+            noops.append({"o2.migrateChunkToNewShard": {"$exists": True}})
+        start = ctx.start_key
+        conds: list[dict] = [{"ts": {"$gte": Timestamp(start >> 32, start & 0xFFFFFFFF)}}]
+        if not ctx.spec.show_migration_events:
+            conds.append({"fromMigrate": {"$ne": True}})
+        conds.append({"$or": [
+            {"ns": {"$regex": ns_rx}, "op": {"$nin": ["n", "c"]}},
+            {"ns": {"$regex": cmd_rx}, "op": "c", "$or": commands},
+            {"op": "c", "ns": "admin.$cmd", "$or": [
+                {"o.applyOps": {"$exists": True}, "o.prepare": {"$ne": True}, "o.partialTxn": {"$ne": True}},
+                {"o.commitTransaction": {"$exists": True}}]},
+            {"op": "n", "ns": {"$regex": ns_rx}, "$or": noops},
+        ]})
+        return {self.name: {"filter": {"$and": conds}}}

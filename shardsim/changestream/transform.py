@@ -19,7 +19,10 @@ from typing import Any
 
 from bson import Binary
 
+from oplog import bsonutil
 from oplog.clock import ts_key
+from oplog.oplog import EntryView
+from shardsim.changestream.render import render_crud
 from oplog.resume_token import ResumeTokenData, encode_resume_token
 from shardsim.changestream.context import PAUSE, ChangeStreamContext, Event, Stage
 from shardsim.query.diff import update_description
@@ -77,7 +80,28 @@ class Transform(Stage):
         e = self.source.get_next()
         if e is PAUSE:
             return e
+        if type(e) is EntryView:
+            ev = self.render(e)
+            if ev is not None:
+                return ev
+            e = bsonutil.decode(e.raw)
         return self.transform(e)
+
+    def render(self, view: EntryView) -> Event | None:
+        """The fast path: a CRUD event assembled from the entry's bytes (render.py)."""
+        r = render_crud(view, self.expanded, self.raw_update)
+        if r is None:
+            return None
+        op_type, token, raw, _key, diff = r
+        ev = Event(None, token, view.key, raw=raw, op_type=op_type)
+        ev.uuid = view.ui
+        if (self.want_pre and op_type in ("update", "replace", "delete")) or (self.want_post and op_type == "update"):
+            ev.pre_image_id = (view.ui, view.key, 0)
+        if self.want_post and op_type == "update":
+            ev.raw_update = {"$v": 2, "diff": diff}
+        if self.ctx.trace is not None:
+            self.ctx.emit("transformed", ts=view.key, operation_type=op_type, key=token["_data"])
+        return ev
 
     def transform(self, e: dict) -> Event:
         op = e["op"]
@@ -189,7 +213,8 @@ class Transform(Stage):
             ev.pre_image_id = (bytes(uuid), ts_key(apply_ts), e.get("applyOpsIndex", 0))
         if self.want_post and op_type == "update":
             ev.raw_update = raw_update
-        self.ctx.emit("transformed", ts=ev.ts_key, operationType=op_type, token=token["_data"])
+        if self.ctx.trace is not None:
+            self.ctx.emit("transformed", ts=ev.ts_key, operation_type=op_type, key=token["_data"])
         return ev
 
     def _view_event(self, e: dict, op: str, o: dict, uuid: Any) -> Event:

@@ -19,8 +19,8 @@ from oplog.errors import MongoError
 from shardsim.changestream.context import PAUSE, ChangeStreamContext, Stage
 
 
-def _is_txn_entry(e: dict) -> bool:
-    if e.get("op") != "c":
+def _is_txn_entry(e) -> bool:
+    if type(e) is not dict or e.get("op") != "c":
         return False
     o = e.get("o") or {}
     return "applyOps" in o or "commitTransaction" in o
@@ -102,5 +102,6 @@ class UnwindTransaction(Stage):
                     out["lsid"] = lsid
                 if txn_number is not None:
                     out["txnNumber"] = txn_number
-                ctx.emit("unwound", ts=ts_key(ts), txnOpIndex=index, ns=ns)
+                if ctx.trace is not None:
+                    ctx.emit("unwound", ts=ts_key(ts), txnOpIndex=index, ns=ns)
                 yield out

@@ -58,8 +58,10 @@ class ClassicEventFilter(Stage):
     def get_next(self):
         while True:
             ev = self.source.get_next()
-            if ev is PAUSE or ev.doc.get("operationType") not in EXPANDED_ONLY:
+            if ev is PAUSE or ev.op_type not in EXPANDED_ONLY:
                 return ev
+            if self.ctx.trace is not None:
+                self.ctx.emit("filtered", ts=ev.ts_key, token=ev.sort_key, reason="expanded event (showExpandedEvents is off)")
 
 
 class UserStages(Stage):
@@ -83,7 +85,8 @@ class UserStages(Stage):
                 if doc is None:
                     break
             if doc is None:
-                self.ctx.emit("filtered", ts=ev.ts_key, token=ev.sort_key, reason="user $match")
+                if self.ctx.trace is not None:
+                    self.ctx.emit("filtered", ts=ev.ts_key, token=ev.sort_key, reason="user $match")
                 continue
             ev.doc = doc
             return ev

@@ -343,13 +343,7 @@ def _apply_doc(pre: dict, diff: dict) -> dict:
             out[k] = binaries[k]
             done.add(k)
         elif k in subs:
-            sd = subs[k]
-            if sd.get("a") is True and type(v) is list:
-                out[k] = _apply_array(v, sd)
-            elif sd.get("a") is not True and type(v) is dict:
-                out[k] = _apply_doc(v, sd)
-            else:
-                out[k] = v
+            out[k] = _apply_sub(v, subs[k])
         else:
             out[k] = v
     for k, v in updates.items():
@@ -360,26 +354,40 @@ def _apply_doc(pre: dict, diff: dict) -> dict:
     return out
 
 
+def _apply_sub(pre_value, sd):
+    """A sub-diff applied to an array element or field; a type mismatch (or a missing
+    element) gives null, as when a later oplog entry will overwrite the value anyway."""
+    is_array = sd.get("a") is True
+    if is_array and type(pre_value) is list:
+        return _apply_array(pre_value, sd)
+    if not is_array and type(pre_value) is dict:
+        return _apply_doc(pre_value, sd)
+    return None
+
+
 def _apply_array(pre: list, diff: dict) -> list:
     size = diff.get("l")
-    out = list(pre if size is None else pre[:size])
-    entries = []
-    for k, v in diff.items():
-        if k in ("a", "l"):
-            continue
-        entries.append((int(k[1:]), k[0], v))
-    entries.sort(key=lambda e: e[0])
-    for idx, kind, v in entries:
-        while len(out) <= idx:
-            out.append(None)
-        if kind == "u":
-            out[idx] = v
+    mods = sorted(((int(k[1:]), k[0], v) for k, v in diff.items() if k not in ("a", "l")), key=lambda m: m[0])
+    out = []
+    mi = 0
+    idx = 0
+    limit = len(pre) if size is None else min(len(pre), size)
+    while idx < limit:
+        if mi < len(mods) and mods[mi][0] == idx:
+            _i, kind, v = mods[mi]
+            out.append(v if kind == "u" else _apply_sub(pre[idx], v))
+            mi += 1
         else:
-            cur = out[idx]
-            if v.get("a") is True and type(cur) is list:
-                out[idx] = _apply_array(cur, v)
-            elif v.get("a") is not True and type(cur) is dict:
-                out[idx] = _apply_doc(cur, v)
+            out.append(pre[idx])
+        idx += 1
+    while (size is not None and idx < size) or mi < len(mods):
+        if mi < len(mods) and mods[mi][0] == idx:
+            _i, kind, v = mods[mi]
+            out.append(v if kind == "u" else None)
+            mi += 1
+        else:
+            out.append(None)
+        idx += 1
     return out
 
 
@@ -465,8 +473,47 @@ class _Describer:
             self.doc(v)
 
 
+def _describe_doc(diff: dict, prefix: str, updated: dict, removed: list, truncated: list):
+    for sec in ("u", "i", "b"):
+        part = diff.get(sec)
+        if part:
+            for k, v in part.items():
+                updated[prefix + k] = v
+    part = diff.get("d")
+    if part:
+        for k in part:
+            removed.append(prefix + k)
+    for k, v in diff.items():
+        if len(k) > 1 and k[0] == "s":
+            if v.get("a") is True:
+                _describe_array(v, prefix + k[1:], updated, removed, truncated)
+            else:
+                _describe_doc(v, prefix + k[1:] + ".", updated, removed, truncated)
+
+
+def _describe_array(diff: dict, path: str, updated: dict, removed: list, truncated: list):
+    if "l" in diff:
+        truncated.append({"field": path, "newSize": diff["l"]})
+    for k, v in diff.items():
+        if k == "a" or k == "l":
+            continue
+        sub = path + "." + k[1:]
+        if k[0] == "u":
+            updated[sub] = v
+        elif v.get("a") is True:
+            _describe_array(v, sub, updated, removed, truncated)
+        else:
+            _describe_doc(v, sub + ".", updated, removed, truncated)
+
+
 def update_description(diff: dict, *, show_expanded: bool = False) -> dict:
     """The change event's updateDescription for a `$v:2` diff, in the server's field order."""
+    if not show_expanded:
+        updated: dict = {}
+        removed: list = []
+        truncated: list = []
+        _describe_doc(diff, "", updated, removed, truncated)
+        return {"updatedFields": updated, "removedFields": removed, "truncatedArrays": truncated}
     d = _Describer()
     d.doc(diff)
     out = {"updatedFields": d.updated, "removedFields": d.removed, "truncatedArrays": d.truncated}

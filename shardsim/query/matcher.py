@@ -175,10 +175,11 @@ def _compile_top_op(key: str, val) -> Pred:
 
 
 def _is_operator_doc(val) -> bool:
+    """isExpressionDocument: the first field is $-prefixed and not a DBRef field."""
     if type(val) is not dict or not val:
         return False
     first = next(iter(val))
-    return first.startswith("$")
+    return first.startswith("$") and first not in ("$ref", "$id", "$db")
 
 
 def _compile_path(path: str, val) -> Pred:
@@ -373,46 +374,52 @@ def _leaf(path: str, test: Callable[[Any], bool], *, expand: bool, elem_match: b
     return general
 
 
-def _lookup(container, part):
-    if type(container) is dict or isinstance(container, dict):
-        return container.get(part, MISSING)
-    if type(container) is list:
-        if part.isdigit() and part.isascii() and str(int(part)) == part and int(part) < len(container):
-            return container[int(part)]
-        return MISSING
-    return MISSING
-
-
 def _walk(container, parts, i, n, expand, pos):
-    """Yield (value, outer array offset) for parts[i:] looked up in `container`."""
-    x = _lookup(container, parts[i])
+    """Yield (value, array offset) for parts[i:] looked up in the document `container`.
+
+    A transcription of the server's BSONElementIterator (src/mongo/db/matcher/path.cpp):
+    getFieldDottedOrArray descends through documents and stops at the first array;
+    a scalar before the end of the path yields "missing".
+    """
+    x = container.get(parts[i], MISSING)
     j = i + 1
-    while j < n and isinstance(x, dict):
+    while j < n and type(x) is dict:
         x = x.get(parts[j], MISSING)
         j += 1
-    if j == n:
-        if expand and type(x) is list:
-            for k, e in enumerate(x):
-                yield e, (k if pos is None else pos)
+    if type(x) is list:
+        yield from _iter_array(x, parts, j, n, expand, pos)
+    elif j == n:
         yield x, pos
-        return
-    if type(x) is not list:
+    else:
         yield MISSING, pos
+
+
+def _iter_array(arr, parts, j, n, expand, pos):
+    """The IN_ARRAY state: `arr` was reached with parts[j:] still to go."""
+    if j == n:
+        if expand:
+            for k, e in enumerate(arr):
+                yield e, (k if pos is None else pos)
+        yield arr, pos
         return
     nxt = parts[j]
-    for k, e in enumerate(x):
-        p2 = k if pos is None else pos
-        if nxt.isdigit() and str(k) == nxt:
-            # array offset: the element itself is the next context
+    numeric = nxt.isdigit() and nxt.isascii()
+    for k, e in enumerate(arr):
+        te = type(e)
+        if te is dict:
+            # implicit traversal: the outermost array offset wins
+            yield from _walk(e, parts, j, n, expand, k if pos is None else pos)
+            if numeric and str(k) == nxt:
+                # then the explicit offset (not an implicit traversal: offset not overridden)
+                if j + 1 == n:
+                    yield e, pos
+                else:
+                    yield from _walk(e, parts, j + 1, n, expand, pos)
+        elif numeric and str(k) == nxt:
             if j + 1 == n:
-                if expand and type(e) is list:
-                    for kk, ee in enumerate(e):
-                        yield ee, p2
-                yield e, p2
-            else:
-                yield from _walk(e, parts, j + 1, n, expand, p2)
-        if isinstance(e, dict):
-            yield from _walk(e, parts, j, n, expand, p2)
+                yield e, pos  # the element itself, not expanded
+            elif te is list:
+                yield from _iter_array(e, parts, j + 1, n, expand, pos)
 
 
 def walk_values(doc, path: str, expand: bool = True):
@@ -478,8 +485,7 @@ def _cmp_test(op: str, value) -> Callable[[Any], bool]:
     if rank == R_MINKEY or rank == R_MAXKEY:
         # MinKey/MaxKey compare across types by canonical rank.
         def mm(v):
-            if v is MISSING:
-                return False
+            # different canonical types (missing included): only the rank of the bound matters
             r = canonical_rank(v)
             c = (r > rank) - (r < rank)
             return _cmp_ok(op, c)
@@ -574,6 +580,8 @@ def _in_test(values: list) -> Callable[[Any], bool]:
 
 def _type_test(arg) -> Callable[[Any], bool]:
     args = arg if isinstance(arg, list) else [arg]
+    if not args:
+        raise MongoError("FailedToParse", "$type must match at least one type")
     codes = set()
     number = False
     for a in args:
@@ -610,14 +618,20 @@ def _type_test(arg) -> Callable[[Any], bool]:
 
 
 def _size_test(arg) -> Callable[[Any], bool]:
+    # expression_parser.cpp: "$size needs a number", "$size must be a whole number",
+    # "$size must be representable as a 32-bit integer", "$size may not be negative"
     if isinstance(arg, bool) or not isinstance(arg, (int, float, Int64, Decimal128)):
         raise MongoError("BadValue", "$size needs a number")
-    f = float(arg.to_decimal()) if isinstance(arg, Decimal128) else float(arg)
-    if f != f or f != math.floor(f):
-        raise MongoError("BadValue", f"Failed to parse $size. Expected an integer, but found {arg}")
-    if f < 0:
-        raise MongoError("BadValue", f"Failed to parse $size. Expected a non-negative number in: $size: {arg}")
+    if isinstance(arg, Decimal128):
+        raise MongoError("BadValue", "$size needs a number")
+    f = float(arg)
+    if f != f or f in (math.inf, -math.inf) or f != math.floor(f):
+        raise MongoError("BadValue", "$size must be a whole number")
+    if isinstance(arg, (int, Int64)) and not isinstance(arg, float) and not (-(2**31) <= int(arg) < 2**31):
+        raise MongoError("BadValue", "$size must be representable as a 32-bit integer")
     n = int(f)
+    if n < 0:
+        raise MongoError("BadValue", "$size may not be negative")
     return lambda v: type(v) is list and len(v) == n
 
 
@@ -650,7 +664,7 @@ def _mod_test(arg) -> Callable[[Any], bool]:
     dv = _to_long_trunc(d)
     rv = _to_long_trunc(r)
     if dv == 0:
-        raise MongoError("BadValue", "malformed mod, divisor cannot be 0")
+        raise MongoError("BadValue", "divisor cannot be 0")
 
     def test(v):
         if isinstance(v, bool) or not isinstance(v, (int, float, Int64, Decimal128)):

@@ -62,7 +62,9 @@ def get_path(doc, path: str | tuple[str, ...]):
 
 
 def set_path(doc: dict, path: str | tuple[str, ...], value) -> None:
-    """Set in place, creating documents for missing components and padding arrays with null."""
+    """Set in place, creating documents for missing (or scalar) components, padding arrays
+    with null.  A plain helper for building documents (e.g. upsert seeds), not an update
+    operator: `update.py` implements `$set` with the server's errors."""
     parts = split(path) if isinstance(path, str) else path
     cur = doc
     for j, p in enumerate(parts):
@@ -77,7 +79,7 @@ def set_path(doc: dict, path: str | tuple[str, ...], value) -> None:
                 cur[i] = value
                 return
             nxt = cur[i]
-            if nxt is None and i >= len(cur):
+            if type(nxt) not in (dict, list):
                 nxt = cur[i] = {}
             cur = nxt
         else:
@@ -85,7 +87,7 @@ def set_path(doc: dict, path: str | tuple[str, ...], value) -> None:
                 cur[p] = value
                 return
             nxt = cur.get(p, MISSING)
-            if nxt is MISSING:
+            if type(nxt) not in (dict, list):
                 nxt = cur[p] = {}
             cur = nxt
 

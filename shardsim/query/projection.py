@@ -4,9 +4,9 @@ A projection is either an *inclusion* (`{a: 1, "b.c": 1}`: only those
 fields, plus `_id` unless `_id: 0`) or an *exclusion* (`{a: 0}`: everything
 but those); mixing the two is an error (31253/31254), `_id` excepted.  Dotted
 paths apply through arrays element by element (an inclusion drops non-object
-elements).  Computed fields (`{total: {$add: ["$a", "$b"]}}`, or a literal
-such as `{x: "y"}`) make an inclusion projection and are appended after the
-included fields.
+elements).  Computed fields (`{total: {$add: ["$a", "$b"]}}`, a field path
+such as `{x: "$a.b"}`, or a constant such as `{x: "y"}`) make an inclusion
+projection and are appended after the included fields.
 
 Find projections also have three operators:
 * `"a.$": 1` – only the array element the query matched (positional),
@@ -150,11 +150,10 @@ def compile_projection(spec: dict | None, *, find: bool = True) -> Callable:
             continue
         if isinstance(v, dict):
             raise MongoError(51270, "An empty sub-projection is not a valid value. Found empty object at path")
-        # literal value
+        # any other value is an expression operand (projection_parser: Expression::parseOperand):
+        # "$a.b" is a field path, an array is evaluated element-wise, other values are constants
         set_mode(_INC, path)
-        from shardsim.query.expressions import compile_expression as ce
-
-        insert(path, ("expr", ce({"$literal": v})))
+        insert(path, ("expr", compile_expression(v)))
 
     if mode is None:
         mode = _INC if (id_mode is True and not _has_slice(root)) else _EXC

@@ -21,7 +21,9 @@ Three kinds of update (:func:`classify_update`):
   entry when that is smaller.
 
 `apply_update` never mutates its input; a no-op update has `diff=None`
-(the server writes no oplog entry for it).
+(the server writes no oplog entry for it).  The new document is built
+copy-on-write: containers on the paths the update touches are copied, the
+rest is shared with the input (documents are treated as immutable values).
 
 Sources: src/mongo/db/update/*.cpp (update_object_node, update_array_node,
 modifier_node, set_node, unset_node, arithmetic_node, compare_node,
@@ -207,7 +209,9 @@ class CompiledUpdate:
                 f"The array filter for identifier '{ident}' was not used in the update {bson_str(update)}",
             )
         # a fast path for {$set/$inc: {top_level_field: scalar}}: no tree walk, no deep copy
-        self.fast = fast if fast else None
+        if fast and len(fast) > 1:
+            fast.sort(key=lambda f: _field_key(f[1]))
+        self.fast = tuple(fast) if fast else None
 
     def _insert(self, path: str, leaf: _Leaf):
         parts = split(path)
@@ -215,6 +219,8 @@ class CompiledUpdate:
         npos = sum(1 for p in parts if p == "$")
         if npos > 1:
             raise MongoError("BadValue", f"Too many positional (i.e. '$') elements found in path '{path}'")
+        if parts[0] == "$":
+            raise MongoError("BadValue", f"Cannot have positional (i.e. '$') element in the first position in path '{path}'")
         for i, part in enumerate(parts):
             last = i == len(parts) - 1
             kind, name = _parse_component(part)
@@ -574,9 +580,10 @@ def _ser_arr(node: _LArr) -> dict:
 
 
 class _Ctx:
-    __slots__ = ("is_insert", "now", "matched", "log", "doc_id", "filters", "root")
+    __slots__ = ("is_insert", "now", "matched", "log", "doc_id", "filters", "root", "owned")
 
     def __init__(self, is_insert, now, matched, log, doc_id, filters, root):
+        self.owned = {id(root)}  # containers of the working document that are private copies
         self.is_insert = is_insert
         self.now = now
         self.matched = matched
@@ -599,6 +606,18 @@ def _get_child(container, name):
         if i is not None and i < len(container):
             return container[i]
     return MISSING
+
+
+def _own(parent, name, ctx):
+    """The child container at parent[name], replaced by a private shallow copy on first use
+    (copy-on-write: the input document is never modified, untouched subtrees are shared)."""
+    v = _get_child(parent, name)
+    t = type(v)
+    if (t is dict or t is list) and id(v) not in ctx.owned:
+        v = dict(v) if t is dict else list(v)
+        _set_value(parent, name, v)
+        ctx.owned.add(id(v))
+    return v
 
 
 def _apply_obj(node: _Obj, container, taken: list, to_create: list, ctx: _Ctx):
@@ -662,7 +681,7 @@ def _apply_node(node, parent, name, taken, to_create, ctx):
         if to_create:
             _apply_obj(node, None, taken, to_create, ctx)
         else:
-            _apply_obj(node, _get_child(parent, name), taken, to_create, ctx)
+            _apply_obj(node, _own(parent, name, ctx), taken, to_create, ctx)
     else:
         _apply_arr(node, parent, name, taken, to_create, ctx)
 
@@ -671,7 +690,7 @@ def _apply_arr(node: _Arr, parent, name, taken, to_create, ctx):
     if to_create:
         path = ".".join([p[0] for p in taken] + to_create)
         raise MongoError("BadValue", f"The path '{path}' must exist in the document in order to apply array updates.")
-    arr = _get_child(parent, name)
+    arr = _own(parent, name, ctx)
     if type(arr) is not list:
         raise MongoError("BadValue", f"Cannot apply array updates to non-array element {element_str(taken[-1][0], arr)}")
     matching: dict[int, list] = {}
@@ -696,13 +715,11 @@ def _apply_arr(node: _Arr, parent, name, taken, to_create, ctx):
             for other in updates[1:]:
                 merged = _merge(merged, other, _dotted(taken) + "." + str(i))
             before = ctx.log.count
-            snapshot = deep_copy(arr[i]) if not self_log else None
             _apply_node(merged, arr, str(i), taken + [(str(i), _INDEX)], [], ctx)
             changed = ctx.log.count != before
             if changed:
                 n_modified += 1
                 modified_idx = i
-            del snapshot
     finally:
         ctx.log = outer_log
     if not self_log:
@@ -757,9 +774,12 @@ def _create_path(parent, taken, to_create, value, ctx: _Ctx, leaf: _Leaf):
         i += 1
     rest = to_create[i:]
     first = rest[0]
+    if type(value) is dict or type(value) is list:
+        ctx.owned.add(id(value))
     nested = value
     for part in reversed(rest[1:]):
         nested = {part: nested}
+        ctx.owned.add(id(nested))
     if type(parent) is list:
         idx = array_index(first)
         if idx is None:
@@ -791,7 +811,7 @@ def _resolve_parent(ctx: _Ctx, taken, to_create):
     """The existing element at which `to_create` starts (the last element of `taken`)."""
     cur = ctx.root
     for name, _t in taken:
-        cur = _get_child(cur, name)
+        cur = _own(cur, name, ctx)
     return cur
 
 
@@ -810,18 +830,18 @@ def _apply_leaf(leaf: _Leaf, parent, name, taken, to_create, ctx: _Ctx):
             if op != "$unset":
                 base = _resolve_parent(ctx, taken, to_create)
                 if type(base) not in (dict, list) or (type(base) is list and array_index(to_create[0]) is None):
-                    whole = ".".join([p[0] for p in taken] + to_create)
                     bname = taken[-1][0] if taken else ""
                     raise MongoError(
                         "PathNotViable",
-                        f"Cannot use the part ({to_create[0]} of {whole}) to traverse the element ({{{element_str(bname, base)}}})",
+                        f"Cannot use the part ({to_create[0]}) of ({_dotted(taken)}.{'.'.join(to_create)}) "
+                        f"to traverse the element ({{{element_str(bname, base)}}})",
                     )
             return
         value = spec(leaf, ctx)
         base = _resolve_parent(ctx, taken, to_create)
         _create_path(base, taken, to_create, value, ctx, leaf)
         return
-    old = _get_child(parent, name)
+    old = _own(parent, name, ctx) if op in ("$push", "$addToSet") else _get_child(parent, name)
     fn = _UPDATERS[op]
     res = fn(leaf, old, taken, ctx)
     if res is None:
@@ -860,15 +880,8 @@ def _create_inc(leaf, ctx):
 
 
 def _create_mul(leaf, ctx):
-    a = leaf.arg
-    t = type(a)
-    if t is float:
-        return 0.0
-    if t is Decimal128:
-        return Decimal128("0")
-    if t is Int64:
-        return Int64(0)
-    return 0 if -(2**31) <= a < 2**31 else Int64(0)
+    # SafeNum: the operand times int32 0 (keeps the operand's type; -1.5 gives -0.0)
+    return _arith("$mul", leaf.arg, 0)
 
 
 def _create_current_date(leaf, ctx):
@@ -1180,53 +1193,86 @@ _UPDATERS = {
 }
 
 
+def _find_longest_prefix(root, parts):
+    """pathsupport::findLongestPrefix: (number of parts found, element reached)."""
+    curr = root
+    i = 0
+    dotted = ".".join(parts)
+    while i < len(parts):
+        part = parts[i]
+        t = type(curr)
+        if t is dict:
+            nxt = curr.get(part, MISSING)
+        elif t is list and array_index(part) is not None:
+            idx = array_index(part)
+            nxt = curr[idx] if idx < len(curr) else MISSING
+        else:
+            raise MongoError(
+                "PathNotViable",
+                f"cannot use the part ({parts[i - 1]} of {dotted}) to traverse the element ({{{element_str(parts[i - 1], curr)}}})",
+            )
+        if nxt is MISSING:
+            break
+        curr = nxt
+        i += 1
+    return i, curr
+
+
+def _array_ancestor(root, names) -> str | None:
+    """The field name of the innermost array among the elements at names[:1], names[:2], ..."""
+    found = None
+    cur = root
+    for name in names:
+        cur = _get_child(cur, name)
+        if cur is MISSING:
+            break
+        if type(cur) is list:
+            found = name
+    return found
+
+
 def _apply_rename(leaf: _Leaf, taken, to_create, ctx: _Ctx):
+    """RenameNode::apply: set the destination to the source's value, then unset the source."""
     src = leaf.arg
     src_parts = split(src)
-    # find the source, refusing array ancestors
-    cur = ctx.root
-    for i, p in enumerate(src_parts):
-        if type(cur) is list:
-            id_part = bson_str(ctx.doc_id)
-            raise MongoError(
-                "BadValue",
-                f"The source field cannot be an array element, '{src}' in doc with _id: {id_part} has an array field called '{src_parts[i - 1]}'",
-            )
-        if type(cur) is not dict:
-            return
-        cur = cur.get(p, MISSING)
-        if cur is MISSING:
-            return
-    value = cur
-    # destination may not traverse arrays
-    d = ctx.root
-    dest_parts = [p[0] for p in taken] + list(to_create)
-    for i, p in enumerate(dest_parts[:-1]):
-        d = _get_child(d, p) if type(d) is dict else MISSING
-        if type(d) is list:
-            id_part = bson_str(ctx.doc_id)
-            raise MongoError(
-                "BadValue",
-                f"The destination field cannot be an array element, '{leaf.path}' in doc with _id: {id_part} has an array field called '{p}'",
-            )
-        if d is MISSING:
-            break
-    if src_parts[0] == "_id" or dest_parts[0] == "_id":
-        raise MongoError("ImmutableField", f"Performing an update on the path '{src if src_parts[0] == '_id' else leaf.path}' would modify the immutable field '_id'")
-    # set the destination (SetElementNode), then unset the source
+    n_found, value = _find_longest_prefix(ctx.root, src_parts)
+    if n_found != len(src_parts):
+        return  # no source: a no-op
+    id_str = element_str("_id", ctx.doc_id) if ctx.doc_id is not MISSING else "no id"
+    arr = _array_ancestor(ctx.root, src_parts[:-1])
+    if arr is not None:
+        raise MongoError(
+            "BadValue",
+            f"The source field cannot be an array element, '{src}' in doc with {id_str} has an array field called '{arr}'",
+        )
+    dest_names = [p[0] for p in taken] if not to_create else [p[0] for p in taken]
+    check = dest_names[:-1] if not to_create else dest_names
+    arr = _array_ancestor(ctx.root, check)
+    if arr is not None:
+        raise MongoError(
+            "BadValue",
+            f"The destination field cannot be an array element, '{leaf.path}' in doc with {id_str} has an array field called '{arr}'",
+        )
+    value = deep_copy(value)
     if to_create:
         base = _resolve_parent(ctx, taken, to_create)
         _create_path(base, taken, to_create, value, ctx, leaf)
     else:
         parent = _resolve_parent(ctx, taken[:-1], [])
         old = _get_child(parent, taken[-1][0])
-        if not binary_equal(old, value):
+        if compare(old, value) != 0:
+            if taken[0][0] == "_id":
+                _check_immutable_existing(leaf, taken, value, old)
             _set_value(parent, taken[-1][0], value)
             ctx.log.updated(taken, value)
     parent = ctx.root
     for p in src_parts[:-1]:
-        parent = parent[p]
+        parent = _own(parent, p, ctx)
     del parent[src_parts[-1]]
+    if src_parts[0] == "_id":
+        raise MongoError(
+            "ImmutableField", f"Unsetting the path '{src}' using $rename would modify the immutable field '_id'"
+        )
     ctx.log.deleted([(p, _FIELD) for p in src_parts])
 
 
@@ -1238,11 +1284,31 @@ def compile_update(update: dict, array_filters=None) -> CompiledUpdate:
     return CompiledUpdate(update, array_filters)
 
 
+def _fast_shape(update: dict):
+    """((op, field, arg), ...) when `update` only $set/$inc's top-level fields to scalars."""
+    out = []
+    seen = set()
+    for op, spec in update.items():
+        if (op != "$set" and op != "$inc") or type(spec) is not dict:
+            return None
+        for path, arg in spec.items():
+            ta = type(arg)
+            if ta is dict or ta is list or not path or "." in path or path[0] == "$" or path in seen:
+                return None
+            if op == "$inc" and not is_number(arg):
+                return None
+            seen.add(path)
+            out.append((op, path, arg))
+    if len(out) > 1:
+        out.sort(key=lambda f: _field_key(f[1]))
+    return out
+
+
 def _apply_fast(doc: dict, fast, ctx_id) -> UpdateResult:
     new = dict(doc)
     updates = {}
     inserts = {}
-    for op, path, arg in sorted(fast, key=lambda f: _field_key(f[1])):
+    for op, path, arg in fast:
         if path == "_id":
             return None  # let the general path produce the exact error or no-op
         old = new.get(path, MISSING)
@@ -1284,24 +1350,47 @@ def apply_update(
     now=None,
     match_position: int | None = None,
 ) -> UpdateResult:
-    """Apply `update` to `doc` (never mutated).
+    """Apply `update` to `doc` (never mutated) -> UpdateResult(doc, diff, is_replacement).
 
-    `match_position` is the array index the query matched (for positional `$`);
-    when None and `upsert_query` is given, it is computed from the query.
-    For an upsert insert pass `is_insert=True` and the seed document from
-    :func:`upsert_seed` as `doc`.
+    * `diff` is None for a no-op (no oplog entry).  For an operator or pipeline
+      update logged as a delta it is the `$v:2` diff (oplog `o = {$v: 2, diff}`);
+      when the entry is a full document (replacement-style, or a pipeline whose
+      diff would be larger than the document) `is_replacement` is True and
+      `diff` is that document (the oplog `o`).  `UpdateResult.oplog_o()` gives `o`.
+    * `upsert_query` is the update's query: it locates the array element for a
+      positional `$` (unless `match_position` is given) and, with
+      `is_insert=True`, seeds the inserted document with the query's equality
+      fields (`doc` is then usually `{}`); the result of an insert gets an
+      ObjectId `_id` when it has none, `_id` first, and `diff` = the document.
+    * `array_filters` are the `arrayFilters` of the update command; `now` the
+      value of `$currentDate` / `$$NOW` (a naive UTC datetime).
     """
-    kind = classify_update(update)
+    kind = classify_update(update) if not isinstance(update, CompiledUpdate) else "operators"
+    if kind == "operators" and not is_insert and not array_filters and type(update) is dict:
+        fast = _fast_shape(update)
+        if fast is not None:
+            r = _apply_fast(doc, fast, None)
+            if r is not None:
+                return r
+    if is_insert and upsert_query is not None:
+        # an upsert that inserts: start from the query's equality fields
+        seed = upsert_seed(upsert_query, None if isinstance(update, CompiledUpdate) else update)
+        doc = {**deep_copy(doc), **seed} if doc else seed
     if kind == "replacement":
         if array_filters:
             raise MongoError("FailedToParse", "Cannot use array filters with a replacement-style update")
-        return _apply_replacement(doc, update, is_insert)
-    if kind == "pipeline":
+        res = _apply_replacement(doc, update, is_insert)
+    elif kind == "pipeline":
         if array_filters:
             raise MongoError("FailedToParse", "arrayFilters may not be specified for pipeline-style updates")
-        return _apply_pipeline(doc, update, is_insert, now)
-    compiled = update if isinstance(update, CompiledUpdate) else CompiledUpdate(update, array_filters)
-    return apply_compiled(compiled, doc, is_insert=is_insert, now=now, match_position=match_position, upsert_query=upsert_query)
+        res = _apply_pipeline(doc, update, is_insert, now)
+    else:
+        compiled = update if isinstance(update, CompiledUpdate) else CompiledUpdate(update, array_filters)
+        res = apply_compiled(compiled, doc, is_insert=is_insert, now=now, match_position=match_position, upsert_query=upsert_query)
+    if is_insert:
+        new = finish_upsert(res.doc)
+        return UpdateResult(new, new, True)
+    return res
 
 
 def apply_compiled(compiled: CompiledUpdate, doc: dict, *, is_insert=False, now=None, match_position=None, upsert_query=None) -> UpdateResult:
@@ -1313,7 +1402,7 @@ def apply_compiled(compiled: CompiledUpdate, doc: dict, *, is_insert=False, now=
         from shardsim.query.matcher import Matcher
 
         _ok, match_position = Matcher(upsert_query).match_position(doc)
-    work = deep_copy(doc)
+    work = dict(doc)  # copy-on-write: containers are copied as the update descends into them
     log = _LogBuilder()
     ctx = _Ctx(is_insert, now, match_position, log, work.get("_id", MISSING), compiled.array_filters, work)
     if compiled.has_positional and is_insert:

@@ -222,8 +222,15 @@ def _slow_key(v):
     raise TypeError(f"not a BSON value: {type(v).__name__}")
 
 
-hashable = sort_key
-hashable.__doc__ = "A hashable value equal iff BSON-equal (1 == 1.0 == Int64(1); True != 1)."
+def hashable(v) -> tuple:
+    """A hashable value equal iff BSON-equal (1 == 1.0 == Int64(1) == Decimal128("1"); True != 1).
+
+    It is the sort key itself: Python hashes equal numbers of different types equally.
+    """
+    f = _KEYS.get(type(v))
+    if f is not None:
+        return f(v)
+    return _slow_key(v)
 
 
 def compare(a, b) -> int:

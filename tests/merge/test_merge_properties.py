@@ -17,6 +17,7 @@ from mongosim.core import open_cluster
 from mongosim.testing import AsyncClient
 from router.replset import ReplSetFrontend
 from router.sharding import add_shard
+from oplog.bsonutil import plain
 
 EPOCH = 1_700_000_000
 
@@ -49,7 +50,7 @@ async def collect_shard_streams(core, start) -> list[str]:
         c = AsyncClient(ReplSetFrontend(node, core.router.identity))
         reply = await c.command("db", {"aggregate": "c", "pipeline": [{"$changeStream": {"startAtOperationTime": start}}],
                                        "cursor": {"batchSize": 10_000}})
-        keys.extend(d["_id"]["_data"] for d in reply["cursor"]["firstBatch"])
+        keys.extend(plain(d)["_id"]["_data"] for d in reply["cursor"]["firstBatch"])
     return sorted(keys)
 
 

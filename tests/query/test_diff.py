@@ -128,3 +128,38 @@ def test_binary_equal():
     assert not binary_equal({"a": 1}, {"a": 1.0})
     assert not binary_equal({"a": 1, "b": 2}, {"b": 2, "a": 1})
     assert not binary_equal(True, 1)
+
+
+@pytest.mark.skipif(not SPEC.exists(), reason="shared spec tests not present")
+def test_spec_update_event_description():
+    test = _spec_test("change-streams.json", "Test insert, update, replace, and delete event types")
+    ops = test["operations"]
+    doc = next(o for o in ops if o["name"] == "insertOne")["arguments"]["document"]
+    update = next(o for o in ops if o["name"] == "updateOne")["arguments"]["update"]
+    expected = next(
+        o for o in ops if isinstance(o.get("expectResult"), dict) and "updateDescription" in o["expectResult"]
+    )["expectResult"]["updateDescription"]
+    res = apply_update(doc, update)
+    got = update_description(res.diff)
+    assert got["updatedFields"] == expected["updatedFields"] and got["removedFields"] == expected["removedFields"]
+
+
+def test_update_description_with_and_without_show_expanded_agree():
+    from hypothesis import given
+
+    from tests.query._settings import QUERY_SETTINGS
+    from tests.query.strategies import documents
+
+    from hypothesis import settings
+
+    @settings(QUERY_SETTINGS, max_examples=min(QUERY_SETTINGS.max_examples, 60))
+    @given(pre=documents(), post=documents())
+    def check(pre, post):
+        diff = compute_diff(pre, post, ignore_size_limit=True)
+        plain = update_description(diff)
+        full = update_description(diff, show_expanded=True)
+        assert full.pop("disambiguatedPaths") is not None
+        assert list(plain["updatedFields"].items()) == list(full["updatedFields"].items())
+        assert plain == full
+
+    check()

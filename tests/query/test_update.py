@@ -361,3 +361,40 @@ def test_input_is_never_mutated():
     upd(pre, {"$set": {"a.1.b": 3, "c.e": 1}, "$unset": {"c.d": 1}})
     upd(pre, {"$push": {"a": 4}})
     assert pre == snap
+
+
+def test_upsert_through_apply_update():
+    r = apply_update({}, {"$inc": {"n": 1}, "$setOnInsert": {"s": 1}}, upsert_query={"_id": 5, "k": "x"}, is_insert=True)
+    assert r.doc == {"_id": 5, "k": "x", "n": 1, "s": 1} and r.is_replacement and r.diff == r.doc
+    r = apply_update({}, {"b": 1}, upsert_query={"_id": 5, "k": "x"}, is_insert=True)
+    assert r.doc == {"_id": 5, "b": 1}
+    r = apply_update({}, {"$set": {"b": 1}}, upsert_query={"k": "x"}, is_insert=True)
+    assert list(r.doc) == ["_id", "k", "b"]
+    r = apply_update({}, [{"$set": {"b": "$k"}}], upsert_query={"_id": 1, "k": "x"}, is_insert=True)
+    assert r.doc == {"_id": 1, "k": "x", "b": "x"}
+
+
+def test_rename_errors_follow_rename_node():
+    with pytest.raises(MongoError) as e:
+        apply_update({"_id": "test_object", "a": [{"a": 1}, {"b": 2}]}, {"$rename": {"a.0.a": "b"}})
+    assert e.value.code == 2 and e.value.errmsg == (
+        "The source field cannot be an array element, 'a.0.a' in doc with _id: \"test_object\" has an array field called 'a'"
+    )
+    with pytest.raises(MongoError) as e:
+        apply_update({"a": [{"a": 1}, {"b": 2}]}, {"$rename": {"a.a": "b"}})
+    assert e.value.code == 28
+    assert e.value.errmsg == "cannot use the part (a of a.a) to traverse the element ({a: [ { a: 1 }, { b: 2 } ]})"
+    with pytest.raises(MongoError) as e:
+        apply_update({"_id": 1, "a": 1, "b": [1]}, {"$rename": {"a": "b.0"}})
+    assert e.value.errmsg == "The destination field cannot be an array element, 'b.0' in doc with _id: 1 has an array field called 'b'"
+    # equal values (1 and 1.0 compare equal): the destination is left as it is
+    r = apply_update({"_id": 1, "a": 1.0, "b": 1}, {"$rename": {"a": "b"}})
+    assert r.doc == {"_id": 1, "b": 1} and r.diff == {"d": {"a": False}}
+
+
+def test_pull_on_non_viable_path():
+    with pytest.raises(MongoError) as e:
+        apply_update({"_id": 1, "a": 1}, {"$pull": {"a.b": 1}})
+    assert e.value.code == 28
+    assert e.value.errmsg == "Cannot use the part (b) of (a.b) to traverse the element ({a: 1})"
+    assert apply_update({"_id": 1, "a": 1}, {"$unset": {"a.b": 1}}).diff is None

@@ -18,6 +18,8 @@ import trio.testing
 
 from mongosim.core import open_cluster
 from mongosim.testing import AsyncClient
+from oplog import bsonutil
+from router.merge.cluster_change_stream import _nbytes
 from router.server import _encode_reply
 from shardsim.changestream.cursor import BATCH_BYTES
 from tests.reliability.proc import ServerProcess
@@ -36,12 +38,16 @@ async def _four_shards(client: AsyncClient, ns: str = "b.c") -> None:
         await client.admin({"moveChunk": ns, "find": {"k": 1000 * i}, "to": f"shard0{i}"})
 
 
+def _doc(d) -> dict:
+    return bsonutil.decode(d) if isinstance(d, (bytes, bytearray)) else bsonutil.decode(d.raw)
+
+
 def _buffered(core, cursor_id: int) -> tuple[int, int]:
     cur = core.router.cursors._cursors.get(cursor_id)
     if cur is None:
         return 0, 0
     events = [r for rc in cur.arm.remotes for r in rc.buffer]
-    return len(events), sum(len(r[2].raw) for r in events)
+    return len(events), sum(_nbytes(r[2]) for r in events)
 
 
 def test_router_buffers_are_bounded_for_a_slow_consumer():
@@ -66,8 +72,8 @@ def test_router_buffers_are_bounded_for_a_slow_consumer():
                     wire_reply = _encode_reply(dict(reply), 1)
                     assert len(wire_reply) < 16 * MB + 16 * 1024, "the reply would not fit in one message"
                     docs = reply["cursor"]["nextBatch"]
-                    assert sum(len(d.raw) for d in docs) <= BATCH_BYTES
-                    seen += [d["fullDocument"]["i"] for d in docs]
+                    assert sum(_nbytes(d) for d in docs) <= BATCH_BYTES
+                    seen += [_doc(d)["fullDocument"]["i"] for d in docs]
                     n, b = _buffered(core, cid)
                     peak_events, peak_bytes = max(peak_events, n), max(peak_bytes, b)
                 assert seen == list(range(start, start + 4000))

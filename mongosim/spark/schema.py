@@ -1,0 +1,286 @@
+"""The row schema shared by `mongodb-changestream` and `mongodb-oplog`, and event -> row conversion.
+
+One row per change event:
+
+| column                     | type                           | from the event                                   |
+|----------------------------|--------------------------------|--------------------------------------------------|
+| `token`                    | STRING                         | `_id._data`, the resume token (orders as string) |
+| `operationType`            | STRING                         | `operationType`                                  |
+| `clusterTime`              | STRUCT<t: BIGINT, i: BIGINT>   | `clusterTime` (BSON Timestamp seconds, increment)|
+| `wallTime`                 | TIMESTAMP                      | `wallTime` (UTC)                                 |
+| `ns`                       | STRUCT<db: STRING, coll: STRING> | `ns` (`coll` null for dropDatabase, no ns: null) |
+| `documentKey`              | STRING                         | relaxed Extended JSON                            |
+| `fullDocument`             | STRING (or the given schema)   | relaxed Extended JSON; with the option `fullDocumentSchema` a STRUCT parsed into that schema |
+| `fullDocumentBeforeChange` | STRING                         | relaxed Extended JSON                            |
+| `updateDescription`        | STRING                         | relaxed Extended JSON                            |
+| `txnNumber`                | BIGINT                         | events of a transaction                          |
+| `lsid`                     | STRING                         | relaxed Extended JSON, events of a transaction   |
+| `extra`                    | STRING                         | every other field (`to`, `collectionUUID`, `operationDescription`, `splitEvent`, fields added by the pipeline, ...) as one relaxed Extended JSON object, null if none |
+| `rawEvent`                 | BINARY                         | only with `includeRawEvent=true`: the event's BSON exactly as the server sent it |
+
+A missing field is null.  `fullDocumentSchema` takes a Spark DDL list of
+fields (`"_id INT, region STRING, total DOUBLE"`) or a `STRUCT<...>`; values
+are converted PERMISSIVE-style: a value that does not fit its field's type
+becomes null (an ObjectId or a nested document read as STRING gives its hex /
+relaxed JSON).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import decimal
+from typing import Any, Mapping
+
+import bson
+from bson import json_util
+from bson.codec_options import CodecOptions, DatetimeConversion
+from bson.decimal128 import Decimal128
+from bson.int64 import Int64
+from bson.objectid import ObjectId
+from bson.timestamp import Timestamp
+
+JSON_OPTIONS = json_util.RELAXED_JSON_OPTIONS
+DECODE_OPTIONS = CodecOptions(document_class=dict, tz_aware=False, datetime_conversion=DatetimeConversion.DATETIME_AUTO)
+
+BASE_COLUMNS = [
+    ("token", "STRING"),
+    ("operationType", "STRING"),
+    ("clusterTime", "STRUCT<t: BIGINT, i: BIGINT>"),
+    ("wallTime", "TIMESTAMP"),
+    ("ns", "STRUCT<db: STRING, coll: STRING>"),
+    ("documentKey", "STRING"),
+    ("fullDocument", "STRING"),
+    ("fullDocumentBeforeChange", "STRING"),
+    ("updateDescription", "STRING"),
+    ("txnNumber", "BIGINT"),
+    ("lsid", "STRING"),
+    ("extra", "STRING"),
+]
+_CONSUMED = frozenset({"_id", "operationType", "clusterTime", "wallTime", "ns", "documentKey", "fullDocument",
+                       "fullDocumentBeforeChange", "updateDescription", "txnNumber", "lsid"})
+
+
+def full_document_ddl(user_schema: str | None) -> str | None:
+    """`fullDocumentSchema` as a STRUCT type (a bare field list is wrapped)."""
+    if not user_schema:
+        return None
+    s = user_schema.strip()
+    if s.upper().startswith("STRUCT<") and s.endswith(">"):
+        return s
+    return f"STRUCT<{s}>"
+
+
+def schema_ddl(*, full_document_schema: str | None = None, include_raw: bool = False,
+               shard_column: bool = False) -> str:
+    """The DDL of the rows (a Python data source's `schema()` may return it as is)."""
+    cols = list(BASE_COLUMNS)
+    fd = full_document_ddl(full_document_schema)
+    if fd is not None:
+        cols = [(n, fd if n == "fullDocument" else t) for n, t in cols]
+    if include_raw:
+        cols.append(("rawEvent", "BINARY"))
+    if shard_column:
+        cols.append(("shard", "STRING"))
+    return ", ".join(f"`{n}` {t}" for n, t in cols)
+
+
+def to_json(value: Any) -> str | None:
+    if value is None:
+        return None
+    return json_util.dumps(value, json_options=JSON_OPTIONS)
+
+
+def _utc(value: Any) -> _dt.datetime | None:
+    if isinstance(value, _dt.datetime):
+        return value.replace(tzinfo=_dt.timezone.utc) if value.tzinfo is None else value.astimezone(_dt.timezone.utc)
+    return None
+
+
+def _ns(value: Any) -> tuple | None:
+    if not isinstance(value, Mapping):
+        return None
+    return (value.get("db"), value.get("coll"))
+
+
+def _cluster_time(value: Any) -> tuple | None:
+    if isinstance(value, Timestamp):
+        return (int(value.time), int(value.inc))
+    return None
+
+
+def decode_event(raw: bytes) -> dict:
+    return bson.decode(raw, codec_options=DECODE_OPTIONS)
+
+
+class RowBuilder:
+    """Event (raw BSON) -> row tuple, for one schema.  Picklable (no Spark types kept)."""
+
+    def __init__(self, full_document_type: Any = None, include_raw: bool = False, shard_column: bool = False) -> None:
+        self.full_document_type = full_document_type  # a pyspark StructType, or None for JSON
+        self._convert = None
+        self.include_raw = include_raw
+        self.shard_column = shard_column
+
+    @classmethod
+    def for_schema(cls, schema: Any) -> "RowBuilder":
+        """Derive the options from the (Spark-parsed) schema handed to the reader."""
+        from pyspark.sql.types import StringType
+
+        names = schema.fieldNames()
+        fd = schema["fullDocument"].dataType
+        return cls(None if isinstance(fd, StringType) else fd, "rawEvent" in names, "shard" in names)
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_convert": None}
+
+    def row(self, raw: bytes, shard: str | None = None) -> tuple:
+        ev = decode_event(raw)
+        tok = ev.get("_id")
+        token = tok.get("_data") if isinstance(tok, Mapping) else None
+        fd = ev.get("fullDocument")
+        if self.full_document_type is not None:
+            if self._convert is None:
+                self._convert = make_converter(self.full_document_type)
+            fd_col = self._convert(fd)
+        else:
+            fd_col = to_json(fd)
+        rest = {k: v for k, v in ev.items() if k not in _CONSUMED}
+        txn = ev.get("txnNumber")
+        out = (
+            token,
+            ev.get("operationType"),
+            _cluster_time(ev.get("clusterTime")),
+            _utc(ev.get("wallTime")),
+            _ns(ev.get("ns")),
+            to_json(ev.get("documentKey")),
+            fd_col,
+            to_json(ev.get("fullDocumentBeforeChange")),
+            to_json(ev.get("updateDescription")),
+            int(txn) if isinstance(txn, int) else None,
+            to_json(ev.get("lsid")),
+            to_json(rest) if rest else None,
+        )
+        if self.include_raw:
+            out += (bytes(raw),)
+        if self.shard_column:
+            out += (shard,)
+        return out
+
+
+# -- fullDocumentSchema: BSON values -> Spark values ----------------------------------------
+def convert(value: Any, dtype: Any) -> Any:
+    """Convert a decoded BSON value to what Spark expects for `dtype`; null if it does not fit."""
+    return make_converter(dtype)(value)
+
+
+def _to_string(value: Any) -> str | None:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, ObjectId):
+        return str(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float, Decimal128)):
+        return str(value)
+    if isinstance(value, _dt.datetime):
+        return _utc(value).isoformat()
+    return to_json(value)
+
+
+def _integer(bits: int):
+    lo, hi = -(2 ** (bits - 1)), 2 ** (bits - 1)
+
+    def conv(value: Any) -> int | None:
+        if isinstance(value, bool):
+            return None
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        elif isinstance(value, Decimal128):
+            d = value.to_decimal()
+            value = int(d) if d.is_finite() and d == d.to_integral_value() else None
+        if isinstance(value, int) and lo <= value < hi:
+            return int(value)
+        return None
+
+    return conv
+
+
+def _floating(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, Decimal128):
+        return float(value.to_decimal())
+    return None
+
+
+def _decimal(precision: int, scale: int):
+    quantum = decimal.Decimal(1).scaleb(-scale)
+
+    def conv(value: Any) -> decimal.Decimal | None:
+        if isinstance(value, bool):
+            return None
+        if isinstance(value, Decimal128):
+            d = value.to_decimal()
+        elif isinstance(value, float):
+            d = decimal.Decimal(str(value))
+        elif isinstance(value, int):
+            d = decimal.Decimal(int(value))
+        else:
+            return None
+        if not d.is_finite():
+            return None
+        try:
+            q = d.quantize(quantum)
+        except decimal.InvalidOperation:
+            return None
+        return q if len(q.as_tuple().digits) <= precision else None
+
+    return conv
+
+
+def make_converter(dtype: Any):
+    """A function BSON value -> Spark value for `dtype` (built once per schema)."""
+    from pyspark.sql import types as T
+
+    def nullable(fn):
+        return lambda v: None if v is None else fn(v)
+
+    if isinstance(dtype, T.StructType):
+        fields = [(f.name, make_converter(f.dataType)) for f in dtype.fields]
+
+        def struct(v: Any) -> tuple | None:
+            if not isinstance(v, Mapping):
+                return None
+            return tuple(conv(v.get(name)) for name, conv in fields)
+
+        return nullable(struct)
+    if isinstance(dtype, T.ArrayType):
+        elem = make_converter(dtype.elementType)
+        return nullable(lambda v: [elem(x) for x in v] if isinstance(v, list) else None)
+    if isinstance(dtype, T.MapType):
+        val = make_converter(dtype.valueType)
+        if not isinstance(dtype.keyType, T.StringType):
+            return lambda v: None
+        return nullable(lambda v: {str(k): val(x) for k, x in v.items()} if isinstance(v, Mapping) else None)
+    if isinstance(dtype, T.StringType):
+        return nullable(_to_string)
+    if isinstance(dtype, T.BooleanType):
+        return lambda v: v if isinstance(v, bool) else None
+    for cls, bits in ((T.ByteType, 8), (T.ShortType, 16), (T.IntegerType, 32), (T.LongType, 64)):
+        if isinstance(dtype, cls):
+            return nullable(_integer(bits))
+    if isinstance(dtype, (T.FloatType, T.DoubleType)):
+        return nullable(_floating)
+    if isinstance(dtype, T.DecimalType):
+        return nullable(_decimal(dtype.precision, dtype.scale))
+    if isinstance(dtype, T.TimestampType):
+        return _utc
+    if type(dtype).__name__ == "TimestampNTZType":
+        return lambda v: v if isinstance(v, _dt.datetime) else None
+    if isinstance(dtype, T.DateType):
+        return lambda v: v.date() if isinstance(v, _dt.datetime) else None
+    if isinstance(dtype, T.BinaryType):
+        return lambda v: bytes(v) if isinstance(v, (bytes, bson.Binary)) else None
+    return lambda v: None

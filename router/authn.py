@@ -1,0 +1,67 @@
+"""Authentication and authorization at the front door (the glue to `router.auth`).
+
+Both front doors (the mongos and the replica-set primary) own one
+`AuthManager`.  Per connection it keeps the authentication state; before any
+command runs it checks the privileges (when `--auth` is on; a no-op
+otherwise, while SASL and user management work either way, as on a real
+server).  Cursors remember their owner: getMore and killCursors by another
+user are Unauthorized.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from router.auth import USER_COMMANDS, AuthManager
+
+SEQUENCE_FIELDS = ("documents", "updates", "deletes", "ops", "nsInfo")
+
+
+def make_auth(enabled: bool, users_file: str | None = None) -> AuthManager:
+    auth = AuthManager(enabled=enabled)
+    if users_file:
+        auth.load_users_file(users_file)
+    return auth
+
+
+def conn_auth(frontend: Any, conn: Any) -> Any:
+    """The connection's authentication state (created on first use)."""
+    st = conn.auth
+    if st is None:
+        st = conn.auth = frontend.auth.new_connection(is_localhost=conn.is_localhost, remote=conn.peer)
+    return st
+
+
+def authorize(frontend: Any, db: str, cmd: dict, conn: Any) -> None:
+    auth = frontend.auth
+    if auth is None or not auth.enabled:
+        return
+    name = next(iter(cmd))
+    st = conn_auth(frontend, conn)
+    auth.authorize(db, cmd, st, sequence_fields=SEQUENCE_FIELDS)
+    if name == "getMore":
+        cur = frontend.cursors._cursors.get(cmd.get("getMore"))
+        if cur is not None:
+            auth.check_get_more(st, int(cmd["getMore"]), getattr(cur, "owner", None))
+    elif name == "killCursors":
+        found = []
+        for cid in cmd.get("cursors") or []:
+            cur = frontend.cursors._cursors.get(cid)
+            if cur is not None:
+                found.append((getattr(cur, "owner", None), cur.ns))
+        auth.check_kill_cursors(db, cmd, st, found)
+
+
+def note_cursor_owner(frontend: Any, reply: dict, conn: Any) -> None:
+    """Remember who opened a cursor the reply just handed out."""
+    auth = frontend.auth
+    cur = reply.get("cursor") if isinstance(reply, dict) else None
+    if auth is None or not auth.enabled or not isinstance(cur, dict) or not cur.get("id"):
+        return
+    c = frontend.cursors._cursors.get(int(cur["id"]))
+    if c is not None and not hasattr(c, "owner"):
+        c.owner = auth.cursor_owner(conn_auth(frontend, conn))
+
+
+def is_user_command(name: str) -> bool:
+    return name in USER_COMMANDS

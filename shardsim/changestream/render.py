@@ -1,0 +1,114 @@
+"""Rendering a CRUD change event straight from the oplog entry's bytes (the transform's fast path).
+
+An insert's `fullDocument` is the entry's `o`, its `documentKey` the entry's
+`o2`, byte for byte; a delete's `documentKey` is its `o`; a replacement's
+`fullDocument` is its `o`.  So the event is assembled from slices of the entry
+(`oplog.layout.crud_layout` finds them) plus a few constant pieces, in the
+transform's field order — no decoding of the document, no re-encoding.  Only
+an update decodes its (small) diff, to describe it.  `Transform.transform` is
+the reference: a property test proves both give the same bytes.
+"""
+
+from __future__ import annotations
+
+from struct import pack
+
+from bson import Binary
+
+from oplog import bsonutil
+from oplog.layout import document_at
+from oplog.oplog import EntryView
+from shardsim.query.diff import update_description
+
+try:
+    from oplog.resume_token import encode_event_token
+except ImportError:  # pragma: no cover
+    encode_event_token = None
+
+_DELTA_PREFIX = b"\x10$v\x00\x02\x00\x00\x00"  # a delta update's `o` starts with {$v: 2, ...}
+
+
+def _cstr_elem(type_byte: bytes, name: str) -> bytes:
+    return type_byte + name.encode() + b"\x00"
+
+
+def _string_elem(name: str, value: str) -> bytes:
+    v = value.encode()
+    return _cstr_elem(b"\x02", name) + pack("<i", len(v) + 1) + v + b"\x00"
+
+
+_OP_TYPE = {t: _string_elem("operationType", t) for t in ("insert", "update", "replace", "delete")}
+_ID = _cstr_elem(b"\x03", "_id")
+_CLUSTER_TIME = _cstr_elem(b"\x11", "clusterTime")
+_COLLECTION_UUID = _cstr_elem(b"\x05", "collectionUUID") + b"\x10\x00\x00\x00\x04"
+_WALL_TIME = _cstr_elem(b"\x09", "wallTime")
+_FULL_DOCUMENT = _cstr_elem(b"\x03", "fullDocument")
+_DOCUMENT_KEY = _cstr_elem(b"\x03", "documentKey")
+_UPDATE_DESCRIPTION = _cstr_elem(b"\x03", "updateDescription")
+_DATA = _cstr_elem(b"\x02", "_data")
+_TYPE_BITS = _cstr_elem(b"\x05", "_typeBits")
+_NS_ELEM: dict[str, bytes] = {}
+
+
+def _ns_elem(ns: str) -> bytes:
+    b = _NS_ELEM.get(ns)
+    if b is None:
+        db, _, coll = ns.partition(".")
+        b = _NS_ELEM[ns] = _cstr_elem(b"\x03", "ns") + bsonutil.encode({"db": db, "coll": coll})
+        if len(_NS_ELEM) > 100_000:
+            _NS_ELEM.clear()
+    return b
+
+
+def token_bytes(data_hex: str, type_bits: bytes | None) -> bytes:
+    d = data_hex.encode()
+    inner = _DATA + pack("<i", len(d) + 1) + d + b"\x00"
+    if type_bits:
+        inner += _TYPE_BITS + pack("<i", len(type_bits)) + b"\x00" + type_bits
+    return pack("<i", len(inner) + 5) + inner + b"\x00"
+
+
+def render_crud(view: EntryView, expanded: bool, raw_update: bool):
+    """(op type, token dict, event bytes, documentKey, diff or None) of a CRUD entry; None to take the slow path."""
+    raw = view.raw
+    op = view.op
+    diff = None
+    if op == "i":
+        if not view.o2:
+            return None  # old-style entry without documentKey: the transform handles it
+        op_type = "insert"
+        full = document_at(raw, view.o)
+        key_raw = document_at(raw, view.o2)
+    elif op == "d":
+        op_type = "delete"
+        full = None
+        key_raw = document_at(raw, view.o)
+    else:
+        o_raw = document_at(raw, view.o)
+        if not view.o2:
+            return None
+        key_raw = document_at(raw, view.o2)
+        if o_raw[4:12] == _DELTA_PREFIX:
+            if raw_update:
+                return None
+            op_type = "update"
+            full = None
+            diff = bsonutil.decode(o_raw)["diff"]
+        else:
+            op_type = "replace"
+            full = o_raw
+    document_key = bsonutil.decode(key_raw)
+    data_hex, type_bits = encode_event_token(view.key, 0, view.ui, op_type, document_key, False)
+    token = {"_data": data_hex} if type_bits is None else {"_data": data_hex, "_typeBits": Binary(type_bits, 0)}
+    parts = [_ID, token_bytes(data_hex, type_bits), _OP_TYPE[op_type], _CLUSTER_TIME, pack("<Q", view.key)]
+    if expanded:
+        parts += (_COLLECTION_UUID, view.ui)
+    parts += (_WALL_TIME, pack("<q", view.wall))
+    if full is not None:
+        parts += (_FULL_DOCUMENT, full)
+    parts += (_ns_elem(view.ns), _DOCUMENT_KEY, key_raw)
+    if diff is not None:
+        desc = update_description(diff, show_expanded=expanded)
+        parts += (_UPDATE_DESCRIPTION, bsonutil.encode_in_order(desc))
+    body = b"".join(parts)
+    return op_type, token, pack("<i", len(body) + 5) + body + b"\x00", document_key, diff

@@ -1,0 +1,271 @@
+"""The whole cluster under random writes, transactions, migrations, new shards, drops and faults.
+
+A hypothesis RuleBasedStateMachine on virtual time (mongosim.testing.TrioPortal).
+After every step, every watcher (collection, database and cluster level, each
+an AsyncChangeStream following the driver's resume rules) is read until it has
+everything committed on its namespace, and:
+
+- its stream is sorted by token and has no duplicates;
+- it misses nothing committed on its namespace, and holds nothing else;
+- every resume token it observed (event ids and PBRTs) is monotone;
+- resuming from any token it saw yields exactly the rest (rule `resume_check`).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import trio
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+from mongosim.core import ClusterOptions, serve_cluster
+from mongosim.testing import AsyncClient, CommandError
+from mongosim.testing.portal import TrioPortal
+from router.sharding import add_shard
+
+EPOCH = 1_700_000_000
+RESUMABLE = [6, 10107, 234, 91, 13436]
+
+
+@dataclass
+class Watcher:
+    level: str  # "coll" | "db" | "cluster"
+    stream: object
+    start: int  # index into the machine's log when it opened
+    received: list = field(default_factory=list)
+    tokens: list = field(default_factory=list)
+    ended: bool = False
+
+
+def visible(level: str, ev: tuple) -> bool:
+    ns = ev[0]
+    if level == "coll":
+        return ns == "db.c"
+    if level == "db":
+        return ns.startswith("db.")
+    return True
+
+
+class ClusterMachine(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.portal = TrioPortal()
+        opts = ClusterOptions(shards=3, listen=False, epoch=EPOCH, instant_hwm=True, noop_interval=1.0)
+        self.core = self.portal.start_background(serve_cluster, opts)
+        self.client = AsyncClient(self.core.router)
+        self.faults = self.core.faults
+        self.portal.call(self._setup_collection)
+        self.docs: dict[int, int] = {}  # _id -> k, in db.c
+        self.other: set[int] = set()  # _ids in db.o (unsharded)
+        self.elsewhere: set[int] = set()  # _ids in other.c
+        self.log: list[tuple] = []  # (ns, operationType, _id) in commit order
+        self.watchers: list[Watcher] = []
+        self.next_id = 0
+        self.added = 0
+
+    async def _setup_collection(self) -> None:
+        c = self.client
+        await c.admin({"enableSharding": "db", "primaryShard": "shard00"})
+        await c.admin({"shardCollection": "db.c", "key": {"k": 1}})
+        for i, s in ((1, "shard01"), (2, "shard02")):
+            await c.admin({"split": "db.c", "middle": {"k": 100 * i}})
+            await c.admin({"moveChunk": "db.c", "find": {"k": 100 * i}, "to": s})
+
+    def teardown(self) -> None:
+        self.portal.close()
+
+    # -- helpers ------------------------------------------------------------------------
+    def _write(self, afn, *args) -> bool:
+        """Run a write; False if it failed (an injected fault): then it did not commit."""
+        try:
+            self.portal.call(afn, *args)
+            return True
+        except CommandError:
+            return False
+
+    # -- writes -------------------------------------------------------------------------
+    @rule(k=st.integers(0, 399))
+    def insert(self, k: int) -> None:
+        i = self.next_id
+        self.next_id += 1
+        if self._write(self.client.insert, "db", "c", [{"_id": i, "k": k}]):
+            self.docs[i] = k
+            self.log.append(("db.c", "insert", i))
+
+    @precondition(lambda self: self.docs)
+    @rule(pick=st.integers(0, 2**16))
+    def update(self, pick: int) -> None:
+        i = sorted(self.docs)[pick % len(self.docs)]
+        if self._write(self.client.update, "db", "c", {"_id": i, "k": self.docs[i]}, {"$inc": {"v": 1}}):
+            self.log.append(("db.c", "update", i))
+
+    @precondition(lambda self: self.docs)
+    @rule(pick=st.integers(0, 2**16))
+    def delete(self, pick: int) -> None:
+        i = sorted(self.docs)[pick % len(self.docs)]
+        if self._write(lambda: self.client.delete("db", "c", {"_id": i, "k": self.docs[i]}, limit=1)):
+            del self.docs[i]
+            self.log.append(("db.c", "delete", i))
+
+    @rule(where=st.sampled_from(["db.o", "other.c"]))
+    def insert_elsewhere(self, where: str) -> None:
+        i = self.next_id
+        self.next_id += 1
+        db, coll = where.split(".")
+        if self._write(self.client.insert, db, coll, [{"_id": i}]):
+            (self.other if where == "db.o" else self.elsewhere).add(i)
+            self.log.append((where, "insert", i))
+
+    @rule(ks=st.lists(st.integers(0, 399), min_size=1, max_size=4))
+    def transaction(self, ks: list[int]) -> None:
+        ids = list(range(self.next_id, self.next_id + len(ks)))
+        self.next_id += len(ks)
+        lsid = {"id": __import__("bson").Binary(os.urandom(16), 4)}
+
+        async def txn() -> None:
+            c = self.client
+            for n, (i, k) in enumerate(zip(ids, ks)):
+                extra = {"startTransaction": True} if n == 0 else {}
+                await c.command("db", {"insert": "c", "documents": [{"_id": i, "k": k}], "lsid": lsid,
+                                       "txnNumber": 1, "autocommit": False, **extra})
+            await c.command("admin", {"commitTransaction": 1, "lsid": lsid, "txnNumber": 1, "autocommit": False})
+
+        if self._write(txn):
+            for i, k in zip(ids, ks):
+                self.docs[i] = k
+                self.log.append(("db.c", "insert", i))
+
+    # -- topology and DDL ---------------------------------------------------------------
+    @rule(region=st.integers(0, 2), to=st.integers(0, 4))
+    def move_chunk(self, region: int, to: int) -> None:
+        shards = sorted(self.core.router.shards)
+        self._write(self.client.admin, {"moveChunk": "db.c", "find": {"k": 100 * region}, "to": shards[to % len(shards)]})
+
+    @precondition(lambda self: self.added < 2)
+    @rule()
+    def add_a_shard(self) -> None:
+        self.added += 1
+        self.portal.call(add_shard, self.core.router, f"new{self.added}")
+
+    @precondition(lambda self: self.log)
+    @rule()
+    def drop_and_recreate(self) -> None:
+        self.faults.clear()
+        self.portal.call(self.client.command, "db", {"drop": "c"})
+        self.log.append(("db.c", "drop", None))
+        self.docs.clear()
+        self.portal.call(self._setup_collection)
+
+    # -- faults ---------------------------------------------------------------------------
+    @rule(shard=st.sampled_from(["shard00", "shard01", "shard02"]), seconds=st.sampled_from([0.0, 0.2, 1.5]))
+    def delay(self, shard: str, seconds: float) -> None:
+        self.faults.delay(shard, seconds)
+
+    @rule(shard=st.sampled_from(["shard00", "shard01", "shard02"]), code=st.sampled_from(RESUMABLE))
+    def fail_a_get_more(self, shard: str, code: int) -> None:
+        self.faults.fail(shard, 1, code, commands=["getMore"])
+
+    @rule(shard=st.sampled_from(["shard00", "shard01", "shard02"]))
+    def drop_connection(self, shard: str) -> None:
+        self.faults.drop_connection(shard)
+
+    @rule(shard=st.sampled_from(["shard00", "shard01", "shard02"]))
+    def restart_shard(self, shard: str) -> None:
+        self.portal.call(self._restart, shard)
+
+    async def _restart(self, shard: str) -> None:
+        self.faults.restart(shard)
+
+    @rule(shard=st.sampled_from(["shard00", "shard01", "shard02"]), skew=st.integers(-30, 30))
+    def skew_clock(self, shard: str, skew: int) -> None:
+        self.faults.skew(shard, skew)
+
+    # -- watchers -------------------------------------------------------------------------
+    @precondition(lambda self: len(self.watchers) < 4)
+    @rule(level=st.sampled_from(["coll", "db", "cluster"]), batch=st.sampled_from([None, 1, 3]))
+    def open_watcher(self, level: str, batch) -> None:
+        db, coll = {"coll": ("db", "c"), "db": ("db", 1), "cluster": ("admin", 1)}[level]
+        cs = self.client.watch(db, coll, batch_size=batch, max_await_time_ms=200)
+        for attempt in range(4):  # injected faults may outlast the driver's single retry of the aggregate
+            try:
+                self.portal.call(cs.open)
+                break
+            except CommandError as err:
+                if attempt == 3 or "ResumableChangeStreamError" not in err.labels and err.code not in RESUMABLE:
+                    raise
+        self.watchers.append(Watcher(level, cs, len(self.log)))
+
+    @precondition(lambda self: self.watchers)
+    @rule(which=st.integers(0, 2**16), pick=st.integers(0, 2**16))
+    def resume_check(self, which: int, pick: int) -> None:
+        """Resuming from any token a watcher saw yields exactly the rest of its stream.
+
+        (Indices are drawn first and reduced modulo: how many PBRTs a watcher saw
+        depends on scheduling, and hypothesis needs draws that do not.)
+        """
+        w = self.watchers[which % len(self.watchers)]
+        if not w.tokens:
+            return
+        tok = w.tokens[pick % len(w.tokens)]
+        suffix = [e["_id"]["_data"] for e in w.received if e["_id"]["_data"] > tok and e["operationType"] != "invalidate"]
+        db, coll = {"coll": ("db", "c"), "db": ("db", 1), "cluster": ("admin", 1)}[w.level]
+
+        async def check() -> None:
+            r = self.client.watch(db, coll, resumeAfter={"_data": tok}, max_await_time_ms=200)
+            await r.open()
+            got: list[str] = []
+            t0 = trio.current_time()
+            while len(got) < len(suffix) and not r.closed:
+                ev = await r.try_next()
+                if ev is not None and ev["operationType"] != "invalidate":
+                    got.append(ev["_id"]["_data"])
+                assert trio.current_time() - t0 < 300, "resumed stream stalled"
+            await r.close()
+            assert got == suffix
+
+        if not any(e["operationType"] == "invalidate" and e["_id"]["_data"] <= tok for e in w.received):
+            self.portal.call(check)
+
+    # -- invariants -------------------------------------------------------------------------
+    @invariant()
+    def every_watcher_has_everything_in_order(self) -> None:
+        for w in self.watchers:
+            self.portal.call(self._catch_up, w)
+
+    async def _catch_up(self, w: Watcher) -> None:
+        expected = [e for e in self.log[w.start:] if visible(w.level, e)]
+        if w.level == "coll" and any(e[1] == "drop" for e in expected):
+            cut = next(i for i, e in enumerate(expected) if e[1] == "drop")
+            expected = expected[: cut + 1] + [("db.c", "invalidate", None)]
+        t0 = trio.current_time()
+        while not w.ended and len(w.received) < len(expected):
+            try:
+                ev = await w.stream.try_next()
+            except CommandError as err:
+                raise AssertionError(f"{w.level} watcher failed: {err}") from err
+            if ev is not None:
+                w.received.append(ev)
+                w.tokens.append(ev["_id"]["_data"])
+            elif w.stream.resume_token is not None:
+                w.tokens.append(w.stream.resume_token["_data"])
+            if w.stream.closed:
+                w.ended = True
+            assert trio.current_time() - t0 < 600, f"{w.level} watcher stalled with {len(w.received)}/{len(expected)}"
+        keys = [e["_id"]["_data"] for e in w.received]
+        assert keys == sorted(keys) and len(set(keys)) == len(keys), "out of order or duplicated"
+        assert w.tokens == sorted(w.tokens), "a resume token went backwards"
+        got = sorted((f"{e['ns']['db']}.{e['ns'].get('coll')}" if "ns" in e else "db.c", e["operationType"],
+                      e.get("documentKey", {}).get("_id")) for e in w.received)
+        want = sorted((ns, op, i) for ns, op, i in expected)
+        assert got == want, f"{w.level} watcher: got {got} want {want}"
+
+
+ClusterMachine.TestCase.settings = settings(
+    max_examples=int(os.environ.get("STATEFUL_EXAMPLES", "200")),
+    stateful_step_count=int(os.environ.get("STATEFUL_STEPS", "25")),
+    deadline=None,
+)
+TestClusterMachine = ClusterMachine.TestCase
