@@ -63,6 +63,7 @@ class ClusterCore:
         self.port: int = 0
         self.faults: Any = None
         self._next_port = 27018
+        self.store: Any = None  # shardsim.persistence.Store with --data-dir
 
     @property
     def oplog_bytes(self) -> int | None:
@@ -81,6 +82,8 @@ class ClusterCore:
             host=f"localhost:{self._next_port}",
         )
         self.nodes[name] = node
+        if self.store is not None:
+            self.store.adopt(node)  # restore its saved state (--data-dir), journal it from now on
         self.nursery.start_soon(node.run_noop_writer, name=f"noop-writer-{name}")
         return node
 
@@ -100,18 +103,24 @@ class ClusterCore:
         load_router_commands()
         ident = handshake.ServerIdentity(host=self.opts.host if self.opts.host not in ("0.0.0.0", "::") else "127.0.0.1",
                                          is_mongos=self.opts.topology == "sharded", set_name=self.opts.set_name)
+        saved = None
+        if self.opts.data_dir:
+            from mongosim.durability import open_store
+
+            self.store, saved = open_store(self.opts)
         if self.opts.topology == "replset":
             node = self.make_node(shard_name(0))
             ident.is_mongos = False
             self.frontend = ReplSetFrontend(node, ident)
         else:
             self.config = self.make_node("config", is_config=True)
-            shards = {shard_name(i): self.make_node(shard_name(i)) for i in range(self.opts.shards)}
+            names = [n for n in saved if n != "config"] if saved else [shard_name(i) for i in range(self.opts.shards)]
+            shards = {n: self.make_node(n) for n in names}
             self.router = Router(self.config, shards, identity=ident, shard_factory=self.make_node,
                                  instant_hwm=self.opts.instant_hwm)
             from router.sharding import config_write, shard_document
 
-            if shards:
+            if shards and not saved:
                 await config_write(self.router, {"insert": "shards",
                                                  "documents": [shard_document(self.router, n) for n in shards]})
             self.router.refresh_catalog()
@@ -124,6 +133,10 @@ class ClusterCore:
             from router.authn import make_auth
 
             self.frontend.auth = make_auth(self.opts.auth, self.opts.users_file)
+        if self.store is not None:
+            from mongosim.durability import finish_restore
+
+            finish_restore(self)
         self.nursery.start_soon(self._reap_cursors, name="cursor-reaper")
         if self.opts.listen:
             ssl_context = None
@@ -132,8 +145,13 @@ class ClusterCore:
 
                 ssl_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
                 ssl_context.load_cert_chain(self.opts.tls_cert_file, self.opts.tls_key_file)
+            service = self.frontend
+            if self.store is not None:
+                from shardsim.persistence import DurableService
+
+                service = DurableService(self.frontend, self.store)
             self.port = await self.nursery.start(partial(serve_tcp, ssl_context=ssl_context),
-                                                 self.frontend, self.opts.host, self.opts.port)
+                                                 service, self.opts.host, self.opts.port)
             self.frontend.identity.port = self.port
 
     async def _reap_cursors(self) -> None:
@@ -149,13 +167,18 @@ class ClusterCore:
 async def open_cluster(**kwargs: Any) -> AsyncIterator[ClusterCore]:
     """Run a cluster for the duration of the `async with` block."""
     opts = kwargs.pop("options", None) or ClusterOptions(**kwargs)
-    async with trio.open_nursery() as nursery:
-        core = ClusterCore(opts, nursery)
-        await core.start()
-        try:
-            yield core
-        finally:
-            nursery.cancel_scope.cancel()
+    core = None
+    try:
+        async with trio.open_nursery() as nursery:
+            core = ClusterCore(opts, nursery)
+            await core.start()
+            try:
+                yield core
+            finally:
+                nursery.cancel_scope.cancel()
+    finally:
+        if core is not None and core.store is not None:
+            core.store.close()  # clean shutdown: a final snapshot (after every task has stopped)
 
 
 async def serve_cluster(options: ClusterOptions, *, task_status=trio.TASK_STATUS_IGNORED) -> None:

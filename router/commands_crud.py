@@ -403,6 +403,12 @@ async def cmd_aggregate(router: Router, req: Request) -> dict:
         cmd = {k: v for k, v in req.cmd.items() if k not in ("$db", "$clusterTime", "$readPreference")}
         reply = await _run_txn_aware(router, req, shards[0], db, {**cmd, "cursor": {"batchSize": 2**31 - 1}})
         results = list(reply["cursor"]["firstBatch"])
+        cid = reply["cursor"]["id"]
+        while cid:  # a shard's batch stops short of 16 MB: follow its cursor
+            more = await router.shard(shards[0]).command(
+                db, {"getMore": cid, "collection": reply["cursor"]["ns"].split(".", 1)[1]})
+            results.extend(more["cursor"]["nextBatch"])
+            cid = more["cursor"]["id"]
     else:
         docs = await _gather(router, req, db, shards, {"find": target, **_session_fields(req)})
         results = list(run_pipeline(iter(docs), pipeline))

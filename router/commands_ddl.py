@@ -195,6 +195,9 @@ async def cmd_list_collections(router: Router, req: Request) -> dict:
 
 @router_command("listIndexes")
 async def cmd_list_indexes(router: Router, req: Request) -> dict:
+    from shardsim.writes import check_namespace
+
+    check_namespace(req.db, req.cmd["listIndexes"])  # before it is used as a name
     primary = router.catalog.primary_of(req.db)
     if primary is None:
         raise MongoError("NamespaceNotFound", f"ns does not exist: {req.db}.{req.cmd['listIndexes']}")

@@ -29,6 +29,7 @@ from router.failpoints import CloseConnection, FailPoints, app_name_of, fail_get
 from router.remote import ShardRemote
 from router.server import ConnState
 from shardsim.cursors import CursorManager
+from shardsim.generic_args import check_generic_arguments
 from shardsim.node import Node
 
 RouterHandler = Callable[["Router", "Request"], Awaitable[dict]]
@@ -89,7 +90,8 @@ def is_change_stream_command(name: str, cmd: dict, router: "Router | None" = Non
         p = cmd.get("pipeline")
         return isinstance(p, list) and bool(p) and isinstance(p[0], dict) and "$changeStream" in p[0]
     if name == "getMore" and router is not None:
-        cur = router.cursors._cursors.get(cmd.get("getMore"))
+        cid = cmd.get("getMore")
+        cur = router.cursors._cursors.get(cid) if isinstance(cid, int) else None  # e.g. getMore: [] is TypeMismatch later
         return getattr(cur, "is_change_stream", False)
     return False
 
@@ -164,9 +166,10 @@ class Router:
         ct = cmd.get("$clusterTime")
         if isinstance(ct, dict) and isinstance(ct.get("clusterTime"), Timestamp):
             self.clock.advance(ts_key(ct["clusterTime"]))
-        handler = ROUTER_COMMANDS.get(name) or ROUTER_COMMANDS.get(name.lower())
+        handler = ROUTER_COMMANDS.get(name)  # command names are case-sensitive (aliases are registered)
         if handler is None:
             raise MongoError("CommandNotFound", f"no such command: '{name}'")
+        check_generic_arguments(name, cmd)
         authn.authorize(self, db, cmd, conn)
         req = Request(db, cmd, conn, name)
         # decided before running: a failing getMore may remove its cursor

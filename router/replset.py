@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import trio
+from bson import Timestamp
 
 from oplog.clock import key_ts, ts_key
 from oplog.errors import MongoError
@@ -19,6 +20,7 @@ from router.failpoints import FailPoints, app_name_of, fail_get_more_after_check
 from router.mongos import ROUTER_COMMANDS, Request, change_stream_labels
 from router.transactions import transaction_labels
 from router.server import ConnState
+from shardsim.generic_args import check_generic_arguments
 from shardsim.node import Node
 
 ADMIN_COMMANDS = {
@@ -46,8 +48,9 @@ class ReplSetFrontend:
             raise MongoError("FailedToParse", "Empty command object")
         name = next(iter(cmd))
         self.connections.add(conn.id)
+        check_generic_arguments(name, cmd)
         ct = cmd.get("$clusterTime")
-        if isinstance(ct, dict) and "clusterTime" in ct:
+        if isinstance(ct, dict) and isinstance(ct.get("clusterTime"), Timestamp):
             self.node.clock.advance(ts_key(ct["clusterTime"]))
         authn.authorize(self, db, cmd, conn)
         req = Request(db, cmd, conn, name)
@@ -80,7 +83,8 @@ class ReplSetFrontend:
             p = cmd.get("pipeline")
             return isinstance(p, list) and bool(p) and isinstance(p[0], dict) and "$changeStream" in p[0]
         if name == "getMore":
-            cur = self.node.cursors._cursors.get(cmd.get("getMore"))
+            cid = cmd.get("getMore")
+            cur = self.node.cursors._cursors.get(cid) if isinstance(cid, int) else None
             return getattr(cur, "is_change_stream", False)
         return False
 

@@ -57,6 +57,8 @@ class Service(Protocol):
 
 
 def _peer_of(stream: trio.abc.Stream) -> tuple[str, bool]:
+    while getattr(stream, "socket", None) is None and getattr(stream, "transport_stream", None) is not None:
+        stream = stream.transport_stream  # a TLS stream: the peer is that of the TCP stream below it
     sock = getattr(stream, "socket", None)
     if sock is None:
         return "memory", True

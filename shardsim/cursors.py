@@ -35,6 +35,23 @@ def cursor_reply(batch: list, cursor_id: int, ns: str, *, first: bool, fields: d
     return {"cursor": cur, "ok": 1.0}
 
 
+_BATCH_BYTES = MAX_BATCH_BYTES - 64 * 1024
+
+
+def _encoded_size(doc: Any) -> int:
+    if isinstance(doc, (bytes, bytearray)):
+        return len(doc)
+    raw = getattr(doc, "raw", None)
+    if raw is not None:
+        return len(raw)
+    try:
+        from oplog import bsonutil
+
+        return len(bsonutil.encode(doc))
+    except Exception:
+        return 0
+
+
 @dataclass
 class QueryCursor:
     """A cursor over a finished result (find, aggregate, list*)."""
@@ -48,15 +65,21 @@ class QueryCursor:
     def take(self, n: int | None) -> list[dict]:
         out: list[dict] = []
         limit = n if n else None
+        size = 0
         while limit is None or len(out) < limit:
             if self._peek:
-                out.append(self._peek.pop())
-                continue
-            try:
-                out.append(next(self.results))
-            except StopIteration:
-                self.exhausted = True
+                doc = self._peek.pop()
+            else:
+                try:
+                    doc = next(self.results)
+                except StopIteration:
+                    self.exhausted = True
+                    break
+            size += _encoded_size(doc)
+            if out and size > _BATCH_BYTES:  # a batch stops short of 16 MB (the reply must fit in a message)
+                self._peek.append(doc)
                 break
+            out.append(doc)
         if not self.exhausted and not self._peek:
             try:
                 self._peek.append(next(self.results))
@@ -118,6 +141,8 @@ class CursorManager:
     def kill(self, ns: str, ids: list) -> dict:
         killed, not_found = [], []
         for cid in ids:
+            if not isinstance(cid, int) or isinstance(cid, bool):
+                raise MongoError("TypeMismatch", "BSON field 'killCursors.cursors' is the wrong type, expected type 'long'")
             cid = int(cid)
             cur = self._cursors.get(cid)
             if cur is None or cur.ns != ns:

@@ -26,6 +26,7 @@ from oplog.clock import LogicalClock, NodeClock, TimeSource, key_ts
 from oplog.errors import MongoError
 from oplog.oplog import Oplog
 from shardsim.catalog import Catalog
+from shardsim.generic_args import check_generic_arguments
 
 
 @dataclass
@@ -132,9 +133,10 @@ class Node:
         if not cmd:
             raise MongoError("FailedToParse", "Empty command object")
         name = next(iter(cmd))
-        handler = _COMMANDS.get(name) or _COMMANDS.get(name.lower())
+        handler = _COMMANDS.get(name)  # command names are case-sensitive (aliases are registered)
         if handler is None:
             raise MongoError("CommandNotFound", f"no such command: '{name}'")
+        check_generic_arguments(name, cmd)
         lsid = cmd.get("lsid")
         txn = cmd.get("txnNumber")
         ctx = OpCtx(db, cmd, lsid=lsid, txn_number=int(txn) if txn is not None else None, from_router=from_router)

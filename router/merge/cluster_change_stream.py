@@ -33,7 +33,7 @@ from router.merge.handle_topology_change import HandleTopologyChange
 from router.mongos import Request, Router
 from router.remote import ShardNetworkError
 from shardsim.changestream.cursor import ID_INTACT_FIELD, OP_TYPES_FIELD, SORT_KEYS_FIELD
-from shardsim.changestream.cursor import ID_MODIFIED_MSG
+from shardsim.changestream.cursor import BATCH_BYTES, ID_MODIFIED_MSG
 from shardsim.changestream.spec import parse_spec, validate
 from shardsim.changestream.user_stages import validate_user_pipeline
 from oplog.bsonutil import RawBatch, plain
@@ -50,6 +50,11 @@ def _stream_tracer(tracer: Callable[[dict], None], stream: int) -> Callable[[dic
         record["stream"] = stream
         tracer(record)
     return emit
+
+
+def _nbytes(event) -> int:
+    """Encoded size of a buffered event (bytes, or a RawBSONDocument)."""
+    return len(event) if isinstance(event, (bytes, bytearray, memoryview)) else len(event.raw)
 
 
 def shard_command(req_cmd: dict, spec_bson: dict, user_stages: list) -> dict:
@@ -137,11 +142,17 @@ class ClusterChangeStreamCursor:
     # -- the merge part -----------------------------------------------------------------------
     async def _release(self, out: list, limit: int) -> None:
         arm = self.arm
+        size = sum(_nbytes(r) for r in out)
         while len(out) < limit and not self.exhausted:
             for rc in arm.errors():
                 raise self._shard_error(rc)
             if not arm.ready():
                 return
+            if out:  # a batch stops short of 16 MB, as the server's does (the reply must fit in one message)
+                _k, _s, idx = arm._queue[0]
+                nxt = _nbytes(arm.remotes[idx].buffer[0][2])
+                if size + nxt > BATCH_BYTES:
+                    return
             key, tok, raw, intact, op_type, rc = arm.next_ready()
             topology_event = rc.is_config or op_type == "migrateChunkToNewShard"
             # The client's token may be a topology event's (a shard's promise can be one), so the
@@ -162,6 +173,7 @@ class ClusterChangeStreamCursor:
             if not intact:
                 raise MongoError("ChangeStreamFatalError", ID_MODIFIED_MSG)
             out.append(raw)
+            size += _nbytes(raw)
             self.pbrt = tok
             arm.returned(tok)
             if op_type == "invalidate":

@@ -126,16 +126,44 @@ def _cstring(buf: memoryview, pos: int, end: int) -> tuple[str, int]:
     return s, pos + nul + 1
 
 
+# The server's limits on a document in a message (BSONObjMaxInternalSize, BSONDepth default).
+MAX_DOC_IN_MESSAGE = bsonutil.MAX_BSON_OBJECT_SIZE + 16 * 1024
+MAX_NESTED_DEPTH = 200
+# Each nesting level costs at least 7 bytes (type, empty name, 5-byte document), so a
+# document shorter than this cannot be too deep and is not walked.
+_DEPTH_CHECK_MIN_SIZE = 7 * MAX_NESTED_DEPTH
+
+
+def _too_deep(doc: dict) -> bool:
+    """More than MAX_NESTED_DEPTH objects/arrays below the top level (iterative: no recursion)."""
+    stack = [(doc, 0)]
+    while stack:
+        container, depth = stack.pop()
+        for v in (container.values() if type(container) is dict else container):
+            if type(v) is dict or type(v) is list:
+                if depth + 1 > MAX_NESTED_DEPTH:
+                    return True
+                stack.append((v, depth + 1))
+    return False
+
+
 def _bson_at(buf: memoryview, pos: int, end: int) -> tuple[dict, int]:
     if end - pos < 5:
         raise MongoError("InvalidBSON", "BSON document too short in wire message")
     (size,) = _INT32.unpack_from(buf, pos)
     if size < 5 or pos + size > end:
         raise MongoError("InvalidBSON", f"Invalid BSON document length {size} in wire message")
+    if size > MAX_DOC_IN_MESSAGE:
+        raise MongoError("BSONObjectTooLarge",
+                         f"BSONObj size: {size} (0x{size:X}) is invalid. Size must be between 0 and 16793600(16MB)")
     try:
         doc = bsonutil.decode(buf[pos : pos + size])
     except (BSONError, UnicodeDecodeError, ValueError, OverflowError, TypeError) as exc:
+        if "recursion" in str(exc):
+            raise MongoError("Overflow", f"BSONObj exceeded maximum nested object depth: {MAX_NESTED_DEPTH}") from None
         raise MongoError("InvalidBSON", f"Invalid BSON in wire message: {exc}") from None
+    if size >= _DEPTH_CHECK_MIN_SIZE and _too_deep(doc):
+        raise MongoError("Overflow", f"BSONObj exceeded maximum nested object depth: {MAX_NESTED_DEPTH}")
     return doc, pos + size
 
 

@@ -144,7 +144,9 @@ class ChangeStreamCursor:
             if self.interrupt is not None:
                 raise self.interrupt
             if not batch and self.node.instant_hwm:
-                self._advance_hwm()
+                # Scan again before promising the clock: an entry appended while the wait was
+                # being cancelled must not be promised away (it would come after a later shard's).
+                batch = self.run_batch(limit)
         return self.finish(batch), self.reply_fields(batch), self.exhausted
 
     def reply_fields(self, batch: list | None = None) -> dict:

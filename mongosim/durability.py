@@ -1,0 +1,48 @@
+"""`--data-dir`: wiring the store (shardsim.persistence) into a cluster's start-up."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from shardsim.persistence import PersistenceError, Store
+
+if TYPE_CHECKING:
+    from mongosim.core import ClusterCore, ClusterOptions
+
+log = logging.getLogger("mongosim.durability")
+
+
+def open_store(opts: "ClusterOptions") -> tuple[Store, list[str] | None]:
+    """Lock and load the data directory; the saved node names (None for a new directory)."""
+    store = Store(opts.data_dir)
+    saved = store.node_names
+    if saved is not None:
+        sharded = "config" in saved
+        if sharded != (opts.topology == "sharded"):
+            store.close()
+            raise PersistenceError(f"{opts.data_dir} holds a {'sharded' if sharded else 'replset'} cluster; "
+                                   f"it cannot be served as {opts.topology}")
+        if sharded and len(saved) - 1 != opts.shards:
+            log.warning("%s holds %d shards; --shards %d ignored", opts.data_dir, len(saved) - 1, opts.shards)
+    return store, saved
+
+
+def finish_restore(core: "ClusterCore") -> None:
+    """After every node is built: replay the journal, refresh the router, start the flusher."""
+    store = core.store
+    n = store.replay()
+    if store.restored is not None:
+        log.info("restored %s: %d journal records replayed%s", store.dir, n,
+                 f"; stopped at {store.stopped_at}" if store.stopped_at else "")
+    if core.router is not None:
+        for node in core.nodes.values():
+            core.router.clock.advance(node.clock.key)
+        core.router.refresh_catalog()
+    core.nursery.start_soon(store.run, name="data-dir-flusher")
+
+
+def status(core: "ClusterCore") -> dict[str, Any]:
+    store = core.store
+    return {"dir": str(store.dir), "generation": store.gen, "snapshots": store.snapshots_written,
+            "replayed": store.replayed, "stoppedAt": store.stopped_at}

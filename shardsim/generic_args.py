@@ -1,0 +1,73 @@
+"""Type checks of the generic command arguments, as the server's IDL parser does them.
+
+Every command accepts the generic arguments (generic_argument.idl): `lsid`,
+`txnNumber`, `autocommit`, `startTransaction`, `maxTimeMS`, `writeConcern`,
+`readConcern`, `$readPreference`, `$clusterTime`, ...  The server rejects a
+wrong type before the command runs with TypeMismatch (14): "BSON field
+'<struct>.<field>' is the wrong type '<type>', expected type '<type>'".
+Checked here once, on the router and on every node, so that no handler meets
+e.g. a `txnNumber` that is an array.  Only types that are certainly wrong are
+refused (a number where the server takes a number, etc.).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from oplog.errors import MongoError
+from shardsim.query.values import type_name
+
+_NUMBER = (int, float)
+
+
+def _is_number(v: Any) -> bool:
+    if isinstance(v, bool):
+        return False
+    if isinstance(v, _NUMBER):
+        return True
+    return type(v).__name__ == "Decimal128"
+
+
+# field -> (IDL struct name in the message, check, expected type text)
+_GENERIC: dict[str, tuple[str, Any, str]] = {
+    "lsid": ("OperationSessionInfo", lambda v: isinstance(v, dict), "object"),
+    "txnNumber": ("OperationSessionInfo", lambda v: isinstance(v, int) and not isinstance(v, bool), "long"),
+    "autocommit": ("OperationSessionInfo", lambda v: isinstance(v, bool), "bool"),
+    "startTransaction": ("OperationSessionInfo", lambda v: isinstance(v, bool), "bool"),
+    "maxTimeMS": ("{cmd}", _is_number, "int"),
+    "writeConcern": ("{cmd}", lambda v: isinstance(v, dict), "object"),
+    "readConcern": ("{cmd}", lambda v: isinstance(v, dict), "object"),
+    "$readPreference": ("{cmd}", lambda v: isinstance(v, dict), "object"),
+    "$clusterTime": ("{cmd}", lambda v: isinstance(v, dict), "object"),
+}
+# command -> fields holding an object (the cursor options of the cursor-returning commands)
+_CURSOR_COMMANDS = {"aggregate", "find", "listCollections", "listIndexes"}
+_SESSION_LIST_COMMANDS = {"endSessions", "killSessions", "refreshSessions"}
+
+
+def _name(v: Any) -> str:
+    try:
+        return type_name(v)
+    except Exception:
+        return type(v).__name__
+
+
+def wrong_type(struct: str, field: str, v: Any, expected: str) -> MongoError:
+    return MongoError("TypeMismatch", f"BSON field '{struct}.{field}' is the wrong type '{_name(v)}', "
+                                      f"expected type '{expected}'")
+
+
+def check_generic_arguments(name: str, cmd: dict) -> None:
+    """Raise TypeMismatch for a generic argument of the wrong type."""
+    for field, (struct, ok, expected) in _GENERIC.items():
+        if field in cmd and not ok(cmd[field]):
+            raise wrong_type(struct.format(cmd=name), field, cmd[field], expected)
+    if name in _CURSOR_COMMANDS and "cursor" in cmd and not isinstance(cmd["cursor"], dict):
+        raise wrong_type(name, "cursor", cmd["cursor"], "object")
+    if name in _SESSION_LIST_COMMANDS:
+        sessions = cmd[name]
+        if not isinstance(sessions, list):
+            raise wrong_type(name, name, sessions, "array")
+        for i, s in enumerate(sessions):
+            if not isinstance(s, dict):
+                raise wrong_type(name, f"{name}.{i}", s, "object")

@@ -1,0 +1,209 @@
+"""Command-level bad input through pymongo and the wire: each mistake gets the server's error code.
+
+Every case runs against a sharded cluster (through the router) and a replica
+set; none may produce an InternalError, and the server keeps working after
+each.  Covered: wrong types for every change-stream option, bad enum values,
+unknown fields and stages, stages in the wrong place, conflicting options,
+malformed resume tokens (not hex, empty, wrong version, bad _typeBits, wrong
+_data type), a token from another stream, resumeAfter an invalidate, and
+getMore on another namespace / an unknown cursor / with bad arguments.
+"""
+
+from __future__ import annotations
+
+import pymongo
+import pytest
+from bson import Binary, Int64, Timestamp
+from pymongo.errors import OperationFailure
+
+from mongosim import Cluster
+from oplog import keystring
+
+WRONG_TYPES = {
+    # option: (a value of the wrong type, the BSON type the server expects)
+    "resumeAfter": ("token", "object"),
+    "startAfter": (1, "object"),
+    "startAtOperationTime": (5, "timestamp"),
+    "fullDocument": (True, "string"),
+    "fullDocumentBeforeChange": (1.5, "string"),
+    "allChangesForCluster": ("yes", "bool"),
+    "showExpandedEvents": (1, "bool"),
+    "showMigrationEvents": ([], "bool"),
+}
+
+
+@pytest.fixture(scope="module", params=["sharded", "replset"])
+def deployment(request):
+    with Cluster(shards=2, port=0, instant_hwm=True, topology=request.param) as cluster:
+        client = pymongo.MongoClient(cluster.uri, serverSelectionTimeoutMS=10000)
+        client.bad.c.insert_one({"_id": "seed"})
+        client.bad.other.insert_one({"_id": "seed"})
+        yield request.param, client
+        client.close()
+
+
+def _agg(client, pipeline, coll="c", db="bad", **kw):
+    return client[db].command("aggregate", coll, pipeline=pipeline, cursor=kw.pop("cursor", {}), **kw)
+
+
+def _code(fn) -> tuple[int, OperationFailure]:
+    with pytest.raises(OperationFailure) as info:
+        fn()
+    err = info.value
+    assert err.code != 1, f"InternalError: {err}"
+    return err.code, err
+
+
+@pytest.fixture(autouse=True)
+def still_alive(deployment):
+    yield
+    _topology, client = deployment
+    assert client.admin.command("ping")["ok"] == 1
+
+
+@pytest.mark.parametrize("option", sorted(WRONG_TYPES))
+def test_wrong_type_for_each_change_stream_option(deployment, option):
+    _topology, client = deployment
+    value, expected = WRONG_TYPES[option]
+    code, err = _code(lambda: _agg(client, [{"$changeStream": {option: value}}]))
+    assert code == 14, err  # TypeMismatch
+    assert f"BSON field '$changeStream.{option}' is the wrong type" in str(err)
+    assert f"expected type '{expected}'" in str(err)
+
+
+@pytest.mark.parametrize("spec,code", [
+    ({"fullDocument": "bogus"}, 2),  # BadValue: not an enum value
+    ({"fullDocumentBeforeChange": "sometimes"}, 2),
+    ({"noSuchOption": 1}, 40415),  # IDLUnknownField
+    ({"resumeAfter": {"_data": "00"}, "startAfter": {"_data": "00"}}, None),  # either token error or 50865
+])
+def test_bad_values_and_unknown_fields(deployment, spec, code):
+    _topology, client = deployment
+    got, err = _code(lambda: _agg(client, [{"$changeStream": spec}]))
+    if code is not None:
+        assert got == code, err
+
+
+def test_stage_argument_and_conflicts(deployment):
+    topology, client = deployment
+    assert _code(lambda: _agg(client, [{"$changeStream": 1}]))[0] == 50808
+    tok = _current_token(client)
+    both = {"resumeAfter": tok, "startAfter": tok}
+    assert _code(lambda: _agg(client, [{"$changeStream": both}]))[0] == 50865
+    mixed = {"resumeAfter": tok, "startAtOperationTime": Timestamp(1, 1)}
+    assert _code(lambda: _agg(client, [{"$changeStream": mixed}]))[0] == 40674
+    # allChangesForCluster only on admin with no collection
+    assert _code(lambda: _agg(client, [{"$changeStream": {"allChangesForCluster": True}}]))[0] == 72
+    # change streams on internal databases
+    assert _code(lambda: _agg(client, [{"$changeStream": {}}], db="local", coll="x"))[0] == 73
+    # the cursor option is required
+    code, _ = _code(lambda: client.bad.command("aggregate", "c", pipeline=[{"$changeStream": {}}]))
+    assert code == 9
+    if topology == "sharded":
+        code, _ = _code(lambda: _agg(client, [{"$changeStream": {"showMigrationEvents": True}}]))
+        assert code == 31123
+
+
+@pytest.mark.parametrize("pipeline,code", [
+    ([{"$changeStream": {}}, {"$bogus": {}}], 40324),  # unrecognized stage
+    ([{"$match": {}}, {"$changeStream": {}}], 40602),  # not the first stage
+    ([{"$changeStream": {}}, {"$changeStream": {}}], 40602),
+    ([{"$changeStream": {}}, {"$group": {"_id": 1}}], 20),  # IllegalOperation: not allowed after it
+    ([{"$changeStream": {}}, {"$match": {}, "$project": {"a": 1}}], 40323),  # two fields in one stage
+    ([{"$changeStream": {}}, {"$changeStreamSplitLargeEvent": {}}, {"$match": {}}], 7182802),
+])
+def test_unknown_and_misplaced_stages(deployment, pipeline, code):
+    _topology, client = deployment
+    got, err = _code(lambda: _agg(client, pipeline))
+    assert got == code, err
+
+
+def _current_token(client) -> dict:
+    with client.bad.c.watch() as s:
+        client.bad.c.insert_one({})
+        ev = s.next()
+    return ev["_id"]
+
+
+def _v3_token() -> dict:
+    key, _tb = keystring.encode_key([Timestamp(1_700_000_000, 1), 3, 0, 0, False, None])
+    return {"_data": key.hex().upper()}
+
+
+@pytest.mark.parametrize("token,code", [
+    ({"_data": "not hex!"}, 9),  # FailedToParse: not a valid hex string
+    ({"_data": "ABC"}, 9),  # odd length
+    ({"_data": 5}, 40647),  # _data of the wrong type
+    ({}, 40647),  # _data missing
+    ({"_data": ""}, 40649),  # empty token
+    ("v3", 50795),  # a version the server does not know
+    ({"_data": "826553F1000000000129", "_typeBits": "x"}, 40648),  # _typeBits of the wrong type
+])
+def test_malformed_resume_tokens(deployment, token, code):
+    _topology, client = deployment
+    token = _v3_token() if token == "v3" else token
+    for option in ("resumeAfter", "startAfter"):
+        got, err = _code(lambda: _agg(client, [{"$changeStream": {option: token}}]))
+        assert got == code, (option, err)
+
+
+def test_token_from_another_stream(deployment):
+    """A token of an event in `bad.other` used to resume a stream on `bad.c`: the stream
+    never produced it, so once the stream passes its point it fails with
+    ChangeStreamFatalError (280), as the server's EnsureResumeTokenPresent stage does."""
+    _topology, client = deployment
+    with client.bad.other.watch() as s:
+        client.bad.other.insert_one({"x": 1})
+        foreign = s.next()["_id"]
+    client.bad.c.insert_one({"after": True})
+    with pytest.raises(OperationFailure) as info:
+        with client.bad.c.watch(resume_after=foreign, max_await_time_ms=200) as s:
+            for _ in range(20):
+                s.try_next()
+    assert info.value.code == 280, info.value
+    assert info.value.has_error_label("NonResumableChangeStreamError")
+
+
+def test_resume_after_an_invalidate_is_refused_start_after_is_not(deployment):
+    _topology, client = deployment
+    client.bad.inv.insert_one({"_id": 1})
+    with client.bad.inv.watch() as s:
+        client.bad.inv.drop()
+        events = [s.next(), s.next()]
+    assert [e["operationType"] for e in events] == ["drop", "invalidate"]
+    inv = events[1]["_id"]
+    code, _ = _code(lambda: _agg(client, [{"$changeStream": {"resumeAfter": inv}}], coll="inv"))
+    assert code == 260  # InvalidResumeToken
+    reply = _agg(client, [{"$changeStream": {"startAfter": inv}}], coll="inv")
+    assert reply["ok"] == 1
+
+
+def test_get_more_on_another_namespace_and_bad_get_mores(deployment):
+    _topology, client = deployment
+    reply = _agg(client, [{"$changeStream": {}}])
+    cid = reply["cursor"]["id"]
+    assert cid
+    code, err = _code(lambda: client.bad.command("getMore", cid, collection="other"))
+    assert code == 13, err  # Unauthorized: the cursor belongs to bad.c
+    code, _ = _code(lambda: client.elsewhere.command("getMore", cid, collection="c"))
+    assert code == 13
+    assert _code(lambda: client.bad.command("getMore", Int64(12345), collection="c"))[0] == 43  # CursorNotFound
+    assert _code(lambda: client.bad.command("getMore", "abc", collection="c"))[0] == 14
+    assert _code(lambda: client.bad.command("getMore", cid, collection=5))[0] == 14
+    assert _code(lambda: client.bad.command("getMore", cid, collection="c", batchSize=-1))[0] == 2
+    assert _code(lambda: client.bad.command("getMore", cid, collection="c", maxTimeMS="x"))[0] == 14
+    assert _code(lambda: client.bad.command("getMore", cid, collection="c", txnNumber=[1]))[0] == 14
+    # the cursor survived all of that on its own namespace
+    more = client.bad.command("getMore", cid, collection="c", maxTimeMS=10)
+    assert more["ok"] == 1
+    client.bad.command("killCursors", "c", cursors=[cid])
+
+
+def test_wrong_generic_argument_types_on_commands(deployment):
+    _topology, client = deployment
+    for cmd in ({"find": "c", "cursor": b"x"}, {"listCollections": 1, "cursor": 5}, {"endSessions": [5]},
+                {"killSessions": "x"}, {"insert": "c", "documents": [{}], "txnNumber": Timestamp(1, 1)},
+                {"insert": "c", "documents": [{}], "writeConcern": 1},
+                {"find": "c", "readConcern": "majority"}):  # (pymongo sets lsid itself)
+        code, err = _code(lambda: client.bad.command(cmd))
+        assert code == 14, (cmd, err)
