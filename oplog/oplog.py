@@ -43,11 +43,12 @@ class EntryTooLarge(Exception):
 class EntryView:
     """A CRUD oplog entry by reference: ts key, op, ns, raw bytes, the offsets of `o`/`o2`, wall (ms), ui."""
 
-    __slots__ = ("key", "op", "ns", "raw", "o", "o2", "wall", "ui", "from_migrate")
+    __slots__ = ("key", "op", "ns", "raw", "o", "o2", "wall", "ui", "from_migrate", "pos")
 
-    def __init__(self, key, op, ns, raw, o, o2, wall, ui, from_migrate) -> None:
+    def __init__(self, key, op, ns, raw, o, o2, wall, ui, from_migrate, pos=-1) -> None:
         self.key, self.op, self.ns, self.raw, self.o, self.o2, self.wall, self.ui, self.from_migrate = (
             key, op, ns, raw, o, o2, wall, ui, from_migrate)
+        self.pos = pos
 
 
 class Oplog:
@@ -171,7 +172,7 @@ class Oplog:
         o, o2, wall, ui, from_migrate = crud_layout(raw)
         if ui is None:
             return None
-        return EntryView(self._keys[i], self._ops[i], self._nss[i], raw, o, o2, wall, ui, from_migrate)
+        return EntryView(self._keys[i], self._ops[i], self._nss[i], raw, o, o2, wall, ui, from_migrate, pos)
 
     def columns(self, pos: int, stop: int | None = None):
         """Slices (keys, ops, nss, raws) from absolute `pos` to `stop` for fast scans."""

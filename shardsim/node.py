@@ -94,6 +94,9 @@ class Node:
         self.tracer = None  # set to a callable(dict) to trace the change-stream stages
         self.txn_locks: dict = {}  # (ns, _id key) -> the Transaction that wrote it
         self.progress = trio.lowlevel.ParkingLot()  # woken by writes and by gossip (hear_cluster_time)
+        from shardsim.changestream.render import EventCache
+
+        self.event_cache = EventCache()  # CRUD events rendered once per oplog entry
         self.prepared_changed = trio.Event()
         self.epoch = secrets.token_bytes(4)
         self.log(oplog_entry.noop_op("initiating set"))

@@ -189,6 +189,10 @@ class ClusterChangeStreamCursor:
         out: list = RawBatch()
         await self._release(out, limit)
         if await_ms is None or out or self.exhausted:
+            if out and not self.exhausted:
+                # Keep requests outstanding while the client consumes this batch (the ARM does):
+                # the shards' next batches are computed meanwhile, on the other core.
+                self._schedule(await_ms or DEFAULT_AWAIT_MS, limit if limit < 2**31 else None)
             return out
         deadline = trio.current_time() + await_ms / 1000.0
         while not out and not self.exhausted:

@@ -60,6 +60,31 @@ def _ns_elem(ns: str) -> bytes:
     return b
 
 
+class EventCache:
+    """Rendered CRUD events, by (oplog position, showExpandedEvents): rendered once, reused by every
+    stream that reads the entry (bounded: the oldest renderings are dropped first)."""
+
+    def __init__(self, capacity: int = 16_384) -> None:
+        self.capacity = capacity
+        self._events: dict[tuple[int, bool], tuple] = {}
+        self.hits = self.misses = 0
+
+    def get(self, key: tuple[int, bool]):
+        r = self._events.get(key)
+        if r is None:
+            self.misses += 1
+        else:
+            self.hits += 1
+        return r
+
+    def put(self, key: tuple[int, bool], rendered: tuple) -> None:
+        ev = self._events
+        ev[key] = rendered
+        if len(ev) > self.capacity:
+            for _ in range(len(ev) // 8):  # drop the oldest eighth
+                del ev[next(iter(ev))]
+
+
 def token_bytes(data_hex: str, type_bits: bytes | None) -> bytes:
     d = data_hex.encode()
     inner = _DATA + pack("<i", len(d) + 1) + d + b"\x00"

@@ -75,6 +75,7 @@ class Transform(Stage):
         self.raw_update = spec.show_raw_update_description
         self.want_pre = spec.full_document_before_change != "off"
         self.want_post = spec.full_document in ("whenAvailable", "required")
+        self.cache = getattr(ctx.node, "event_cache", None)
 
     def get_next(self):
         e = self.source.get_next()
@@ -89,9 +90,14 @@ class Transform(Stage):
 
     def render(self, view: EntryView) -> Event | None:
         """The fast path: a CRUD event assembled from the entry's bytes (render.py)."""
-        r = render_crud(view, self.expanded, self.raw_update)
+        cache = self.cache
+        r = cache.get((view.pos, self.expanded)) if cache is not None else None
         if r is None:
-            return None
+            r = render_crud(view, self.expanded, self.raw_update)
+            if r is None:
+                return None
+            if cache is not None and view.pos >= 0:
+                cache.put((view.pos, self.expanded), r)
         op_type, token, raw, _key, diff = r
         ev = Event(None, token, view.key, raw=raw, op_type=op_type)
         ev.uuid = view.ui
