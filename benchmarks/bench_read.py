@@ -65,19 +65,44 @@ def load(server: H.Server, n: int, shards: int) -> Loaded:
     return Loaded(server, c, start, n, shards, last_quarter)
 
 
-def read_rate(c: pymongo.MongoClient, start: Timestamp | None, n: int, batch: int) -> float:
-    """Events/s of one `watch()` reading `n` events (dicts), from the call to the n-th event."""
+@dataclass
+class ReadRun:
+    rate: float  # events/s
+    first_s: float  # from the watch() call to the first event
+    max_gap_s: float  # the longest wait between two events (a getMore, as the consumer sees it)
+    client_cpu_s: float
+    server_cpu_s: float | None  # CPU time of the server process during the read (if its pid was given)
+
+
+def read(c: pymongo.MongoClient, start: Timestamp | None, n: int, batch: int, server_pid: int | None = None) -> ReadRun:
+    """One `watch()` reading `n` events (dicts), timed from the call to the n-th event."""
     coll = c[DB][COLL]
     got = 0
+    max_gap = 0.0
+    srv0 = H.process_cpu_s(server_pid) if server_pid else None
+    cpu0 = time.process_time()
     t0 = time.perf_counter()
+    first = last = t0
     with coll.watch(start_at_operation_time=start, batch_size=batch) as stream:
         for _ev in stream:
+            now = time.perf_counter()
+            if now - last > max_gap:
+                max_gap = now - last
+            if not got:
+                first = now
+            last = now
             got += 1
             if got >= n:
                 break
         t1 = time.perf_counter()
+    cpu = time.process_time() - cpu0
+    srv = H.process_cpu_s(server_pid) - srv0 if server_pid else None
     assert got == n
-    return n / (t1 - t0)
+    return ReadRun(n / (t1 - t0), first - t0, max_gap, cpu, srv)
+
+
+def read_rate(c: pymongo.MongoClient, start: Timestamp | None, n: int, batch: int) -> float:
+    return read(c, start, n, batch).rate
 
 
 def capture(loaded: Loaded, path: Path) -> int:
@@ -109,22 +134,37 @@ def run_read(n: int, batch_sizes: list[int], reps: int, results: dict) -> None:
             H.stub_cmd("ceiling", "--events", str(events), "--ns", NS,
                        "--batch-sizes", ",".join(map(str, batch_sizes))), "ceiling"))
         cc = H.client(ceiling.uri)
-        runs: dict[tuple[str, int], list[float]] = {}
+        runs: dict[tuple[str, int], list[ReadRun]] = {}
         read_rate(loaded.client, loaded.start, min(n, 2000), batch_sizes[0])  # warm both paths once
         read_rate(cc, None, min(n, 2000), batch_sizes[0])
         for _ in range(reps):
             for b in batch_sizes:
-                runs.setdefault(("mongosim", b), []).append(read_rate(loaded.client, loaded.start, n, b))
-                runs.setdefault(("ceiling", b), []).append(read_rate(cc, None, n, b))
+                runs.setdefault(("mongosim", b), []).append(read(loaded.client, loaded.start, n, b, ms.pid))
+                runs.setdefault(("ceiling", b), []).append(read(cc, None, n, b, ceiling.pid))
         ratios = {}
         for b in batch_sizes:
-            m, c = H.median(runs[("mongosim", b)]), H.median(runs[("ceiling", b)])
+            mr, cr = runs[("mongosim", b)], runs[("ceiling", b)]
+            m, c = H.median([r.rate for r in mr]), H.median([r.rate for r in cr])
             ratios[b] = m / c
             results[f"read_events_per_s_b{b}"] = round(m)
             results[f"ceiling_events_per_s_b{b}"] = round(c)
             results[f"read_ratio_b{b}"] = round(m / c, 3)
             H.say(f"  batch {b:>5}: mongosim {m:>8.0f} ev/s   ceiling {c:>8.0f} ev/s   ratio {m / c:.3f}   (goal >= 0.8)"
-                  f"   runs {[round(x) for x in runs[('mongosim', b)]]} / {[round(x) for x in runs[('ceiling', b)]]}")
+                  f"   runs {[round(r.rate) for r in mr]} / {[round(r.rate) for r in cr]}")
+            # where the time goes: CPU per event on each side, and the stalls the consumer sees
+            us = {k: 1e6 * H.median([getattr(r, k) for r in rs]) / n
+                  for k, rs in (("server_cpu_s", mr), ("client_cpu_s", cr))}
+            ceiling_srv = 1e6 * H.median([r.server_cpu_s for r in cr]) / n
+            first = H.median([r.first_s for r in mr])
+            gap = H.median([r.max_gap_s for r in mr])
+            results[f"read_server_cpu_us_per_event_b{b}"] = round(us["server_cpu_s"], 1)
+            results[f"ceiling_client_cpu_us_per_event_b{b}"] = round(us["client_cpu_s"], 1)
+            results[f"read_first_event_s_b{b}"] = round(first, 3)
+            results[f"read_max_gap_s_b{b}"] = round(gap, 3)
+            H.say(f"           CPU per event: mongosim server {us['server_cpu_s']:.1f} us, ceiling server"
+                  f" {ceiling_srv:.1f} us, pymongo consumer {us['client_cpu_s']:.1f} us;"
+                  f" mongosim: first event after {first * 1000:.0f} ms, longest wait between events"
+                  f" {gap * 1000:.0f} ms")
         worst = min(ratios, key=ratios.get)
         results["read_ratio"] = round(ratios[worst], 3)
         results["read_events_per_s"] = results[f"read_events_per_s_b{worst}"]

@@ -165,6 +165,16 @@ def percentile(xs: list[float], p: float) -> float:
     return s[k]
 
 
+_CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a running process (from /proc; 10 ms resolution)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _CLK_TCK
+
+
 def say(msg: str) -> None:
     print(msg, flush=True)
 
