@@ -38,13 +38,18 @@ from benchmarks import harness as H
 
 OUT_DIR = Path(__file__).resolve().parent / "profiles"
 IDLE_FRAMES = ("EpollIOManager.get_events",)
-FRAME_RE = re.compile(r"^(.*) \((.*?)(?::\d+)?\)$")
+FRAME_RE = re.compile(r"^(.*) \((.*?)(?::(\d+))?\)$")
 
 
 def parse_frame(frame: str) -> tuple[str, str]:
     """'func (path/file.py:123)' -> ('func', 'path/file.py')."""
     m = FRAME_RE.match(frame)
     return (m.group(1), m.group(2)) if m else (frame, "")
+
+
+def frame_line(frame: str) -> str:
+    m = FRAME_RE.match(frame)
+    return m.group(3) or "?" if m else "?"
 
 
 def package_of(path: str) -> str:
@@ -72,6 +77,7 @@ def summarize(raw: str, header: list[str], top: int = 30) -> str:
     idle = sum(n for fs, n in stacks if any(fs[-1].startswith(f) for f in IDLE_FRAMES))
     busy = max(total - idle, 1)
     self_t: Counter = Counter()
+    self_lines: dict[str, Counter] = {}
     incl: Counter = Counter()
     pkg: Counter = Counter()
     for fs, n in stacks:
@@ -79,6 +85,7 @@ def summarize(raw: str, header: list[str], top: int = 30) -> str:
             continue
         name, path = parse_frame(fs[-1])
         self_t[f"{name}  ({path})"] += n
+        self_lines.setdefault(f"{name}  ({path})", Counter())[frame_line(fs[-1])] += n
         pkg[package_of(path)] += n
         seen = set()
         for f in fs:
@@ -90,8 +97,10 @@ def summarize(raw: str, header: list[str], top: int = 30) -> str:
     lines = [*header,
              f"samples: {total}, busy {busy} ({100 * busy / max(total, 1):.1f}%), idle in epoll wait {idle}"
              f" ({100 * idle / max(total, 1):.1f}%)", "",
-             f"## Self time, top {top} (% of busy samples)"]
-    lines += [f"{100 * n / busy:6.2f}%  {k}" for k, n in self_t.most_common(top)]
+             f"## Self time, top {top} (% of busy samples; the hottest lines of each)"]
+    for k, n in self_t.most_common(top):
+        hot = ", ".join(f"{line}: {100 * c / n:.0f}%" for line, c in self_lines[k].most_common(3))
+        lines.append(f"{100 * n / busy:6.2f}%  {k}   [lines {hot}]")
     lines += ["", "## Self time by package (% of busy samples)"]
     lines += [f"{100 * n / busy:6.2f}%  {k}" for k, n in pkg.most_common()]
     lines += ["", f"## Inclusive time, top {top + 10} (% of busy samples)"]
