@@ -103,6 +103,28 @@ def _raw_text(name: str, r: dict) -> str:
     return ""
 
 
+def markdown(results: dict, info: dict, noise: dict[str, float], mode: str) -> str:
+    """The README's table of the latest figures."""
+    rows = ["| figure | value | goal | met | raw |", "| --- | ---: | --- | --- | --- |"]
+    for name, (goal, ok) in GOALS.items():
+        if name in results:
+            v = results[name]
+            rows.append(f"| `{name}` | {v} | {goal} | {'ok' if ok(v) else '**miss**'} | {_raw_text(name, results)} |")
+    if "breakdown_server_us_per_event" in results:
+        rows.append(f"| server CPU per event | {results['breakdown_server_us_per_event']} us | | |"
+                    f" shards {results['breakdown_shards_us_per_event']} + router {results['breakdown_merge_us_per_event']}"
+                    f" + encoding {results['breakdown_encode_us_per_event']} us; pymongo consumer"
+                    f" {results.get('ceiling_client_cpu_us_per_event_b1000', '?')} us |")
+    if "oplog_depth_ratio" in results:
+        rows.append(f"| `oplog_depth_ratio` | {results['oplog_depth_ratio']} | 1.0 ideal | | events/s reading n events"
+                    " / reading the last n/4, 1 shard |")
+    others = max(noise.values()) if noise else 0.0
+    head = (f"Measured {info['date']} ({mode} run, commit {info['commit']}) on {info['cpu']}, {info['cores']} cores,"
+            f" {info['memory_gib']} GiB, Linux {info['kernel']}, Python {info['python']}, pymongo {info['pymongo']}"
+            f" (C bson: {info['bson_c_extension']}); other processes used up to {others:.2f} cores meanwhile.")
+    return head + "\n\n" + "\n".join(rows) + "\n"
+
+
 class CpuMeter:
     """CPU time used by other processes while a section ran (system busy time minus ours)."""
 
@@ -160,6 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", metavar="FILE", help="write the figures as JSON")
     p.add_argument("--only", default="", help="comma-separated: startup,read,breakdown,merge,write,latency,memory")
     p.add_argument("--check", action="store_true", help="exit 1 when a goal is missed")
+    p.add_argument("--markdown", metavar="FILE", help="write the table of figures as Markdown (for the README)")
     p.add_argument("--nice", type=int, default=None,
                    help="run this process and its servers at this niceness (e.g. -10 as root on a shared machine)")
     args = p.parse_args(argv)
@@ -233,6 +256,10 @@ def main(argv: list[str] | None = None) -> int:
         with open(args.json, "w") as f:
             json.dump(out, f, indent=2, default=list)
         H.say(f"wrote {args.json}")
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write(markdown(results, info, noise, "quick" if args.quick else "full"))
+        H.say(f"wrote {args.markdown}")
     if failed:
         H.say(f"failed: {', '.join(failed)}")
         return 1
