@@ -183,11 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", default="", help="comma-separated: startup,read,breakdown,merge,write,latency,memory")
     p.add_argument("--check", action="store_true", help="exit 1 when a goal is missed")
     p.add_argument("--markdown", metavar="FILE", help="write the table of figures as Markdown (for the README)")
-    p.add_argument("--nice", type=int, default=None,
-                   help="run this process and its servers at this niceness (e.g. -10 as root on a shared machine)")
     args = p.parse_args(argv)
-    if args.nice is not None:
-        os.setpriority(os.PRIO_PROCESS, 0, args.nice)  # inherited by every server and child started below
     st = QUICK if args.quick else FULL
     benches: dict[str, Callable[[dict], None]] = {
         "startup": lambda r: bench_startup.run_startup(st.startup_runs, r),
@@ -203,7 +199,6 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         p.error(f"unknown benchmark(s): {', '.join(sorted(unknown))}")
     info = machine()
-    info["nice"] = os.getpriority(os.PRIO_PROCESS, 0)
     H.say(f"mongosim benchmarks ({'quick' if args.quick else 'full'}) on {info['cpu']}, {info['cores']} cores,"
           f" Python {info['python']}, pymongo {info['pymongo']}, commit {info['commit']}, {info['date']}")
     results: dict = {}
