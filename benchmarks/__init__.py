@@ -1,0 +1,1 @@
+"""mongosim benchmarks (issue 10): `python -m benchmarks` runs them all."""

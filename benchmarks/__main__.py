@@ -1,0 +1,265 @@
+"""Run every benchmark and print each figure beside its reference: ``python -m benchmarks``.
+
+    python -m benchmarks [--quick] [--json FILE] [--only read,merge,...] [--check]
+
+``--quick`` takes about two minutes, the full run about ten.  ``--json`` writes
+the figures (``read_ratio``, ``merge_scaling``, ``write_ratio``,
+``latency_p50_ms``, ``latency_p99_ms``, ``cold_instant_p99_ms``, ``startup_s``,
+``memory_ratio`` and the raw rates behind them) with the machine they were
+measured on.  ``--check`` exits 1 when a goal is missed (the default only fails
+when a benchmark could not run).
+
+The machine is shared: the run measures how much CPU other processes took
+meanwhile and says so, since the ratios assume two free cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+import traceback
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Callable
+
+import pymongo
+
+from benchmarks import bench_breakdown, bench_latency, bench_memory, bench_read, bench_startup, bench_write
+from benchmarks import harness as H
+
+
+@dataclass(frozen=True)
+class Settings:
+    read_events: int
+    batch_sizes: tuple[int, ...]
+    read_reps: int
+    merge_events: int
+    merge_shards: tuple[int, ...]
+    merge_reps: int
+    write_seconds: float
+    write_reps: int
+    write_ordered: bool
+    latency_probes: int
+    latency_budget_s: float
+    noop_interval_s: float
+    startup_runs: int
+    memory_entries: int
+
+
+QUICK = Settings(read_events=20_000, batch_sizes=(100, 1000), read_reps=2,
+                 merge_events=16_000, merge_shards=(1, 4, 16, 64), merge_reps=2,
+                 write_seconds=1.0, write_reps=2, write_ordered=False,
+                 latency_probes=300, latency_budget_s=8.0, noop_interval_s=2.0,
+                 startup_runs=3, memory_entries=250_000)
+FULL = Settings(read_events=50_000, batch_sizes=(100, 1000), read_reps=3,
+                merge_events=32_000, merge_shards=(1, 4, 16, 64), merge_reps=3,
+                write_seconds=3.0, write_reps=3, write_ordered=True,
+                latency_probes=1000, latency_budget_s=45.0, noop_interval_s=2.0,
+                startup_runs=5, memory_entries=1_000_000)
+
+# figure -> (goal text, passes?)
+GOALS: dict[str, tuple[str, Callable[[float], bool]]] = {
+    "read_ratio": (">= 0.8", lambda v: v >= 0.8),
+    "merge_scaling": (">= 0.8", lambda v: v >= 0.8),
+    "write_ratio": (">= 0.5", lambda v: v >= 0.5),
+    "latency_p50_ms": ("<= 1 ms", lambda v: v <= 1.0),
+    "latency_p99_ms": ("<= 5 ms", lambda v: v <= 5.0),
+    "cold_instant_p99_ms": ("<= 5 ms", lambda v: v <= 5.0),
+    # a shard written during the last interval skips its next noop (as the server's NoopWriter does),
+    # so an event may wait up to two intervals for it: "bounded by the noop interval" within 2x
+    "cold_faithful_p99_over_noop": ("<= 2 x noop", lambda v: v <= 2.0),
+    "startup_s": ("<= 0.5 s", lambda v: v <= 0.5),
+    "memory_ratio": ("<= 2.0", lambda v: v <= 2.0),
+}
+
+
+def _raw_text(name: str, r: dict) -> str:
+    """The raw figures behind a ratio, for the table."""
+    if name == "read_ratio" and "read_events_per_s" in r:
+        return (f"{r['read_events_per_s']} / {r['ceiling_events_per_s']} ev/s at batch {r['read_batch_size']}"
+                f" (b100 {r.get('read_ratio_b100', '-')}, b1000 {r.get('read_ratio_b1000', '-')})")
+    if name == "merge_scaling":
+        ks = sorted(int(k.rsplit("_", 1)[1]) for k in r if k.startswith("merge_events_per_s_"))
+        return ", ".join(f"{k}: {r[f'merge_events_per_s_{k}']}" for k in ks) + " ev/s"
+    if name == "write_ratio" and "write_docs_per_s" in r:
+        return f"{r['write_docs_per_s']} / {r['ack_docs_per_s']} docs/s"
+    if name == "latency_p99_ms" and "latency_p50_ms" in r:
+        return "4 shards, instant HWM"
+    if name == "cold_instant_p99_ms" and "cold_instant_p50_ms" in r:
+        return f"p50 {r['cold_instant_p50_ms']} ms"
+    if name == "cold_faithful_p99_over_noop" and "cold_faithful_p99_ms" in r:
+        return f"p50 {r['cold_faithful_p50_ms']} ms, p99 {r['cold_faithful_p99_ms']} ms, noop every" \
+               f" {r['cold_faithful_noop_interval_s']} s"
+    if name == "startup_s" and "startup_import_s" in r:
+        return f"+ {r['startup_import_s']} s of imports before it"
+    if name == "memory_ratio" and "memory_rss_bytes_per_entry" in r:
+        return f"{r['memory_rss_bytes_per_entry']} B RSS / {r['memory_bson_bytes_per_entry']} B BSON per entry," \
+               f" {r['memory_entries']} entries"
+    return ""
+
+
+def markdown(results: dict, info: dict, noise: dict[str, float], mode: str) -> str:
+    """The README's table of the latest figures."""
+    rows = ["| figure | value | goal | met | raw |", "| --- | ---: | --- | --- | --- |"]
+    for name, (goal, ok) in GOALS.items():
+        if name in results:
+            v = results[name]
+            rows.append(f"| `{name}` | {v} | {goal} | {'ok' if ok(v) else '**miss**'} | {_raw_text(name, results)} |")
+    if "breakdown_server_us_per_event" in results:
+        rows.append(f"| server CPU per event | {results['breakdown_server_us_per_event']} us | | |"
+                    f" shards {results['breakdown_shards_us_per_event']} + router {results['breakdown_merge_us_per_event']}"
+                    f" + encoding {results['breakdown_encode_us_per_event']} us; pymongo consumer"
+                    f" {results.get('ceiling_client_cpu_us_per_event_b1000', '?')} us |")
+    if "oplog_depth_ratio" in results:
+        rows.append(f"| `oplog_depth_ratio` | {results['oplog_depth_ratio']} | 1.0 ideal | | events/s reading n events"
+                    " / reading the last n/4, 1 shard |")
+    others = max(noise.values()) if noise else 0.0
+    head = (f"Measured {info['date']} ({mode} run, commit {info['commit']}) on {info['cpu']}, {info['cores']} cores,"
+            f" {info['memory_gib']} GiB, Linux {info['kernel']}, Python {info['python']}, pymongo {info['pymongo']}"
+            f" (C bson: {info['bson_c_extension']}); other processes used up to {others:.2f} cores meanwhile.")
+    return head + "\n\n" + "\n".join(rows) + "\n"
+
+
+class CpuMeter:
+    """CPU time used by other processes while a section ran (system busy time minus ours)."""
+
+    HZ = os.sysconf("SC_CLK_TCK")
+
+    @staticmethod
+    def _busy() -> float:
+        with open("/proc/stat") as f:
+            vals = [int(x) for x in f.readline().split()[1:]]
+        idle = vals[3] + (vals[4] if len(vals) > 4 else 0)
+        return (sum(vals[:8]) - idle) / CpuMeter.HZ
+
+    @staticmethod
+    def _ours() -> float:
+        t = os.times()
+        return t.user + t.system + t.children_user + t.children_system
+
+    def __enter__(self) -> "CpuMeter":
+        self.t0, self.busy0, self.ours0 = time.monotonic(), self._busy(), self._ours()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.wall = time.monotonic() - self.t0
+        self.others = max(0.0, (self._busy() - self.busy0) - (self._ours() - self.ours0))
+
+    @property
+    def other_cores(self) -> float:
+        return self.others / max(self.wall, 1e-9)
+
+
+def machine() -> dict:
+    model = "?"
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=H.ROOT, capture_output=True, text=True).stdout.strip()
+    dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=H.ROOT,
+                                capture_output=True, text=True).stdout.strip())
+    return {
+        "cpu": model, "cores": os.cpu_count(), "memory_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
+        "kernel": platform.release(), "python": platform.python_version(), "pymongo": pymongo.version,
+        "bson_c_extension": pymongo.has_c(), "commit": commit + ("+dirty" if dirty else ""),
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "loadavg_at_start": os.getloadavg()[0],
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.split("\n")[0])
+    p.add_argument("--quick", action="store_true", help="a run of about two minutes")
+    p.add_argument("--json", metavar="FILE", help="write the figures as JSON")
+    p.add_argument("--only", default="", help="comma-separated: startup,read,breakdown,merge,write,latency,memory")
+    p.add_argument("--check", action="store_true", help="exit 1 when a goal is missed")
+    p.add_argument("--markdown", metavar="FILE", help="write the table of figures as Markdown (for the README)")
+    args = p.parse_args(argv)
+    st = QUICK if args.quick else FULL
+    benches: dict[str, Callable[[dict], None]] = {
+        "startup": lambda r: bench_startup.run_startup(st.startup_runs, r),
+        "read": lambda r: bench_read.run_read(st.read_events, list(st.batch_sizes), st.read_reps, r),
+        "breakdown": lambda r: bench_breakdown.run_breakdown(st.read_events, r),
+        "merge": lambda r: bench_read.run_merge(st.merge_events, list(st.merge_shards), st.merge_reps, 1000, r),
+        "write": lambda r: bench_write.run_write(st.write_seconds, 1000, st.write_reps, r, also_ordered=st.write_ordered),
+        "latency": lambda r: bench_latency.run_latency(st.latency_probes, st.latency_budget_s, st.noop_interval_s, r),
+        "memory": lambda r: bench_memory.run_memory(st.memory_entries, r),
+    }
+    only = [x.strip() for x in args.only.split(",") if x.strip()]
+    unknown = set(only) - set(benches)
+    if unknown:
+        p.error(f"unknown benchmark(s): {', '.join(sorted(unknown))}")
+    info = machine()
+    H.say(f"mongosim benchmarks ({'quick' if args.quick else 'full'}) on {info['cpu']}, {info['cores']} cores,"
+          f" Python {info['python']}, pymongo {info['pymongo']}, commit {info['commit']}, {info['date']}")
+    results: dict = {}
+    noise: dict[str, float] = {}
+    failed: list[str] = []
+    t_all = time.monotonic()
+    for name, fn in benches.items():
+        if only and name not in only:
+            continue
+        H.say("")
+        try:
+            with CpuMeter() as m:
+                fn(results)
+        except Exception:
+            failed.append(name)
+            H.say(f"  {name} FAILED:\n{traceback.format_exc()}")
+            continue
+        noise[name] = round(m.other_cores, 2)
+        H.say(f"  ({m.wall:.0f}s; other processes used {m.other_cores:.2f} cores meanwhile)")
+    total = time.monotonic() - t_all
+
+    H.say("")
+    H.say(f"{'figure':<28} {'value':>10}  {'goal':<14} {'':<4} raw")
+    missed = []
+    for name, (goal, ok) in GOALS.items():
+        if name not in results:
+            continue
+        v = results[name]
+        mark = "ok" if ok(v) else "MISS"
+        if mark == "MISS":
+            missed.append(name)
+        H.say(f"{name:<28} {v:>10}  {goal:<14} {mark:<4} {_raw_text(name, results)}")
+    if "breakdown_server_us_per_event" in results:
+        H.say(f"{'server_us_per_event':<28} {results['breakdown_server_us_per_event']:>10}  {'':<14} {'':<4}"
+              f" diagnostic: shards {results['breakdown_shards_us_per_event']} + merge"
+              f" {results['breakdown_merge_us_per_event']} + encoding {results['breakdown_encode_us_per_event']} us;"
+              f" pymongo consumer {results.get('ceiling_client_cpu_us_per_event_b1000', '?')} us")
+    if "oplog_depth_ratio" in results:
+        H.say(f"{'oplog_depth_ratio':<28} {results['oplog_depth_ratio']:>10}  {'(1.0 ideal)':<14} {'':<4}"
+              " diagnostic: events/s reading n events / reading the last n/4 (1 shard)")
+        if results["oplog_depth_ratio"] < 0.9 and "merge_scaling" in results:
+            H.say(f"{'':<56}(below 1: an event costs more the longer the oplog after it, which slows the"
+                  " 1-shard read most and inflates merge_scaling)")
+    busy = {k: v for k, v in noise.items() if v > 0.25}
+    H.say(f"total {total:.0f}s" + (f"; WARNING: other processes were busy during {busy} (cores used):"
+                                     " the ratios assume two free cores" if busy else ""))
+    if args.json:
+        out = {**results, "machine": info, "mode": "quick" if args.quick else "full",
+               "settings": st.__dict__, "other_process_cores": noise, "failed": failed, "total_s": round(total, 1)}
+        with open(args.json, "w") as f:
+            json.dump(out, f, indent=2, default=list)
+        H.say(f"wrote {args.json}")
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write(markdown(results, info, noise, "quick" if args.quick else "full"))
+        H.say(f"wrote {args.markdown}")
+    if failed:
+        H.say(f"failed: {', '.join(failed)}")
+        return 1
+    return 1 if (args.check and missed) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
