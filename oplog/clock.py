@@ -57,6 +57,8 @@ class NodeClock:
     def __init__(self, source: TimeSource, skew: float = 0.0) -> None:
         self.source = source
         self.skew = skew
+        self._last_ms = -1
+        self._last_wall = _EPOCH
 
     def now(self) -> float:
         return self.source.now() + self.skew
@@ -64,7 +66,10 @@ class NodeClock:
     def wall(self) -> datetime:
         """The oplog `wall` field: naive UTC, millisecond precision."""
         ms = int(self.now() * 1000)
-        return _EPOCH + timedelta(milliseconds=ms)
+        if ms != self._last_ms:  # many writes share a millisecond: one datetime for them
+            self._last_ms = ms
+            self._last_wall = _EPOCH + timedelta(milliseconds=ms)
+        return self._last_wall
 
 
 class LogicalClock:

@@ -115,7 +115,8 @@ class Oplog:
         self._bytes += len(raw)
         if self.max_bytes is not None and self._bytes > self.max_bytes:
             self._truncate()
-        self._lot.unpark_all()
+        if len(self._lot):
+            self._lot.unpark_all()
 
     def _truncate(self) -> None:
         target = int(self.max_bytes * 0.9)

@@ -66,6 +66,7 @@ class WriteSession:
         self.txn = ctx.txn
         self.stmt_ids = ctx.cmd.get("stmtIds")
         self.from_migrate = bool(ctx.cmd.get("fromMigrate")) and ctx.from_router
+        self._lsid: dict | None = None  # the lsid with its uid, computed once per command
         if self.txn is None and ctx.lsid is not None and ctx.txn_number is not None:
             self.state = node.sessions.begin(ctx.lsid, ctx.txn_number)
 
@@ -110,8 +111,10 @@ class WriteSession:
             return
         fields: dict[str, Any] = {"from_migrate": self.from_migrate}
         if self.state is not None:
+            if self._lsid is None:
+                self._lsid = lsid_with_uid(self.ctx.lsid)
             fields = {
-                "lsid": lsid_with_uid(self.ctx.lsid),
+                "lsid": self._lsid,
                 "txn_number": self.ctx.txn_number,
                 "stmt_id": self.stmt_id(index),
                 "prev_op_time": self.node.sessions.prev_op_time(self.state),
