@@ -90,8 +90,11 @@ def server(cmd: list[str], label: str, *, wrap: list[str] | None = None,
                 proc.wait()
 
 
-def mongosim_cmd(shards: int, *, instant_hwm: bool = True, noop_interval: float | None = None) -> list[str]:
+def mongosim_cmd(shards: int, *, instant_hwm: bool = True, noop_interval: float | None = None,
+                 event_cache: int | None = None) -> list[str]:
     cmd = [PYTHON, "-m", "mongosim.cli", "serve", "--port", "0", "--shards", str(shards)]
+    if event_cache is not None:
+        cmd += ["--event-cache", str(event_cache)]
     if instant_hwm:
         cmd.append("--instant-hwm")
     if noop_interval is not None:

@@ -29,6 +29,8 @@ def _serve_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--instant-hwm", action="store_true",
                    help="idle shards promise their current clock at once (no cold-shard latency; see README)")
     p.add_argument("--oplog-size-mb", type=float, default=None, help="cap each oplog at this many MiB (like --oplogSize)")
+    p.add_argument("--event-cache", type=int, default=16_384,
+                   help="change events rendered once and shared by all streams, per node (default 16384; 0: off)")
     p.add_argument("--auth", action="store_true", help="require authentication (SCRAM-SHA-256/SHA-1)")
     p.add_argument("--users", dest="users_file", default=None, help="JSON file of users to create at start-up")
     p.add_argument("--tls-cert-file", default=None, help="PEM certificate (and key) to serve TLS")
@@ -250,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
             shards=args.shards, topology=args.topology, host=args.host, port=args.port,
             noop_interval=args.noop_interval, instant_hwm=args.instant_hwm, oplog_size_mb=args.oplog_size_mb,
             auth=args.auth, users_file=args.users_file, tls_cert_file=args.tls_cert_file,
-            tls_key_file=args.tls_key_file, data_dir=args.data_dir,
+            tls_key_file=args.tls_key_file, data_dir=args.data_dir, event_cache=args.event_cache,
         )
         try:
             trio.run(_serve, opts)

@@ -43,6 +43,7 @@ class ClusterOptions:
     tls_cert_file: str | None = None
     tls_key_file: str | None = None
     data_dir: str | None = None
+    event_cache: int = 16_384  # CRUD events rendered once and shared, per node (0: off)
 
 
 def shard_name(i: int) -> str:
@@ -81,6 +82,10 @@ class ClusterCore:
             instant_hwm=self.opts.instant_hwm,
             host=f"localhost:{self._next_port}",
         )
+        if self.opts.event_cache <= 0:
+            node.event_cache = None
+        else:
+            node.event_cache.capacity = self.opts.event_cache
         self.nodes[name] = node
         if self.store is not None:
             self.store.adopt(node)  # restore its saved state (--data-dir), journal it from now on

@@ -53,15 +53,16 @@ class RawBatch(list):
     """
 
 
-_INDEX_KEYS = [str(i).encode() + b"\x00" for i in range(10_000)]
+_ELEMENT_HEADERS = [b"\x03" + str(i).encode() + b"\x00" for i in range(10_000)]  # "document element i"
 _BATCH_FIELDS = ("firstBatch", "nextBatch")
 
 
 def _array_of_documents(docs: list[bytes]) -> bytes:
-    keys = _INDEX_KEYS
-    parts = []
-    for i, raw in enumerate(docs):
-        parts.append(b"\x03" + (keys[i] if i < 10_000 else str(i).encode() + b"\x00") + raw)
+    n = len(docs)
+    headers = _ELEMENT_HEADERS[:n] if n <= 10_000 else [b"\x03" + str(i).encode() + b"\x00" for i in range(n)]
+    parts: list = [None] * (2 * n)
+    parts[0::2] = headers  # interleave headers and documents, then copy once
+    parts[1::2] = docs
     body = b"".join(parts)
     return (len(body) + 5).to_bytes(4, "little") + body + b"\x00"
 

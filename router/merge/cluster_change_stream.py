@@ -143,9 +143,10 @@ class ClusterChangeStreamCursor:
     async def _release(self, out: list, limit: int) -> None:
         arm = self.arm
         size = sum(_nbytes(r) for r in out)
+        # remotes fail only while we await (their fetch tasks run then): check now and after awaits
+        for rc in arm.errors():
+            raise self._shard_error(rc)
         while len(out) < limit and not self.exhausted:
-            for rc in arm.errors():
-                raise self._shard_error(rc)
             if not arm.ready():
                 return
             if out:  # a batch stops short of 16 MB, as the server's does (the reply must fit in one message)
@@ -163,6 +164,8 @@ class ClusterChangeStreamCursor:
                     self.trace({"step": "swallowed", "key": key, "shard": rc.shard, "op": op_type,
                                 "reason": "topology event (handle topology change)"})
                 await self.topology.handle(rc, raw, op_type)
+                for failed in arm.errors():
+                    raise self._shard_error(failed)
                 continue
             if not keep:
                 if self.trace:
