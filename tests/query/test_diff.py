@@ -1,7 +1,7 @@
 """The $v:2 diff: computeOplogDiff, the applier, and updateDescription.
 
 The updateDescription cases are the acceptance facts of the driver specification's
-change-stream tests (shared/spec-tests/change-streams/change-streams.json "Test array
+change-stream tests (tests/spec/data/change-streams/change-streams.json "Test array
 truncation" and change-streams-disambiguatedPaths.json).
 """
 
@@ -14,8 +14,9 @@ import pytest
 
 from shardsim.query.diff import apply_diff, binary_equal, compute_diff, doc_size, update_description, value_size
 from shardsim.query.update import apply_update
+from tests.spec.conftest import spec_root
 
-SPEC = Path("/work/shared/spec-tests/change-streams")
+SPEC = spec_root() / "change-streams"
 
 
 def _spec_test(file: str, description: str) -> dict:
@@ -37,7 +38,6 @@ def _run_spec_update(test: dict):
     return update_description(res.diff, show_expanded=show), expected
 
 
-@pytest.mark.skipif(not SPEC.exists(), reason="shared spec tests not present")
 def test_spec_array_truncation():
     got, expected = _run_spec_update(_spec_test("change-streams.json", "Test array truncation"))
     assert got["updatedFields"] == expected["updatedFields"] == {}
@@ -45,7 +45,6 @@ def test_spec_array_truncation():
     assert got["truncatedArrays"] == expected["truncatedArrays"] == [{"field": "array", "newSize": 2}]
 
 
-@pytest.mark.skipif(not SPEC.exists(), reason="shared spec tests not present")
 def test_spec_disambiguated_paths_numeric_field():
     got, expected = _run_spec_update(
         _spec_test("change-streams-disambiguatedPaths.json", "disambiguatedPaths is present on updateDescription when an ambiguous path is present")
@@ -54,7 +53,6 @@ def test_spec_disambiguated_paths_numeric_field():
     assert got["updatedFields"] == {"a.1": 2}
 
 
-@pytest.mark.skipif(not SPEC.exists(), reason="shared spec tests not present")
 def test_spec_disambiguated_paths_array_index_is_int():
     got, _expected = _run_spec_update(
         _spec_test("change-streams-disambiguatedPaths.json", "disambiguatedPaths returns array indices as integers")
@@ -63,7 +61,6 @@ def test_spec_disambiguated_paths_array_index_is_int():
     assert type(got["disambiguatedPaths"]["a.0.1"][1]) is int
 
 
-@pytest.mark.skipif(not SPEC.exists(), reason="shared spec tests not present")
 def test_spec_no_disambiguated_paths_without_show_expanded():
     got, _ = _run_spec_update(
         _spec_test("change-streams-disambiguatedPaths.json", "disambiguatedPaths is not present when showExpandedEvents is false/unset")
@@ -130,7 +127,6 @@ def test_binary_equal():
     assert not binary_equal(True, 1)
 
 
-@pytest.mark.skipif(not SPEC.exists(), reason="shared spec tests not present")
 def test_spec_update_event_description():
     test = _spec_test("change-streams.json", "Test insert, update, replace, and delete event types")
     ops = test["operations"]

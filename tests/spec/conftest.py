@@ -1,7 +1,9 @@
 """Fixtures of the unified-format spec suite: one cluster per topology per session, and the tally.
 
-The spec files are read straight from the shared checkout next to the repo
-(`<repo>/../shared/spec-tests`), or from `$MONGOSIM_SPEC_TESTS`.
+The spec files are an unmodified copy kept in `tests/spec/data/` (see its
+README for source and licence), so a clean clone runs them; `$MONGOSIM_SPEC_TESTS`
+points the suite at another checkout.  When the shared checkout next to the repo
+(`<repo>/../shared/spec-tests`) exists, test_spec_copy_matches_shared_checkout checks the copy still matches it.
 """
 
 from __future__ import annotations
@@ -16,11 +18,13 @@ TOPOLOGIES = ("sharded", "replset")
 REQUIREMENT_PREFIX = "requirement:"
 
 
+DATA = Path(__file__).resolve().parent / "data"
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "spec-tests"
+
+
 def spec_root() -> Path:
     env = os.environ.get("MONGOSIM_SPEC_TESTS")
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parents[3] / "shared" / "spec-tests"
+    return Path(env) if env else DATA
 
 
 def _runner(topology: str):

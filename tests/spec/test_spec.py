@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.spec.conftest import REQUIREMENT_PREFIX, TOPOLOGIES, spec_root
+from tests.spec.conftest import DATA, REQUIREMENT_PREFIX, SHARED, TOPOLOGIES, spec_root
 from tests.spec.runner import RequirementsNotMet, SkippedByFile, load_spec_file, spec_files
 
 ROOT = spec_root()
@@ -26,6 +26,15 @@ CASES = [
 
 def test_spec_files_found():
     assert FILES, f"no unified spec files under {ROOT} (set MONGOSIM_SPEC_TESTS)"
+
+
+@pytest.mark.skipif(not SHARED.is_dir(), reason="no shared spec checkout next to the repo to compare with")
+def test_spec_copy_matches_shared_checkout():
+    """The copy in tests/spec/data is the shared checkout's files, unmodified."""
+    ours = {p.relative_to(DATA).as_posix(): p.read_bytes() for p in DATA.rglob("*") if p.is_file()}
+    theirs = {p.relative_to(SHARED).as_posix(): p.read_bytes() for p in SHARED.rglob("*") if p.is_file()}
+    assert sorted(ours) == sorted(theirs)
+    assert [name for name in ours if ours[name] != theirs[name]] == []
 
 
 @pytest.mark.parametrize(("topology", "file", "index"), CASES)
