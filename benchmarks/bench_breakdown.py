@@ -1,8 +1,8 @@
 """read breakdown (a diagnostic): CPU microseconds per event in each layer of the read path.
 
 In one process, no sockets: a 4-shard cluster (``open_cluster(listen=False,
-instant_hwm=True)``) holding ``n`` insert events, read twice with
-``batchSize`` 1000:
+instant_hwm=True, event_cache=0)``: every read renders its events, as the
+read benchmark's) holding ``n`` insert events, read twice with ``batchSize`` 1000:
 
 1. shards alone: each shard's own ``$changeStream`` cursor (the shard part the
    router opens: ``$_needsMerge``), drained with getMores of 1000 on the node;
@@ -33,7 +33,7 @@ BATCH = 1000
 
 
 async def _measure(n: int) -> dict:
-    async with open_cluster(shards=4, instant_hwm=True, listen=False) as core:
+    async with open_cluster(shards=4, instant_hwm=True, listen=False, event_cache=0) as core:
         router = core.router
         conn = ConnState(1, "bench")
 

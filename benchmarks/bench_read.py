@@ -175,6 +175,7 @@ def run_read(n: int, batch_sizes: list[int], reps: int, results: dict) -> None:
         c = H.median([r.rate for r in runs[("ceiling", b)]])
         results["read_warm_events_per_s"] = round(w)
         results["read_warm_ratio"] = round(w / c, 3)
+        results["read_warm_batch_size"] = b
         H.say(f"  warm (events already rendered by an earlier read, batch {b}): {w:.0f} ev/s, ratio {w / c:.3f}")
         worst = min(ratios, key=ratios.get)
         results["read_ratio"] = round(ratios[worst], 3)

@@ -194,7 +194,7 @@ class ClusterChangeStreamCursor:
         if await_ms is None or out or self.exhausted:
             if out and not self.exhausted:
                 # Keep requests outstanding while the client consumes this batch (the ARM does):
-                # the shards' next batches are computed meanwhile, on the other core.
+                # the shards compute their next batches while the client decodes this one.
                 self._schedule(await_ms or DEFAULT_AWAIT_MS, limit if limit < 2**31 else None)
             return out
         deadline = trio.current_time() + await_ms / 1000.0
