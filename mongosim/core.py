@@ -90,6 +90,7 @@ class ClusterCore:
         if self.store is not None:
             self.store.adopt(node)  # restore its saved state (--data-dir), journal it from now on
         self.nursery.start_soon(node.run_noop_writer, name=f"noop-writer-{name}")
+        self.nursery.start_soon(node.run_transaction_reaper, name=f"transaction-reaper-{name}")
         return node
 
     @property

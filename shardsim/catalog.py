@@ -17,6 +17,7 @@ from bson import Binary
 from oplog.errors import MongoError
 from shardsim.query.index_keys import duplicate_key_error, index_key_hashes, index_keys, index_name  # noqa: F401
 from shardsim.query.values import hashable
+from shardsim.snapshots import Snapshots
 
 ID_INDEX = {"v": 2, "key": {"_id": 1}, "name": "_id_"}
 
@@ -35,6 +36,10 @@ class Collection:
     docs: dict[Any, dict] = field(default_factory=dict)
     shard_key: dict | None = None  # the shard key pattern when sharded
     _unique: dict[str, dict] = field(default_factory=dict)  # index name -> {key: id key}
+    # point-in-time reads (shardsim/snapshots.py): the node's open snapshots, and the
+    # before-images they need of this collection's documents (id key -> [(seq, before)])
+    history: Any = field(default=None, repr=False, compare=False)
+    versions: dict[Any, list] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def ns(self) -> str:
@@ -78,6 +83,9 @@ class Collection:
         if not checked:
             self.check_insert(doc)
         idk = hashable(doc["_id"])
+        h = self.history
+        if h is not None and h.readers:
+            h.record(self, idk, None)
         self.docs[idk] = doc
         self._index_add(doc, idk)
 
@@ -95,11 +103,17 @@ class Collection:
         except MongoError:
             self._index_add(old, idk)
             raise
+        h = self.history
+        if h is not None and h.readers:
+            h.record(self, idk, self.docs.get(idk))
         self.docs[idk] = new
         self._index_add(new, idk)
 
     def delete(self, doc: dict) -> None:
         idk = hashable(doc["_id"])
+        h = self.history
+        if h is not None and h.readers:
+            h.record(self, idk, doc)
         self._index_remove(doc)
         del self.docs[idk]
 
@@ -167,6 +181,8 @@ class Catalog:
 
     def __init__(self) -> None:
         self.databases: dict[str, Database] = {}
+        self.snapshots = Snapshots()  # the transactions' point-in-time reads
+
 
     def db(self, name: str, create: bool = False) -> Database | None:
         d = self.databases.get(name)
@@ -179,6 +195,7 @@ class Catalog:
         return d.collections.get(name) if d else None
 
     def add_collection(self, coll: Collection) -> Collection:
+        coll.history = self.snapshots
         self.db(coll.db, create=True).collections[coll.name] = coll
         return coll
 

@@ -61,6 +61,10 @@ def command(*names: str):
     return deco
 
 
+TXN_LIFETIME_LIMIT_S = 60.0  # the server's transactionLifetimeLimitSeconds default
+TXN_REAPER_PERIOD_S = 1.0
+
+
 class Node:
     def __init__(
         self,
@@ -93,6 +97,7 @@ class Node:
         self.cursors = CursorManager(self)
         self.tracer = None  # set to a callable(dict) to trace the change-stream stages
         self.txn_locks: dict = {}  # (ns, _id key) -> the Transaction that wrote it
+        self.txn_lifetime_s = TXN_LIFETIME_LIMIT_S
         self.progress = trio.lowlevel.ParkingLot()  # woken by writes and by gossip (hear_cluster_time)
         from shardsim.changestream.render import EventCache
 
@@ -176,6 +181,21 @@ class Node:
 
     def operation_time(self, ctx_key: int = 0) -> Timestamp:
         return key_ts(ctx_key or self.clock.key)
+
+    # -- expired transactions ------------------------------------------------------
+    async def run_transaction_reaper(self) -> None:
+        """Abort transactions open longer than `transactionLifetimeLimitSeconds`, as the server's
+        periodic job does (prepared ones wait for their coordinator): their document locks and
+        snapshot are released; the client's next statement gets NoSuchTransaction."""
+        while True:
+            await trio.sleep(TXN_REAPER_PERIOD_S)
+            self.abort_expired_transactions()
+
+    def abort_expired_transactions(self) -> None:
+        deadline = trio.current_time() - self.txn_lifetime_s
+        for txn in self.sessions.open_transactions():
+            if txn.state == "in_progress" and txn.started < deadline:
+                txn.abort()
 
     # -- the periodic noop writer --------------------------------------------------
     async def run_noop_writer(self) -> None:

@@ -136,7 +136,8 @@ def _pre_key_of(doc: dict) -> tuple:
 
 
 # -- snapshots ------------------------------------------------------------------------------
-_COLL_SKIP = {"db", "name", "uuid", "options", "indexes", "docs", "shard_key", "_unique"}
+_COLL_SKIP = {"db", "name", "uuid", "options", "indexes", "docs", "shard_key", "_unique",
+              "history", "versions"}  # (open transactions' snapshots do not survive a restart)
 
 
 def _collection_record(node_name: str, coll: Collection) -> dict:

@@ -66,6 +66,9 @@ class SessionTable:
                 "has already started on this session.",
             )
         if txn_number > s.txn_number:
+            if s.txn is not None:
+                s.txn.abort()  # a newer txnNumber on the session ends its open transaction
+                s.txn = None
             s.txn_number = txn_number
             s.executed = {}
             s.last_write_key = 0
@@ -75,7 +78,12 @@ class SessionTable:
         return op_time(key_ts(s.last_write_key)) if s.last_write_key else dict(NULL_OP_TIME)
 
     def forget(self, lsid: dict) -> None:
-        self._sessions.pop(session_key(lsid), None)
+        s = self._sessions.pop(session_key(lsid), None)
+        if s is not None and s.txn is not None and s.txn.state == "in_progress":
+            s.txn.abort()
+
+    def open_transactions(self) -> list:
+        return [s.txn for s in self._sessions.values() if s.txn is not None and s.txn.state in ("in_progress", "prepared")]
 
     def __len__(self) -> int:
         return len(self._sessions)

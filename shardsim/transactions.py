@@ -17,25 +17,33 @@ also recorded, in order, as the `applyOps` operation the oplog will hold.
   share one clusterTime, as on a real cluster.
 - Abort: nothing is applied; a prepared transaction logs `abortTransaction`.
 
+Reads see a snapshot of the node taken at the transaction's first statement
+on it (`shardsim/snapshots.py`), plus the transaction's own writes.
+
 Write conflicts (WriteConflict 112, label TransientTransactionError): a
-document already written by another open transaction; or a document that
+document already written by another open transaction; a document that changed
+after the snapshot (raised by the write, as mongod does); or a document that
 changed after this transaction first touched it (checked at commit: the
 emulator lets a non-transactional write through where mongod would block it,
 and fails the transaction instead — no update is ever lost).
 
-Limits (see README): reads inside a transaction see committed data plus the
-transaction's own writes, not a point-in-time snapshot; collections created
-implicitly inside a transaction are created at once, not inside applyOps.
+Limits (see README): collections created implicitly inside a transaction are
+created at once, not inside applyOps; each shard's snapshot is taken at the
+transaction's first statement there (readConcern local/majority semantics),
+not at one atClusterTime chosen by the router for readConcern snapshot.
 """
 
 from __future__ import annotations
 
 from typing import Any, Iterator
 
+import trio
+
 from oplog import bsonutil
 from oplog import entry as E
 from oplog.clock import key_ts, ts_key
 from oplog.errors import MongoError
+from shardsim import snapshots
 from shardsim.catalog import Collection
 from shardsim.query.values import hashable
 from shardsim.sessions import lsid_with_uid
@@ -61,6 +69,7 @@ class Transaction:
         self.lsid = lsid
         self.txn_number = txn_number
         self.state = "in_progress"
+        self.started = trio.current_time()
         self.ops: list[dict] = []
         self.pre_images: list[tuple[int, Collection, dict]] = []  # (op index, collection, pre-image)
         self.overlay: dict[tuple[str, Any], Any] = {}  # (ns, id key) -> doc or _DELETED
@@ -69,20 +78,29 @@ class Transaction:
         self.prepare_key = 0
         self.prepare_entry_key = 0
         self.commit_key = 0
+        self._snapshots = node.catalog.snapshots
+        self.snapshot: int | None = self._snapshots.open()
 
     # -- reads -----------------------------------------------------------------------
+    def _visible(self, coll: Collection, idk: Any) -> dict | None:
+        if self.snapshot is None:  # ended
+            return coll.docs.get(idk)
+        return snapshots.visible(coll, idk, self.snapshot)
+
     def get(self, coll: Collection, id_value: Any) -> dict | None:
-        k = (coll.ns, hashable(id_value))
+        idk = hashable(id_value)
+        k = (coll.ns, idk)
         if k in self.overlay:
             d = self.overlay[k]
             return None if d is _DELETED else d
-        return coll.get(id_value)
+        return self._visible(coll, idk)
 
     def scan(self, coll: Collection) -> Iterator[dict]:
         ns = coll.ns
         seen = set()
         out = []
-        for idk, doc in list(coll.docs.items()):
+        base = snapshots.scan(coll, self.snapshot) if self.snapshot is not None else list(coll.docs.items())
+        for idk, doc in base:
             k = (ns, idk)
             seen.add(k)
             if k in self.overlay:
@@ -102,9 +120,12 @@ class Transaction:
         owner = self.node.txn_locks.get(k)
         if owner is not None and owner is not self:
             raise write_conflict()
-        self.node.txn_locks[k] = self
         if k not in self.touched:
-            self.touched[k] = coll.docs.get(idk)
+            current = coll.docs.get(idk)
+            if current is not self._visible(coll, idk):
+                raise write_conflict()  # changed (or created) since the snapshot
+            self.touched[k] = current
+        self.node.txn_locks[k] = self
 
     def insert(self, coll: Collection, doc: dict) -> None:
         idk = hashable(doc["_id"])
@@ -158,6 +179,9 @@ class Transaction:
                     coll.delete(current)
 
     def _release(self) -> None:
+        if self.snapshot is not None:
+            self._snapshots.close(self.snapshot)
+            self.snapshot = None
         locks = self.node.txn_locks
         for k in self.touched:
             if locks.get(k) is self:
