@@ -87,10 +87,11 @@ class Layout:
 LABEL_DX = 76  # labels closer than this alternate below / above their marks
 
 
-def _dodge(items: list[tuple[float, Any]]) -> list[tuple[float, Any]]:
+def _dodge(items: list[tuple[float, Any]], tie: Any = lambda item: item.key) -> list[tuple[float, Any]]:
+    """Spread marks at least MIN_DX apart, left to right by x, then by `tie` (default: the token)."""
     out = []
     last = -1e9
-    for x, item in sorted(items, key=lambda p: (p[0], getattr(p[1], "key", ""))):
+    for x, item in sorted(items, key=lambda p: (p[0], tie(p[1]))):
         x = max(x, last + MIN_DX)
         out.append((x, item))
         last = x
@@ -148,7 +149,7 @@ class Picture:
                 p = ev.passages.get(s)
                 if p is not None and p.released_t is not None:
                     items.append((L.x(p.released_t), (ev, p)))
-            placed = _dodge(items)
+            placed = _dodge(items, tie=lambda evp: evp[0].key)  # a merged stream releases in token order
             xs = [x for x, _ in placed]
             for i, ((x, (ev, p)), row, short) in enumerate(zip(placed, _label_rows(xs), _crowded(xs))):
                 self.outs.append((s, x, L.out_y[s] + OUT_H / 2 + 4, ev, p, f"out-{s}-{i}"))

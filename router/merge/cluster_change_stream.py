@@ -92,18 +92,34 @@ class ClusterChangeStreamCursor:
 
     # -- establishing -----------------------------------------------------------------------
     async def open_remote(self, shard: str, spec_bson: dict) -> None:
+        """Open the cursor on one shard (a shard added mid-stream)."""
         remote = self.router.shard(shard)
-        cmd = shard_command({"aggregate": self.target}, spec_bson, self.user_stages)
-        reply = await remote.command(self.db, cmd)
+        reply = await remote.command(self.db, shard_command({"aggregate": self.target}, spec_bson, self.user_stages))
         self._add_from_reply(shard, remote, reply, is_config=False)
 
-    async def open_config_remote(self, start: Any) -> None:
-        remote = self.router.config_remote
-        cmd = {"aggregate": "shards", "pipeline": [{"$changeStream": {"startAtOperationTime": start,
-                                                                       "allowToRunOnConfigDB": True}}],
-               "cursor": {"batchSize": 0}, "$_needsMerge": True}
-        reply = await remote.command("config", cmd)
-        self._add_from_reply("config", remote, reply, is_config=True)
+    async def open_remotes(self, shards: list[str], spec_bson: dict, start: Any) -> None:
+        """Open the cursors on the shards and the config server concurrently, then add them to the
+        merger in ShardId order ("config" sorts before "shardNN", as in mongos' set of targets), so
+        the order does not depend on which reply came first.  When one fails, the opened ones are
+        added all the same, for `close` to kill them."""
+        shard_cmd = shard_command({"aggregate": self.target}, spec_bson, self.user_stages)
+        config_cmd = {"aggregate": "shards", "pipeline": [{"$changeStream": {"startAtOperationTime": start,
+                                                                              "allowToRunOnConfigDB": True}}],
+                      "cursor": {"batchSize": 0}, "$_needsMerge": True}
+        opened: dict[str, tuple] = {}
+
+        async def open_one(name: str, remote: Any, db: str, cmd: dict) -> None:
+            opened[name] = (remote, await remote.command(db, cmd))
+
+        try:
+            async with trio.open_nursery() as nursery:
+                for shard in shards:
+                    nursery.start_soon(open_one, shard, self.router.shard(shard), self.db, shard_cmd)
+                nursery.start_soon(open_one, "config", self.router.config_remote, "config", config_cmd)
+        finally:
+            for name in sorted(opened):
+                remote, reply = opened[name]
+                self._add_from_reply(name, remote, reply, is_config=name == "config")
 
     def _add_from_reply(self, shard: str, remote: Any, reply: dict, *, is_config: bool) -> None:
         cur = reply["cursor"]
@@ -273,10 +289,7 @@ async def open_cluster_change_stream(router: Router, req: Request) -> dict:
     cur.initial_pbrt = token if token is not None else make_high_water_mark_token(start)
     shards = sorted(router.shards)
     try:
-        async with trio.open_nursery() as nursery:
-            for shard in shards:
-                nursery.start_soon(cur.open_remote, shard, spec_bson)
-            nursery.start_soon(cur.open_config_remote, start)
+        await cur.open_remotes(shards, spec_bson, start)
     except BaseExceptionGroup as eg:  # a shard refused: report its error as the server would
         first = eg.exceptions[0]
         while isinstance(first, BaseExceptionGroup):

@@ -116,3 +116,28 @@ def test_every_scenario_draws(name):
     assert dropped == {k for k, ev in r.story.events.items() if ev.shard in lanes and ev.filtered}
     svg = ET.fromstring(render_svg(r).split("\n", 1)[1])  # a standalone SVG parses as XML
     assert svg.tag.endswith("svg")
+
+
+@pytest.mark.parametrize("name", list(demo.SCENARIOS))
+def test_merged_lane_reads_left_to_right_in_token_order(name):
+    """A merged stream releases in token order, so its lane must show the events in that order
+    (events released by one getMore share a time: the picture must not shuffle them)."""
+    r = result(name)
+    if r.skipped:
+        pytest.skip(r.skipped)
+    page = parse(render_html(r))
+    lanes: dict[str, list[tuple[float, str]]] = {}
+    stream, key = None, None
+    for tag, a in page.tags:
+        classes = (a.get("class") or "").split()
+        if tag == "g" and "outmarks" in classes:
+            stream = a["data-stream"]
+        elif tag == "g" and "outmark" in classes:
+            key = a["data-key"] if "swallowedmark" not in classes else None
+        elif tag == "circle" and key is not None and "out" in classes:
+            lanes.setdefault(stream, []).append((float(a["cx"]), key))
+            key = None
+    assert lanes or not any(r.story.released(s) for s in r.story.streams)
+    for marks in lanes.values():
+        by_x = [k for _x, k in sorted(marks)]
+        assert by_x == sorted(by_x)
