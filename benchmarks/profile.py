@@ -126,7 +126,8 @@ def _stop(proc: subprocess.Popen) -> None:
 
 
 def profile_read(py_spy: str, n: int, batch: int, reads: int, rate: int) -> str:
-    with H.server(H.mongosim_cmd(4), "mongosim") as srv, tempfile.TemporaryDirectory() as tmp:
+    # --event-cache 0, as the read benchmark: every read renders its events
+    with H.server(H.mongosim_cmd(4, event_cache=0), "mongosim") as srv, tempfile.TemporaryDirectory() as tmp:
         loaded = bench_read.load(srv, n, 4)
         bench_read.read_rate(loaded.client, loaded.start, min(n, 2000), batch)  # warm
         out = Path(tmp) / "raw.txt"
@@ -134,7 +135,7 @@ def profile_read(py_spy: str, n: int, batch: int, reads: int, rate: int) -> str:
         rates = [bench_read.read_rate(loaded.client, loaded.start, n, batch) for _ in range(reads)]
         _stop(spy)
         header = [f"# py-spy profile of the mongosim server: read benchmark",
-                  f"# {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC; 4 shards (--instant-hwm), {n} insert events"
+                  f"# {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC; 4 shards (--instant-hwm --event-cache 0), {n} insert events"
                   f" (200-byte documents), watch(batch_size={batch}) x {reads}",
                   f"# sampled at {rate} Hz, blocking; events/s while sampled: {[round(r) for r in rates]}",
                   "# the server's main thread is the only thread; 'busy' = samples not in trio's epoll wait"]
