@@ -13,49 +13,16 @@ from __future__ import annotations
 import hashlib
 import math
 import struct
-from datetime import datetime
 from typing import Any
 
 import bson
-from bson import Binary, Code, Decimal128, Int64, MaxKey, MinKey, ObjectId, Regex, Timestamp
+from bson import Decimal128, Int64, MaxKey, MinKey, Regex
 from bson.int64 import Int64 as _Int64
 
 from oplog.errors import MongoError
-from shardsim.query.values import sort_key
+from shardsim.query.values import canonical_rank, sort_key
 
 _MISSING = object()
-
-
-def _canonical_type(v: Any) -> int:
-    if isinstance(v, MinKey):
-        return -1
-    if v is None:
-        return 5
-    if isinstance(v, bool):
-        return 40
-    if isinstance(v, (int, float, Decimal128)):
-        return 10
-    if isinstance(v, str):
-        return 15
-    if isinstance(v, dict):
-        return 20
-    if isinstance(v, (list, tuple)):
-        return 25
-    if isinstance(v, (bytes, Binary)):
-        return 30
-    if isinstance(v, ObjectId):
-        return 35
-    if isinstance(v, datetime):
-        return 45
-    if isinstance(v, Timestamp):
-        return 47
-    if isinstance(v, Regex) or hasattr(v, "pattern"):
-        return 50
-    if isinstance(v, Code):
-        return 60 if v.scope is None else 65
-    if isinstance(v, MaxKey):
-        return 100
-    return 0
 
 
 def _safe_long(v: Any) -> int:
@@ -80,7 +47,7 @@ def _element_value_bytes(v: Any) -> bytes:
 
 
 def _hash_element(md5: "hashlib._Hash", v: Any, name: str | None) -> None:
-    md5.update(struct.pack("<i", _canonical_type(v)))
+    md5.update(struct.pack("<i", canonical_rank(v)))  # canonicalizeBSONType
     if name is not None:
         md5.update(name.encode() + b"\x00")
     if isinstance(v, (dict, list, tuple)):

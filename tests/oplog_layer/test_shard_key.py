@@ -13,6 +13,21 @@ def test_hash64_matches_the_servers_startup_check():
     assert hash64("a") != hash64("b")
 
 
+def test_hash64_hashes_the_canonical_type_of_bsontypes_h():
+    """canonicalizeBSONType: MaxKey is 127, Code 60 (not a string's 15), CodeWScope 65."""
+    import hashlib
+    import struct
+
+    from bson import Code, MaxKey, MinKey
+
+    def bare(canonical: int) -> Int64:  # seed 0, then the type; MinKey/MaxKey hash no value bytes
+        return Int64(struct.unpack("<q", hashlib.md5(struct.pack("<ii", 0, canonical)).digest()[:8])[0])
+
+    assert hash64(MaxKey()) == bare(127)
+    assert hash64(MinKey()) == bare(-1)
+    assert hash64(Code("x")) != hash64("x")
+
+
 def test_extract_and_query_targeting():
     p = ShardKeyPattern({"region": 1, "_id": 1})
     assert p.extract({"_id": 5, "region": "eu"}) == ("eu", 5)
