@@ -102,7 +102,7 @@ class Node:
         from shardsim.changestream.render import EventCache
 
         self.event_cache = EventCache()  # CRUD events rendered once per oplog entry
-        self.prepared_changed = trio.Event()
+        self.txn_released = trio.lowlevel.ParkingLot()  # woken when a transaction ends (its locks go)
         self.epoch = secrets.token_bytes(4)
         self.log(oplog_entry.noop_op("initiating set"))
 
@@ -176,8 +176,7 @@ class Node:
         """A write waits while a prepared transaction holds documents of its collection."""
         ns = f"{db}.{coll}"
         while ns in self.prepared_namespaces:
-            self.prepared_changed = trio.Event()
-            await self.prepared_changed.wait()
+            await self.txn_released.park()
 
     def operation_time(self, ctx_key: int = 0) -> Timestamp:
         return key_ts(ctx_key or self.clock.key)

@@ -21,11 +21,11 @@ Reads see a snapshot of the node taken at the transaction's first statement
 on it (`shardsim/snapshots.py`), plus the transaction's own writes.
 
 Write conflicts (WriteConflict 112, label TransientTransactionError): a
-document already written by another open transaction; a document that changed
-after the snapshot (raised by the write, as mongod does); or a document that
-changed after this transaction first touched it (checked at commit: the
-emulator lets a non-transactional write through where mongod would block it,
-and fails the transaction instead — no update is ever lost).
+document already written by another open transaction, or one that changed
+after the snapshot (raised by the write, as mongod does).  A write outside any
+transaction to a document a transaction has written waits until the
+transaction ends (`WriteSession.wait_unlocked`), as mongod's write-conflict
+retry loop does; the commit still checks that nothing it touched changed.
 
 Limits (see README): collections created implicitly inside a transaction are
 created at once, not inside applyOps; each shard's snapshot is taken at the
@@ -186,7 +186,7 @@ class Transaction:
         for k in self.touched:
             if locks.get(k) is self:
                 del locks[k]
-        self.node.prepared_changed.set()
+        self.node.txn_released.unpark_all()
 
     def _chunks(self) -> list[list[dict]]:
         chunks: list[list[dict]] = [[]]

@@ -86,6 +86,20 @@ class WriteSession:
     def delete(self, coll: Collection, doc: dict) -> None:
         self.txn.delete(coll, doc) if self.txn is not None else coll.delete(doc)
 
+    async def wait_unlocked(self, coll: Collection | None, docs: Iterable[dict]) -> bool:
+        """Outside a transaction, a write to documents an open transaction has written waits for
+        that transaction to end, as mongod's write-conflict retry loop does.  True if it waited:
+        the caller matches its documents again (they may have changed, or gone)."""
+        locks = self.node.txn_locks
+        if self.txn is not None or coll is None or not locks:
+            return False
+        ns = coll.ns
+        blocked = False
+        while any((ns, hashable(d["_id"])) in locks for d in docs):
+            blocked = True
+            await self.node.txn_released.park()
+        return blocked
+
     def pre_image(self, coll: Collection, pre: dict) -> None:
         if self.txn is not None:
             self.txn.pre_image(coll, pre)
@@ -181,7 +195,7 @@ def _write_concern_reply(reply: dict, errors: list[dict]) -> dict:
 
 # -- insert -------------------------------------------------------------------------
 @command("insert")
-def cmd_insert(node: Node, ctx: OpCtx) -> dict:
+async def cmd_insert(node: Node, ctx: OpCtx) -> dict:
     cmd = ctx.cmd
     name = check_namespace(ctx.db, cmd["insert"])
     docs = cmd.get("documents")
@@ -204,6 +218,7 @@ def cmd_insert(node: Node, ctx: OpCtx) -> dict:
             doc = prepare_insert(doc)
             if coll is None:
                 coll = ensure_collection(node, ctx, ctx.db, name)
+            await ws.wait_unlocked(coll, (doc,))  # an _id a transaction inserted: wait for its outcome
             insert_one(node, ctx, coll, doc, ws, i)
             n += 1
         except MongoError as err:
@@ -283,7 +298,7 @@ def upsert_document(node: Node, ctx: OpCtx, db: str, name: str, q: dict, update:
 
 
 @command("update")
-def cmd_update(node: Node, ctx: OpCtx) -> dict:
+async def cmd_update(node: Node, ctx: OpCtx) -> dict:
     cmd = ctx.cmd
     name = check_namespace(ctx.db, cmd["update"])
     stmts = cmd.get("updates")
@@ -312,11 +327,14 @@ def cmd_update(node: Node, ctx: OpCtx) -> dict:
             multi = bool(st.get("multi", False))
             if multi and classify_update(u) == "replacement":
                 raise MongoError("FailedToParse", "multi update is not supported for replacement-style update")
-            coll = node.catalog.collection(ctx.db, name)
             matcher = Matcher(q)
-            targets = matching_documents(coll, q, matcher, ws)
-            if not multi:
-                targets = list(targets)[:1]
+            while True:
+                coll = node.catalog.collection(ctx.db, name)
+                targets = list(matching_documents(coll, q, matcher, ws))
+                if not multi:
+                    targets = targets[:1]
+                if not await ws.wait_unlocked(coll, targets):
+                    break
             if targets:
                 modified = 0
                 for doc in targets:
@@ -356,7 +374,7 @@ def delete_document(node: Node, ctx: OpCtx, coll: Collection, doc: dict, ws: Wri
 
 
 @command("delete")
-def cmd_delete(node: Node, ctx: OpCtx) -> dict:
+async def cmd_delete(node: Node, ctx: OpCtx) -> dict:
     cmd = ctx.cmd
     name = check_namespace(ctx.db, cmd["delete"])
     stmts = cmd.get("deletes")
@@ -376,10 +394,13 @@ def cmd_delete(node: Node, ctx: OpCtx) -> dict:
             limit = st.get("limit", 0)
             if limit not in (0, 1):
                 raise MongoError("FailedToParse", "The limit field in delete objects must be 0 or 1. Got " + str(limit))
-            coll = node.catalog.collection(ctx.db, name)
-            targets = list(matching_documents(coll, q, None, ws))
-            if limit == 1:
-                targets = targets[:1]
+            while True:
+                coll = node.catalog.collection(ctx.db, name)
+                targets = list(matching_documents(coll, q, None, ws))
+                if limit == 1:
+                    targets = targets[:1]
+                if not await ws.wait_unlocked(coll, targets):
+                    break
             for doc in targets:
                 delete_document(node, ctx, coll, doc, ws, i)
             n += len(targets)
@@ -396,7 +417,7 @@ def cmd_delete(node: Node, ctx: OpCtx) -> dict:
 
 # -- findAndModify ---------------------------------------------------------------------
 @command("findAndModify", "findandmodify")
-def cmd_find_and_modify(node: Node, ctx: OpCtx) -> dict:
+async def cmd_find_and_modify(node: Node, ctx: OpCtx) -> dict:
     from shardsim.query.projection import compile_projection
     from shardsim.query.sorting import sort_key_fn
 
@@ -417,12 +438,15 @@ def cmd_find_and_modify(node: Node, ctx: OpCtx) -> dict:
     saved = ws.already(0)
     if saved is not None:
         return dict(saved)
-    coll = node.catalog.collection(ctx.db, name)
     matcher = Matcher(q)
-    targets = list(matching_documents(coll, q, matcher, ws))
-    if cmd.get("sort"):
-        targets.sort(key=sort_key_fn(cmd["sort"]))
-    doc = targets[0] if targets else None
+    while True:
+        coll = node.catalog.collection(ctx.db, name)
+        targets = list(matching_documents(coll, q, matcher, ws))
+        if cmd.get("sort"):
+            targets.sort(key=sort_key_fn(cmd["sort"]))
+        doc = targets[0] if targets else None
+        if not await ws.wait_unlocked(coll, targets[:1]):
+            break
     fields = cmd.get("fields")
     project = compile_projection(fields) if fields else None
     last_error: dict[str, Any] = {"n": 0}

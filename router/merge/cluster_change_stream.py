@@ -25,7 +25,7 @@ from typing import Any, Callable
 import trio
 
 from oplog.clock import key_ts, ts_key
-from oplog.errors import MongoError
+from oplog.errors import MongoError, in_category
 from oplog.resume_token import decode_resume_token, make_high_water_mark_token
 from router.merge.async_results_merger import AsyncResultsMerger, RemoteCursor
 from router.merge.ensure_resume_token_present import EnsureResumeTokenPresent
@@ -40,6 +40,7 @@ from oplog.bsonutil import RawBatch, plain
 from shardsim.cursors import cursor_reply
 
 SHARD_AWAIT_CAP_MS = 1000
+OPEN_RETRIES = 3  # the AsyncRequestsSender's kMaxNumFailedHostRetryAttempts (RetryPolicy kIdempotent)
 DEFAULT_AWAIT_MS = 1000
 _stream_ids = itertools.count(1)
 
@@ -91,10 +92,23 @@ class ClusterChangeStreamCursor:
         self.pbrt: dict | None = None
 
     # -- establishing -----------------------------------------------------------------------
+    @staticmethod
+    async def _establish(remote: Any, db: str, cmd: dict) -> dict:
+        """Open one remote cursor; a retriable error (a dropped connection, a stepping-down
+        primary) is retried, as mongos' establishCursors does: the client never sees it."""
+        for attempt in range(OPEN_RETRIES + 1):
+            try:
+                return await remote.command(db, cmd)
+            except MongoError as err:
+                if attempt == OPEN_RETRIES or not in_category(err.code, "RetriableError"):
+                    raise
+        raise AssertionError("unreachable")
+
     async def open_remote(self, shard: str, spec_bson: dict) -> None:
         """Open the cursor on one shard (a shard added mid-stream)."""
         remote = self.router.shard(shard)
-        reply = await remote.command(self.db, shard_command({"aggregate": self.target}, spec_bson, self.user_stages))
+        cmd = shard_command({"aggregate": self.target}, spec_bson, self.user_stages)
+        reply = await self._establish(remote, self.db, cmd)
         self._add_from_reply(shard, remote, reply, is_config=False)
 
     async def open_remotes(self, shards: list[str], spec_bson: dict, start: Any) -> None:
@@ -109,7 +123,7 @@ class ClusterChangeStreamCursor:
         opened: dict[str, tuple] = {}
 
         async def open_one(name: str, remote: Any, db: str, cmd: dict) -> None:
-            opened[name] = (remote, await remote.command(db, cmd))
+            opened[name] = (remote, await self._establish(remote, db, cmd))
 
         try:
             async with trio.open_nursery() as nursery:

@@ -144,3 +144,80 @@ def test_every_snapshot_sees_the_collection_as_it_was_when_opened(ops):
     for snap, _ in open_:
         catalog.snapshots.close(snap)
     assert coll.versions == {}  # nothing kept once no snapshot is open
+
+
+# -- a write outside a transaction waits for it ----------------------------------------------
+
+def _txn(lsid_byte: int, number: int = 1) -> dict:
+    return {"lsid": {"id": Binary(bytes([lsid_byte]) * 16, 4)}, "txnNumber": number, "autocommit": False}
+
+
+async def _outside_write_waits(core, c, outside_cmd: dict, end: str, session: int = 7) -> dict:
+    """Run `outside_cmd` while a transaction holds _id 1; return its reply after the transaction ends."""
+    t = _txn(session)
+    await c.command("db", {"update": "c", "updates": [{"q": {"_id": 1}, "u": {"$inc": {"v": 1}}}],
+                           "startTransaction": True, **t})
+    done: dict = {}
+
+    async def outside():
+        done["reply"] = await c.command("db", outside_cmd, check=False)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(outside)
+        await trio.testing.wait_all_tasks_blocked()
+        assert "reply" not in done, "the write went through a document the transaction holds"
+        await c.admin({end: 1, **t})
+    return done["reply"]
+
+
+async def test_an_update_outside_waits_for_the_transaction_then_applies_on_top(autojump_clock):
+    async with open_cluster(shards=1, listen=False, epoch=1_700_000_000) as core:
+        c = AsyncClient(core.router)
+        await c.insert("db", "c", [{"_id": 1, "v": 0}])
+        reply = await _outside_write_waits(core, c, {"update": "c", "updates": [
+            {"q": {"_id": 1}, "u": {"$inc": {"v": 10}}}]}, "commitTransaction")
+        assert reply["nModified"] == 1
+        assert await c.find("db", "c") == [{"_id": 1, "v": 11}]  # neither update lost
+        node = next(iter(core.shards.values()))
+        ops = [e["op"] if e["op"] != "c" else next(iter(e["o"])) for e in
+               (node.oplog.entry_at(p) for p in range(node.oplog.end)) if e.get("ns") in ("db.c", "admin.$cmd")]
+        assert ops[-2:] == ["applyOps", "u"]  # the transaction's commit, then the write that waited
+
+
+async def test_an_insert_of_an_id_a_transaction_inserted_waits_for_its_outcome(autojump_clock):
+    async with open_cluster(shards=1, listen=False, epoch=1_700_000_000) as core:
+        c = AsyncClient(core.router)
+        await c.insert("db", "c", [{"_id": 0}])
+        for end, expect_dup in (("commitTransaction", True), ("abortTransaction", False)):
+            t = _txn(8 if expect_dup else 9)
+            await c.command("db", {"insert": "c", "documents": [{"_id": 1, "by": "txn"}], "startTransaction": True, **t})
+            done: dict = {}
+
+            async def outside():
+                done["reply"] = await c.command("db", {"insert": "c", "documents": [{"_id": 1, "by": "outside"}]},
+                                                check=False)
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(outside)
+                await trio.testing.wait_all_tasks_blocked()
+                assert "reply" not in done
+                await c.admin({end: 1, **t})
+            errors = done["reply"].get("writeErrors", [])
+            assert [e["code"] for e in errors] == ([11000] if expect_dup else [])
+            assert (await c.find("db", "c", {"_id": 1}))[0]["by"] == ("txn" if expect_dup else "outside")
+            await c.delete("db", "c", {"_id": 1})
+
+
+async def test_a_delete_outside_waits_and_matches_again(autojump_clock):
+    async with open_cluster(shards=1, listen=False, epoch=1_700_000_000) as core:
+        c = AsyncClient(core.router)
+        await c.insert("db", "c", [{"_id": 1, "v": 0}])
+        # the delete matches v: 0; the transaction moves v to 1; after it commits, nothing matches
+        reply = await _outside_write_waits(core, c, {"delete": "c", "deletes": [{"q": {"v": 0}, "limit": 0}]},
+                                           "commitTransaction")
+        assert reply["n"] == 0
+        assert await c.find("db", "c") == [{"_id": 1, "v": 1}]
+        # had the transaction aborted, the delete would have found v: 0 still there
+        reply = await _outside_write_waits(core, c, {"delete": "c", "deletes": [{"q": {"v": 1}, "limit": 0}]},
+                                           "abortTransaction", session=6)
+        assert reply["n"] == 1 and await c.find("db", "c") == []
