@@ -85,9 +85,6 @@ def _run_demo(args: argparse.Namespace) -> int:
         os.makedirs(args.pictures, exist_ok=True)
         for name, sc in SCENARIOS.items():
             result = run_scenario(sc)
-            if result.skipped:
-                console.print(f"{name}: skipped ({result.skipped})", style="yellow")
-                continue
             path = os.path.join(args.pictures, f"{name}.svg")
             with open(path, "w", encoding="utf-8") as f:
                 f.write(render_svg(result))
@@ -109,8 +106,6 @@ def _run_demo(args: argparse.Namespace) -> int:
 
     result = run_scenario(SCENARIOS[args.scenario])
     render(result, console)
-    if result.skipped:
-        return 0
     if args.html:
         from mongosim.demo.timeline import render_html
 

@@ -7,7 +7,7 @@ the terminal (`terminal.py`) and drawn as an HTML timeline (`timeline.py`).
 
 from __future__ import annotations
 
-from mongosim.demo.base import DemoResult, DemoSkipped, Scenario, run_scenario  # noqa: F401
+from mongosim.demo.base import DemoResult, Scenario, run_scenario  # noqa: F401
 from mongosim.demo.scenarios import cold_shard, interleaved, invalidate, new_shard, resume, slow_shard, transaction
 
 SCENARIOS: dict[str, Scenario] = {

@@ -29,10 +29,6 @@ EPOCH = 1_700_000_000
 SEED = 20240607
 
 
-class DemoSkipped(Exception):
-    """The scenario needs something the emulator does not do yet; the message says what."""
-
-
 @dataclass(frozen=True)
 class Scenario:
     name: str
@@ -54,7 +50,6 @@ class DemoResult:
     story: Story | None
     received: list[tuple[float, dict]]  # (virtual time, event) as the client got them
     facts: dict  # what the scenario measured for its claims
-    skipped: str | None = None
 
 
 @contextlib.contextmanager
@@ -195,15 +190,11 @@ def run_scenario(scenario: Scenario, *, seed: int = SEED) -> DemoResult:
                 with trace.attached(core):
                     demo = Demo(core, trace, nursery)
                     out["demo"] = demo
-                    try:
-                        await scenario.run(demo)
-                    except DemoSkipped as skip:
-                        out["skipped"] = str(skip)
+                    await scenario.run(demo)
                     nursery.cancel_scope.cancel()
 
     with deterministic_scheduling(seed):
         trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
     demo: Demo = out["demo"]
-    skipped = out.get("skipped")
     story = build_story(trace)
-    return DemoResult(scenario, trace, story, demo.received, demo.facts, skipped)
+    return DemoResult(scenario, trace, story, demo.received, demo.facts)

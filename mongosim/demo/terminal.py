@@ -62,9 +62,6 @@ def render(result: DemoResult, console: Console | None = None) -> Console:
     head.append("How to read: ", style="bold")
     head.append(HOW_TO_READ, style="dim")
     console.print(Panel(head, title=f"mongosim demo {sc.name}", title_align="left"))
-    if result.skipped:
-        console.print(Panel(Text(result.skipped), title="skipped", style="yellow", title_align="left"))
-        return console
     story = result.story
     table = Table(box=None, pad_edge=False, show_edge=False, expand=False)
     table.add_column("t", justify="right", no_wrap=True, style="dim")

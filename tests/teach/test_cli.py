@@ -38,17 +38,6 @@ def test_demo_cold_shard_writes_the_account_and_the_files(tmp_path, capsys):
     assert {"gate", "released", "noop", "batch"} <= {r["step"] for r in records}
 
 
-def test_demo_transaction_says_why_it_is_skipped(capsys):
-    from router.mongos import ROUTER_COMMANDS, load_router_commands
-
-    load_router_commands()
-    if "commitTransaction" in ROUTER_COMMANDS:
-        pytest.skip("transactions are there: the scenario runs")
-    assert main(["demo", "transaction", "--width", "200"]) == 0
-    out = capsys.readouterr().out
-    assert "skipped" in out and "commitTransaction" in out
-
-
 def test_explain_cli_shows_both_halves(capsys):
     assert main(["explain", "db.c", "--pipeline", '[{"$match": {"operationType": "insert"}}]',
                  "--full-document", "updateLookup"]) == 0

@@ -18,10 +18,7 @@ def run(name: str) -> demo.DemoResult:
 
 
 def ran(name: str) -> demo.DemoResult:
-    r = run(name)
-    if r.skipped:
-        pytest.skip(r.skipped)
-    return r
+    return run(name)
 
 
 def received_keys(r: demo.DemoResult) -> list[str]:
@@ -134,24 +131,13 @@ def test_new_shard_joins_the_merge_from_where_it_was_added():
 
 
 def test_transaction_comes_out_whole():
-    r = ran("transaction")  # skipped until the router has commitTransaction
+    r = ran("transaction")
     txn = [e for _t, e in r.received if "txnNumber" in e]
     assert len(txn) == 4 and len({e["clusterTime"] for e in txn}) == 1
     ids = [e["_id"]["_data"] for _t, e in r.received]
     first = ids.index(txn[0]["_id"]["_data"])
     assert ids[first:first + 4] == [e["_id"]["_data"] for e in txn], "no other event in between"
     assert r.trace.of("unwound")
-
-
-def test_transaction_skips_with_a_message_until_the_router_commits():
-    from router.mongos import ROUTER_COMMANDS, load_router_commands
-
-    load_router_commands()
-    r = run("transaction")
-    if "commitTransaction" in ROUTER_COMMANDS:
-        pytest.skip("the router has transactions: the scenario runs")
-    assert r.skipped and "commitTransaction" in r.skipped
-    assert "skipped" in render_text(r)
 
 
 def test_invalidate_closes_the_stream_and_start_after_reopens():

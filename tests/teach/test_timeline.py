@@ -104,8 +104,6 @@ def test_page_is_self_contained():
 @pytest.mark.parametrize("name", list(demo.SCENARIOS))
 def test_every_scenario_draws(name):
     r = result(name)
-    if r.skipped:
-        pytest.skip(r.skipped)
     page = parse(render_html(r))
     lanes = {a["data-lane"] for a in page.find("g", class_="lanegroup") if "data-lane" in a}
     assert set(r.story.lanes) == lanes
@@ -123,8 +121,6 @@ def test_merged_lane_reads_left_to_right_in_token_order(name):
     """A merged stream releases in token order, so its lane must show the events in that order
     (events released by one getMore share a time: the picture must not shuffle them)."""
     r = result(name)
-    if r.skipped:
-        pytest.skip(r.skipped)
     page = parse(render_html(r))
     lanes: dict[str, list[tuple[float, str]]] = {}
     stream, key = None, None

@@ -13,21 +13,10 @@ from __future__ import annotations
 
 from bson import Binary, Int64
 
-from mongosim.demo.base import Demo, DemoSkipped, Scenario
-
-NEEDS = ("The multi-shard transaction scenario needs commitTransaction through the router; this build of "
-         "mongosim has no router-side transactions yet, so it is skipped. It runs as is once they land.")
-
-
-def _router_has_transactions(d: Demo) -> bool:
-    from router.mongos import ROUTER_COMMANDS
-
-    return "commitTransaction" in ROUTER_COMMANDS
+from mongosim.demo.base import Demo, Scenario
 
 
 async def run(d: Demo) -> None:
-    if not _router_has_transactions(d):
-        raise DemoSkipped(NEEDS)
     await d.watch("db", "c")
     await d.at(1.0)
     await d.insert({"_id": 1, "k": 5})
