@@ -153,6 +153,8 @@ class Node:
 
             attach_transaction(self, ctx, name)
         elif name in _WRITE_COMMANDS and self.prepared_namespaces:
+            if lsid is not None and ctx.txn_number is not None:
+                self.sessions.begin(lsid, ctx.txn_number)  # the session is checked out before any wait
             await self._wait_for_prepared(db, cmd.get(name))
         try:
             reply = handler(self, ctx)

@@ -44,6 +44,19 @@ class SessionState:
     txn: Any = None  # an open multi-document transaction (shardsim.transactions)
 
 
+def end_open_transaction(s: SessionState) -> None:
+    """A newer txnNumber on the session aborts its open transaction; a prepared one is the
+    coordinator's to decide: PreparedTransactionInProgress."""
+    txn = s.txn
+    if txn is None:
+        return
+    if txn.state == "prepared":
+        raise MongoError("PreparedTransactionInProgress",
+                         f"Cannot start a new txnNumber on the session: transaction {txn.txn_number} is prepared")
+    txn.abort()
+    s.txn = None
+
+
 class SessionTable:
     def __init__(self) -> None:
         self._sessions: dict[bytes, SessionState] = {}
@@ -66,9 +79,7 @@ class SessionTable:
                 "has already started on this session.",
             )
         if txn_number > s.txn_number:
-            if s.txn is not None:
-                s.txn.abort()  # a newer txnNumber on the session ends its open transaction
-                s.txn = None
+            end_open_transaction(s)
             s.txn_number = txn_number
             s.executed = {}
             s.last_write_key = 0

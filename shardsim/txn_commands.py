@@ -15,6 +15,7 @@ from bson import Timestamp
 from oplog.clock import key_ts
 from oplog.errors import MongoError
 from shardsim.node import Node, OpCtx, command
+from shardsim.sessions import end_open_transaction
 from shardsim.transactions import Transaction, no_such_transaction
 
 ALLOWED_IN_TXN = {
@@ -40,8 +41,7 @@ def attach_transaction(node: Node, ctx: OpCtx, name: str) -> None:
         if ctx.txn_number == state.txn_number and state.txn is not None:
             raise MongoError("ConflictingOperationInProgress",
                              f"Cannot start transaction {ctx.txn_number} on session because it has already started.")
-        if state.txn is not None:
-            state.txn.abort(ctx)
+        end_open_transaction(state)
         state.txn_number = ctx.txn_number
         state.executed = {}
         state.txn = Transaction(node, ctx.lsid, ctx.txn_number)

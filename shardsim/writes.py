@@ -86,6 +86,15 @@ class WriteSession:
     def delete(self, coll: Collection, doc: dict) -> None:
         self.txn.delete(coll, doc) if self.txn is not None else coll.delete(doc)
 
+    async def settled_targets(self, db: str, name: str, select: Any) -> tuple[Collection | None, list[dict]]:
+        """The collection and the documents a statement writes (`select(coll)`), once no open
+        transaction holds any of them: after a wait they are matched again."""
+        while True:
+            coll = self.node.catalog.collection(db, name)
+            targets = select(coll)
+            if not await self.wait_unlocked(coll, targets):
+                return coll, targets
+
     async def wait_unlocked(self, coll: Collection | None, docs: Iterable[dict]) -> bool:
         """Outside a transaction, a write to documents an open transaction has written waits for
         that transaction to end, as mongod's write-conflict retry loop does.  True if it waited:
@@ -328,13 +337,8 @@ async def cmd_update(node: Node, ctx: OpCtx) -> dict:
             if multi and classify_update(u) == "replacement":
                 raise MongoError("FailedToParse", "multi update is not supported for replacement-style update")
             matcher = Matcher(q)
-            while True:
-                coll = node.catalog.collection(ctx.db, name)
-                targets = list(matching_documents(coll, q, matcher, ws))
-                if not multi:
-                    targets = targets[:1]
-                if not await ws.wait_unlocked(coll, targets):
-                    break
+            coll, targets = await ws.settled_targets(
+                ctx.db, name, lambda c: list(matching_documents(c, q, matcher, ws))[:None if multi else 1])
             if targets:
                 modified = 0
                 for doc in targets:
@@ -394,13 +398,8 @@ async def cmd_delete(node: Node, ctx: OpCtx) -> dict:
             limit = st.get("limit", 0)
             if limit not in (0, 1):
                 raise MongoError("FailedToParse", "The limit field in delete objects must be 0 or 1. Got " + str(limit))
-            while True:
-                coll = node.catalog.collection(ctx.db, name)
-                targets = list(matching_documents(coll, q, None, ws))
-                if limit == 1:
-                    targets = targets[:1]
-                if not await ws.wait_unlocked(coll, targets):
-                    break
+            coll, targets = await ws.settled_targets(
+                ctx.db, name, lambda c: list(matching_documents(c, q, None, ws))[:1 if limit == 1 else None])
             for doc in targets:
                 delete_document(node, ctx, coll, doc, ws, i)
             n += len(targets)
@@ -439,14 +438,15 @@ async def cmd_find_and_modify(node: Node, ctx: OpCtx) -> dict:
     if saved is not None:
         return dict(saved)
     matcher = Matcher(q)
-    while True:
-        coll = node.catalog.collection(ctx.db, name)
-        targets = list(matching_documents(coll, q, matcher, ws))
+
+    def first(c: Collection | None) -> list[dict]:
+        targets = list(matching_documents(c, q, matcher, ws))
         if cmd.get("sort"):
             targets.sort(key=sort_key_fn(cmd["sort"]))
-        doc = targets[0] if targets else None
-        if not await ws.wait_unlocked(coll, targets[:1]):
-            break
+        return targets[:1]
+
+    coll, targets = await ws.settled_targets(ctx.db, name, first)
+    doc = targets[0] if targets else None
     fields = cmd.get("fields")
     project = compile_projection(fields) if fields else None
     last_error: dict[str, Any] = {"n": 0}

@@ -221,3 +221,27 @@ async def test_a_delete_outside_waits_and_matches_again(autojump_clock):
         reply = await _outside_write_waits(core, c, {"delete": "c", "deletes": [{"q": {"v": 1}, "limit": 0}]},
                                            "abortTransaction", session=6)
         assert reply["n"] == 1 and await c.find("db", "c") == []
+
+
+async def test_a_newer_txn_number_aborts_an_open_transaction_but_not_a_prepared_one(autojump_clock):
+    from oplog.errors import MongoError
+
+    async with open_cluster(shards=1, listen=False, epoch=1_700_000_000) as core:
+        node = next(iter(core.shards.values()))
+        t1 = _txn(3, 1)
+        await node.run_command("db", {"insert": "c", "documents": [{"_id": 1}], "startTransaction": True, **t1})
+        retryable = {"lsid": t1["lsid"], "txnNumber": 2}
+        await node.run_command("db", {"insert": "c", "documents": [{"_id": 2}], **retryable})
+        assert node.sessions.state(t1["lsid"]).txn is None and not node.txn_locks  # transaction 1 aborted
+        t3 = _txn(3, 3)
+        await node.run_command("db", {"insert": "c", "documents": [{"_id": 3}], "startTransaction": True, **t3})
+        prepared = await node.run_command("admin", {"prepareTransaction": 1, **t3}, from_router=True)
+        for cmd in ({"insert": "c", "documents": [{"_id": 4}], "lsid": t1["lsid"], "txnNumber": 4},
+                    {"insert": "c", "documents": [{"_id": 4}], "startTransaction": True, **_txn(3, 4)}):
+            with pytest.raises(MongoError) as err:
+                await node.run_command("db", cmd)
+            assert err.value.code_name == "PreparedTransactionInProgress"
+        await node.run_command("admin", {"commitTransaction": 1, "commitTimestamp": prepared["prepareTimestamp"],
+                                         **t3}, from_router=True)
+        docs = (await node.run_command("db", {"find": "c"}))["cursor"]["firstBatch"]
+        assert sorted(d["_id"] for d in docs) == [2, 3]
