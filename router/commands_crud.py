@@ -24,8 +24,10 @@ from oplog.errors import MongoError
 from router.mongos import GENERIC_FIELDS, Request, Router, router_command
 from router.sharding import critical_sections, ensure_database
 from shardsim.cursors import DEFAULT_FIRST_BATCH, QueryCursor, cursor_reply
+from shardsim.reads import int_arg
 
-_PASS = ("lsid", "txnNumber", "autocommit", "startTransaction", "readConcern", "writeConcern", "bypassDocumentValidation", "let", "comment")
+_PASS = ("lsid", "txnNumber", "autocommit", "startTransaction", "readConcern", "writeConcern", "bypassDocumentValidation", "let", "comment",
+         "maxTimeMS")
 
 
 def _ns(req: Request) -> tuple[str, str, str]:
@@ -348,15 +350,15 @@ async def cmd_kill_cursors(router: Router, req: Request) -> dict:
 async def cmd_count(router: Router, req: Request) -> dict:
     db, coll, ns = _ns(req)
     q = req.cmd.get("query") or {}
+    skip = int_arg(req.cmd, "skip", "count", 0) or 0  # checked before any shard is asked
+    limit = int_arg(req.cmd, "limit", "count", None, allow_negative=True)
     total = 0
     for shard in targets_for_query(router, ns, q):
         reply = await _run_txn_aware(router, req, shard, db, {"count": coll, "query": q, **_session_fields(req)})
         total += reply["n"]
-    skip = int(req.cmd.get("skip") or 0)
-    limit = req.cmd.get("limit")
     total = max(total - skip, 0)
     if limit:
-        total = min(total, abs(int(limit)))
+        total = min(total, abs(limit))
     return {"n": total, "ok": 1.0}
 
 

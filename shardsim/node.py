@@ -14,6 +14,7 @@ does; that is what lets an idle shard's high-water mark advance.
 
 from __future__ import annotations
 
+import math
 import secrets
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
@@ -42,6 +43,7 @@ class OpCtx:
     # internal flags set by the router for shard-side behaviour
     from_router: bool = False
     txn: Any = None  # the open multi-document transaction this command runs in
+    deadline: float = math.inf  # trio time when maxTimeMS runs out (a getMore's maxTimeMS is its await time)
 
 
 Handler = Callable[["Node", OpCtx], Awaitable[dict] | dict]
@@ -113,7 +115,7 @@ class Node:
         ts = key_ts(key)
         e = oplog_entry.finish(op, ts, self.wall.wall(), **session_fields)
         self.oplog.append(e)
-        if self.progress.statistics().tasks_waiting:
+        if self.progress:  # anyone parked (ParkingLot.__len__)
             self.progress.unpark_all()
         if ctx is not None:
             ctx.op_time_key = key
@@ -148,6 +150,9 @@ class Node:
         lsid = cmd.get("lsid")
         txn = cmd.get("txnNumber")
         ctx = OpCtx(db, cmd, lsid=lsid, txn_number=int(txn) if txn is not None else None, from_router=from_router)
+        max_time_ms = cmd.get("maxTimeMS")
+        if max_time_ms and name != "getMore":
+            ctx.deadline = trio.current_time() + max_time_ms / 1000.0
         if cmd.get("autocommit") is False:
             from shardsim.txn_commands import attach_transaction
 
@@ -155,7 +160,7 @@ class Node:
         elif name in _WRITE_COMMANDS and self.prepared_namespaces:
             if lsid is not None and ctx.txn_number is not None:
                 self.sessions.begin(lsid, ctx.txn_number)  # the session is checked out before any wait
-            await self._wait_for_prepared(db, cmd.get(name))
+            await self._wait_for_prepared(db, cmd.get(name), ctx.deadline)
         try:
             reply = handler(self, ctx)
             if hasattr(reply, "__await__"):
@@ -174,11 +179,18 @@ class Node:
     def prepared_namespaces(self) -> set[str]:
         return {ns for (ns, _k), t in self.txn_locks.items() if t.state == "prepared"}
 
-    async def _wait_for_prepared(self, db: str, coll: Any) -> None:
+    async def _wait_for_prepared(self, db: str, coll: Any, deadline: float) -> None:
         """A write waits while a prepared transaction holds documents of its collection."""
         ns = f"{db}.{coll}"
-        while ns in self.prepared_namespaces:
-            await self.txn_released.park()
+        await self.park_until(lambda: ns not in self.prepared_namespaces, deadline)
+
+    async def park_until(self, ready: Callable[[], bool], deadline: float) -> None:
+        """Wait for transactions to end until `ready()`; MaxTimeMSExpired at the command's deadline."""
+        with trio.move_on_at(deadline):
+            while not ready():
+                await self.txn_released.park()
+            return
+        raise MongoError("MaxTimeMSExpired", "operation exceeded time limit")
 
     def operation_time(self, ctx_key: int = 0) -> Timestamp:
         return key_ts(ctx_key or self.clock.key)

@@ -17,7 +17,7 @@ from shardsim.query.matcher import Matcher
 from shardsim.writes import check_namespace, matching_documents
 
 
-def _int_arg(cmd: dict, name: str, cmd_name: str, default: int | None = None, *, allow_negative: bool = False) -> int | None:
+def int_arg(cmd: dict, name: str, cmd_name: str, default: int | None = None, *, allow_negative: bool = False) -> int | None:
     v = cmd.get(name, default)
     if v is None:
         return None
@@ -46,8 +46,8 @@ def run_find(node: Node, db: str, coll_name: str, cmd: dict, view=None) -> Itera
     sort = cmd.get("sort")
     if sort:
         docs.sort(key=sort_key_fn(sort))
-    skip = _int_arg(cmd, "skip", "find", 0) or 0
-    limit = _int_arg(cmd, "limit", "find", None)
+    skip = int_arg(cmd, "skip", "find", 0) or 0
+    limit = int_arg(cmd, "limit", "find", None)
     if skip:
         docs = docs[skip:]
     if limit:
@@ -72,8 +72,8 @@ def serve_cursor(node: Node, ns: str, results: Iterator[dict], batch_size: int |
 def cmd_find(node: Node, ctx: OpCtx) -> dict:
     cmd = ctx.cmd
     name = check_namespace(ctx.db, cmd["find"])
-    batch_size = _int_arg(cmd, "batchSize", "find", None)
-    limit = _int_arg(cmd, "limit", "find", None)
+    batch_size = int_arg(cmd, "batchSize", "find", None)
+    limit = int_arg(cmd, "limit", "find", None)
     results = run_find(node, ctx.db, name, cmd, ctx.txn)
     if limit and (batch_size is None or batch_size > limit):
         batch_size = limit
@@ -101,8 +101,8 @@ def cmd_count(node: Node, ctx: OpCtx) -> dict:
     q = cmd.get("query") or {}
     coll = node.catalog.collection(ctx.db, name)
     n = len(coll) if (coll is not None and not q and ctx.txn is None) else len(list(matching_documents(coll, q, None, ctx.txn)))
-    skip = _int_arg(cmd, "skip", "count", 0) or 0
-    limit = _int_arg(cmd, "limit", "count", None, allow_negative=True)
+    skip = int_arg(cmd, "skip", "count", 0) or 0
+    limit = int_arg(cmd, "limit", "count", None, allow_negative=True)
     n = max(n - skip, 0)
     if limit:
         n = min(n, abs(limit))

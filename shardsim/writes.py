@@ -103,11 +103,15 @@ class WriteSession:
         if self.txn is not None or coll is None or not locks:
             return False
         ns = coll.ns
-        blocked = False
-        while any((ns, hashable(d["_id"])) in locks for d in docs):
-            blocked = True
-            await self.node.txn_released.park()
-        return blocked
+        docs = list(docs)
+
+        def free() -> bool:
+            return not any((ns, hashable(d["_id"])) in locks for d in docs)
+
+        if free():
+            return False
+        await self.node.park_until(free, self.ctx.deadline)
+        return True
 
     def pre_image(self, coll: Collection, pre: dict) -> None:
         if self.txn is not None:

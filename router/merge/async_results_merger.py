@@ -22,6 +22,12 @@ batch is non-empty).
 
 Sort keys are compared as plain strings: KeyString keeps the BSON order of
 (clusterTime, tokenType, txnOpIndex, fromInvalidate, uuid, eventIdentifier).
+
+Which remotes to ask for more (`needs_fetch`): the server asks a remote whose
+buffer is empty.  After answering its client, mongosim also reads ahead: it
+asks every remote holding less than one client batch (`low_water`), so that the
+shards compute the next batches while the client decodes this one.  What is
+released, and when, is unchanged: only the number of shard getMores differs.
 """
 
 from __future__ import annotations
@@ -177,10 +183,11 @@ class AsyncResultsMerger:
                         self.trace({"step": "hwm", "key": m, "shard": rc.shard})
         return self.high_water_mark
 
-    def needs_fetch(self) -> list[int]:
-        """Remotes to ask for more: empty buffer, nothing in flight, not exhausted."""
+    def needs_fetch(self, low_water: int = 1) -> list[int]:
+        """Remotes to ask for more: fewer than `low_water` buffered events (the server: an empty
+        buffer), nothing in flight, not exhausted."""
         return [i for i, rc in enumerate(self.remotes)
-                if not rc.buffer and not rc.pending and not rc.exhausted and rc.error is None]
+                if len(rc.buffer) < low_water and not rc.pending and not rc.exhausted and rc.error is None]
 
     def errors(self) -> list[RemoteCursor]:
         return [rc for rc in self.remotes if rc.error is not None]

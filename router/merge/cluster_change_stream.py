@@ -142,8 +142,8 @@ class ClusterChangeStreamCursor:
                             cur.get(OP_TYPES_FIELD, []), cur.get("postBatchResumeToken"), int(cur["id"]) == 0)
 
     # -- fetching -------------------------------------------------------------------------
-    def _schedule(self, await_ms: int, batch_size: int | None = None) -> None:
-        for idx in self.arm.needs_fetch():
+    def _schedule(self, await_ms: int, batch_size: int | None = None, low_water: int = 1) -> None:
+        for idx in self.arm.needs_fetch(low_water):
             rc = self.arm.remotes[idx]
             rc.pending = True
             self.router.nursery.start_soon(self._fetch, idx, min(await_ms, SHARD_AWAIT_CAP_MS), batch_size)
@@ -225,7 +225,8 @@ class ClusterChangeStreamCursor:
             if out and not self.exhausted:
                 # Keep requests outstanding while the client consumes this batch (the ARM does):
                 # the shards compute their next batches while the client decodes this one.
-                self._schedule(await_ms or DEFAULT_AWAIT_MS, limit if limit < 2**31 else None)
+                batch = limit if limit < 2**31 else None
+                self._schedule(await_ms or DEFAULT_AWAIT_MS, batch, batch or 1)
             return out
         deadline = trio.current_time() + await_ms / 1000.0
         while not out and not self.exhausted:

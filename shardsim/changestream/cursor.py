@@ -38,6 +38,7 @@ SORT_KEYS_FIELD = "$_sortKeys"
 ID_INTACT_FIELD = "$_idIntact"
 OP_TYPES_FIELD = "$_opTypes"
 BATCH_BYTES = bsonutil.MAX_BSON_OBJECT_SIZE - 64 * 1024
+SLICE = 128  # events pulled between two checkpoints of a large batch (fill_batch)
 
 # Raised to the client when a user stage rewrote an event's _id (the resume token).
 ID_MODIFIED_MSG = (
@@ -70,9 +71,13 @@ class ChangeStreamCursor:
     def run_batch(self, limit: int) -> list[tuple[dict, Any, bool, str]]:
         """Pull up to `limit` events: [(token, encoded event, _id intact, operationType)]."""
         out: list[tuple[dict, Any, bool, str]] = []
-        size = 0
+        self._pull(out, limit, 0)
+        return out
+
+    def _pull(self, out: list, limit: int, size: int) -> int:
+        """Append events to `out` until it holds `limit` (or the stream pauses); return its bytes."""
         if self.exhausted:
-            return out
+            return size
         top = self.top
         while len(out) < limit:
             if self._stash is not None:
@@ -103,7 +108,7 @@ class ChangeStreamCursor:
             out.append((ev.token, raw, intact, ev.op_type))
             self.pbrt = ev.token
             self.pbrt_key = ev.ts_key
-        return out
+        return size
 
     def _advance_hwm(self) -> None:
         latest = self.source.latest_key
@@ -118,11 +123,26 @@ class ChangeStreamCursor:
             self.pbrt = {"_data": encode_high_water_mark(latest)}
             self.pbrt_key = latest
 
+    async def fill_batch(self, limit: int) -> list[tuple[dict, Any, bool, str]]:
+        """`run_batch` in slices of SLICE events with a checkpoint between them, so that a large
+        batch does not hold the event loop: other clients' commands (and the router answering its
+        client from what it has buffered) run in between."""
+        out: list = []
+        size = 0
+        while True:
+            want = min(limit, len(out) + SLICE)
+            size = self._pull(out, want, size)
+            if len(out) < want or want == limit:
+                return out
+            await trio.lowlevel.checkpoint()
+            if self.interrupt is not None:
+                raise self.interrupt
+
     # -- cursor protocol ------------------------------------------------------------------
     async def get_more(self, batch_size: int | None, max_time_ms: int | None):
         limit = batch_size if batch_size else 2**31
         promised_before = self.pbrt_key
-        batch = self.run_batch(limit)
+        batch = await self.fill_batch(limit)
         if self.node.instant_hwm and self.pbrt_key > promised_before:
             # instant-HWM: a promise that moved is news for the router; do not sit on it
             return self.finish(batch), self.reply_fields(batch), self.exhausted

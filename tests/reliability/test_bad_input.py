@@ -207,3 +207,11 @@ def test_wrong_generic_argument_types_on_commands(deployment):
                 {"find": "c", "readConcern": "majority"}):  # (pymongo sets lsid itself)
         code, err = _code(lambda: client.bad.command(cmd))
         assert code == 14, (cmd, err)
+
+
+@pytest.mark.parametrize("field,value,code", [("limit", float("nan"), 2), ("limit", 1.5, 2), ("limit", "3", 14),
+                                              ("skip", -1, 2), ("skip", float("inf"), 2)])
+def test_count_arguments(deployment, field, value, code):
+    _topology, client = deployment
+    assert _code(lambda: client.bad.command({"count": "c", field: value}))[0] == code
+    assert client.bad.command({"count": "c", "limit": -1.0})["n"] == 1  # a negative limit counts as its absolute value

@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mongosim.core import open_cluster
+from oplog.errors import MongoError
 from mongosim.testing import AsyncClient
 from shardsim import snapshots
 from shardsim.catalog import Catalog, Collection
@@ -224,7 +225,6 @@ async def test_a_delete_outside_waits_and_matches_again(autojump_clock):
 
 
 async def test_a_newer_txn_number_aborts_an_open_transaction_but_not_a_prepared_one(autojump_clock):
-    from oplog.errors import MongoError
 
     async with open_cluster(shards=1, listen=False, epoch=1_700_000_000) as core:
         node = next(iter(core.shards.values()))
@@ -245,3 +245,31 @@ async def test_a_newer_txn_number_aborts_an_open_transaction_but_not_a_prepared_
                                          **t3}, from_router=True)
         docs = (await node.run_command("db", {"find": "c"}))["cursor"]["firstBatch"]
         assert sorted(d["_id"] for d in docs) == [2, 3]
+
+
+async def test_a_waiting_write_gives_up_at_its_max_time_ms(autojump_clock):
+    async with open_cluster(shards=1, listen=False, epoch=1_700_000_000) as core:
+        c = AsyncClient(core.router)
+        await c.insert("db", "c", [{"_id": 1, "v": 0}, {"_id": 2, "v": 0}])
+        t = _txn(5)
+        await c.command("db", {"update": "c", "updates": [{"q": {"_id": 1}, "u": {"$inc": {"v": 1}}}],
+                               "startTransaction": True, **t})
+        t0 = trio.current_time()
+        reply = await c.command("db", {"update": "c", "ordered": False, "maxTimeMS": 300, "updates": [
+            {"q": {"_id": 2}, "u": {"$set": {"v": 2}}}, {"q": {"_id": 1}, "u": {"$set": {"v": 9}}}]}, check=False)
+        assert trio.current_time() - t0 == pytest.approx(0.3)
+        assert reply["ok"] == 1 and reply["nModified"] == 1  # the free document was written
+        assert [(e["index"], e["code"], e["errmsg"]) for e in reply["writeErrors"]] == [(1, 50, "operation exceeded time limit")]
+        await c.admin({"commitTransaction": 1, **t})
+        assert await c.find("db", "c") == [{"_id": 1, "v": 1}, {"_id": 2, "v": 2}]
+
+        node = next(iter(core.shards.values()))
+        t3 = _txn(6, 3)
+        await node.run_command("db", {"insert": "c", "documents": [{"_id": 3}], "startTransaction": True, **t3})
+        prepared = await node.run_command("admin", {"prepareTransaction": 1, **t3}, from_router=True)
+        with pytest.raises(MongoError) as err:  # a write to a namespace a prepared transaction holds
+            await node.run_command("db", {"insert": "c", "documents": [{"_id": 4}], "maxTimeMS": 100})
+        assert err.value.code == 50
+        await node.run_command("admin", {"commitTransaction": 1, "commitTimestamp": prepared["prepareTimestamp"],
+                                         **t3}, from_router=True)
+        assert [d["_id"] for d in await c.find("db", "c")] == [1, 2, 3]
