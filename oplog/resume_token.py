@@ -347,6 +347,53 @@ def _document_key_fields(document_key: Mapping) -> bytes | None:
     return b"".join(parts)
 
 
+def _bson_document_key_fields(raw: bytes) -> bytes | None:
+    """`_document_key_fields` read straight from the documentKey's BSON bytes (no decode):
+    ObjectId, int32 and string fields; None for any other type (the caller decodes)."""
+    parts = []
+    pos, end = 4, len(raw) - 1
+    while pos < end:
+        t = raw[pos]
+        name_end = raw.index(0, pos + 1)
+        name = raw[pos + 1 : name_end]
+        v = name_end + 1
+        if t == 0x07:  # ObjectId
+            parts.append(b"\x64" + name + b"\x00\x64" + raw[v : v + 12])
+            pos = v + 12
+        elif t == 0x10:  # int32
+            value = int.from_bytes(raw[v : v + 4], "little", signed=True)
+            if value > 0:
+                shifted = value << 1
+                n = (shifted.bit_length() + 7) >> 3
+                parts.append(b"\x1e" + name + b"\x00" + _POSITIVE_INT_CTYPE[n] + shifted.to_bytes(n, "big"))
+            else:
+                parts.append(b"\x1e" + name + b"\x00" + keystring.encode_value(value, keystring.TypeBits()))
+            pos = v + 4
+        elif t == 0x02:  # string
+            size = int.from_bytes(raw[v : v + 4], "little")
+            data = raw[v + 4 : v + 3 + size]
+            if b"\x00" in data:
+                return None
+            parts.append(b"\x3c" + name + b"\x00\x3c" + data + b"\x00")
+            pos = v + 4 + size
+        else:
+            return None
+    return b"".join(parts)
+
+
+def encode_crud_token(ts_key: int, uuid_bytes: bytes | None, operation_type: str,
+                      document_key_bson: bytes) -> tuple[str, bytes | None] | None:
+    """`encode_event_token` (txnOpIndex 0) from the documentKey's BSON bytes, when its fields
+    are of the types that add no type bits; None otherwise (decode and use `encode_event_token`)."""
+    prefix_hex, bits = _prefix(0, False, uuid_bytes, operation_type)
+    if bits:
+        return None
+    fields = _bson_document_key_fields(document_key_bson)
+    if fields is None:
+        return None
+    return "82" + format(ts_key, "016X") + prefix_hex + fields.hex().upper() + _TAIL_HEX, None
+
+
 def encode_event_token(
     ts_key: int,
     txn_op_index: int,

@@ -20,10 +20,7 @@ from oplog.layout import document_at
 from oplog.oplog import EntryView
 from shardsim.query.diff import update_description
 
-try:
-    from oplog.resume_token import encode_event_token
-except ImportError:  # pragma: no cover
-    encode_event_token = None
+from oplog.resume_token import encode_crud_token, encode_event_token
 
 _DELTA_PREFIX = b"\x10$v\x00\x02\x00\x00\x00"  # a delta update's `o` starts with {$v: 2, ...}
 
@@ -94,7 +91,8 @@ def token_bytes(data_hex: str, type_bits: bytes | None) -> bytes:
 
 
 def render_crud(view: EntryView, expanded: bool, raw_update: bool):
-    """(op type, token dict, event bytes, documentKey, diff or None) of a CRUD entry; None to take the slow path."""
+    """(op type, token dict, event bytes, documentKey (None if not decoded), diff or None) of a CRUD
+    entry; None to take the slow path."""
     raw = view.raw
     op = view.op
     diff = None
@@ -122,8 +120,13 @@ def render_crud(view: EntryView, expanded: bool, raw_update: bool):
         else:
             op_type = "replace"
             full = o_raw
-    document_key = bsonutil.decode(key_raw)
-    data_hex, type_bits = encode_event_token(view.key, 0, view.ui, op_type, document_key, False)
+    fast = encode_crud_token(view.key, view.ui, op_type, key_raw)
+    if fast is not None:
+        data_hex, type_bits = fast
+        document_key = None  # not needed: the token was read from the key's bytes
+    else:
+        document_key = bsonutil.decode(key_raw)
+        data_hex, type_bits = encode_event_token(view.key, 0, view.ui, op_type, document_key, False)
     token = {"_data": data_hex} if type_bits is None else {"_data": data_hex, "_typeBits": Binary(type_bits, 0)}
     parts = [_ID, token_bytes(data_hex, type_bits), _OP_TYPE[op_type], _CLUSTER_TIME, pack("<Q", view.key)]
     if expanded:

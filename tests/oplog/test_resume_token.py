@@ -18,6 +18,7 @@ from oplog.resume_token import (
     HIGH_WATER_MARK_TOKEN_TYPE,
     ResumeTokenData,
     decode_resume_token,
+    encode_crud_token,
     encode_event_token,
     encode_high_water_mark,
     encode_resume_token,
@@ -277,6 +278,25 @@ def test_fast_path_equals_general_encoder(ts_key, txn_op_index, uuid, op, key, f
     token = encode_resume_token(data)
     expected = (token["_data"], bytes(token["_typeBits"]) if "_typeBits" in token else None)
     assert encode_event_token(ts_key, txn_op_index, uuid, op, key, from_invalidate) == expected
+
+
+@HYPOTHESIS
+@given(
+    st.integers(0, 2**64 - 1),
+    st.none() | st.binary(min_size=16, max_size=16),
+    st.sampled_from(["insert", "update", "replace", "delete"]),
+    document_keys | st.fixed_dictionaries({"_id": st.integers(-(2**31), 2**31 - 1) | st.text() | st.builds(ObjectId)},
+                                          optional={"k": st.integers(-(2**31), 2**31 - 1) | st.text()}),
+)
+def test_token_from_the_document_keys_bytes_equals_the_general_encoder(ts_key, uuid, op, key):
+    from oplog.bsonutil import encode_in_order
+
+    fast = encode_crud_token(ts_key, uuid, op, encode_in_order(key))  # (field order kept, as in `o2`)
+    if fast is not None:  # (None: a type with type bits, or NUL in a string — the caller decodes)
+        assert fast == encode_event_token(ts_key, 0, uuid, op, key, False)
+    elif all(type(v) in (int, str, ObjectId) for v in key.values()):
+        assert any(type(v) is str and "\x00" in v for v in key.values()) or \
+            any(type(v) is int and not -(2**31) <= v < 2**31 for v in key.values())
 
 
 # --- bad tokens ----------------------------------------------------------------------------
