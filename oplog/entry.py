@@ -81,7 +81,7 @@ def finish(
     if lsid is not None:
         e["lsid"] = lsid
     if txn_number is not None:
-        e["txnNumber"] = Int64(txn_number)
+        e["txnNumber"] = txn_number if type(txn_number) is Int64 else Int64(txn_number)
     e.update(op)
     if stmt_id is not None:
         e["stmtId"] = stmt_id

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from bson import ObjectId
+from bson import Int64, ObjectId
 
 from oplog import bsonutil
 from oplog import entry as E
@@ -67,6 +67,7 @@ class WriteSession:
         self.stmt_ids = ctx.cmd.get("stmtIds")
         self.from_migrate = bool(ctx.cmd.get("fromMigrate")) and ctx.from_router
         self._lsid: dict | None = None  # the lsid with its uid, computed once per command
+        self._txn_number: Int64 | None = None
         if self.txn is None and ctx.lsid is not None and ctx.txn_number is not None:
             self.state = node.sessions.begin(ctx.lsid, ctx.txn_number)
 
@@ -140,9 +141,11 @@ class WriteSession:
         if self.state is not None:
             if self._lsid is None:
                 self._lsid = lsid_with_uid(self.ctx.lsid)
+            if self._txn_number is None:
+                self._txn_number = Int64(self.ctx.txn_number)  # built once per command, not per statement
             fields = {
                 "lsid": self._lsid,
-                "txn_number": self.ctx.txn_number,
+                "txn_number": self._txn_number,
                 "stmt_id": self.stmt_id(index),
                 "prev_op_time": self.node.sessions.prev_op_time(self.state),
             }
