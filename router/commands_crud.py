@@ -21,9 +21,11 @@ from typing import Any
 from bson import ObjectId
 
 from oplog.errors import MongoError
+from router.change_owning_shard import change_owning_shard
 from router.mongos import GENERIC_FIELDS, Request, Router, router_command
 from router.sharding import critical_sections, ensure_database
 from shardsim.cursors import DEFAULT_FIRST_BATCH, QueryCursor, cursor_reply
+from shardsim.node import WOULD_CHANGE_OWNING_SHARD
 from shardsim.reads import int_arg
 
 _PASS = ("lsid", "txnNumber", "autocommit", "startTransaction", "readConcern", "writeConcern", "bypassDocumentValidation", "let", "comment",
@@ -215,6 +217,11 @@ async def _statements(router: Router, req: Request, cmd_name: str, coll: str, ns
                     cmd["stmtIds"] = [i]
                 reply = await _run_txn_aware(router, req, shard, req.db, cmd)
                 _note_op_time(req, router, shard)
+                if reply.get("writeErrors") and reply["writeErrors"][0].get("code") == WOULD_CHANGE_OWNING_SHARD:
+                    await change_owning_shard(router, req, req.db, coll, ns, shard, reply["writeErrors"][0])
+                    n += 1
+                    n_modified += 1
+                    break
                 if reply.get("writeErrors"):
                     e = dict(reply["writeErrors"][0])
                     e["index"] = i
@@ -262,7 +269,18 @@ async def cmd_find_and_modify(router: Router, req: Request) -> dict:
     for shard in shards:
         cmd = {k: v for k, v in req.cmd.items() if k not in ("$db", "$clusterTime", "$readPreference")}
         cmd = {req.name: coll, **{k: v for k, v in cmd.items() if k != req.name}}
-        last = await _run_txn_aware(router, req, shard, db, cmd)
+        try:
+            last = await _run_txn_aware(router, req, shard, db, cmd)
+        except MongoError as err:
+            if err.code != WOULD_CHANGE_OWNING_SHARD:
+                raise
+            pre, post = await change_owning_shard(router, req, db, coll, ns, shard, err.extra)
+            value = post if req.cmd.get("new") else pre
+            if req.cmd.get("fields"):
+                from shardsim.query.projection import compile_projection
+
+                value = compile_projection(req.cmd["fields"])(value)
+            return {"lastErrorObject": {"n": 1, "updatedExisting": True}, "value": value, "ok": 1.0}
         _note_op_time(req, router, shard)
         if last.get("lastErrorObject", {}).get("n", 0) > 0:
             return last

@@ -148,8 +148,20 @@ class Router:
         self._ddl_lock = trio.Lock()
         for node in [config, *shards.values()]:
             self.clock.advance(node.clock.key)
+        for name, node in shards.items():
+            self.attach_filtering_metadata(name, node)
         if instant_hwm:
             self.clock.listeners.append(self._gossip_to_shards)
+
+    def attach_filtering_metadata(self, shard: str, node: Node) -> None:
+        """Give a shard its view of which shard-key values it owns (the server's filtering metadata,
+        which a shard refreshes from the config server; here it reads the router's cached chunks)."""
+
+        def owns(ns: str, doc: dict) -> bool:
+            r = self.catalog.routing(ns)
+            return r is None or r.shard_for(r.pattern.extract(doc)) == shard
+
+        node.owns = owns
 
     def _gossip_to_shards(self, key: int) -> None:
         """Instant-HWM: every node learns a new cluster time at once (see Node.hear_cluster_time)."""

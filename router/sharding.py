@@ -397,6 +397,7 @@ async def add_shard(router: Router, name: str) -> None:
     node = router.shard_factory(name)
     node.clock.advance(router.clock.key)
     router.shards[name] = ShardRemote(name, node, router.clock)
+    router.attach_filtering_metadata(name, node)
     await config_write(router, {"insert": "shards", "documents": [shard_document(router, name)]})
 
 

@@ -100,8 +100,9 @@ class RouterTransactions:
             txn.participants[shard] = True
         try:
             return await self.router.shard(shard).command(db, out)
-        except MongoError:
-            await self._abort_all(txn)
+        except MongoError as err:
+            if err.code != 283:  # WouldChangeOwningShard: mongos moves the document within the transaction
+                await self._abort_all(txn)
             raise
 
     def _cmd(self, txn: RouterTxn, name: str, **extra: Any) -> dict:
@@ -171,6 +172,12 @@ class RouterTransactions:
             raise no_such_transaction(txn.txn_number)
         await self._abort_all(txn)
         return {"ok": 1.0}
+
+    async def abort_quietly(self, req: Request) -> None:
+        """Abort the session's transaction if it is still open (cleanup after a failure)."""
+        txn = self._txns.get(session_key(req.cmd["lsid"]))
+        if txn is not None and txn.state == "in_progress":
+            await self._abort_all(txn)
 
     async def end_sessions(self, cmd: dict) -> None:
         ids = cmd.get("endSessions") or cmd.get("killSessions") or []

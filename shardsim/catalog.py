@@ -14,6 +14,7 @@ from typing import Any, Iterator
 
 from bson import Binary
 
+from oplog import bsonutil
 from oplog.errors import MongoError
 from shardsim.query.index_keys import duplicate_key_error, index_key_hashes, index_keys, index_name  # noqa: F401
 from shardsim.query.values import hashable
@@ -54,6 +55,15 @@ class Collection:
 
     def scan(self) -> Iterator[dict]:
         return iter(list(self.docs.values()))
+
+    def shard_key_bytes(self, doc: dict) -> bytes:
+        """The document's shard-key value as BSON, for a binary comparison (a missing field is absent)."""
+        values = {}
+        for path in self.shard_key or ():
+            value = _get_path(doc, path)
+            if value is not _MISSING:
+                values[path] = value
+        return bsonutil.encode(values)
 
     def document_key(self, doc: dict) -> dict:
         """`documentKey`: the shard key fields then `_id` (just `{_id}` when unsharded)."""

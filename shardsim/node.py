@@ -48,6 +48,7 @@ class OpCtx:
 
 Handler = Callable[["Node", OpCtx], Awaitable[dict] | dict]
 _WRITE_COMMANDS = {"insert", "update", "delete", "findAndModify", "findandmodify"}
+WOULD_CHANGE_OWNING_SHARD = 283
 
 _COMMANDS: dict[str, Handler] = {}
 
@@ -89,6 +90,8 @@ class Node:
         self.is_config = is_config
         self.noop_interval = noop_interval
         self.instant_hwm = instant_hwm
+        # filtering metadata: does this shard own a document's shard-key value? (set by the router)
+        self.owns: Callable[[str, dict], bool] | None = None
         self.noop_paused = False
         self.preimages: dict[tuple[bytes, int, int], dict] = {}
         from shardsim.sessions import SessionTable
@@ -165,12 +168,13 @@ class Node:
             reply = handler(self, ctx)
             if hasattr(reply, "__await__"):
                 reply = await reply
-        except MongoError:
-            if ctx.txn is not None and name not in ("commitTransaction", "abortTransaction", "prepareTransaction"):
+        except MongoError as err:
+            if (ctx.txn is not None and name not in ("commitTransaction", "abortTransaction", "prepareTransaction")
+                    and err.code != WOULD_CHANGE_OWNING_SHARD):
                 ctx.txn.abort(ctx)  # an error inside a transaction aborts it, as on the server
             raise
-        if ctx.txn is not None and reply.get("writeErrors"):
-            ctx.txn.abort(ctx)
+        if ctx.txn is not None and any(e.get("code") != WOULD_CHANGE_OWNING_SHARD for e in reply.get("writeErrors", ())):
+            ctx.txn.abort(ctx)  # (WouldChangeOwningShard is mongos's to handle: the transaction goes on)
         if ctx.op_time_key:
             reply["_opTimeKey"] = ctx.op_time_key
         return reply

@@ -273,8 +273,25 @@ def matching_documents(coll: Collection | None, q: dict, matcher: Matcher | None
     return [d for d in docs if m.matches(d)]
 
 
+def check_shard_key_change(node: Node, ctx: OpCtx, coll: Collection, old: dict, new: dict, multi: bool) -> None:
+    """An update that changes a document's shard-key value (the server's update stage): never in
+    a multi-update; only retryable or in a transaction; and if the new value belongs to another
+    shard, nothing is written here — WouldChangeOwningShard tells mongos to move the document."""
+    if not coll.shard_key or coll.shard_key_bytes(old) == coll.shard_key_bytes(new):
+        return
+    if multi:
+        raise MongoError("InvalidOptions", "Multi-update operations are not allowed when updating the shard key field.")
+    if ctx.txn is None and ctx.txn_number is None:
+        raise MongoError("IllegalOperation", "Must run update to shard key field in a multi-statement transaction "
+                                             "or with retryWrites: true.")
+    if node.owns is not None and not node.owns(coll.ns, new):
+        raise MongoError("WouldChangeOwningShard", "This update would cause the doc to change owning shards",
+                         preImage=old, postImage=new, shouldUpsert=False)
+
+
 def update_document(node: Node, ctx: OpCtx, coll: Collection, doc: dict, update: Any, ws: WriteSession, index: int,
-                    array_filters: list | None = None, matcher: Matcher | None = None) -> dict | None:
+                    array_filters: list | None = None, matcher: Matcher | None = None,
+                    multi: bool = False) -> dict | None:
     """Apply `update` to `doc`; log and store it.  Returns the new doc, or None if no-op."""
     position = None
     if matcher is not None and isinstance(update, dict) and classify_update(update) == "operators":
@@ -298,6 +315,7 @@ def update_document(node: Node, ctx: OpCtx, coll: Collection, doc: dict, update:
         op = E.update_op(coll.ns, coll.uuid, res.diff, coll.document_key(doc))
     if len(bsonutil.encode(new)) > bsonutil.MAX_BSON_OBJECT_SIZE:
         raise MongoError("BSONObjectTooLarge", "Resulting document after update is larger than 16777216")
+    check_shard_key_change(node, ctx, coll, doc, new, multi)
     ws.replace(coll, doc, new)
     ws.log(op, index)
     ws.pre_image(coll, doc)
@@ -349,7 +367,7 @@ async def cmd_update(node: Node, ctx: OpCtx) -> dict:
             if targets:
                 modified = 0
                 for doc in targets:
-                    if update_document(node, ctx, coll, doc, u, ws, i, st.get("arrayFilters"), matcher) is not None:
+                    if update_document(node, ctx, coll, doc, u, ws, i, st.get("arrayFilters"), matcher, multi) is not None:
                         modified += 1
                 n += len(targets)
                 n_modified += modified

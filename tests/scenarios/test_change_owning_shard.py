@@ -1,0 +1,97 @@
+"""An update that changes a document's shard-key value to one another shard owns (WouldChangeOwningShard).
+
+The shard refuses to write it; mongos deletes the original and inserts the
+updated document on the owning shard in one transaction (the client's, or an
+internal one for a retryable write).  A change stream sees a delete then an
+insert.  A multi-update may not change the shard key; neither may a write that
+is neither retryable nor in a transaction.
+"""
+
+from __future__ import annotations
+
+import pymongo
+import pytest
+from pymongo import ReturnDocument
+from pymongo.errors import WriteError
+
+from tests.scenarios.conftest import read, read_quiet, shard_three_ways
+
+
+def _placement(cluster, ns: str = "s.c") -> dict:
+    """_id -> the shard holding it (read on the shards themselves)."""
+    db, coll = ns.split(".")
+    out = {}
+    for name, node in cluster.core.shards.items():
+        c = node.catalog.collection(db, coll)
+        for doc in (c.scan() if c is not None else ()):
+            assert doc["_id"] not in out, f"{doc['_id']} on two shards"
+            out[doc["_id"]] = name
+    return out
+
+
+@pytest.fixture
+def sharded(client):
+    shard_three_ways(client)
+    client.s.c.insert_many([{"_id": 1, "k": 5, "v": 1}, {"_id": 2, "k": 150, "v": 2}])
+    return client.s.c
+
+
+def test_a_retryable_update_moves_the_document_and_the_stream_sees_delete_then_insert(cluster, sharded):
+    with sharded.watch() as stream:
+        r = sharded.update_one({"_id": 1, "k": 5}, {"$set": {"k": 250, "v": 10}})
+        assert (r.matched_count, r.modified_count) == (1, 1)
+        events = read(stream, 2)
+        assert [(e["operationType"], e["documentKey"]) for e in events] == [
+            ("delete", {"k": 5, "_id": 1}), ("insert", {"k": 250, "_id": 1})]
+        assert events[1]["fullDocument"] == {"_id": 1, "k": 250, "v": 10}
+        assert events[0]["txnNumber"] == events[1]["txnNumber"] and events[0]["lsid"] == events[1]["lsid"]
+        assert read_quiet(stream, 0.3) == []  # and no update event
+    assert _placement(cluster) == {1: "shard02", 2: "shard01"}
+    assert sharded.find_one({"k": 250}) == {"_id": 1, "k": 250, "v": 10}  # found where mongos targets it
+    assert sharded.count_documents({}) == 2
+
+
+def test_within_the_owning_shard_it_is_an_ordinary_update(cluster, sharded):
+    with sharded.watch() as stream:
+        sharded.update_one({"_id": 1}, {"$set": {"k": 50}})
+        assert [e["operationType"] for e in read(stream, 1)] == ["update"]
+    assert _placement(cluster)[1] == "shard00"
+
+
+def test_find_one_and_update_and_replace_move_the_document(cluster, sharded):
+    after = sharded.find_one_and_update({"_id": 2, "k": 150}, {"$set": {"k": 20}},
+                                        return_document=ReturnDocument.AFTER, projection={"v": 0})
+    assert after == {"_id": 2, "k": 20}
+    before = sharded.find_one_and_replace({"_id": 2, "k": 20}, {"k": 300, "v": 3})
+    assert before == {"_id": 2, "k": 20, "v": 2}
+    assert _placement(cluster)[2] == "shard02"
+    r = sharded.replace_one({"_id": 2, "k": 300}, {"k": 120, "v": 4})
+    assert r.modified_count == 1 and _placement(cluster)[2] == "shard01"
+
+
+def test_inside_a_transaction_the_move_is_part_of_it(cluster, client, sharded):
+    with client.start_session() as s:
+        with s.start_transaction():
+            sharded.update_one({"_id": 1, "k": 5}, {"$set": {"k": 150}}, session=s)
+            assert sharded.find_one({"_id": 1}, session=s)["k"] == 150
+            s.abort_transaction()
+        assert _placement(cluster)[1] == "shard00" and sharded.find_one({"_id": 1})["k"] == 5
+        with s.start_transaction():
+            sharded.update_one({"_id": 1, "k": 5}, {"$set": {"k": 150}}, session=s)
+        assert _placement(cluster) == {1: "shard01", 2: "shard01"}
+
+
+def test_what_may_not_change_a_shard_key(cluster, sharded):
+    with pytest.raises(WriteError) as err:
+        sharded.update_many({}, {"$inc": {"k": 1000}})
+    assert err.value.code == 72  # InvalidOptions: a multi-update
+    plain = pymongo.MongoClient(cluster.uri, retryWrites=False)
+    with pytest.raises(WriteError) as err:
+        plain.s.c.update_one({"_id": 1, "k": 5}, {"$set": {"k": 250}})
+    assert err.value.code == 20  # IllegalOperation: neither retryable nor in a transaction
+    plain.close()
+    with pytest.raises(WriteError) as err:  # the target shard already has this _id: nothing moves
+        sharded.insert_one({"_id": 1, "k": 201})  # (_id is unique per shard only)
+        sharded.update_one({"_id": 1, "k": 5}, {"$set": {"k": 250}})
+    assert err.value.code == 11000
+    assert sharded.find_one({"_id": 1, "k": 5}) == {"_id": 1, "k": 5, "v": 1}
