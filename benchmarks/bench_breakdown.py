@@ -27,6 +27,7 @@ from benchmarks import harness as H
 from mongosim.core import open_cluster
 from oplog.clock import key_ts
 from router.server import ConnState, _encode_reply
+from shardsim.changestream.cursor import ChangeStreamCursor
 
 DB, COLL = "bench", "events"
 BATCH = 1000
@@ -64,21 +65,25 @@ async def _measure(n: int) -> dict:
         shards_s = time.process_time() - t
         assert shard_events == n, (shard_events, n)
 
-        # 2. + 3. through the router: CPU inside the shard remotes is the shards' share, CPU around
-        # the reply encoding the wire layer's, the rest the router's (merge, cursor, command dispatch)
+        # 2. + 3. through the router: CPU inside the shards' cursors is the shards' share, CPU around
+        # the reply encoding the wire layer's, the rest the router's (merge, cursor, command dispatch).
+        # The shards' part is timed in their synchronous steps (pulling events, building the reply):
+        # a shard's getMore yields between slices, so timing across its awaits would also count
+        # whatever ran meanwhile.
         inside = [0.0]
 
-        def timed(command):
-            async def wrapper(*a, **kw):
+        def timed(method):
+            def wrapper(*a, **kw):
                 t = time.process_time()
                 try:
-                    return await command(*a, **kw)
+                    return method(*a, **kw)
                 finally:
                     inside[0] += time.process_time() - t
+            wrapper.__wrapped__ = method
             return wrapper
 
-        for remote in [router.config_remote, *router.shards.values()]:
-            remote.command = timed(remote.command)
+        for name in ("_pull", "finish", "reply_fields"):
+            setattr(ChangeStreamCursor, name, timed(getattr(ChangeStreamCursor, name)))
         t = time.process_time()
         encode_s = 0.0
         r = await run(DB, {"aggregate": COLL, "pipeline": [{"$changeStream": {"startAtOperationTime": start}}],
@@ -91,6 +96,8 @@ async def _measure(n: int) -> dict:
             _encode_reply(router.decorate(r, DB, {}, conn), 1)
             encode_s += time.process_time() - t_enc
         total_s = time.process_time() - t
+        for name in ("_pull", "finish", "reply_fields"):
+            setattr(ChangeStreamCursor, name, getattr(ChangeStreamCursor, name).__wrapped__)
         await run(DB, {"killCursors": COLL, "cursors": [cid]})
         return {"shards_alone": shards_s, "shards": inside[0], "router": total_s - encode_s - inside[0],
                 "encode": encode_s, "total": total_s}
