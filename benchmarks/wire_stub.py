@@ -219,6 +219,9 @@ def serve(host: str, port: int, replay: Replay | None) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from mongosim.malloc_tuning import keep_freed_memory
+
+    keep_freed_memory()  # the same allocator settings as `mongosim serve`: a like-for-like reference
     p = argparse.ArgumentParser(prog="python -m benchmarks.wire_stub", description=__doc__.split("\n")[0])
     p.add_argument("--mode", choices=["ceiling", "ack"], required=True)
     p.add_argument("--host", default="127.0.0.1")

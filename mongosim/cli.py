@@ -242,6 +242,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "fault":
         return _fault(args)
     if args.command == "serve":
+        from mongosim.malloc_tuning import keep_freed_memory
+
+        keep_freed_memory()
         logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING)
         opts = ClusterOptions(
             shards=args.shards, topology=args.topology, host=args.host, port=args.port,
