@@ -5,7 +5,9 @@ With glibc's defaults each such buffer is either mmap'd afresh or, once freed
 at the top of the heap, trimmed back to the OS, so the next one page-faults
 every page again: measured, that made encoding a 1000-event reply ~10x slower
 (1.9 ms instead of 0.2).  Raising the mmap and trim thresholds keeps those
-pages in the process.  Only `mongosim serve` calls this (its own process); an
+pages in the process; the trim threshold stays modest (32 MB) so that a
+process that caught up with a large backlog still gives its memory back
+(tests/reliability/test_slow_consumer.py bounds it).  Only `mongosim serve` calls this (its own process); an
 in-process `Cluster` leaves the host program's allocator alone.  Elsewhere than
 glibc it does nothing.  (Python has no portable API for this, hence ctypes.)
 """
@@ -17,8 +19,8 @@ import ctypes.util
 
 M_TRIM_THRESHOLD = -1
 M_MMAP_THRESHOLD = -3
-MMAP_THRESHOLD = 32 * 1024 * 1024  # glibc's maximum on 64-bit (larger blocks are still mmap'd)
-TRIM_THRESHOLD = 256 * 1024 * 1024  # return free memory to the OS only beyond this much
+MMAP_THRESHOLD = 4 * 1024 * 1024  # blocks up to this come from the heap (a 16 MB batch is still mmap'd)
+TRIM_THRESHOLD = 32 * 1024 * 1024  # return free memory at the heap's top to the OS only beyond this
 
 
 def keep_freed_memory() -> bool:

@@ -218,7 +218,7 @@ async def _statements(router: Router, req: Request, cmd_name: str, coll: str, ns
                 reply = await _run_txn_aware(router, req, shard, req.db, cmd)
                 _note_op_time(req, router, shard)
                 if reply.get("writeErrors") and reply["writeErrors"][0].get("code") == WOULD_CHANGE_OWNING_SHARD:
-                    await change_owning_shard(router, req, req.db, coll, ns, shard, reply["writeErrors"][0])
+                    await change_owning_shard(router, req, req.db, coll, ns, shard, reply["writeErrors"][0], i)
                     n += 1
                     n_modified += 1
                     break

@@ -85,6 +85,13 @@ class SessionTable:
             s.last_write_key = 0
         return s
 
+    def record(self, lsid: dict, txn_number: int, stmt_id: int, result: Any) -> None:
+        """Mark a retryable write's statement as executed with `result` (mongos moved its document
+        in an internal transaction: a retry is answered from here, not run again)."""
+        s = self.state(lsid)
+        if s.txn_number == txn_number:
+            s.executed[stmt_id] = result
+
     def prev_op_time(self, s: SessionState) -> dict:
         return op_time(key_ts(s.last_write_key)) if s.last_write_key else dict(NULL_OP_TIME)
 

@@ -97,7 +97,10 @@ def scram_password(mechanism: str, username: str, password: str, *, digest_passw
     if mechanism == SCRAM_SHA_1:
         return (mongo_password_digest(username, password) if digest_password else password).encode()
     if mechanism == SCRAM_SHA_256:
-        return saslprep(password).encode()
+        prepared = saslprep(password)
+        if not prepared and password:  # e.g. only U+00AD: as unusable as an empty password
+            raise SASLprepError("SASLprep: the password maps to an empty string")
+        return prepared.encode()
     raise ValueError(f"unknown SCRAM mechanism {mechanism!r}")
 
 

@@ -95,3 +95,15 @@ def test_what_may_not_change_a_shard_key(cluster, sharded):
         sharded.update_one({"_id": 1, "k": 5}, {"$set": {"k": 250}})
     assert err.value.code == 11000
     assert sharded.find_one({"_id": 1, "k": 5}) == {"_id": 1, "k": 5, "v": 1}
+
+
+def test_a_retry_of_the_moving_statement_is_answered_not_run_again(cluster, client, sharded):
+    from bson import Int64
+
+    cmd = {"update": "c", "updates": [{"q": {"_id": 1}, "u": {"$inc": {"k": 300, "v": 1}}}], "txnNumber": Int64(7)}
+    with client.start_session() as s:
+        first = client.s.command(dict(cmd), session=s)
+        again = client.s.command(dict(cmd), session=s)  # the driver's retry after a lost reply
+    assert (first["n"], first["nModified"]) == (again["n"], again["nModified"]) == (1, 1)
+    assert sharded.find_one({"_id": 1}) == {"_id": 1, "k": 305, "v": 2}  # incremented once
+    assert _placement(cluster)[1] == "shard02"
