@@ -27,6 +27,7 @@ from bson import Timestamp
 
 from oplog.errors import MongoError, in_category
 from router.mongos import Request, Router, router_command
+from shardsim.node import WOULD_CHANGE_OWNING_SHARD
 from shardsim.sessions import session_key
 from shardsim.transactions import no_such_transaction
 
@@ -101,7 +102,7 @@ class RouterTransactions:
         try:
             return await self.router.shard(shard).command(db, out)
         except MongoError as err:
-            if err.code != 283:  # WouldChangeOwningShard: mongos moves the document within the transaction
+            if err.code != WOULD_CHANGE_OWNING_SHARD:  # mongos moves the document within the transaction
                 await self._abort_all(txn)
             raise
 

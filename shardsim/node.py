@@ -24,6 +24,7 @@ from bson import Timestamp
 
 from oplog import entry as oplog_entry
 from oplog.clock import LogicalClock, NodeClock, TimeSource, key_ts
+from oplog.error_codes import CODES
 from oplog.errors import MongoError
 from oplog.oplog import Oplog
 from shardsim.catalog import Catalog
@@ -48,7 +49,7 @@ class OpCtx:
 
 Handler = Callable[["Node", OpCtx], Awaitable[dict] | dict]
 _WRITE_COMMANDS = {"insert", "update", "delete", "findAndModify", "findandmodify"}
-WOULD_CHANGE_OWNING_SHARD = 283
+WOULD_CHANGE_OWNING_SHARD = CODES["WouldChangeOwningShard"]  # mongos handles it (router/change_owning_shard.py)
 
 _COMMANDS: dict[str, Handler] = {}
 
