@@ -110,6 +110,24 @@ class ClusterMachine(RuleBasedStateMachine):
             del self.docs[i]
             self.log.append(("db.c", "delete", i))
 
+    @precondition(lambda self: self.docs)
+    @rule(pick=st.integers(0, 2**16), k=st.integers(0, 399))
+    def change_shard_key(self, pick: int, k: int) -> None:
+        """A retryable update of `k`: in place on the same shard, else mongos moves the document
+        (WouldChangeOwningShard): a delete and an insert, at two shards' commit times."""
+        i = sorted(self.docs)[pick % len(self.docs)]
+        old = self.docs[i]
+        if k == old:
+            return
+        r = self.core.router.catalog.routing("db.c")
+        same = r.shard_for(r.pattern.extract({"k": old})) == r.shard_for(r.pattern.extract({"k": k}))
+        lsid = {"id": __import__("bson").Binary(os.urandom(16), 4)}
+        cmd = {"update": "c", "updates": [{"q": {"_id": i, "k": old}, "u": {"$set": {"k": k}}}],
+               "lsid": lsid, "txnNumber": 1}
+        if self._write(self.client.command, "db", cmd):
+            self.docs[i] = k
+            self.log += [("db.c", "update", i)] if same else [("db.c", "delete", i), ("db.c", "insert", i)]
+
     @rule(where=st.sampled_from(["db.o", "other.c"]))
     def insert_elsewhere(self, where: str) -> None:
         i = self.next_id
