@@ -22,11 +22,12 @@ from router.mongos import Request, Router
 
 
 async def change_owning_shard(router: Router, req: Request, db: str, coll: str, ns: str, source: str,
-                              info: dict, stmt_id: int | None = None) -> tuple[dict, dict]:
+                              info: dict, stmt_id: int | None = None, result: Any = None) -> tuple[dict, dict]:
     """Move the document `info` describes from `source` to its owning shard; (pre, post).
 
     For a retryable write's statement `stmt_id`, the source shard then records it as executed
-    (the server links the internal transaction to the client's session for this)."""
+    with `result`, the reply a retry gets (the server links the internal transaction to the
+    client's session for this)."""
     pre, post = info["preImage"], info["postImage"]
     routing = router.catalog.routing(ns)
     target = routing.shard_for(routing.pattern.extract(post))
@@ -48,8 +49,7 @@ async def change_owning_shard(router: Router, req: Request, db: str, coll: str, 
         if internal:
             await router.txns.commit(txn_req)
             if stmt_id is not None and "txnNumber" in req.cmd:
-                router.shard(source).node.sessions.record(req.cmd["lsid"], int(req.cmd["txnNumber"]), stmt_id,
-                                                          {"n": 1, "nModified": 1})
+                router.shard(source).node.sessions.record(req.cmd["lsid"], int(req.cmd["txnNumber"]), stmt_id, result)
     except MongoError:
         if internal:
             await router.txns.abort_quietly(txn_req)

@@ -218,7 +218,8 @@ async def _statements(router: Router, req: Request, cmd_name: str, coll: str, ns
                 reply = await _run_txn_aware(router, req, shard, req.db, cmd)
                 _note_op_time(req, router, shard)
                 if reply.get("writeErrors") and reply["writeErrors"][0].get("code") == WOULD_CHANGE_OWNING_SHARD:
-                    await change_owning_shard(router, req, req.db, coll, ns, shard, reply["writeErrors"][0], i)
+                    await change_owning_shard(router, req, req.db, coll, ns, shard, reply["writeErrors"][0], i,
+                                              {"n": 1, "nModified": 1})
                     n += 1
                     n_modified += 1
                     break
@@ -274,13 +275,14 @@ async def cmd_find_and_modify(router: Router, req: Request) -> dict:
         except MongoError as err:
             if err.code != WOULD_CHANGE_OWNING_SHARD:
                 raise
-            pre, post = await change_owning_shard(router, req, db, coll, ns, shard, err.extra)
-            value = post if req.cmd.get("new") else pre
+            value = err.extra["postImage"] if req.cmd.get("new") else err.extra["preImage"]
             if req.cmd.get("fields"):
                 from shardsim.query.projection import compile_projection
 
                 value = compile_projection(req.cmd["fields"])(value)
-            return {"lastErrorObject": {"n": 1, "updatedExisting": True}, "value": value, "ok": 1.0}
+            reply = {"lastErrorObject": {"n": 1, "updatedExisting": True}, "value": value, "ok": 1.0}
+            await change_owning_shard(router, req, db, coll, ns, shard, err.extra, int(req.cmd.get("stmtId", 0)), reply)
+            return reply
         _note_op_time(req, router, shard)
         if last.get("lastErrorObject", {}).get("n", 0) > 0:
             return last

@@ -109,3 +109,16 @@ def test_a_retry_of_the_moving_statement_is_answered_not_run_again(cluster, clie
     assert (first["n"], first["nModified"]) == (again["n"], again["nModified"]) == (1, 1)
     assert sharded.find_one({"_id": 1}) == {"_id": 1, "k": 305, "v": 2}  # incremented once
     assert _placement(cluster)[1] == "shard02"
+
+
+def test_a_retried_find_and_modify_that_moved_its_document_is_answered_not_run_again(cluster, client, sharded):
+    from bson import Int64
+
+    cmd = {"findAndModify": "c", "query": {"_id": 2}, "update": {"$inc": {"k": 100, "v": 1}}, "new": True,
+           "txnNumber": Int64(3)}
+    with client.start_session() as s:
+        first = client.s.command(dict(cmd), session=s)
+        again = client.s.command(dict(cmd), session=s)
+    assert first["value"] == again["value"] == {"_id": 2, "k": 250, "v": 3}
+    assert sharded.find_one({"_id": 2}) == {"_id": 2, "k": 250, "v": 3}
+    assert _placement(cluster)[2] == "shard02"
