@@ -62,6 +62,12 @@ class MongoError(Exception):
             reply["errorLabels"] = list(self.labels)
         return reply
 
+    @classmethod
+    def from_write_error(cls, error: dict[str, Any]) -> "MongoError":
+        """The error an element of `writeErrors` describes (the inverse of `to_write_error`)."""
+        extra = {k: v for k, v in error.items() if k not in ("index", "code", "errmsg")}
+        return cls(int(error["code"]), error.get("errmsg", ""), **extra)
+
     def to_write_error(self, index: int) -> dict[str, Any]:
         """The element of a write reply's `writeErrors` array."""
         err: dict[str, Any] = {"index": index, "code": self.code}

@@ -65,8 +65,5 @@ async def change_owning_shard(router: Router, req: Request, db: str, coll: str, 
 
 
 def _raise_write_error(reply: dict[str, Any]) -> None:
-    errors = reply.get("writeErrors")
-    if errors:
-        e = dict(errors[0])
-        extra = {k: v for k, v in e.items() if k not in ("index", "code", "errmsg")}
-        raise MongoError(int(e["code"]), e.get("errmsg", ""), **extra)
+    if reply.get("writeErrors"):
+        raise MongoError.from_write_error(reply["writeErrors"][0])

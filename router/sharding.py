@@ -44,8 +44,7 @@ async def config_write(router: Router, cmd: dict) -> dict:
     """A write on the config server's `config` database; raises on write errors."""
     reply = await router.config_remote.command("config", cmd)
     if reply.get("writeErrors"):
-        e = reply["writeErrors"][0]
-        raise MongoError(e["code"], e["errmsg"])
+        raise MongoError.from_write_error(reply["writeErrors"][0])
     return reply
 
 

@@ -220,16 +220,20 @@ class Transaction:
             self.node.preimages[(bytes(coll.uuid), ekey, j)] = pre
         return key
 
-    def commit(self, ctx: Any) -> None:
-        if self.state == "committed":
-            return
-        if self.state != "in_progress":
-            raise no_such_transaction(self.txn_number)
+    def _check_unchanged_or_abort(self, ctx: Any) -> None:
+        """Before commit or prepare: a document changed since the snapshot aborts the transaction."""
         try:
             self._check_unchanged()
         except MongoError:
             self.abort(ctx)
             raise
+
+    def commit(self, ctx: Any) -> None:
+        if self.state == "committed":
+            return
+        if self.state != "in_progress":
+            raise no_such_transaction(self.txn_number)
+        self._check_unchanged_or_abort(ctx)
         self._apply()
         if self.ops:
             self._log_chain(ctx, prepare=False)
@@ -241,11 +245,7 @@ class Transaction:
             return self.prepare_key
         if self.state != "in_progress":
             raise no_such_transaction(self.txn_number)
-        try:
-            self._check_unchanged()
-        except MongoError:
-            self.abort(ctx)
-            raise
+        self._check_unchanged_or_abort(ctx)
         if not self.ops:
             # a read-only participant prepares without an oplog entry
             self.prepare_key = self.node.clock.reserve(1)

@@ -39,6 +39,20 @@ class CommandError(Exception):
         return label in self.labels
 
 
+def absorb_reply(holder: Any, reply: dict, check: bool) -> dict:
+    """Keep the reply's `$clusterTime`/`operationTime` on `holder` (its gossip for the next
+    command); with `check`, a failed command or a write error raises CommandError."""
+    if "$clusterTime" in reply:
+        holder.cluster_time = reply["$clusterTime"]
+    if "operationTime" in reply:
+        holder.operation_time = reply["operationTime"]
+    if check and not reply.get("ok"):
+        raise CommandError(reply)
+    if check and reply.get("writeErrors"):
+        raise CommandError({**reply["writeErrors"][0], "ok": 0})
+    return reply
+
+
 def _plain(v: Any) -> Any:
     return bsonutil.plain(v)
 
@@ -56,16 +70,7 @@ class AsyncClient:
         cmd = dict(cmd)
         if self.cluster_time is not None:
             cmd["$clusterTime"] = self.cluster_time
-        reply = await _answer(self.service, db, cmd, self.conn)
-        if "$clusterTime" in reply:
-            self.cluster_time = reply["$clusterTime"]
-        if "operationTime" in reply:
-            self.operation_time = reply["operationTime"]
-        if check and not reply.get("ok"):
-            raise CommandError(reply)
-        if check and reply.get("writeErrors"):
-            raise CommandError({**reply["writeErrors"][0], "ok": 0})
-        return reply
+        return absorb_reply(self, await _answer(self.service, db, cmd, self.conn), check)
 
     # -- conveniences -----------------------------------------------------------------
     async def insert(self, db: str, coll: str, docs: list[dict], **kw: Any) -> dict:

@@ -26,7 +26,7 @@ from typing import Any, Callable
 import trio
 
 from oplog import bsonutil
-from mongosim.testing.client import AsyncClient, CommandError
+from mongosim.testing.client import AsyncClient, absorb_reply
 from router import wire
 
 _HDR = struct.Struct("<iiii")
@@ -68,16 +68,7 @@ class WireClient(AsyncClient):
         data = await self._frame()
         _n, _rid, response_to, op = _HDR.unpack_from(data)
         assert op == wire.OP_MSG and response_to == rid
-        reply = bsonutil.decode(data[21:])
-        if "$clusterTime" in reply:
-            self.cluster_time = reply["$clusterTime"]
-        if "operationTime" in reply:
-            self.operation_time = reply["operationTime"]
-        if check and not reply.get("ok"):
-            raise CommandError(reply)
-        if check and reply.get("writeErrors"):
-            raise CommandError({**reply["writeErrors"][0], "ok": 0})
-        return reply
+        return absorb_reply(self, bsonutil.decode(data[21:]), check)
 
     async def aclose(self) -> None:
         await self.stream.aclose()

@@ -23,21 +23,11 @@ from hypothesis import strategies as st
 from mongosim.core import open_cluster
 from mongosim.testing import AsyncClient
 from mongosim.testing.client import CommandError
+from tests.changestream.conftest import drain
 from tests.reliability.proc import ServerProcess
 
 EPOCH = 1_700_000_000
 PAD = "p" * 150  # each insert's oplog entry is ~250 bytes
-
-
-async def _drain(cs, n: int, limit: float = 60.0) -> list[dict]:
-    out = []
-    t0 = trio.current_time()
-    while len(out) < n:
-        ev = await cs.try_next()
-        if ev is not None:
-            out.append(ev)
-        assert trio.current_time() - t0 < limit, f"only {len(out)} of {n} events"
-    return out
 
 
 async def _open_and_pull(cs) -> None:
@@ -68,7 +58,7 @@ async def test_tailing_past_the_cap_is_capped_position_lost_then_resume_is_histo
     cs = client.watch("h", "c", batch_size=5)
     await cs.open()
     await client.insert("h", "c", [{"_id": i, "pad": PAD} for i in range(3)])
-    seen = await _drain(cs, 3)
+    seen = await drain(cs, 3)
     token = seen[-1]["_id"]
     first_op_time = seen[0]["clusterTime"]
     # a slow consumer: 400 inserts (~100 KB) go by on both shards, far past the 20 KB caps
@@ -77,7 +67,7 @@ async def test_tailing_past_the_cap_is_capped_position_lost_then_resume_is_histo
     for node in core.shards.values():
         assert node.oplog.size_bytes <= 0.02 * 1024 * 1024
     with pytest.raises(CommandError) as info:
-        await _drain(cs, 1)
+        await drain(cs, 1)
     assert info.value.code == 136, info.value  # CappedPositionLost, as a real tailing cursor
     assert not info.value.has_label("ResumableChangeStreamError")
     assert cs.closed
@@ -99,10 +89,10 @@ async def test_tailing_past_the_cap_is_capped_position_lost_then_resume_is_histo
     cs2 = client.watch("h", "c")
     await cs2.open()
     await client.insert("h", "c", [{"_id": 5000 + i, "pad": PAD} for i in range(4)])
-    got = await _drain(cs2, 2)
+    got = await drain(cs2, 2)
     resumed = client.watch("h", "c", resumeAfter=got[1]["_id"])
     await resumed.open()
-    rest = await _drain(resumed, 2)
+    rest = await drain(resumed, 2)
     assert [e["documentKey"]["_id"] for e in got + rest] == [5000, 5001, 5002, 5003]
 
 
@@ -125,11 +115,11 @@ async def test_replica_set_topology_has_the_same_fidelity(autojump_clock):
         cs = client.watch("r", "c", batch_size=2)
         await cs.open()
         await client.insert("r", "c", [{"_id": -1}])
-        token = (await _drain(cs, 1))[0]["_id"]
+        token = (await drain(cs, 1))[0]["_id"]
         for i in range(200):
             await client.insert("r", "c", [{"_id": i, "pad": PAD}])
         with pytest.raises(CommandError) as info:
-            await _drain(cs, 1)
+            await drain(cs, 1)
         assert info.value.code == 136
         with pytest.raises(CommandError) as info:
             await _open_and_pull(client.watch("r", "c", resumeAfter=token))
