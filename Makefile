@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 STAMP   = $(VENV)/.installed
 
-.PHONY: serve test bench install clean browser
+.PHONY: serve test fuzz bench install clean browser
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 $(STAMP): pyproject.toml requirements-lock.txt
@@ -25,6 +25,11 @@ browser:
 
 test: $(STAMP) browser
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# Random, longer property runs (the `nightly` hypothesis profile); `make test` is derandomized.
+fuzz: $(STAMP)
+	HYPOTHESIS_PROFILE=nightly QUERY_HYPOTHESIS_PROFILE=query-dev STATEFUL_EXAMPLES=1500 STATEFUL_STEPS=50 $(PY) -m pytest -q $(PYTEST_ARGS) \
+	  $$(grep -rl "@given\|RuleBasedStateMachine" tests --include='*.py')
 
 bench: $(STAMP)
 	$(PY) -m benchmarks $(ARGS)
