@@ -1,19 +1,23 @@
 """WouldChangeOwningShard: mongos's part of an update that moves a document to another shard.
 
 A shard does not apply an update whose new shard-key value another shard owns
-(`shardsim.writes.check_shard_key_change`): it answers WouldChangeOwningShard
-(283) with the document before (`preImage`) and after (`postImage`).  mongos
-then deletes the original on its shard and inserts the updated document on the
-owning shard, atomically: inside the client's transaction when there is one,
-otherwise (a retryable write) in an internal transaction of its own, committed
-with two-phase commit since two shards took part.  A change stream therefore
-shows a `delete` and an `insert`, not an `update`.
+(`shardsim.writes.check_shard_key_change`), nor an upsert whose new document
+belongs elsewhere: it answers WouldChangeOwningShard (283) with the document
+before (`preImage`; for an upsert, the update's query) and after (`postImage`).
+mongos then deletes the pre-image on its shard (the whole pre-image is the
+delete's predicate) and inserts the post-image on the owning shard, atomically:
+inside the client's transaction when there is one, otherwise (a retryable
+write) in an internal transaction of its own, which first runs the original
+statement again, so a write that changed the document in between is seen, not
+lost. Two shards took part, so it commits with two-phase commit. A change
+stream therefore shows a `delete` and an `insert`, not an `update`.
 """
 
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable
 
 from bson import Binary
 
@@ -21,16 +25,35 @@ from oplog.errors import MongoError
 from router.mongos import Request, Router
 
 
-async def change_owning_shard(router: Router, req: Request, db: str, coll: str, ns: str, source: str,
-                              info: dict, stmt_id: int | None = None, result: Any = None) -> tuple[dict, dict]:
-    """Move the document `info` describes from `source` to its owning shard; (pre, post).
+@dataclass
+class Outcome:
+    """How a statement that met WouldChangeOwningShard ended.
 
-    For a retryable write's statement `stmt_id`, the source shard then records it as executed
-    with `result`, the reply a retry gets (the server links the internal transaction to the
-    client's session for this)."""
-    pre, post = info["preImage"], info["postImage"]
-    routing = router.catalog.routing(ns)
-    target = routing.shard_for(routing.pattern.extract(post))
+    `moved`: the pre-image was deleted and the post-image inserted (`info` says which);
+    otherwise `rerun` is the shard's reply when the statement, run again, no longer moved
+    anything (None when the pre-image was gone: the statement matched nothing)."""
+
+    moved: bool
+    info: dict
+    rerun: dict | None = None
+
+    @property
+    def upserted(self) -> bool:
+        return self.moved and bool(self.info.get("shouldUpsert"))
+
+
+Rerun = Callable[[Request], Awaitable["dict | MongoError"]]
+
+
+async def change_owning_shard(router: Router, req: Request, db: str, coll: str, ns: str, source: str,
+                              info: dict, rerun: Rerun, answer: Callable[[Outcome], Any],
+                              stmt_id: int | None = None) -> Any:
+    """Move the document `info` describes from `source` to its owning shard; returns `answer(outcome)`.
+
+    `rerun(txn_req)` runs the original statement on `source` within the internal transaction
+    and returns the shard's reply or its WouldChangeOwningShard error. For a retryable write's
+    statement `stmt_id`, the source shard then records it as executed with the answer, the
+    reply a retry gets (the server links the internal transaction to the client's session)."""
     internal = req.cmd.get("autocommit") is not False
     txn_req = req
     if internal:
@@ -38,14 +61,15 @@ async def change_owning_shard(router: Router, req: Request, db: str, coll: str, 
         txn_req = Request(db, {"lsid": lsid, "txnNumber": 0, "autocommit": False, "startTransaction": True},
                           req.conn, req.name)
     try:
-        deleted = await router.txns.run_in_transaction(
-            txn_req, source, db, {"delete": coll, "deletes": [{"q": {"_id": pre["_id"]}, "limit": 1}]})
-        _raise_write_error(deleted)
-        if deleted.get("n") != 1:
-            raise MongoError("WouldChangeOwningShardDeletedNoDocument",
-                             "Could not find a document to delete on the shard that owns it")
-        _raise_write_error(await router.txns.run_in_transaction(txn_req, target, db,
-                                                                {"insert": coll, "documents": [post]}))
+        if internal:
+            again = await rerun(txn_req)
+            if isinstance(again, MongoError):
+                info = again.extra
+            else:  # changed concurrently: the statement's own result stands
+                outcome = Outcome(False, info, again)
+        if not internal or isinstance(again, MongoError):
+            outcome = Outcome(await _delete_and_insert(router, txn_req, db, coll, ns, source, info), info)
+        result = answer(outcome)
         if internal:
             await router.txns.commit(txn_req)
             if stmt_id is not None and "txnNumber" in req.cmd:
@@ -57,13 +81,33 @@ async def change_owning_shard(router: Router, req: Request, db: str, coll: str, 
     finally:
         if internal:
             await router.txns.end_sessions({"endSessions": [lsid]})
-            for shard in (source, target):
+            for shard in router.shards:
                 router.shard(shard).node.sessions.forget(lsid)
     if txn_req.op_time_key > req.op_time_key:
         req.op_time_key = txn_req.op_time_key
-    return pre, post
+    return result
 
 
-def _raise_write_error(reply: dict[str, Any]) -> None:
+async def _delete_and_insert(router: Router, txn_req: Request, db: str, coll: str, ns: str, source: str,
+                             info: dict) -> bool:
+    """Delete the pre-image on `source` and insert the post-image where it belongs; False when the
+    pre-image is no longer there (the statement then matched nothing, and nothing is inserted)."""
+    pre, post, upsert = info["preImage"], info["postImage"], bool(info.get("shouldUpsert"))
+    deleted = await router.txns.run_in_transaction(
+        txn_req, source, db, {"delete": coll, "deletes": [{"q": pre, "limit": 1}]})
+    raise_write_error(deleted)
+    if upsert and deleted.get("n"):
+        raise MongoError("ConflictingOperationInProgress", "Delete matched a document when it should not have.")
+    if not upsert and deleted.get("n") != 1:
+        return False
+    routing = router.catalog.routing(ns)
+    target = routing.shard_for(routing.pattern.extract(post))
+    inserted = await router.txns.run_in_transaction(txn_req, target, db, {"insert": coll, "documents": [post]})
+    raise_write_error(inserted)
+    return True
+
+
+def raise_write_error(reply: dict[str, Any]) -> None:
+    """Raise a shard reply's first write error."""
     if reply.get("writeErrors"):
         raise MongoError.from_write_error(reply["writeErrors"][0])

@@ -21,7 +21,7 @@ from typing import Any
 from bson import ObjectId
 
 from oplog.errors import MongoError
-from router.change_owning_shard import change_owning_shard
+from router.change_owning_shard import Outcome, change_owning_shard
 from router.mongos import GENERIC_FIELDS, Request, Router, router_command
 from router.sharding import critical_sections, ensure_database
 from shardsim.cursors import DEFAULT_FIRST_BATCH, QueryCursor, cursor_reply
@@ -218,10 +218,14 @@ async def _statements(router: Router, req: Request, cmd_name: str, coll: str, ns
                 reply = await _run_txn_aware(router, req, shard, req.db, cmd)
                 _note_op_time(req, router, shard)
                 if reply.get("writeErrors") and reply["writeErrors"][0].get("code") == WOULD_CHANGE_OWNING_SHARD:
-                    await change_owning_shard(router, req, req.db, coll, ns, shard, reply["writeErrors"][0], i,
-                                              {"n": 1, "nModified": 1})
-                    n += 1
-                    n_modified += 1
+                    done = await change_owning_shard(
+                        router, req, req.db, coll, ns, shard, reply["writeErrors"][0],
+                        _rerun_statement(router, shard, req.db, {cmd_name: coll, field: [st], "ordered": True}),
+                        _update_result, i)
+                    n += done.get("n", 0)
+                    n_modified += done.get("nModified", 0)
+                    if "upserted" in done:
+                        upserted.append({"index": i, "_id": done["upserted"]})
                     break
                 if reply.get("writeErrors"):
                     e = dict(reply["writeErrors"][0])
@@ -254,6 +258,34 @@ async def _statements(router: Router, req: Request, cmd_name: str, coll: str, ns
     return out
 
 
+def _rerun_statement(router: Router, shard: str, db: str, cmd: dict):
+    """The statement run again on `shard` in mongos's internal transaction: its reply, or the
+    WouldChangeOwningShard it meets again (any other write error is raised)."""
+
+    async def rerun(txn_req: Request) -> dict | MongoError:
+        reply = await router.txns.run_in_transaction(txn_req, shard, db, cmd)
+        if reply.get("writeErrors"):
+            err = MongoError.from_write_error(reply["writeErrors"][0])
+            if err.code != WOULD_CHANGE_OWNING_SHARD:
+                raise err
+            return err
+        return reply
+
+    return rerun
+
+
+def _update_result(outcome: Outcome) -> dict:
+    """An update statement's result (as a shard records it for retries) after a WouldChangeOwningShard."""
+    if outcome.rerun is not None:
+        done = {"n": outcome.rerun.get("n", 0), "nModified": outcome.rerun.get("nModified", 0)}
+        for u in outcome.rerun.get("upserted", []):
+            done["upserted"] = u["_id"]
+        return done
+    if outcome.upserted:
+        return {"n": 1, "nModified": 0, "upserted": outcome.info["postImage"]["_id"]}
+    return {"n": 1, "nModified": 1} if outcome.moved else {"n": 0, "nModified": 0}
+
+
 class _WriteError(Exception):
     def __init__(self, error: dict) -> None:
         self.error = error
@@ -275,18 +307,54 @@ async def cmd_find_and_modify(router: Router, req: Request) -> dict:
         except MongoError as err:
             if err.code != WOULD_CHANGE_OWNING_SHARD:
                 raise
-            value = err.extra["postImage"] if req.cmd.get("new") else err.extra["preImage"]
-            if req.cmd.get("fields"):
-                from shardsim.query.projection import compile_projection
-
-                value = compile_projection(req.cmd["fields"])(value)
-            reply = {"lastErrorObject": {"n": 1, "updatedExisting": True}, "value": value, "ok": 1.0}
-            await change_owning_shard(router, req, db, coll, ns, shard, err.extra, int(req.cmd.get("stmtId", 0)), reply)
-            return reply
+            plain = {k: v for k, v in cmd.items() if k not in _SESSION_FIELDS}
+            return await change_owning_shard(router, req, db, coll, ns, shard, err.extra,
+                                             _rerun_find_and_modify(router, shard, db, plain),
+                                             _find_and_modify_reply(req.cmd), int(req.cmd.get("stmtId", 0)))
         _note_op_time(req, router, shard)
         if last.get("lastErrorObject", {}).get("n", 0) > 0:
             return last
     return last or {"lastErrorObject": {"n": 0, "updatedExisting": False}, "value": None, "ok": 1.0}
+
+
+_SESSION_FIELDS = ("lsid", "txnNumber", "stmtId", "autocommit", "startTransaction", "readConcern", "writeConcern")
+
+
+def _rerun_find_and_modify(router: Router, shard: str, db: str, cmd: dict):
+    """findAndModify run again on `shard` in mongos's internal transaction: its reply, or the
+    WouldChangeOwningShard it meets again."""
+
+    async def rerun(txn_req: Request) -> dict | MongoError:
+        try:
+            return await router.txns.run_in_transaction(txn_req, shard, db, cmd)
+        except MongoError as err:
+            if err.code != WOULD_CHANGE_OWNING_SHARD:
+                raise
+            return err
+
+    return rerun
+
+
+def _find_and_modify_reply(cmd: dict):
+    """findAndModify's reply after a WouldChangeOwningShard: the image `new` asks for, projected."""
+
+    def reply(outcome: Outcome) -> dict:
+        if outcome.rerun is not None:
+            return {k: v for k, v in outcome.rerun.items() if k not in ("$clusterTime", "operationTime")}
+        if not outcome.moved:
+            return {"lastErrorObject": {"n": 0, "updatedExisting": False}, "value": None, "ok": 1.0}
+        info = outcome.info
+        value = info["postImage"] if cmd.get("new") else (None if outcome.upserted else info["preImage"])
+        if value is not None and cmd.get("fields"):
+            from shardsim.query.projection import compile_projection
+
+            value = compile_projection(cmd["fields"])(value)
+        last_error: dict[str, Any] = {"n": 1, "updatedExisting": not outcome.upserted}
+        if outcome.upserted:
+            last_error["upserted"] = info["postImage"]["_id"]
+        return {"lastErrorObject": last_error, "value": value, "ok": 1.0}
+
+    return reply
 
 
 # -- reads --------------------------------------------------------------------------

@@ -327,6 +327,15 @@ def upsert_document(node: Node, ctx: OpCtx, db: str, name: str, q: dict, update:
     res = apply_update(upsert_seed(q, update), update, array_filters=array_filters, upsert_query=q, is_insert=True)
     doc = prepare_insert(res.doc)
     coll = ensure_collection(node, ctx, db, name)
+    if coll.shard_key and node.owns is not None and not node.owns(coll.ns, doc):
+        # The server's upsert stage: the new document belongs to another shard; mongos inserts it
+        # there (and deletes what the query matches here, expecting nothing).
+        if ctx.txn is None and ctx.txn_number is None:
+            raise MongoError("IllegalOperation", "The upsert document could not be inserted onto the shard targeted "
+                             "by the query, since its shard key belongs on a different shard. Cross-shard upserts are "
+                             "only allowed when running in a transaction or with retryWrites: true.")
+        raise MongoError("WouldChangeOwningShard", "The document we are inserting belongs on a different shard",
+                         preImage=q, postImage=doc, shouldUpsert=True)
     insert_one(node, ctx, coll, doc, ws, index)
     return doc
 

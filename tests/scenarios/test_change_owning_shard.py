@@ -122,3 +122,70 @@ def test_a_retried_find_and_modify_that_moved_its_document_is_answered_not_run_a
     assert first["value"] == again["value"] == {"_id": 2, "k": 250, "v": 3}
     assert sharded.find_one({"_id": 2}) == {"_id": 2, "k": 250, "v": 3}
     assert _placement(cluster)[2] == "shard02"
+
+
+def _write_in_between(monkeypatch, cluster, cmd: dict) -> list:
+    """Run `cmd` on shard00 right after it refused a move, before mongos moves the document."""
+    import router.commands_crud as crud
+
+    real, ran = crud.change_owning_shard, []
+
+    async def racing(router, *args, **kwargs):
+        ran.append(await router.shard("shard00").command("s", dict(cmd)))
+        return await real(router, *args, **kwargs)
+
+    monkeypatch.setattr(crud, "change_owning_shard", racing)
+    return ran
+
+
+def test_a_write_between_the_refusal_and_the_move_is_kept(monkeypatch, cluster, sharded):
+    # mongos runs the statement again inside its transaction, so the move carries the document
+    # as it is now (the pre-image is the delete's whole predicate: a stale one would match nothing).
+    ran = _write_in_between(monkeypatch, cluster, {"update": "c", "updates": [{"q": {"_id": 1}, "u": {"$set": {"w": 7}}}]})
+    r = sharded.update_one({"_id": 1, "k": 5}, {"$set": {"k": 250, "v": 10}})
+    assert ran[0]["nModified"] == 1 and (r.matched_count, r.modified_count) == (1, 1)
+    assert sharded.find_one({"_id": 1}) == {"_id": 1, "k": 250, "v": 10, "w": 7}
+    assert _placement(cluster)[1] == "shard02"
+
+
+def test_a_delete_between_the_refusal_and_the_move_leaves_nothing_to_move(monkeypatch, cluster, sharded):
+    _write_in_between(monkeypatch, cluster, {"delete": "c", "deletes": [{"q": {"_id": 1}, "limit": 1}]})
+    r = sharded.update_one({"_id": 1, "k": 5}, {"$set": {"k": 250}})
+    assert (r.matched_count, r.modified_count) == (0, 0)
+    assert sharded.find_one({"_id": 1}) is None and _placement(cluster) == {2: "shard01"}
+
+
+def test_a_write_that_keeps_the_document_in_place_is_the_statements_result(monkeypatch, cluster, sharded):
+    # In between, the shard key moved so far that the update now leaves it on shard00: an ordinary update.
+    import uuid
+
+    from bson import Binary, Int64
+
+    ran = _write_in_between(monkeypatch, cluster, {"update": "c", "updates": [{"q": {"_id": 1}, "u": {"$set": {"k": -500}}}],
+                                                   "lsid": {"id": Binary(uuid.uuid4().bytes, 4)}, "txnNumber": Int64(1)})
+    with sharded.watch() as stream:
+        r = sharded.update_one({"_id": 1}, {"$inc": {"k": 300}})
+        assert [e["operationType"] for e in read(stream, 2)] == ["update", "update"]
+    assert ran[0]["nModified"] == 1 and (r.matched_count, r.modified_count) == (1, 1)
+    assert sharded.find_one({"_id": 1})["k"] == -200 and _placement(cluster)[1] == "shard00"
+
+
+def test_an_upsert_whose_document_belongs_to_another_shard_is_inserted_there(cluster, sharded):
+    with sharded.watch() as stream:
+        # targeted by the query (k: 5, shard00); the new document has k: 250 (shard02)
+        r = sharded.update_one({"_id": 9, "k": 5}, {"$set": {"k": 250}}, upsert=True)
+        assert (r.matched_count, r.modified_count, r.upserted_id) == (0, 0, 9)
+        events = read(stream, 1)
+        assert [(e["operationType"], e["documentKey"]) for e in events] == [("insert", {"k": 250, "_id": 9})]
+        after = sharded.find_one_and_update({"_id": 10, "k": 150}, {"$set": {"k": 20, "v": 1}}, upsert=True,
+                                            return_document=ReturnDocument.AFTER)
+        assert after == {"_id": 10, "k": 20, "v": 1}
+        assert sharded.find_one_and_update({"_id": 11, "k": 150}, {"$set": {"k": 21}}, upsert=True) is None
+        assert [e["documentKey"]["_id"] for e in read(stream, 2)] == [10, 11]
+    assert _placement(cluster) == {1: "shard00", 2: "shard01", 9: "shard02", 10: "shard00", 11: "shard00"}
+    plain = pymongo.MongoClient(cluster.uri, retryWrites=False)
+    with pytest.raises(WriteError) as err:
+        plain.s.c.update_one({"_id": 12, "k": 5}, {"$set": {"k": 250}}, upsert=True)
+    assert err.value.code == 20 and "Cross-shard upserts" in str(err.value)
+    plain.close()
+    assert sharded.find_one({"_id": 12}) is None

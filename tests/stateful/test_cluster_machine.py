@@ -128,6 +128,19 @@ class ClusterMachine(RuleBasedStateMachine):
             self.docs[i] = k
             self.log += [("db.c", "update", i)] if same else [("db.c", "delete", i), ("db.c", "insert", i)]
 
+    @rule(k1=st.integers(0, 399), k2=st.integers(0, 399))
+    def upsert_across_shards(self, k1: int, k2: int) -> None:
+        """A retryable upsert targeted by `k1` whose new document has `k2`: inserted where `k2` lives
+        (mongos moves it when that is another shard); the stream sees one insert."""
+        i = self.next_id
+        self.next_id += 1
+        lsid = {"id": __import__("bson").Binary(os.urandom(16), 4)}
+        cmd = {"update": "c", "updates": [{"q": {"_id": i, "k": k1}, "u": {"$set": {"k": k2}}, "upsert": True}],
+               "lsid": lsid, "txnNumber": 1}
+        if self._write(self.client.command, "db", cmd):
+            self.docs[i] = k2
+            self.log.append(("db.c", "insert", i))
+
     @rule(where=st.sampled_from(["db.o", "other.c"]))
     def insert_elsewhere(self, where: str) -> None:
         i = self.next_id
