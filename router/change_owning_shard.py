@@ -7,7 +7,8 @@ before (`preImage`; for an upsert, the update's query) and after (`postImage`).
 mongos then deletes the pre-image on its shard (the whole pre-image is the
 delete's predicate) and inserts the post-image on the owning shard, atomically:
 inside the client's transaction when there is one, otherwise (a retryable
-write) in an internal transaction of its own, which first runs the original
+write) in an internal transaction on a child of the client's session (its
+events carry `lsid: {id, uid, txnNumber, txnUUID}`, `txnNumber: 0`), which first runs the original
 statement again, so a write that changed the document in between is seen, not
 lost. Two shards took part, so it commits with two-phase commit. A change
 stream therefore shows a `delete` and an `insert`, not an `update`.
@@ -19,7 +20,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
-from bson import Binary
+from bson import Binary, Int64
 
 from oplog.errors import MongoError
 from router.mongos import Request, Router
@@ -57,7 +58,13 @@ async def change_owning_shard(router: Router, req: Request, db: str, coll: str, 
     internal = req.cmd.get("autocommit") is not False
     txn_req = req
     if internal:
-        lsid = {"id": Binary(uuid.uuid4().bytes, 4)}
+        # a child session of the client's (the server's internal transactions API): the
+        # client's session id and txnNumber, and a txnUUID of its own; its txnNumber is 0
+        parent = req.cmd.get("lsid") or {"id": Binary(uuid.uuid4().bytes, 4)}
+        lsid = {k: parent[k] for k in ("id", "uid") if k in parent}
+        if "txnNumber" in req.cmd:
+            lsid["txnNumber"] = Int64(req.cmd["txnNumber"])
+        lsid["txnUUID"] = Binary(uuid.uuid4().bytes, 4)
         txn_req = Request(db, {"lsid": lsid, "txnNumber": 0, "autocommit": False, "startTransaction": True},
                           req.conn, req.name)
     try:

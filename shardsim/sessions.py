@@ -24,16 +24,25 @@ _ANON_UID = Binary(hashlib.sha256(b"").digest(), 0)
 
 
 def lsid_with_uid(lsid: dict, user: str = "") -> dict:
-    """The lsid as the server stores it in the oplog: `{id, uid}`."""
-    if "uid" in lsid:
-        return {"id": lsid["id"], "uid": lsid["uid"]}
-    uid = _ANON_UID if not user else Binary(hashlib.sha256(user.encode()).digest(), 0)
-    return {"id": lsid["id"], "uid": uid}
+    """The lsid as the server stores it in the oplog: `{id, uid}`, and for a child session
+    (mongos's internal transaction for a retryable write) `{id, uid, txnNumber, txnUUID}`."""
+    uid = lsid.get("uid")
+    if uid is None:
+        uid = _ANON_UID if not user else Binary(hashlib.sha256(user.encode()).digest(), 0)
+    out = {"id": lsid["id"], "uid": uid}
+    for child_field in ("txnNumber", "txnUUID"):
+        if child_field in lsid:
+            out[child_field] = lsid[child_field]
+    return out
 
 
 def session_key(lsid: dict) -> bytes:
+    """The session table's key: the session id, and a child session's parent txnNumber and txnUUID."""
     ident = lsid.get("id")
-    return bytes(ident) if ident is not None else b""
+    key = bytes(ident) if ident is not None else b""
+    if "txnUUID" in lsid:
+        key += b"|%d|" % int(lsid.get("txnNumber", -1)) + bytes(lsid["txnUUID"])
+    return key
 
 
 @dataclass

@@ -38,7 +38,9 @@ def sharded(client):
 
 def test_a_retryable_update_moves_the_document_and_the_stream_sees_delete_then_insert(cluster, sharded):
     with sharded.watch() as stream:
-        r = sharded.update_one({"_id": 1, "k": 5}, {"$set": {"k": 250, "v": 10}})
+        with sharded.database.client.start_session() as session:
+            r = sharded.update_one({"_id": 1, "k": 5}, {"$set": {"k": 250, "v": 10}}, session=session)
+            client_lsid, client_txn = session.session_id["id"], session._server_session.transaction_id
         assert (r.matched_count, r.modified_count) == (1, 1)
         # Each event's clusterTime is its own shard's commitTransaction entry (as on the server), so the
         # pair comes in either order; with equal times the delete sorts first (its operationType).
@@ -47,6 +49,11 @@ def test_a_retryable_update_moves_the_document_and_the_stream_sees_delete_then_i
             ("delete", {"k": 5, "_id": 1}), ("insert", {"k": 250, "_id": 1})]
         assert events[1]["fullDocument"] == {"_id": 1, "k": 250, "v": 10}
         assert events[0]["txnNumber"] == events[1]["txnNumber"] and events[0]["lsid"] == events[1]["lsid"]
+        # mongos's internal transaction runs on a child of the client's session (as the server's
+        # transactions API does): the client's id and txnNumber, a txnUUID, its own txnNumber 0
+        lsid = events[0]["lsid"]
+        assert list(lsid) == ["id", "uid", "txnNumber", "txnUUID"] and events[0]["txnNumber"] == 0
+        assert (lsid["id"], lsid["txnNumber"]) == (client_lsid, client_txn)
         assert read_quiet(stream, 0.3) == []  # and no update event
     assert _placement(cluster) == {1: "shard02", 2: "shard01"}
     assert sharded.find_one({"k": 250}) == {"_id": 1, "k": 250, "v": 10}  # found where mongos targets it
