@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from router import logical_session_id
 from router.auth import USER_COMMANDS, AuthManager
 
 SEQUENCE_FIELDS = ("documents", "updates", "deletes", "ops", "nsInfo")
@@ -50,6 +51,16 @@ def authorize(frontend: Any, db: str, cmd: dict, conn: Any) -> None:
             if cur is not None:
                 found.append((getattr(cur, "owner", None), cur.ns))
         auth.check_kill_cursors(db, cmd, st, found)
+
+
+def with_session(frontend: Any, cmd: dict, conn: Any) -> dict:
+    """`cmd` with its lsid completed by the user's digest (`router.logical_session_id`)."""
+    if "lsid" not in cmd:
+        return cmd
+    auth = frontend.auth
+    enabled = auth is not None and auth.enabled
+    user = auth.authenticated_user(conn_auth(frontend, conn)) if enabled else None
+    return logical_session_id.with_session(cmd, user, enabled)
 
 
 def note_cursor_owner(frontend: Any, reply: dict, conn: Any) -> None:

@@ -183,6 +183,7 @@ class Router:
             raise MongoError("CommandNotFound", f"no such command: '{name}'")
         check_generic_arguments(name, cmd)
         authn.authorize(self, db, cmd, conn)
+        cmd = authn.with_session(self, cmd, conn)
         req = Request(db, cmd, conn, name)
         # decided before running: a failing getMore may remove its cursor
         req.is_change_stream = is_change_stream_command(name, cmd, self, db)

@@ -53,6 +53,7 @@ class ReplSetFrontend:
         if isinstance(ct, dict) and isinstance(ct.get("clusterTime"), Timestamp):
             self.node.clock.advance(ts_key(ct["clusterTime"]))
         authn.authorize(self, db, cmd, conn)
+        cmd = authn.with_session(self, cmd, conn)
         req = Request(db, cmd, conn, name)
         if name in ADMIN_COMMANDS or authn.is_user_command(name):
             return await ROUTER_COMMANDS[name](self, req)

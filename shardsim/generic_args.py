@@ -62,6 +62,8 @@ def check_generic_arguments(name: str, cmd: dict) -> None:
     for field, (struct, ok, expected) in _GENERIC.items():
         if field in cmd and not ok(cmd[field]):
             raise wrong_type(struct.format(cmd=name), field, cmd[field], expected)
+    if "lsid" in cmd:
+        check_lsid(cmd["lsid"])
     if name in _CURSOR_COMMANDS and "cursor" in cmd and not isinstance(cmd["cursor"], dict):
         raise wrong_type(name, "cursor", cmd["cursor"], "object")
     if name in _SESSION_LIST_COMMANDS:
@@ -71,3 +73,42 @@ def check_generic_arguments(name: str, cmd: dict) -> None:
         for i, s in enumerate(sessions):
             if not isinstance(s, dict):
                 raise wrong_type(name, f"{name}.{i}", s, "object")
+
+
+# -- lsid (LogicalSessionFromClient: id, and from internal clients uid, txnNumber, txnUUID) --
+# The server's names of the binData subtypes, for "is the wrong binData type" messages.
+_BINDATA_NAMES = {0: "general", 1: "function", 2: "binary(old)", 3: "UUID(old)", 4: "UUID", 5: "MD5",
+                  6: "encrypt", 7: "column", 8: "sensitive", 9: "vector", 128: "user"}
+_LSID = "OperationSessionInfo.lsid"
+
+
+def _check_uuid(field: str, v: Any) -> None:
+    from bson import Binary
+
+    if not isinstance(v, Binary):
+        raise wrong_type(_LSID, field, v, "binData")
+    if v.subtype != 4:
+        raise MongoError("TypeMismatch", f"BSON field '{_LSID}.{field}' is the wrong binData type "
+                                         f"'{_BINDATA_NAMES.get(v.subtype, 'user')}', expected type 'UUID'")
+    if len(v) != 16:
+        raise MongoError("InvalidUUID", "uuid must be a 16-byte binary field with UUID (4) subtype")
+
+
+def check_lsid(lsid: dict) -> None:
+    """The IDL parse of `lsid`: a UUID `id` (required); `uid` (binData), `txnNumber` (long) and
+    `txnUUID` (UUID) of child sessions; no other field."""
+    from bson import Binary
+
+    for field, v in lsid.items():
+        if field in ("id", "txnUUID"):
+            _check_uuid(field, v)
+        elif field == "uid":
+            if not isinstance(v, Binary):
+                raise wrong_type(_LSID, field, v, "binData")
+        elif field == "txnNumber":
+            if not isinstance(v, int) or isinstance(v, bool):
+                raise wrong_type(_LSID, field, v, "long")
+        else:
+            raise MongoError("IDLUnknownField", f"BSON field '{_LSID}.{field}' is an unknown field.")
+    if "id" not in lsid:
+        raise MongoError("IDLFailedToParse", f"BSON field '{_LSID}.id' is missing but a required field")

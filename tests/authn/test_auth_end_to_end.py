@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pymongo
@@ -46,6 +47,14 @@ def test_scram_sha256_and_sha1_logins_and_privileges(auth_cluster):
             if ev:
                 break
         assert ev["documentKey"] == {"_id": 3}
+        # a transaction's events carry its lsid, whose uid is the SHA-256 of the writer's "user@db"
+        with admin.start_session() as s, s.start_transaction():
+            admin.shop.items.insert_one({"_id": 4}, session=s)
+        for _ in range(100):
+            ev = cs.try_next()
+            if ev:
+                break
+        assert ev["documentKey"] == {"_id": 4} and ev["lsid"]["uid"] == hashlib.sha256(b"admin@admin").digest()
     with pytest.raises(pymongo.errors.OperationFailure) as ei:
         reader.watch()  # a cluster-wide stream: not for a single database's reader
     assert ei.value.code == 13
@@ -82,3 +91,4 @@ def test_localhost_exception_creates_the_first_user(tmp_path):
             anon.admin.command("createUser", "second", pwd="y", roles=["root"])
         first = pymongo.MongoClient(c.uri, username="first", password="x", serverSelectionTimeoutMS=5000)
         assert first.admin.command("listDatabases")["ok"] == 1.0
+

@@ -126,11 +126,20 @@ databases = st.one_of(st.sampled_from(["fuzz", "admin", "config", "local", "test
                       st.integers(0, 3), st.none())
 
 
+_uuids = st.builds(lambda b, subtype: bson.Binary(b, subtype), st.binary(min_size=0, max_size=20),
+                   st.sampled_from([4, 4, 4, 0, 3]))
+# session ids, well formed or nearly: {id}, child sessions, a missing id, strange fields
+lsids = st.dictionaries(st.sampled_from(["id", "id", "uid", "txnNumber", "txnUUID", "zz"]),
+                        st.one_of(_uuids, _scalars, st.builds(bson.Int64, st.integers(-2, 5))), max_size=4)
+
+
 @st.composite
 def commands(draw) -> dict:
     cmd: dict = {draw(st.sampled_from(COMMANDS)): draw(targets)}
     for k in draw(st.lists(st.sampled_from(OPTION_KEYS), max_size=3, unique=True)):
-        cmd[k] = draw(option_values)
+        cmd[k] = draw(st.one_of(lsids, option_values) if k == "lsid" else option_values)
+    if "lsid" in cmd and draw(st.booleans()):
+        cmd["txnNumber"] = bson.Int64(draw(st.integers(0, 3)))
     if draw(st.booleans()):
         cmd["$db"] = draw(databases)
     else:

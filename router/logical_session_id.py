@@ -1,0 +1,46 @@
+"""makeLogicalSessionId: the session a command runs under, as the server resolves `lsid`.
+
+A driver sends `lsid: {id: <UUID>}`. The server completes it with `uid`, the
+SHA-256 of the authenticated user's name as "user@db" (of the empty string
+when nobody is authenticated, a digest no user name can have), and it is this
+`{id, uid}` that the oplog and change events carry. A client may send `uid`
+itself only when it is its own digest (with auth on); a `txnNumber` inside the
+lsid belongs to a child session and needs its `txnUUID`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from bson import Binary
+
+from oplog.errors import MongoError
+from router.auth.names import UserName
+
+
+def user_digest(user: UserName | None) -> Binary:
+    """The `uid` of `user`'s sessions: SHA-256 of "user@db" (of "" for no user)."""
+    return Binary(hashlib.sha256(str(user).encode() if user is not None else b"").digest(), 0)
+
+
+def make_logical_session_id(lsid: dict, user: UserName | None, auth_enabled: bool) -> dict:
+    """`lsid` completed with the user's `uid` (child-session fields kept, in the server's order)."""
+    if "txnNumber" in lsid and "txnUUID" not in lsid:
+        raise MongoError("InvalidOptions", "Cannot specify txnNumber in lsid without specifying txnUUID")
+    digest = user_digest(user if auth_enabled else None)
+    uid = lsid.get("uid")
+    if uid is not None and auth_enabled and bytes(uid) != bytes(digest):
+        raise MongoError("Unauthorized", "Unauthorized to set user digest in LogicalSessionId")
+    out = {"id": lsid["id"], "uid": uid if uid is not None else digest}
+    for field in ("txnNumber", "txnUUID"):
+        if field in lsid:
+            out[field] = lsid[field]
+    return out
+
+
+def with_session(cmd: dict, user: UserName | None, auth_enabled: bool) -> dict:
+    """`cmd` with its `lsid` resolved (the same dict when it has none)."""
+    lsid = cmd.get("lsid")
+    if lsid is None:
+        return cmd
+    return {**cmd, "lsid": make_logical_session_id(lsid, user, auth_enabled)}
