@@ -119,7 +119,12 @@ async def cmd_rename(router: Router, req: Request) -> dict:
         primary = router.catalog.primary_of(sdb)
         if primary is None:
             raise MongoError("NamespaceNotFound", f"Source collection {src} does not exist")
-        if sdb != ddb:
+        if sdb != ddb:  # the server's rename coordinator refuses these two first
+            if router.catalog.routing(src) is not None:
+                raise MongoError("CommandFailed", "Source and destination collections must be on the same "
+                                                  f"database because {src} is sharded.")
+            if router.catalog.primary_of(ddb) not in (None, primary):
+                raise MongoError("CommandFailed", "Source and destination collections must be on same shard")
             raise MongoError("IllegalOperation", "mongosim: renameCollection across databases is not supported")
         holders = shards_holding(router, sdb, scoll)
         if not holders:

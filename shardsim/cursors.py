@@ -16,6 +16,7 @@ import trio
 from bson import Int64
 
 from oplog.errors import MongoError
+from shardsim.generic_args import max_time_ms as generic_max_time_ms
 
 DEFAULT_FIRST_BATCH = 101
 MAX_BATCH_BYTES = 16 * 1024 * 1024
@@ -182,7 +183,7 @@ class CursorManager:
         batch_size = cmd.get("batchSize")
         if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 0):
             raise MongoError("BadValue", "Batch size for getMore must be positive, but received: " + str(batch_size))
-        max_time_ms = cmd.get("maxTimeMS")
+        max_time_ms = generic_max_time_ms(cmd)
         self.pin(int(cid))
         try:
             batch, fields, exhausted = await cur.get_more(batch_size, max_time_ms)

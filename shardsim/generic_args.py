@@ -64,6 +64,8 @@ def check_generic_arguments(name: str, cmd: dict) -> None:
             raise wrong_type(struct.format(cmd=name), field, cmd[field], expected)
     if "lsid" in cmd:
         check_lsid(cmd["lsid"])
+    if "maxTimeMS" in cmd:
+        max_time_ms(cmd)
     if name in _CURSOR_COMMANDS and "cursor" in cmd and not isinstance(cmd["cursor"], dict):
         raise wrong_type(name, "cursor", cmd["cursor"], "object")
     if name in _SESSION_LIST_COMMANDS:
@@ -112,3 +114,28 @@ def check_lsid(lsid: dict) -> None:
             raise MongoError("IDLUnknownField", f"BSON field '{_LSID}.{field}' is an unknown field.")
     if "id" not in lsid:
         raise MongoError("IDLFailedToParse", f"BSON field '{_LSID}.id' is missing but a required field")
+
+
+# -- maxTimeMS ----------------------------------------------------------------------------
+_INT_MAX = 2**31 - 1
+
+
+def max_time_ms(cmd: dict) -> int | None:
+    """`maxTimeMS` as the server parses it (parseMaxTimeMS): a number in [0, 2^31 - 1], integral
+    if a double; BadValue otherwise. None when absent; 0 means no limit."""
+    v = cmd.get("maxTimeMS")
+    if v is None:
+        return None
+    if not _is_number(v):
+        raise wrong_type(next(iter(cmd)), "maxTimeMS", v, "int")
+    try:
+        number = float(v.to_decimal()) if type(v).__name__ == "Decimal128" else float(v)
+    except (ValueError, OverflowError):  # a signalling NaN
+        number = float("nan")
+    if number != number:  # NaN converts to 0 but is not integral
+        raise MongoError("BadValue", "maxTimeMS has non-integral value")
+    if number < 0 or number > _INT_MAX:
+        raise MongoError("BadValue", "maxTimeMS is out of range")
+    if isinstance(v, float) and number != int(number):
+        raise MongoError("BadValue", "maxTimeMS has non-integral value")
+    return int(number)

@@ -29,6 +29,7 @@ from oplog.errors import MongoError
 from oplog.oplog import Oplog
 from shardsim.catalog import Catalog
 from shardsim.generic_args import check_generic_arguments
+from shardsim.generic_args import max_time_ms as generic_max_time_ms
 
 
 @dataclass
@@ -154,7 +155,7 @@ class Node:
         lsid = cmd.get("lsid")
         txn = cmd.get("txnNumber")
         ctx = OpCtx(db, cmd, lsid=lsid, txn_number=int(txn) if txn is not None else None, from_router=from_router)
-        max_time_ms = cmd.get("maxTimeMS")
+        max_time_ms = generic_max_time_ms(cmd)
         if max_time_ms and name != "getMore":
             ctx.deadline = trio.current_time() + max_time_ms / 1000.0
         if cmd.get("autocommit") is False:

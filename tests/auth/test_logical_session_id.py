@@ -1,4 +1,4 @@
-"""The lsid a command runs under (makeLogicalSessionId) and the IDL checks of `lsid`."""
+"""The lsid a command runs under (makeLogicalSessionId)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from bson import Binary, Int64
 from oplog.errors import MongoError
 from router.auth.names import UserName
 from router.logical_session_id import make_logical_session_id, user_digest
-from shardsim.generic_args import check_generic_arguments
 
 SID = Binary(uuid.uuid4().bytes, 4)
 READER = UserName("reader", "shop")
@@ -41,18 +40,3 @@ def test_child_session_fields_keep_their_order_and_need_a_txn_uuid():
     with pytest.raises(MongoError) as err:
         make_logical_session_id({"id": SID, "txnNumber": Int64(3)}, None, False)
     assert err.value.code == 72
-
-
-@pytest.mark.parametrize(("lsid", "code", "text"), [
-    ({}, 40414, "'OperationSessionInfo.lsid.id' is missing but a required field"),
-    ({"id": "x"}, 14, "'OperationSessionInfo.lsid.id' is the wrong type 'string', expected type 'binData'"),
-    ({"id": Binary(b"0" * 16, 0)}, 14, "is the wrong binData type 'general', expected type 'UUID'"),
-    ({"id": Binary(b"0" * 5, 4)}, 207, "uuid must be a 16-byte binary field with UUID (4) subtype"),
-    ({"id": SID, "zz": 1}, 40415, "'OperationSessionInfo.lsid.zz' is an unknown field."),
-    ({"id": SID, "uid": "me"}, 14, "'OperationSessionInfo.lsid.uid' is the wrong type 'string'"),
-    ({"id": SID, "txnUUID": SID, "txnNumber": 1.5}, 14, "lsid.txnNumber' is the wrong type 'double'"),
-])
-def test_a_malformed_lsid_is_refused_with_the_servers_error(lsid, code, text):
-    with pytest.raises(MongoError) as err:
-        check_generic_arguments("find", {"find": "c", "lsid": lsid})
-    assert err.value.code == code and text in err.value.errmsg

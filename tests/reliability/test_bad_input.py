@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pymongo
 import pytest
-from bson import Binary, Int64, Timestamp
+from bson import Binary, Decimal128, Int64, Timestamp
 from pymongo.errors import OperationFailure
 
 from mongosim import Cluster
@@ -215,3 +215,18 @@ def test_count_arguments(deployment, field, value, code):
     _topology, client = deployment
     assert _code(lambda: client.bad.command({"count": "c", field: value}))[0] == code
     assert client.bad.command({"count": "c", "limit": -1.0})["n"] == 1  # a negative limit counts as its absolute value
+
+
+@pytest.mark.parametrize("value", [Decimal128("NaN"), -5, 1.5, 2**40])
+@pytest.mark.parametrize("command", ["find", "findAndModify", "getMore"])
+def test_a_bad_max_time_ms_is_bad_value(deployment, command, value):
+    _topology, client = deployment
+    if command == "getMore":
+        cid = client.bad.command("find", "c", batchSize=0)["cursor"]["id"]
+        code, _err = _code(lambda: client.bad.command("getMore", cid, collection="c", maxTimeMS=value))
+    elif command == "find":
+        code, _err = _code(lambda: client.bad.command("find", "c", maxTimeMS=value))
+    else:
+        code, _err = _code(lambda: client.bad.command("findAndModify", "c", query={}, update={"$set": {"a": 1}},
+                                                       maxTimeMS=value))
+    assert code == 2

@@ -73,3 +73,21 @@ def test_sharded_collection_drop_is_one_drop_and_one_invalidate(client):
         assert [e["operationType"] for e in evs] == ["drop", "invalidate"]
         assert read_quiet(cs, 0.2) == []
     assert not cs.alive
+
+
+def test_rename_across_databases_is_refused_as_the_rename_coordinator_does(client):
+    import pytest
+    from pymongo.errors import OperationFailure
+
+    client.admin.command("enableSharding", "r1", primaryShard="shard00")
+    client.admin.command("enableSharding", "r2", primaryShard="shard01")
+    client.r1.plain.insert_one({"_id": 1})
+    client.r2.x.insert_one({"_id": 1})
+    client.admin.command("shardCollection", "r1.sh", key={"_id": 1})
+    with pytest.raises(OperationFailure) as err:
+        client.admin.command("renameCollection", "r1.sh", to="r2.sh")
+    assert err.value.code == 125 and "because r1.sh is sharded" in str(err.value)
+    with pytest.raises(OperationFailure) as err:
+        client.admin.command("renameCollection", "r1.plain", to="r2.plain")
+    assert err.value.code == 125 and "must be on same shard" in str(err.value)
+    assert client.r1.plain.find_one() == {"_id": 1}  # nothing lost
