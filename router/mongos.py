@@ -28,6 +28,7 @@ from router.catalog_cache import CatalogCache
 from router.failpoints import CloseConnection, FailPoints, app_name_of, fail_get_more_after_checkout
 from router.remote import ShardRemote
 from router.server import ConnState
+from shardsim import snapshot_reads
 from shardsim.cursors import CursorManager
 from shardsim.generic_args import check_generic_arguments
 from shardsim.node import Node
@@ -185,6 +186,7 @@ class Router:
         authn.authorize(self, db, cmd, conn)
         cmd = authn.with_session(self, cmd, conn)
         req = Request(db, cmd, conn, name)
+        at_cluster_time = self._snapshot_read_time(req) if snapshot_reads.is_snapshot_read(name, cmd) else 0
         # decided before running: a failing getMore may remove its cursor
         req.is_change_stream = is_change_stream_command(name, cmd, self, db)
         try:
@@ -195,10 +197,22 @@ class Router:
         except MongoError as err:
             self._label(err, req)
             raise
+        if at_cluster_time:
+            snapshot_reads.stamp_reply(name, reply, at_cluster_time)
         if req.op_time_key:
             reply.setdefault("_opTimeKey", req.op_time_key)
         authn.note_cursor_owner(self, reply, conn)
         return reply
+
+    def _snapshot_read_time(self, req: Request) -> int:
+        """A snapshot read outside a transaction: one cluster time for every shard (the client's
+        atClusterTime, or the latest cluster time), pinned on all of them at once, before any
+        shard is asked, and sent to each as readConcern.atClusterTime."""
+        key = snapshot_reads.requested_time(req.cmd, self.clock.key) or self.clock.key
+        for name in self.shards:
+            snapshot_reads.pin(self.shard(name).node, key)
+        req.cmd = {**req.cmd, "readConcern": {**req.cmd["readConcern"], "atClusterTime": key_ts(key)}}
+        return key
 
     async def _apply_fail_command(self, req: Request) -> None:
         app = app_name_of(req.conn.client)

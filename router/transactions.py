@@ -25,8 +25,10 @@ from typing import Any
 import trio
 from bson import Timestamp
 
+from oplog.clock import key_ts
 from oplog.errors import MongoError, in_category
 from router.mongos import Request, Router, router_command
+from shardsim import snapshot_reads
 from shardsim.node import WOULD_CHANGE_OWNING_SHARD
 from shardsim.sessions import session_key
 from shardsim.transactions import no_such_transaction
@@ -79,10 +81,22 @@ class RouterTransactions:
                 raise MongoError(225, f"Cannot start transaction {txn_number} on session because a newer "
                                       f"transaction {cur.txn_number} has already started.")
             if cur is None or cur.txn_number < txn_number:
-                cur = self._txns[key] = RouterTxn(lsid, int(txn_number), req.cmd.get("readConcern"))
+                cur = self._txns[key] = RouterTxn(lsid, int(txn_number), self._read_concern(req.cmd.get("readConcern")))
         if cur is None or cur.txn_number != txn_number:
             raise no_such_transaction(int(txn_number), aborted=False)
         return cur
+
+    def _read_concern(self, rc: Any) -> Any:
+        """The transaction's readConcern; for level snapshot, with the atClusterTime mongos picks
+        (its latest cluster time), pinned on every shard now, so each participant joining later
+        reads at that same time."""
+        if not isinstance(rc, dict) or rc.get("level") != "snapshot":
+            return rc
+        router = self.router
+        key = snapshot_reads.requested_time({"readConcern": rc}, router.clock.key) or router.clock.key
+        for name in router.shards:
+            snapshot_reads.pin(router.shard(name).node, key)
+        return {**rc, "atClusterTime": key_ts(key)}
 
     async def run_in_transaction(self, req: Request, shard: str, db: str, cmd: dict) -> dict:
         txn = self._get(req)

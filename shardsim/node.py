@@ -28,6 +28,7 @@ from oplog.error_codes import CODES
 from oplog.errors import MongoError
 from oplog.oplog import Oplog
 from shardsim.catalog import Catalog
+from shardsim import snapshot_reads
 from shardsim.generic_args import check_generic_arguments
 from shardsim.generic_args import max_time_ms as generic_max_time_ms
 
@@ -46,6 +47,13 @@ class OpCtx:
     from_router: bool = False
     txn: Any = None  # the open multi-document transaction this command runs in
     deadline: float = math.inf  # trio time when maxTimeMS runs out (a getMore's maxTimeMS is its await time)
+    snapshot: Any = None  # a readConcern snapshot read's view (shardsim.snapshot_reads)
+    at_cluster_time: int = 0  # ... and the cluster time it reads at
+
+    @property
+    def view(self) -> Any:
+        """What a read sees: the transaction, a snapshot, or (None) the committed data."""
+        return self.txn if self.txn is not None else self.snapshot
 
 
 Handler = Callable[["Node", OpCtx], Awaitable[dict] | dict]
@@ -120,6 +128,8 @@ class Node:
         ts = key_ts(key)
         e = oplog_entry.finish(op, ts, self.wall.wall(), **session_fields)
         self.oplog.append(e)
+        if self.catalog.snapshots.pinned:  # snapshot reads keep history for a while, not forever
+            self.catalog.snapshots.expire(trio.current_time())
         if self.progress:  # anyone parked (ParkingLot.__len__)
             self.progress.unpark_all()
         if ctx is not None:
@@ -162,6 +172,8 @@ class Node:
             from shardsim.txn_commands import attach_transaction
 
             attach_transaction(self, ctx, name)
+        elif snapshot_reads.is_snapshot_read(name, cmd):
+            snapshot_reads.open_view(self, ctx)
         elif name in _WRITE_COMMANDS and self.prepared_namespaces:
             if lsid is not None and ctx.txn_number is not None:
                 self.sessions.begin(lsid, ctx.txn_number)  # the session is checked out before any wait
@@ -177,6 +189,8 @@ class Node:
             raise
         if ctx.txn is not None and any(e.get("code") != WOULD_CHANGE_OWNING_SHARD for e in reply.get("writeErrors", ())):
             ctx.txn.abort(ctx)  # (WouldChangeOwningShard is mongos's to handle: the transaction goes on)
+        if ctx.at_cluster_time:
+            snapshot_reads.stamp_reply(name, reply, ctx.at_cluster_time)
         if ctx.op_time_key:
             reply["_opTimeKey"] = ctx.op_time_key
         return reply

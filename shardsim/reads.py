@@ -74,7 +74,7 @@ def cmd_find(node: Node, ctx: OpCtx) -> dict:
     name = check_namespace(ctx.db, cmd["find"])
     batch_size = int_arg(cmd, "batchSize", "find", None)
     limit = int_arg(cmd, "limit", "find", None)
-    results = run_find(node, ctx.db, name, cmd, ctx.txn)
+    results = run_find(node, ctx.db, name, cmd, ctx.view)
     if limit and (batch_size is None or batch_size > limit):
         batch_size = limit
     return serve_cursor(node, f"{ctx.db}.{name}", results, batch_size, bool(cmd.get("singleBatch")) or bool(limit and batch_size == limit))
@@ -100,7 +100,7 @@ def cmd_count(node: Node, ctx: OpCtx) -> dict:
     name = check_namespace(ctx.db, cmd["count"])
     q = cmd.get("query") or {}
     coll = node.catalog.collection(ctx.db, name)
-    n = len(coll) if (coll is not None and not q and ctx.txn is None) else len(list(matching_documents(coll, q, None, ctx.txn)))
+    n = len(coll) if (coll is not None and not q and ctx.view is None) else len(list(matching_documents(coll, q, None, ctx.view)))
     skip = int_arg(cmd, "skip", "count", 0) or 0
     limit = int_arg(cmd, "limit", "count", None, allow_negative=True)
     n = max(n - skip, 0)
@@ -120,7 +120,7 @@ def cmd_distinct(node: Node, ctx: OpCtx) -> dict:
         raise MongoError("FailedToParse", "BSON field 'distinct.key' is missing but a required field")
     coll = node.catalog.collection(ctx.db, name)
     seen: dict[Any, Any] = {}
-    for doc in matching_documents(coll, cmd.get("query") or {}, None, ctx.txn):
+    for doc in matching_documents(coll, cmd.get("query") or {}, None, ctx.view):
         for v in _distinct_values(doc, key.split(".")):
             seen.setdefault(hashable(v), v)
     from shardsim.query.values import sort_key
@@ -174,7 +174,7 @@ async def cmd_aggregate(node: Node, ctx: OpCtx) -> dict:
     else:
         name = check_namespace(ctx.db, target)
         coll = node.catalog.collection(ctx.db, name)
-        docs = (ctx.txn.scan(coll) if ctx.txn is not None else coll.scan()) if coll is not None else iter(())
+        docs = (ctx.view.scan(coll) if ctx.view is not None else coll.scan()) if coll is not None else iter(())
         ns = f"{ctx.db}.{name}"
     results = run_pipeline(docs, pipeline)
     batch_size = (cursor_opt or {}).get("batchSize")

@@ -15,12 +15,25 @@ transaction holds a snapshot, the document each write replaced:
 Versions every open snapshot has passed are dropped when a snapshot closes; with
 none open, nothing is recorded and reads cost nothing extra.  Hand-written: no
 library keeps versions of Python dicts, and the rule above is all we need.
+
+Reads at a cluster time (readConcern snapshot with `atClusterTime`: snapshot
+sessions, and transactions whose router picked one time for every shard) use
+*pins*: `pin(key)` opens a snapshot standing for cluster time `key` and keeps
+it for the history window (the server's minSnapshotHistoryWindowInSeconds,
+300 s). A time with a pin, or one no write on this node has passed, can be
+read; an older one is SnapshotTooOld, as it is on a server whose history no
+longer reaches back that far (mongosim's history starts at the first pin).
 """
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import Counter
-from typing import Any
+from typing import Any, Callable
+
+from oplog.errors import MongoError
+
+HISTORY_WINDOW_S = 300.0  # minSnapshotHistoryWindowInSeconds
 
 
 class Snapshots:
@@ -30,10 +43,49 @@ class Snapshots:
         self.seq = 0
         self.readers: Counter[int] = Counter()  # snapshot seq -> open transactions at it
         self._holding: dict[int, Any] = {}  # id -> collection with versions
+        self._pin_keys: list[int] = []  # cluster times with a pin, ascending
+        self._pins: dict[int, tuple[int, float]] = {}  # cluster time -> (snapshot seq, expiry)
 
-    def open(self) -> int:
-        self.readers[self.seq] += 1
-        return self.seq
+    # -- pins: snapshots at a cluster time ------------------------------------------------
+    def pin(self, key: int, last_write_key: int, now: float,
+            writes_between: Callable[[int, int], bool]) -> int:
+        """The snapshot seq for reading at cluster time `key` (pinned for the history window).
+
+        `last_write_key` is this node's newest write; `writes_between(a, b)` says whether this
+        node wrote anything with a time in (a, b]."""
+        self.expire(now)
+        hit = self._pins.get(key)
+        if hit is not None:
+            return hit[0]
+        if key >= last_write_key or not writes_between(key, last_write_key):
+            seq = self.seq  # no data written after `key`: the present is that snapshot
+        else:
+            i = bisect_right(self._pin_keys, key)
+            if i == 0 or writes_between(self._pin_keys[i - 1], key):
+                raise MongoError("SnapshotTooOld", "Read timestamp is older than the oldest available timestamp.")
+            seq = self._pins[self._pin_keys[i - 1]][0]
+        self._pins[key] = (seq, now + HISTORY_WINDOW_S)
+        self._pin_keys.insert(bisect_right(self._pin_keys, key), key)
+        self.readers[seq] += 1
+        return seq
+
+    @property
+    def pinned(self) -> bool:
+        return bool(self._pins)
+
+    def expire(self, now: float) -> None:
+        """Release the pins whose history window has passed."""
+        old = [k for k, (_seq, until) in self._pins.items() if until <= now]
+        for k in old:
+            seq, _until = self._pins.pop(k)
+            self._pin_keys.remove(k)
+            self.close(seq)
+
+    def open(self, seq: int | None = None) -> int:
+        """Open a snapshot at the present (or at `seq`, a pinned one); `close` it when done."""
+        seq = self.seq if seq is None else seq
+        self.readers[seq] += 1
+        return seq
 
     def close(self, snapshot: int) -> None:
         self.readers[snapshot] -= 1

@@ -30,7 +30,8 @@ retry loop does; the commit still checks that nothing it touched changed.
 Limits (see README): collections created implicitly inside a transaction are
 created at once, not inside applyOps; each shard's snapshot is taken at the
 transaction's first statement there (readConcern local/majority semantics),
-not at one atClusterTime chosen by the router for readConcern snapshot.
+or, for readConcern snapshot, at the one atClusterTime mongos picked and pinned
+on every shard when the transaction started (`shardsim.snapshot_reads`).
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ def no_such_transaction(txn_number: int, aborted: bool = True) -> MongoError:
 
 
 class Transaction:
-    def __init__(self, node: Any, lsid: dict, txn_number: int) -> None:
+    def __init__(self, node: Any, lsid: dict, txn_number: int, at_snapshot: int | None = None) -> None:
         self.node = node
         self.lsid = lsid
         self.txn_number = txn_number
@@ -79,7 +80,7 @@ class Transaction:
         self.prepare_entry_key = 0
         self.commit_key = 0
         self._snapshots = node.catalog.snapshots
-        self.snapshot: int | None = self._snapshots.open()
+        self.snapshot: int | None = self._snapshots.open(at_snapshot)
 
     # -- reads -----------------------------------------------------------------------
     def _visible(self, coll: Collection, idk: Any) -> dict | None:

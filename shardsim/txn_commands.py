@@ -44,7 +44,16 @@ def attach_transaction(node: Node, ctx: OpCtx, name: str) -> None:
         end_open_transaction(state)
         state.txn_number = ctx.txn_number
         state.executed = {}
-        state.txn = Transaction(node, ctx.lsid, ctx.txn_number)
+        # readConcern snapshot: read at the cluster time mongos picked for every shard (or, on a
+        # replica set, now); otherwise at this node's present, as local/majority do
+        at = None
+        if isinstance(cmd.get("readConcern"), dict) and cmd["readConcern"].get("level") == "snapshot":
+            from shardsim import snapshot_reads
+
+            key = snapshot_reads.requested_time(cmd, max(node.clock.key, node.oplog.last_key))
+            if key is not None:
+                at = snapshot_reads.pin(node, key)
+        state.txn = Transaction(node, ctx.lsid, ctx.txn_number, at_snapshot=at)
     txn = state.txn
     if txn is None or txn.txn_number != ctx.txn_number:
         raise no_such_transaction(ctx.txn_number, aborted=False)
