@@ -24,7 +24,7 @@ from oplog.oplog import EntryTooLarge
 from shardsim.catalog import Collection
 from shardsim.node import Node, OpCtx, command
 from shardsim.query.matcher import Matcher
-from shardsim.query.update import apply_update, classify_update, upsert_seed
+from shardsim.query.update import apply_update, check_id_value, classify_update, upsert_seed
 from shardsim.query.values import hashable
 from shardsim.sessions import lsid_with_uid
 
@@ -166,9 +166,7 @@ def _check_document(doc: Any) -> dict:
     if not isinstance(doc, dict):
         raise MongoError("TypeMismatch", "document to insert must be an object")
     if "_id" in doc:
-        v = doc["_id"]
-        if isinstance(v, list):
-            raise MongoError("InvalidIdField", "The '_id' value cannot be of type array")
+        check_id_value(doc["_id"])
     return doc
 
 

@@ -40,10 +40,11 @@ from __future__ import annotations
 import datetime
 import functools
 import math
+import re
 from decimal import Context, Decimal
 from typing import Any
 
-from bson import Decimal128, Int64, ObjectId, Timestamp
+from bson import Decimal128, Int64, ObjectId, Regex, Timestamp
 
 from oplog.errors import MongoError
 from shardsim.query.diff import DELTA_METADATA_PADDING, binary_equal, compute_diff
@@ -1414,10 +1415,18 @@ def apply_compiled(compiled: CompiledUpdate, doc: dict, *, is_insert=False, now=
     return UpdateResult(work, diff, False)
 
 
+def check_id_value(idv: Any) -> None:
+    """The server's storage validation of `_id`: never an array or a regex (InvalidIdField)."""
+    if type(idv) is list:
+        raise MongoError("InvalidIdField", "The '_id' value cannot be of type array")
+    if isinstance(idv, (Regex, re.Pattern)):
+        raise MongoError("InvalidIdField", "The '_id' value cannot be of type regex")
+
+
 def _validate_stored(doc: dict):
     idv = doc.get("_id", MISSING)
-    if type(idv) is list:
-        raise MongoError("InvalidIdField", f"The '_id' value cannot be of type array")
+    if idv is not MISSING:
+        check_id_value(idv)
 
 
 def _apply_replacement(doc: dict, replacement: dict, is_insert: bool) -> UpdateResult:
@@ -1442,8 +1451,8 @@ def _replace_with(doc: dict, new: dict, is_insert: bool, *, pipeline: bool, now=
                 "ImmutableField",
                 f"After applying the update, the (immutable) field '_id' was found to have been altered to {element_str('_id', new_id)}",
             )
-    if type(new.get("_id")) is list:
-        raise MongoError("InvalidIdField", "The '_id' value cannot be of type array")
+    if "_id" in new:
+        check_id_value(new["_id"])
     if binary_equal(doc, new) and not is_insert:
         return UpdateResult(new, None, not pipeline)
     if pipeline and not is_insert:

@@ -1,0 +1,29 @@
+"""`_id` is never an array or a regex: InvalidIdField (53), as the server's storage validation says."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from bson import Regex
+from pymongo.errors import WriteError
+
+
+@pytest.mark.parametrize(("bad", "kind"), [([1, 2], "array"), (re.compile("a"), "regex"), (Regex("^x", "i"), "regex")])
+def test_an_array_or_regex_id_is_refused_everywhere_a_document_is_stored(client, bad, kind):
+    coll = client.ids.c
+    coll.insert_one({"_id": 1, "v": 0})
+    writes = [
+        lambda: coll.insert_one({"_id": bad}),
+        lambda: coll.replace_one({"_id": 1}, {"_id": bad, "v": 1}),  # (also immutable: checked first)
+        lambda: coll.update_one({"v": 5}, {"$set": {"w": 1}, "$setOnInsert": {"_id": bad}}, upsert=True),
+    ]
+    codes = []
+    for write in writes:
+        with pytest.raises(WriteError) as err:
+            write()
+        codes.append((err.value.code, str(err.value)))
+    assert codes[0] == (53, f"The '_id' value cannot be of type {kind}, full error: "
+                            f"{{'index': 0, 'code': 53, 'errmsg': \"The '_id' value cannot be of type {kind}\"}}")
+    assert codes[1][0] == 66 and codes[2][0] == 53
+    assert list(coll.find()) == [{"_id": 1, "v": 0}]  # nothing stored
