@@ -29,6 +29,7 @@ from router.failpoints import CloseConnection, FailPoints, app_name_of, fail_get
 from router.remote import ShardRemote
 from router.server import ConnState
 from shardsim import snapshot_reads
+from shardsim.collation import refuse_collation
 from shardsim.cursors import CursorManager
 from shardsim.generic_args import check_generic_arguments
 from shardsim.node import Node
@@ -183,6 +184,7 @@ class Router:
         if handler is None:
             raise MongoError("CommandNotFound", f"no such command: '{name}'")
         check_generic_arguments(name, cmd)
+        refuse_collation(name, cmd)
         authn.authorize(self, db, cmd, conn)
         cmd = authn.with_session(self, cmd, conn)
         req = Request(db, cmd, conn, name)

@@ -29,6 +29,7 @@ from oplog.errors import MongoError
 from oplog.oplog import Oplog
 from shardsim.catalog import Catalog
 from shardsim import snapshot_reads
+from shardsim.collation import refuse_collation
 from shardsim.generic_args import check_generic_arguments
 from shardsim.generic_args import max_time_ms as generic_max_time_ms
 
@@ -162,6 +163,7 @@ class Node:
         if handler is None:
             raise MongoError("CommandNotFound", f"no such command: '{name}'")
         check_generic_arguments(name, cmd)
+        refuse_collation(name, cmd)
         lsid = cmd.get("lsid")
         txn = cmd.get("txnNumber")
         ctx = OpCtx(db, cmd, lsid=lsid, txn_number=int(txn) if txn is not None else None, from_router=from_router)

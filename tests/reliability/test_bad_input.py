@@ -230,3 +230,21 @@ def test_a_bad_max_time_ms_is_bad_value(deployment, command, value):
         code, _err = _code(lambda: client.bad.command("findAndModify", "c", query={}, update={"$set": {"a": 1}},
                                                        maxTimeMS=value))
     assert code == 2
+
+
+@pytest.mark.parametrize("command", [
+    {"find": "c", "collation": {"locale": "fr"}},
+    {"aggregate": "c", "pipeline": [], "cursor": {}, "collation": {"locale": "en", "strength": 2}},
+    {"update": "c", "updates": [{"q": {}, "u": {"$set": {"x": 1}}}, {"q": {}, "u": {"$set": {"y": 1}}, "collation": {"locale": "de"}}]},
+    {"delete": "c", "deletes": [{"q": {}, "limit": 0, "collation": {"locale": "de"}}]},
+    {"createIndexes": "c", "indexes": [{"key": {"s": 1}, "name": "s_1", "collation": {"locale": "fr"}}]},
+])
+def test_a_collation_other_than_simple_is_refused_before_anything_runs(deployment, command):
+    _topology, client = deployment
+    before = list(client.bad.c.find())
+    code, err = _code(lambda: client.bad.command(dict(command)))
+    assert code == 238 and "collation" in str(err)
+    assert list(client.bad.c.find()) == before  # not even the first update statement ran
+    simple = {**command, "collation": {"locale": "simple"}} if "collation" in command else None
+    if simple is not None and "find" in command:
+        assert client.bad.command(simple)["ok"] == 1.0
