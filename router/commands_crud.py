@@ -43,6 +43,20 @@ def _session_fields(req: Request) -> dict:
     return {k: req.cmd[k] for k in _PASS if k in req.cmd}
 
 
+def _read_targets(router: Router, req: Request, ns: str, query: dict | None) -> list[str]:
+    """The shards a read asks. A snapshot read (outside a transaction) asks every shard holding
+    the collection: chunks may have moved since its atClusterTime, and each shard's snapshot holds
+    exactly the documents it owned then (mongos routes by the routing table of that time)."""
+    rc = req.cmd.get("readConcern")
+    if isinstance(rc, dict) and rc.get("level") == "snapshot" and "autocommit" not in req.cmd:
+        from router.commands_ddl import shards_holding
+
+        db, coll = ns.split(".", 1)
+        if db not in ("config", "admin"):
+            return shards_holding(router, db, coll)
+    return targets_for_query(router, ns, query)
+
+
 def targets_for_query(router: Router, ns: str, query: dict | None) -> list[str]:
     """Shards that may hold documents matching `query`."""
     db = ns.split(".", 1)[0]
@@ -392,7 +406,7 @@ async def cmd_find(router: Router, req: Request) -> dict:
     flt = cmd.get("filter") or {}
     if not isinstance(flt, dict):
         raise MongoError("TypeMismatch", "BSON field 'FindCommandRequest.filter' is the wrong type, expected type 'object'")
-    shards = targets_for_query(router, ns, flt)
+    shards = _read_targets(router, req, ns, flt)
     batch_size = cmd.get("batchSize")
     limit = cmd.get("limit")
     skip = cmd.get("skip") or 0
@@ -441,7 +455,7 @@ async def cmd_count(router: Router, req: Request) -> dict:
     skip = int_arg(req.cmd, "skip", "count", 0) or 0  # checked before any shard is asked
     limit = int_arg(req.cmd, "limit", "count", None, allow_negative=True)
     total = 0
-    for shard in targets_for_query(router, ns, q):
+    for shard in _read_targets(router, req, ns, q):
         reply = await _run_txn_aware(router, req, shard, db, {"count": coll, "query": q, **_session_fields(req)})
         total += reply["n"]
     total = max(total - skip, 0)
@@ -457,7 +471,7 @@ async def cmd_distinct(router: Router, req: Request) -> dict:
     db, coll, ns = _ns(req)
     q = req.cmd.get("query") or {}
     seen: dict = {}
-    for shard in targets_for_query(router, ns, q):
+    for shard in _read_targets(router, req, ns, q):
         reply = await _run_txn_aware(router, req, shard, db, {"distinct": coll, "key": req.cmd.get("key"), "query": q, **_session_fields(req)})
         for v in reply["values"]:
             seen.setdefault(hashable(v), v)
@@ -488,7 +502,7 @@ async def cmd_aggregate(router: Router, req: Request) -> dict:
     if not isinstance(target, str):
         raise MongoError("InvalidNamespace", "aggregate target must be a collection name or 1")
     ns = f"{db}.{target}"
-    shards = targets_for_query(router, ns, None)
+    shards = _read_targets(router, req, ns, None)
     if len(shards) == 1 and router.catalog.routing(ns) is None:
         cmd = {k: v for k, v in req.cmd.items() if k not in ("$db", "$clusterTime", "$readPreference")}
         reply = await _run_txn_aware(router, req, shards[0], db, {**cmd, "cursor": {"batchSize": 2**31 - 1}})

@@ -158,3 +158,19 @@ def test_every_read_at_a_pinned_time_sees_the_data_of_that_time(steps):
             assert sorted((d["_id"], d["v"]) for d in r["cursor"]["firstBatch"]) == sorted(model.items())
 
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+def test_a_snapshot_session_keeps_its_documents_across_a_chunk_migration(deployment):
+    topology, client = deployment
+    if topology != "sharded":
+        pytest.skip("chunks live on a sharded cluster")
+    coll = _seed(topology, client, "m1")
+    with client.start_session(snapshot=True) as s:
+        before = sorted((d["k"], d["v"]) for d in coll.find({}, session=s))
+        # k=150 moves from shard01 to shard02 (cloned there, deleted on shard01), then changes
+        client.admin.command("moveChunk", "snapsess.m1", find={"k": 150}, to="shard02")
+        coll.update_one({"k": 150}, {"$set": {"v": 5}})
+        assert sorted((d["k"], d["v"]) for d in coll.find({}, session=s)) == before
+        assert coll.count_documents({"k": 150}, session=s) == 1
+        assert coll.find_one({"k": 150}, session=s)["v"] == 0
+    assert coll.find_one({"k": 150})["v"] == 5
