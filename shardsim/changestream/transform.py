@@ -2,13 +2,15 @@
 
 The fields, in the server's order (change_stream_event_transform.cpp):
 
-    [to]  [txnNumber, lsid]  _id  operationType  clusterTime  [collectionUUID]
-    wallTime  [fullDocument]  ns  [documentKey]  [operationDescription]
-    [updateDescription]  [stateBeforeChange]
+    [to]  [txnNumber, lsid]  _id  operationType  clusterTime  [commitTimestamp]
+    [collectionUUID]  wallTime  [fullDocument]  ns  [documentKey]
+    [operationDescription]  [updateDescription]  [stateBeforeChange]
 
 `to` is the rename target (it predates operationDescription and is added
 first); `txnNumber`/`lsid` only for events unwound from a transaction;
-`collectionUUID` and `operationDescription` only with showExpandedEvents.
+`commitTimestamp` only with showCommitTimestamp, for events of a prepared
+(multi-shard) transaction; `collectionUUID` and `operationDescription` only
+with showExpandedEvents.
 The `_id` is the resume token: clusterTime, txnOpIndex, the collection UUID
 and the event identifier `{operationType, documentKey | operationDescription}`.
 """
@@ -73,6 +75,7 @@ class Transform(Stage):
         spec = ctx.spec
         self.expanded = spec.show_expanded_events
         self.raw_update = spec.show_raw_update_description
+        self.show_commit_ts = spec.show_commit_timestamp
         self.want_pre = spec.full_document_before_change != "off"
         self.want_post = spec.full_document in ("whenAvailable", "required")
         self.cache = getattr(ctx.node, "event_cache", None)
@@ -198,6 +201,8 @@ class Transform(Stage):
         doc["_id"] = token
         doc["operationType"] = op_type
         doc["clusterTime"] = ts
+        if self.show_commit_ts and "commitTimestamp" in e:  # events of a prepared transaction
+            doc["commitTimestamp"] = e["commitTimestamp"]
         if self.expanded and uuid is not None:
             doc["collectionUUID"] = uuid
         doc["wallTime"] = e["wall"]

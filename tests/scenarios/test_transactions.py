@@ -130,3 +130,31 @@ def test_move_chunk_under_a_watch_adds_no_event_and_loses_nothing(client):
         assert [(e["operationType"], e["documentKey"]) for e in evs] == [
             ("update", {"k": 7, "_id": 7}), ("delete", {"k": 7, "_id": 7})]
     assert coll.count_documents({}) == 49
+
+
+def test_show_commit_timestamp_marks_the_events_of_a_prepared_transaction(client):
+    shard_three_ways(client)
+    coll = client.s.c
+    start = client.admin.command("ping")["operationTime"]
+    with client.start_session() as s, s.start_transaction():  # two shards: prepared, committed by 2PC
+        coll.insert_one({"_id": 1, "k": 10}, session=s)
+        coll.insert_one({"_id": 2, "k": 150}, session=s)
+    with client.start_session() as s, s.start_transaction():  # one shard: committed without prepare
+        coll.insert_one({"_id": 3, "k": 20}, session=s)
+
+    def events(**opts):
+        spec = {"startAtOperationTime": start, **opts}
+        cur = client.s.command("aggregate", "c", pipeline=[{"$changeStream": spec}], cursor={})["cursor"]
+        evs = list(cur["firstBatch"])
+        while len(evs) < 3:
+            more = client.s.command("getMore", cur["id"], collection="c", maxTimeMS=200)["cursor"]
+            evs += more["nextBatch"]
+        return sorted(evs, key=lambda e: e["documentKey"]["_id"])
+
+    shown = events(showCommitTimestamp=True)
+    prepared = shown[:2]
+    assert all(list(e)[3:6] == ["operationType", "clusterTime", "commitTimestamp"] for e in prepared)
+    assert prepared[0]["commitTimestamp"] == prepared[1]["commitTimestamp"]  # the coordinator's one time
+    assert all(e["clusterTime"] >= e["commitTimestamp"] for e in prepared)
+    assert "commitTimestamp" not in shown[2]  # an unprepared transaction has none
+    assert all("commitTimestamp" not in e for e in events())  # and nobody sees it without asking
