@@ -68,13 +68,14 @@ async def change_owning_shard(router: Router, req: Request, db: str, coll: str, 
         txn_req = Request(db, {"lsid": lsid, "txnNumber": 0, "autocommit": False, "startTransaction": True},
                           req.conn, req.name)
     try:
+        outcome = None
         if internal:
             again = await rerun(txn_req)
             if isinstance(again, MongoError):
-                info = again.extra
-            else:  # changed concurrently: the statement's own result stands
+                info = again.extra  # the document as it is now
+            else:  # changed concurrently so that it stays: the statement's own result stands
                 outcome = Outcome(False, info, again)
-        if not internal or isinstance(again, MongoError):
+        if outcome is None:
             outcome = Outcome(await _delete_and_insert(router, txn_req, db, coll, ns, source, info), info)
         result = answer(outcome)
         if internal:
@@ -102,7 +103,7 @@ async def _delete_and_insert(router: Router, txn_req: Request, db: str, coll: st
     pre, post, upsert = info["preImage"], info["postImage"], bool(info.get("shouldUpsert"))
     deleted = await router.txns.run_in_transaction(
         txn_req, source, db, {"delete": coll, "deletes": [{"q": pre, "limit": 1}]})
-    raise_write_error(deleted)
+    _raise_write_error(deleted)
     if upsert and deleted.get("n"):
         raise MongoError("ConflictingOperationInProgress", "Delete matched a document when it should not have.")
     if not upsert and deleted.get("n") != 1:
@@ -110,11 +111,11 @@ async def _delete_and_insert(router: Router, txn_req: Request, db: str, coll: st
     routing = router.catalog.routing(ns)
     target = routing.shard_for(routing.pattern.extract(post))
     inserted = await router.txns.run_in_transaction(txn_req, target, db, {"insert": coll, "documents": [post]})
-    raise_write_error(inserted)
+    _raise_write_error(inserted)
     return True
 
 
-def raise_write_error(reply: dict[str, Any]) -> None:
+def _raise_write_error(reply: dict[str, Any]) -> None:
     """Raise a shard reply's first write error."""
     if reply.get("writeErrors"):
         raise MongoError.from_write_error(reply["writeErrors"][0])

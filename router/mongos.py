@@ -207,14 +207,19 @@ class Router:
         return reply
 
     def _snapshot_read_time(self, req: Request) -> int:
-        """A snapshot read outside a transaction: one cluster time for every shard (the client's
-        atClusterTime, or the latest cluster time), pinned on all of them at once, before any
-        shard is asked, and sent to each as readConcern.atClusterTime."""
-        key = snapshot_reads.requested_time(req.cmd, self.clock.key) or self.clock.key
+        """A snapshot read outside a transaction: one cluster time for every shard, sent to each
+        as readConcern.atClusterTime."""
+        req.cmd = {**req.cmd, "readConcern": self.pin_snapshot_time(req.cmd["readConcern"])}
+        return ts_key(req.cmd["readConcern"]["atClusterTime"])
+
+    def pin_snapshot_time(self, read_concern: dict) -> dict:
+        """`read_concern` (level snapshot) with its atClusterTime: the client's, or the latest
+        cluster time; pinned on every shard at once, before any shard is asked, so each reads
+        at that time whenever the request reaches it."""
+        key = snapshot_reads.requested_time({"readConcern": read_concern}, self.clock.key) or self.clock.key
         for name in self.shards:
             snapshot_reads.pin(self.shard(name).node, key)
-        req.cmd = {**req.cmd, "readConcern": {**req.cmd["readConcern"], "atClusterTime": key_ts(key)}}
-        return key
+        return {**read_concern, "atClusterTime": key_ts(key)}
 
     async def _apply_fail_command(self, req: Request) -> None:
         app = app_name_of(req.conn.client)

@@ -25,10 +25,8 @@ from typing import Any
 import trio
 from bson import Timestamp
 
-from oplog.clock import key_ts
 from oplog.errors import MongoError, in_category
 from router.mongos import Request, Router, router_command
-from shardsim import snapshot_reads
 from shardsim.node import WOULD_CHANGE_OWNING_SHARD
 from shardsim.sessions import session_key
 from shardsim.transactions import no_such_transaction
@@ -92,11 +90,7 @@ class RouterTransactions:
         reads at that same time."""
         if not isinstance(rc, dict) or rc.get("level") != "snapshot":
             return rc
-        router = self.router
-        key = snapshot_reads.requested_time({"readConcern": rc}, router.clock.key) or router.clock.key
-        for name in router.shards:
-            snapshot_reads.pin(router.shard(name).node, key)
-        return {**rc, "atClusterTime": key_ts(key)}
+        return self.router.pin_snapshot_time(rc)
 
     async def run_in_transaction(self, req: Request, shard: str, db: str, cmd: dict) -> dict:
         txn = self._get(req)

@@ -71,6 +71,8 @@ def pin(node: Any, key: int) -> int:
     oplog = node.oplog
 
     def writes_between(a: int, b: int) -> bool:
+        if oplog.start > 0 and a < oplog.first_key:
+            return True  # entries after `a` were truncated away: they may have been writes
         pos = oplog.position_after(a)
         while pos < oplog.end and oplog.key_at(pos) <= b:
             if oplog.meta_at(pos)[1] != "n":  # a noop changes no data
