@@ -21,7 +21,8 @@ from oplog.errors import MongoError
 from shardsim import snapshots
 from shardsim.query.values import hashable
 
-SNAPSHOT_READ_COMMANDS = frozenset({"find", "aggregate", "distinct", "count"})
+SNAPSHOT_READ_COMMANDS = frozenset({"find", "aggregate", "distinct"})
+_NO_SNAPSHOT = frozenset({"count"})  # commands whose supportsReadConcern refuses level snapshot
 
 
 class SnapshotView:
@@ -56,11 +57,14 @@ def requested_time(cmd: dict, cluster_time_key: int) -> int | None:
 
 
 def is_snapshot_read(name: str, cmd: dict) -> bool:
-    """A read command with readConcern snapshot outside a transaction (not a change stream)."""
-    if name not in SNAPSHOT_READ_COMMANDS or "autocommit" in cmd:
-        return False
+    """A read command with readConcern snapshot outside a transaction (not a change stream).
+    Raises for a command that does not support that level (`count`)."""
     rc = cmd.get("readConcern")
     if not isinstance(rc, dict) or rc.get("level") != "snapshot":
+        return False
+    if name in _NO_SNAPSHOT:
+        raise MongoError("InvalidOptions", "read concern snapshot not supported")
+    if name not in SNAPSHOT_READ_COMMANDS or "autocommit" in cmd:
         return False
     p = cmd.get("pipeline")
     return not (name == "aggregate" and isinstance(p, list) and p and isinstance(p[0], dict) and "$changeStream" in p[0])

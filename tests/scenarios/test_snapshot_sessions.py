@@ -82,6 +82,13 @@ def test_a_time_beyond_the_cluster_time_is_refused(deployment):
     assert err.value.code == 72 and "greater than the current clusterTime" in str(err.value)
 
 
+def test_count_does_not_support_snapshot_reads(deployment):
+    _topology, client = deployment
+    with pytest.raises(pymongo.errors.OperationFailure) as err:
+        client.snapsess.command("count", "s1", readConcern={"level": "snapshot"})
+    assert err.value.code == 72 and str(err.value).startswith("read concern snapshot not supported")
+
+
 def test_a_snapshot_transaction_reads_every_shard_at_one_time(deployment):
     topology, client = deployment
     coll = _seed(topology, client, "t1")
