@@ -188,7 +188,7 @@ class Router:
         authn.authorize(self, db, cmd, conn)
         cmd = authn.with_session(self, cmd, conn)
         req = Request(db, cmd, conn, name)
-        at_cluster_time = self._snapshot_read_time(req) if snapshot_reads.is_snapshot_read(name, cmd) else 0
+        at_cluster_time = await self._snapshot_read_time(req) if snapshot_reads.is_snapshot_read(name, cmd) else 0
         # decided before running: a failing getMore may remove its cursor
         req.is_change_stream = is_change_stream_command(name, cmd, self, db)
         try:
@@ -206,9 +206,16 @@ class Router:
         authn.note_cursor_owner(self, reply, conn)
         return reply
 
-    def _snapshot_read_time(self, req: Request) -> int:
+    async def _snapshot_read_time(self, req: Request) -> int:
         """A snapshot read outside a transaction: one cluster time for every shard, sent to each
-        as readConcern.atClusterTime."""
+        as readConcern.atClusterTime. mongosim picks the time outside a migration of the
+        collection (it waits for the migration's critical section): between a migration's clone
+        and its commit both shards hold the moving documents, and shards here do not filter
+        orphans by the ownership of a past time as the server's do."""
+        if "atClusterTime" not in req.cmd["readConcern"] and isinstance(req.cmd.get(req.name), str):
+            from router.sharding import critical_sections  # (router.sharding imports this module)
+
+            await critical_sections(self).wait(f"{req.db}.{req.cmd[req.name]}")
         req.cmd = {**req.cmd, "readConcern": self.pin_snapshot_time(req.cmd["readConcern"])}
         return ts_key(req.cmd["readConcern"]["atClusterTime"])
 

@@ -181,3 +181,38 @@ def test_a_snapshot_session_keeps_its_documents_across_a_chunk_migration(deploym
         assert coll.count_documents({"k": 150}, session=s) == 1
         assert coll.find_one({"k": 150}, session=s)["v"] == 0
     assert coll.find_one({"k": 150})["v"] == 5
+
+
+async def test_a_snapshot_time_is_not_picked_inside_a_migration(autojump_clock, monkeypatch):
+    # Between a migration's clone and its commit both shards hold the moving documents; the
+    # read waits for the migration's critical section before it picks its time.
+    async with open_cluster(shards=2, listen=False, epoch=1_700_000_000, instant_hwm=True) as core:
+        c = AsyncClient(core.router)
+        await c.admin({"enableSharding": "db", "primaryShard": "shard00"})
+        await c.admin({"shardCollection": "db.c", "key": {"k": 1}})
+        await c.insert("db", "c", [{"_id": i, "k": i} for i in range(4)])
+        await c.admin({"split": "db.c", "middle": {"k": 2}})
+        recipient = core.router.shard("shard01")
+        real, cloned, gate = recipient.command, trio.Event(), trio.Event()
+
+        async def held_after_clone(db, cmd, **kw):
+            reply = await real(db, cmd, **kw)
+            if "_recvChunkDocs" in cmd:
+                cloned.set()
+                await gate.wait()
+            return reply
+
+        monkeypatch.setattr(recipient, "command", held_after_clone)
+        read: list = []
+
+        async def snapshot_read():
+            read.append(await c.command("db", {"find": "c", "readConcern": {"level": "snapshot"}}))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(c.admin, {"moveChunk": "db.c", "find": {"k": 3}, "to": "shard01"})
+            await cloned.wait()  # the documents of k >= 2 are on both shards now
+            nursery.start_soon(snapshot_read)
+            await trio.sleep(5)
+            assert read == []  # waiting for the migration
+            gate.set()
+        assert sorted(d["_id"] for d in read[0]["cursor"]["firstBatch"]) == [0, 1, 2, 3]
