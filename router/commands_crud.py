@@ -20,11 +20,13 @@ from typing import Any
 
 from bson import ObjectId
 
+from oplog.clock import ts_key
 from oplog.errors import MongoError
 from router.change_owning_shard import Outcome, change_owning_shard
 from router.mongos import GENERIC_FIELDS, Request, Router, router_command
 from router.sharding import critical_sections, ensure_database
 from shardsim.cursors import DEFAULT_FIRST_BATCH, QueryCursor, cursor_reply
+from shardsim.snapshot_reads import existed_at
 from shardsim.node import WOULD_CHANGE_OWNING_SHARD
 from shardsim.reads import int_arg
 
@@ -53,7 +55,8 @@ def _read_targets(router: Router, req: Request, ns: str, query: dict | None) -> 
 
         db, coll = ns.split(".", 1)
         if db not in ("config", "admin"):
-            return shards_holding(router, db, coll)
+            at = ts_key(rc["atClusterTime"])  # (set by Router._snapshot_read_time)
+            return [s for s in shards_holding(router, db, coll) if existed_at(router.shard(s).node, at)]
     return targets_for_query(router, ns, query)
 
 

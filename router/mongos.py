@@ -225,7 +225,9 @@ class Router:
         at that time whenever the request reaches it."""
         key = snapshot_reads.requested_time({"readConcern": read_concern}, self.clock.key) or self.clock.key
         for name in self.shards:
-            snapshot_reads.pin(self.shard(name).node, key)
+            node = self.shard(name).node
+            if snapshot_reads.existed_at(node, key):
+                snapshot_reads.pin(node, key)
         return {**read_concern, "atClusterTime": key_ts(key)}
 
     async def _apply_fail_command(self, req: Request) -> None:

@@ -395,6 +395,7 @@ async def add_shard(router: Router, name: str) -> None:
 
     node = router.shard_factory(name)
     node.clock.advance(router.clock.key)
+    node.joined_key = router.clock.key + 1  # it held nothing at earlier cluster times (snapshot reads)
     router.shards[name] = ShardRemote(name, node, router.clock)
     router.attach_filtering_metadata(name, node)
     await config_write(router, {"insert": "shards", "documents": [shard_document(router, name)]})

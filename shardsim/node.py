@@ -120,6 +120,7 @@ class Node:
         self.event_cache = EventCache()  # CRUD events rendered once per oplog entry
         self.txn_released = trio.lowlevel.ParkingLot()  # woken when a transaction ends (its locks go)
         self.epoch = secrets.token_bytes(4)
+        self.joined_key = 0  # the cluster time it joined a running cluster at (router.sharding.add_shard)
         self.log(oplog_entry.noop_op("initiating set"))
 
     # -- the oplog -------------------------------------------------------------------

@@ -70,6 +70,12 @@ def is_snapshot_read(name: str, cmd: dict) -> bool:
     return not (name == "aggregate" and isinstance(p, list) and p and isinstance(p[0], dict) and "$changeStream" in p[0])
 
 
+def existed_at(node: Any, key: int) -> bool:
+    """Whether `node` was part of the cluster at cluster time `key` (a shard added later held
+    nothing then, and has no history to read at that time)."""
+    return key >= node.joined_key
+
+
 def pin(node: Any, key: int) -> int:
     """Pin `node`'s snapshot for cluster time `key`; its seq (SnapshotTooOld if history is gone)."""
     oplog = node.oplog

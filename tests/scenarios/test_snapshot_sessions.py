@@ -183,15 +183,20 @@ def test_a_snapshot_session_keeps_its_documents_across_a_chunk_migration(deploym
     assert coll.find_one({"k": 150})["v"] == 5
 
 
+async def _two_chunks(c: AsyncClient) -> None:
+    """db.c sharded on k, documents k = 0..3, chunks [MinKey, 2) and [2, MaxKey) on shard00."""
+    await c.admin({"enableSharding": "db", "primaryShard": "shard00"})
+    await c.admin({"shardCollection": "db.c", "key": {"k": 1}})
+    await c.insert("db", "c", [{"_id": i, "k": i} for i in range(4)])
+    await c.admin({"split": "db.c", "middle": {"k": 2}})
+
+
 async def test_a_snapshot_time_is_not_picked_inside_a_migration(autojump_clock, monkeypatch):
     # Between a migration's clone and its commit both shards hold the moving documents; the
     # read waits for the migration's critical section before it picks its time.
     async with open_cluster(shards=2, listen=False, epoch=1_700_000_000, instant_hwm=True) as core:
         c = AsyncClient(core.router)
-        await c.admin({"enableSharding": "db", "primaryShard": "shard00"})
-        await c.admin({"shardCollection": "db.c", "key": {"k": 1}})
-        await c.insert("db", "c", [{"_id": i, "k": i} for i in range(4)])
-        await c.admin({"split": "db.c", "middle": {"k": 2}})
+        await _two_chunks(c)
         recipient = core.router.shard("shard01")
         real, cloned, gate = recipient.command, trio.Event(), trio.Event()
 
@@ -216,3 +221,17 @@ async def test_a_snapshot_time_is_not_picked_inside_a_migration(autojump_clock, 
             assert read == []  # waiting for the migration
             gate.set()
         assert sorted(d["_id"] for d in read[0]["cursor"]["firstBatch"]) == [0, 1, 2, 3]
+
+
+async def test_a_shard_added_later_held_nothing_at_an_earlier_time(autojump_clock):
+    from router.sharding import add_shard
+
+    async with open_cluster(shards=2, listen=False, epoch=1_700_000_000, instant_hwm=True) as core:
+        c = AsyncClient(core.router)
+        await _two_chunks(c)
+        first = await c.command("db", {"find": "c", "readConcern": {"level": "snapshot"}})
+        at = first["cursor"]["atClusterTime"]
+        await add_shard(core.router, "new1")
+        await c.admin({"moveChunk": "db.c", "find": {"k": 3}, "to": "new1"})
+        again = await c.command("db", {"find": "c", "readConcern": {"level": "snapshot", "atClusterTime": at}})
+        assert sorted(d["_id"] for d in again["cursor"]["firstBatch"]) == [0, 1, 2, 3]

@@ -25,6 +25,7 @@ from mongosim.core import ClusterOptions, serve_cluster
 from mongosim.testing import AsyncClient, CommandError
 from mongosim.testing.portal import TrioPortal
 from router.sharding import add_shard
+from shardsim.snapshots import HISTORY_WINDOW_S
 
 EPOCH = 1_700_000_000
 RESUMABLE = [6, 10107, 234, 91, 13436]
@@ -65,6 +66,8 @@ class ClusterMachine(RuleBasedStateMachine):
         self.watchers: list[Watcher] = []
         self.next_id = 0
         self.added = 0
+        self.snapshots: list[tuple] = []  # (atClusterTime, {_id: k} seen, drops then, trio time)
+        self.drops = 0
 
     async def _setup_collection(self) -> None:
         c = self.client
@@ -187,8 +190,39 @@ class ClusterMachine(RuleBasedStateMachine):
         self.faults.clear()
         self.portal.call(self.client.command, "db", {"drop": "c"})
         self.log.append(("db.c", "drop", None))
+        self.drops += 1
         self.docs.clear()
         self.portal.call(self._setup_collection)
+
+    # -- snapshot reads -------------------------------------------------------------------
+    async def _snapshot_find(self, at) -> tuple[dict | None, float]:
+        rc = {"level": "snapshot", **({"atClusterTime": at} if at is not None else {})}
+        reply = await self.client.command("db", {"find": "c", "readConcern": rc}, check=False)
+        return reply, trio.current_time()
+
+    @rule()
+    def snapshot_read(self) -> None:
+        """A snapshot read sees db.c as it is; remember its time and what it saw."""
+        reply, now = self.portal.call(self._snapshot_find, None)
+        if not reply.get("ok"):
+            return  # an injected fault
+        seen = {d["_id"]: d["k"] for d in reply["cursor"]["firstBatch"]}
+        assert seen == self.docs
+        self.snapshots.append((reply["cursor"]["atClusterTime"], seen, self.drops, now))
+
+    @precondition(lambda self: self.snapshots)
+    @rule(pick=st.integers(0, 2**16))
+    def snapshot_reread(self, pick: int) -> None:
+        """Reading again at a remembered time sees what was seen then, whatever happened since
+        (writes, chunk moves, shard-key changes, new shards, restarts) within the history window."""
+        at, seen, drops, then = self.snapshots[pick % len(self.snapshots)]
+        if drops != self.drops:
+            return  # (the collection was dropped since)
+        reply, now = self.portal.call(self._snapshot_find, at)
+        if not reply.get("ok"):
+            assert reply.get("code") != 239 or now - then >= HISTORY_WINDOW_S, reply  # SnapshotTooOld only past the window
+            return
+        assert {d["_id"]: d["k"] for d in reply["cursor"]["firstBatch"]} == seen
 
     # -- faults ---------------------------------------------------------------------------
     @rule(shard=st.sampled_from(["shard00", "shard01", "shard02"]), seconds=st.sampled_from([0.0, 0.2, 1.5]))
