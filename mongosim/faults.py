@@ -48,7 +48,8 @@ class FaultInjector:
         self._remote(shard).drop_connection(int(times))
 
     def restart(self, shard: str) -> None:
-        """A shard restart: cursors lost, open transactions aborted; the oplog survives."""
+        """A shard restart: cursors lost, open transactions aborted, snapshot history gone
+        (reads at an earlier atClusterTime: SnapshotTooOld); the oplog survives."""
         node = self._node(shard)
         # operations in flight fail as at shutdown; later getMores find no cursor (CursorNotFound)
         node.cursors.kill_all(MongoError("InterruptedAtShutdown", "interrupted at shutdown"))
@@ -57,6 +58,7 @@ class FaultInjector:
         for state in list(node.sessions._sessions.values()):
             if state.txn is not None and state.txn.state in ("in_progress", "prepared"):
                 state.txn.abort(None)
+        node.catalog.snapshots.expire(float("inf"))
         node.log(E.noop_op("new primary"))
 
     def pause_noop(self, shard: str, paused: bool = True) -> None:

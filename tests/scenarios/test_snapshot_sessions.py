@@ -235,3 +235,16 @@ async def test_a_shard_added_later_held_nothing_at_an_earlier_time(autojump_cloc
         await c.admin({"moveChunk": "db.c", "find": {"k": 3}, "to": "new1"})
         again = await c.command("db", {"find": "c", "readConcern": {"level": "snapshot", "atClusterTime": at}})
         assert sorted(d["_id"] for d in again["cursor"]["firstBatch"]) == [0, 1, 2, 3]
+
+
+async def test_a_restarted_shard_has_no_history_to_read_at(autojump_clock):
+    async with open_cluster(shards=2, listen=False, epoch=1_700_000_000, instant_hwm=True) as core:
+        c = AsyncClient(core.router)
+        await _two_chunks(c)
+        at = (await c.command("db", {"find": "c", "readConcern": {"level": "snapshot"}}))["cursor"]["atClusterTime"]
+        await c.update("db", "c", {"_id": 1}, {"$set": {"v": 1}})
+        core.faults.restart("shard00")
+        late = await c.command("db", {"find": "c", "readConcern": {"level": "snapshot", "atClusterTime": at}},
+                               check=False)
+        assert late["code"] == 239
+        assert not core.shards["shard00"].catalog.snapshots.readers  # its history is not kept

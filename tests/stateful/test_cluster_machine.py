@@ -66,8 +66,9 @@ class ClusterMachine(RuleBasedStateMachine):
         self.watchers: list[Watcher] = []
         self.next_id = 0
         self.added = 0
-        self.snapshots: list[tuple] = []  # (atClusterTime, {_id: k} seen, drops then, trio time)
+        self.snapshots: list[tuple] = []  # (atClusterTime, {_id: k} seen, drops then, restarts then, trio time)
         self.drops = 0
+        self.restarts = 0  # a restarted shard has no snapshot history
 
     async def _setup_collection(self) -> None:
         c = self.client
@@ -208,19 +209,19 @@ class ClusterMachine(RuleBasedStateMachine):
             return  # an injected fault
         seen = {d["_id"]: d["k"] for d in reply["cursor"]["firstBatch"]}
         assert seen == self.docs
-        self.snapshots.append((reply["cursor"]["atClusterTime"], seen, self.drops, now))
+        self.snapshots.append((reply["cursor"]["atClusterTime"], seen, self.drops, self.restarts, now))
 
     @precondition(lambda self: self.snapshots)
     @rule(pick=st.integers(0, 2**16))
     def snapshot_reread(self, pick: int) -> None:
         """Reading again at a remembered time sees what was seen then, whatever happened since
         (writes, chunk moves, shard-key changes, new shards, restarts) within the history window."""
-        at, seen, drops, then = self.snapshots[pick % len(self.snapshots)]
+        at, seen, drops, restarts, then = self.snapshots[pick % len(self.snapshots)]
         if drops != self.drops:
             return  # (the collection was dropped since)
         reply, now = self.portal.call(self._snapshot_find, at)
-        if not reply.get("ok"):
-            assert reply.get("code") != 239 or now - then >= HISTORY_WINDOW_S, reply  # SnapshotTooOld only past the window
+        if not reply.get("ok"):  # SnapshotTooOld only past the window or after a restart
+            assert reply.get("code") != 239 or now - then >= HISTORY_WINDOW_S or restarts != self.restarts, reply
             return
         assert {d["_id"]: d["k"] for d in reply["cursor"]["firstBatch"]} == seen
 
@@ -243,6 +244,7 @@ class ClusterMachine(RuleBasedStateMachine):
 
     async def _restart(self, shard: str) -> None:
         self.faults.restart(shard)
+        self.restarts += 1
 
     @rule(shard=st.sampled_from(["shard00", "shard01", "shard02"]), skew=st.integers(-30, 30))
     def skew_clock(self, shard: str, skew: int) -> None:
