@@ -10,6 +10,7 @@ lsid belongs to a child session and needs its `txnUUID`.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 
 from bson import Binary
@@ -18,6 +19,7 @@ from oplog.errors import MongoError
 from router.auth.names import UserName
 
 
+@functools.lru_cache(maxsize=1024)  # every command with an lsid asks: hash each user once
 def user_digest(user: UserName | None) -> Binary:
     """The `uid` of `user`'s sessions: SHA-256 of "user@db" (of "" for no user)."""
     return Binary(hashlib.sha256(str(user).encode() if user is not None else b"").digest(), 0)
