@@ -209,6 +209,18 @@ def test_add_fields_with_a_missing_value_removes_the_field():
     assert list(run_pipeline([{"_id": 0, "a": None}], pipeline)) == [{"_id": 0}]
 
 
+def test_a_path_to_an_id_projected_away_is_missing_too():
+    # Found by the random stage fuzz: after {$project: {_id: 0}} the path $_id is missing, so
+    # setting a field to it removes the field (mongomock keeps the field's previous value).
+    from shardsim.query.stages import run_pipeline
+
+    pipeline = [{"$project": {"a": 1, "_id": 0}}, {"$addFields": {"a": 0}}, {"$addFields": {"a": "$_id"}}]
+    _COLL.delete_many({})
+    _COLL.insert_one({"_id": 0})
+    assert list(_COLL.aggregate(copy.deepcopy(pipeline))) == [{"a": 0}]
+    assert list(run_pipeline([{"_id": 0}], pipeline)) == [{}]
+
+
 def test_inc_on_a_boolean_fails():
     # ArithmeticNode: "Cannot apply $inc to a value of non-numeric type" (bool is not a number).
     assert mongomock_update({"_id": 0, "a": False}, {"$inc": {"a": 0}}) == {"_id": 0, "a": 0}

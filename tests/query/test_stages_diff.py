@@ -63,10 +63,19 @@ def _plain(v) -> bool:
     return True
 
 
+def _reads_id_after_dropping_it(pipeline: list[dict]) -> bool:
+    """A `$project` with `_id: 0` and then an expression on `$_id`: the path is missing there,
+    where the two differ (pinned in test_divergences), not a field that always exists."""
+    for i, stage in enumerate(pipeline):
+        if stage.get("$project", {}).get("_id") == 0:
+            return "'$_id'" in repr(pipeline[i + 1:])
+    return False
+
+
 @QUERY_SETTINGS
 @given(docs=st.lists(documents(), max_size=3, unique_by=lambda d: d["_id"]), pipeline=st.lists(stages(), min_size=1, max_size=3))
 def test_stages_agree_with_mongomock(docs, pipeline):
-    if not all(_plain(d) for d in docs):
+    if not all(_plain(d) for d in docs) or _reads_id_after_dropping_it(pipeline):
         return
     _COLL.delete_many({})
     if docs:
