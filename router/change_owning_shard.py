@@ -22,6 +22,7 @@ from typing import Any, Awaitable, Callable
 
 from bson import Binary, Int64
 
+from oplog.error_codes import CODES
 from oplog.errors import MongoError
 from router.mongos import Request, Router
 
@@ -44,6 +45,8 @@ class Outcome:
 
 
 Rerun = Callable[[Request], Awaitable["dict | MongoError"]]
+TXN_API_ATTEMPTS = 10  # mongosim's bound on runs of the internal transaction (the server retries until a deadline)
+WRITE_CONFLICT = CODES["WriteConflict"]
 
 
 async def change_owning_shard(router: Router, req: Request, db: str, coll: str, ns: str, source: str,
@@ -55,42 +58,50 @@ async def change_owning_shard(router: Router, req: Request, db: str, coll: str, 
     and returns the shard's reply or its WouldChangeOwningShard error. For a retryable write's
     statement `stmt_id`, the source shard then records it as executed with the answer, the
     reply a retry gets (the server links the internal transaction to the client's session)."""
-    internal = req.cmd.get("autocommit") is not False
-    txn_req = req
-    if internal:
-        # a child session of the client's (the server's internal transactions API): the
-        # client's session id and txnNumber, and a txnUUID of its own; its txnNumber is 0
-        parent = req.cmd.get("lsid") or {"id": Binary(uuid.uuid4().bytes, 4)}
-        lsid = {k: parent[k] for k in ("id", "uid") if k in parent}
-        if "txnNumber" in req.cmd:
-            lsid["txnNumber"] = Int64(req.cmd["txnNumber"])
-        lsid["txnUUID"] = Binary(uuid.uuid4().bytes, 4)
-        txn_req = Request(db, {"lsid": lsid, "txnNumber": 0, "autocommit": False, "startTransaction": True},
-                          req.conn, req.name)
+    if req.cmd.get("autocommit") is False:  # inside the client's transaction
+        return answer(Outcome(await _delete_and_insert(router, req, db, coll, ns, source, info), info))
+    for attempt in range(1, TXN_API_ATTEMPTS + 1):
+        try:
+            return await _in_internal_transaction(router, req, db, coll, ns, source, info, rerun, answer, stmt_id)
+        except MongoError as err:
+            # the transactions API runs the whole body again after a transient error (a write
+            # that changed the document after the re-run read it: WriteConflict)
+            if err.code != WRITE_CONFLICT and "TransientTransactionError" not in err.labels or attempt == TXN_API_ATTEMPTS:
+                raise
+    raise AssertionError("unreachable")
+
+
+async def _in_internal_transaction(router: Router, req: Request, db: str, coll: str, ns: str, source: str,
+                                   info: dict, rerun: Rerun, answer: Callable[[Outcome], Any],
+                                   stmt_id: int | None) -> Any:
+    """One attempt: run the statement again, move what it still moves, commit."""
+    # a child session of the client's (the server's internal transactions API): the
+    # client's session id and txnNumber, and a txnUUID of its own; its txnNumber is 0
+    parent = req.cmd.get("lsid") or {"id": Binary(uuid.uuid4().bytes, 4)}
+    lsid = {k: parent[k] for k in ("id", "uid") if k in parent}
+    if "txnNumber" in req.cmd:
+        lsid["txnNumber"] = Int64(req.cmd["txnNumber"])
+    lsid["txnUUID"] = Binary(uuid.uuid4().bytes, 4)
+    txn_req = Request(db, {"lsid": lsid, "txnNumber": 0, "autocommit": False, "startTransaction": True},
+                      req.conn, req.name)
     try:
-        outcome = None
-        if internal:
-            again = await rerun(txn_req)
-            if isinstance(again, MongoError):
-                info = again.extra  # the document as it is now
-            else:  # changed concurrently so that it stays: the statement's own result stands
-                outcome = Outcome(False, info, again)
-        if outcome is None:
-            outcome = Outcome(await _delete_and_insert(router, txn_req, db, coll, ns, source, info), info)
+        again = await rerun(txn_req)
+        if isinstance(again, MongoError):  # it still moves the document, as it is now
+            outcome = Outcome(await _delete_and_insert(router, txn_req, db, coll, ns, source, again.extra),
+                              again.extra)
+        else:  # changed concurrently so that it stays: the statement's own result stands
+            outcome = Outcome(False, info, again)
         result = answer(outcome)
-        if internal:
-            await router.txns.commit(txn_req)
-            if stmt_id is not None and "txnNumber" in req.cmd:
-                router.shard(source).node.sessions.record(req.cmd["lsid"], int(req.cmd["txnNumber"]), stmt_id, result)
+        await router.txns.commit(txn_req)
+        if stmt_id is not None and "txnNumber" in req.cmd:
+            router.shard(source).node.sessions.record(req.cmd["lsid"], int(req.cmd["txnNumber"]), stmt_id, result)
     except MongoError:
-        if internal:
-            await router.txns.abort_quietly(txn_req)
+        await router.txns.abort_quietly(txn_req)
         raise
     finally:
-        if internal:
-            await router.txns.end_sessions({"endSessions": [lsid]})
-            for shard in router.shards:
-                router.shard(shard).node.sessions.forget(lsid)
+        await router.txns.end_sessions({"endSessions": [lsid]})
+        for shard in router.shards:
+            router.shard(shard).node.sessions.forget(lsid)
     if txn_req.op_time_key > req.op_time_key:
         req.op_time_key = txn_req.op_time_key
     return result

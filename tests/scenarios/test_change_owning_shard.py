@@ -196,3 +196,24 @@ def test_an_upsert_whose_document_belongs_to_another_shard_is_inserted_there(clu
     assert err.value.code == 20 and "Cross-shard upserts" in str(err.value)
     plain.close()
     assert sharded.find_one({"_id": 12}) is None
+
+
+def test_a_write_during_the_internal_transaction_makes_it_run_again(monkeypatch, cluster, sharded):
+    # The write lands after the re-run read the document: the transaction's delete meets a
+    # WriteConflict, and mongos runs the whole internal transaction again (the server's
+    # transactions API retries transient errors), so the move carries the write.
+    import router.change_owning_shard as cos
+
+    real, raced = cos._delete_and_insert, []
+
+    async def racing(router, *args, **kwargs):
+        if not raced:
+            raced.append(await router.shard("shard00").command(
+                "s", {"update": "c", "updates": [{"q": {"_id": 1}, "u": {"$set": {"w": 7}}}]}))
+        return await real(router, *args, **kwargs)
+
+    monkeypatch.setattr(cos, "_delete_and_insert", racing)
+    r = sharded.update_one({"_id": 1, "k": 5}, {"$set": {"k": 250}})
+    assert raced[0]["nModified"] == 1 and (r.matched_count, r.modified_count) == (1, 1)
+    assert sharded.find_one({"_id": 1}) == {"_id": 1, "k": 250, "v": 1, "w": 7}
+    assert _placement(cluster)[1] == "shard02"
