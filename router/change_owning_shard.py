@@ -60,15 +60,15 @@ async def change_owning_shard(router: Router, req: Request, db: str, coll: str, 
     reply a retry gets (the server links the internal transaction to the client's session)."""
     if req.cmd.get("autocommit") is False:  # inside the client's transaction
         return answer(Outcome(await _delete_and_insert(router, req, db, coll, ns, source, info), info))
-    for attempt in range(1, TXN_API_ATTEMPTS + 1):
+    for _retry in range(TXN_API_ATTEMPTS - 1):
         try:
             return await _in_internal_transaction(router, req, db, coll, ns, source, info, rerun, answer, stmt_id)
         except MongoError as err:
             # the transactions API runs the whole body again after a transient error (a write
             # that changed the document after the re-run read it: WriteConflict)
-            if err.code != WRITE_CONFLICT and "TransientTransactionError" not in err.labels or attempt == TXN_API_ATTEMPTS:
+            if err.code != WRITE_CONFLICT and "TransientTransactionError" not in err.labels:
                 raise
-    raise AssertionError("unreachable")
+    return await _in_internal_transaction(router, req, db, coll, ns, source, info, rerun, answer, stmt_id)
 
 
 async def _in_internal_transaction(router: Router, req: Request, db: str, coll: str, ns: str, source: str,

@@ -10,34 +10,27 @@ lsid belongs to a child session and needs its `txnUUID`.
 
 from __future__ import annotations
 
-import functools
-import hashlib
-
 from bson import Binary
 
 from oplog.errors import MongoError
 from router.auth.names import UserName
+from shardsim import sessions
 
 
-@functools.lru_cache(maxsize=1024)  # every command with an lsid asks: hash each user once
 def user_digest(user: UserName | None) -> Binary:
     """The `uid` of `user`'s sessions: SHA-256 of "user@db" (of "" for no user)."""
-    return Binary(hashlib.sha256(str(user).encode() if user is not None else b"").digest(), 0)
+    return sessions.user_digest(str(user) if user is not None else "")
 
 
 def make_logical_session_id(lsid: dict, user: UserName | None, auth_enabled: bool) -> dict:
     """`lsid` completed with the user's `uid` (child-session fields kept, in the server's order)."""
     if "txnNumber" in lsid and "txnUUID" not in lsid:
         raise MongoError("InvalidOptions", "Cannot specify txnNumber in lsid without specifying txnUUID")
-    digest = user_digest(user if auth_enabled else None)
+    user = user if auth_enabled else None
     uid = lsid.get("uid")
-    if uid is not None and auth_enabled and bytes(uid) != bytes(digest):
+    if uid is not None and auth_enabled and bytes(uid) != bytes(user_digest(user)):
         raise MongoError("Unauthorized", "Unauthorized to set user digest in LogicalSessionId")
-    out = {"id": lsid["id"], "uid": uid if uid is not None else digest}
-    for field in ("txnNumber", "txnUUID"):
-        if field in lsid:
-            out[field] = lsid[field]
-    return out
+    return sessions.lsid_with_uid(lsid, str(user) if user is not None else "")
 
 
 def with_session(cmd: dict, user: UserName | None, auth_enabled: bool) -> dict:

@@ -9,6 +9,7 @@ the previous write of the same txnNumber through `prevOpTime`.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,17 +20,17 @@ from oplog.entry import NULL_OP_TIME, op_time
 from oplog.clock import key_ts
 from oplog.errors import MongoError
 
-# The `uid` of an unauthenticated session is the SHA-256 of the empty user name.
-_ANON_UID = Binary(hashlib.sha256(b"").digest(), 0)
+@functools.lru_cache(maxsize=1024)  # every command with an lsid asks: hash each user once
+def user_digest(user: str = "") -> Binary:
+    """A session's `uid`: the SHA-256 of the user's "user@db" ("" when nobody is authenticated)."""
+    return Binary(hashlib.sha256(user.encode()).digest(), 0)
 
 
 def lsid_with_uid(lsid: dict, user: str = "") -> dict:
     """The lsid as the server stores it in the oplog: `{id, uid}`, and for a child session
     (mongos's internal transaction for a retryable write) `{id, uid, txnNumber, txnUUID}`."""
     uid = lsid.get("uid")
-    if uid is None:
-        uid = _ANON_UID if not user else Binary(hashlib.sha256(user.encode()).digest(), 0)
-    out = {"id": lsid["id"], "uid": uid}
+    out = {"id": lsid["id"], "uid": uid if uid is not None else user_digest(user)}
     for child_field in ("txnNumber", "txnUUID"):
         if child_field in lsid:
             out[child_field] = lsid[child_field]
