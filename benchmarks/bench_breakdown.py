@@ -25,9 +25,9 @@ import trio
 
 from benchmarks import harness as H
 from mongosim.core import open_cluster
-from oplog.clock import key_ts
-from router.server import ConnState, _encode_reply
-from shardsim.changestream.cursor import ChangeStreamCursor
+from mongosim.oplog.clock import key_ts
+from mongosim.router.server import ConnState, _encode_reply
+from mongosim.shardsim.changestream.cursor import ChangeStreamCursor
 
 DB, COLL = "bench", "events"
 BATCH = 1000

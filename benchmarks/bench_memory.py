@@ -23,8 +23,8 @@ CHILD = r"""
 import gc, json, os, sys, time, uuid
 from datetime import datetime
 from bson import Binary, Timestamp
-from oplog import entry as E
-from oplog.oplog import Oplog
+from mongosim.oplog import entry as E
+from mongosim.oplog.oplog import Oplog
 from benchmarks.harness import make_doc
 
 PAGE = os.sysconf("SC_PAGE_SIZE")

@@ -80,7 +80,7 @@ class Cluster:
         return self.core.router.shard(name)
 
     def add_shard(self, name: str | None = None) -> str:
-        from router.sharding import add_shard
+        from mongosim.router.sharding import add_shard
 
         router = self.core.router
         name = name or f"shard{len(router.shards):02d}"

@@ -17,12 +17,12 @@ from typing import Any, AsyncIterator
 
 import trio
 
-from oplog.clock import TimeSource
-from router import handshake
-from router.replset import ReplSetFrontend
-from router.mongos import Router, load_router_commands
-from router.server import serve_tcp
-from shardsim.node import Node, _load_commands
+from mongosim.oplog.clock import TimeSource
+from mongosim.router import handshake
+from mongosim.router.replset import ReplSetFrontend
+from mongosim.router.mongos import Router, load_router_commands
+from mongosim.router.server import serve_tcp
+from mongosim.shardsim.node import Node, _load_commands
 
 
 @dataclass
@@ -124,7 +124,7 @@ class ClusterCore:
             shards = {n: self.make_node(n) for n in names}
             self.router = Router(self.config, shards, identity=ident, shard_factory=self.make_node,
                                  instant_hwm=self.opts.instant_hwm)
-            from router.sharding import config_write, shard_document
+            from mongosim.router.sharding import config_write, shard_document
 
             if shards and not saved:
                 await config_write(self.router, {"insert": "shards",
@@ -136,7 +136,7 @@ class ClusterCore:
             self.faults = self.router.faults = FaultInjector(self)
             self.frontend = self.router
         if self.opts.auth or self.opts.users_file:
-            from router.authn import make_auth
+            from mongosim.router.authn import make_auth
 
             self.frontend.auth = make_auth(self.opts.auth, self.opts.users_file)
         if self.store is not None:
@@ -153,7 +153,7 @@ class ClusterCore:
                 ssl_context.load_cert_chain(self.opts.tls_cert_file, self.opts.tls_key_file)
             service = self.frontend
             if self.store is not None:
-                from shardsim.persistence import DurableService
+                from mongosim.shardsim.persistence import DurableService
 
                 service = DurableService(self.frontend, self.store)
             self.port = await self.nursery.start(partial(serve_tcp, ssl_context=ssl_context),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from shardsim.persistence import PersistenceError, Store
+from mongosim.shardsim.persistence import PersistenceError, Store
 
 if TYPE_CHECKING:
     from mongosim.core import ClusterCore, ClusterOptions

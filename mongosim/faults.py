@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from oplog import entry as E
-from oplog.errors import MongoError
+from mongosim.oplog import entry as E
+from mongosim.oplog.errors import MongoError
 
 
 class FaultInjector:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from oplog.error_codes import CATEGORIES, CODES
+from mongosim.oplog.error_codes import CATEGORIES, CODES
 
 _NAMES: dict[int, str] = {code: name for name, code in CODES.items()}
 

@@ -52,8 +52,8 @@ from bson.objectid import ObjectId
 from bson.regex import Regex
 from bson.timestamp import Timestamp
 
-from oplog import _dec128 as d128
-from oplog.errors import MongoError
+from mongosim.oplog import _dec128 as d128
+from mongosim.oplog.errors import MongoError
 
 # --- CTypes ------------------------------------------------------------------------------
 MIN_KEY = 10

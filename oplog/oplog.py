@@ -25,9 +25,9 @@ from typing import Iterator
 
 import trio
 
-from oplog import bsonutil
-from oplog.clock import ts_key
-from oplog.layout import crud_layout
+from mongosim.oplog import bsonutil
+from mongosim.oplog.clock import ts_key
+from mongosim.oplog.layout import crud_layout
 
 MAX_ENTRY_BYTES = bsonutil.MAX_BSON_OBJECT_SIZE + 16 * 1024  # BSONObjMaxInternalSize
 

@@ -38,8 +38,8 @@ from bson.int64 import Int64
 from bson.objectid import ObjectId
 from bson.timestamp import Timestamp
 
-from oplog import keystring
-from oplog.errors import MongoError
+from mongosim.oplog import keystring
+from mongosim.oplog.errors import MongoError
 
 EVENT_TOKEN_TYPE = 128
 HIGH_WATER_MARK_TOKEN_TYPE = 0

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from router import logical_session_id
-from router.auth import USER_COMMANDS, AuthManager
+from mongosim.router import logical_session_id
+from mongosim.router.auth import USER_COMMANDS, AuthManager
 
 SEQUENCE_FIELDS = ("documents", "updates", "deletes", "ops", "nsInfo")
 

@@ -15,7 +15,7 @@ from typing import Any, Iterable
 from bson import ObjectId, Timestamp
 from sortedcontainers import SortedKeyList
 
-from shardsim.shard_key import ShardKeyPattern
+from mongosim.shardsim.shard_key import ShardKeyPattern
 
 
 @dataclass

@@ -22,9 +22,9 @@ from typing import Any, Awaitable, Callable
 
 from bson import Binary, Int64
 
-from oplog.error_codes import CODES
-from oplog.errors import MongoError
-from router.mongos import Request, Router
+from mongosim.oplog.error_codes import CODES
+from mongosim.oplog.errors import MongoError
+from mongosim.router.mongos import Request, Router
 
 
 @dataclass

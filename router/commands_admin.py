@@ -7,9 +7,9 @@ import uuid as _uuid
 import trio
 from bson import Binary
 
-from oplog.errors import MongoError
-from router import authn, handshake
-from router.mongos import Request, Router, router_command
+from mongosim.oplog.errors import MongoError
+from mongosim.router import authn, handshake
+from mongosim.router.mongos import Request, Router, router_command
 
 
 @router_command("hello", "isMaster", "ismaster")
@@ -101,7 +101,7 @@ async def cmd_logout(router: Router, req: Request) -> dict:
 
 @router_command("listCommands")
 async def cmd_list_commands(router: Router, req: Request) -> dict:
-    from router.mongos import ROUTER_COMMANDS
+    from mongosim.router.mongos import ROUTER_COMMANDS
 
     return {"commands": {name: {"help": ""} for name in sorted(ROUTER_COMMANDS)}, "ok": 1.0}
 

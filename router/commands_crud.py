@@ -20,15 +20,15 @@ from typing import Any
 
 from bson import ObjectId
 
-from oplog.clock import ts_key
-from oplog.errors import MongoError
-from router.change_owning_shard import Outcome, change_owning_shard
-from router.mongos import GENERIC_FIELDS, Request, Router, router_command
-from router.sharding import critical_sections, ensure_database
-from shardsim.cursors import DEFAULT_FIRST_BATCH, QueryCursor, cursor_reply
-from shardsim.snapshot_reads import existed_at
-from shardsim.node import WOULD_CHANGE_OWNING_SHARD
-from shardsim.reads import int_arg
+from mongosim.oplog.clock import ts_key
+from mongosim.oplog.errors import MongoError
+from mongosim.router.change_owning_shard import Outcome, change_owning_shard
+from mongosim.router.mongos import GENERIC_FIELDS, Request, Router, router_command
+from mongosim.router.sharding import critical_sections, ensure_database
+from mongosim.shardsim.cursors import DEFAULT_FIRST_BATCH, QueryCursor, cursor_reply
+from mongosim.shardsim.snapshot_reads import existed_at
+from mongosim.shardsim.node import WOULD_CHANGE_OWNING_SHARD
+from mongosim.shardsim.reads import int_arg
 
 _PASS = ("lsid", "txnNumber", "autocommit", "startTransaction", "readConcern", "writeConcern", "bypassDocumentValidation", "let", "comment",
          "maxTimeMS")
@@ -51,7 +51,7 @@ def _read_targets(router: Router, req: Request, ns: str, query: dict | None) -> 
     exactly the documents it owned then (mongos routes by the routing table of that time)."""
     rc = req.cmd.get("readConcern")
     if isinstance(rc, dict) and rc.get("level") == "snapshot" and "autocommit" not in req.cmd:
-        from router.commands_ddl import shards_holding
+        from mongosim.router.commands_ddl import shards_holding
 
         db, coll = ns.split(".", 1)
         if db not in ("config", "admin"):
@@ -363,7 +363,7 @@ def _find_and_modify_reply(cmd: dict):
         info = outcome.info
         value = info["postImage"] if cmd.get("new") else (None if outcome.upserted else info["preImage"])
         if value is not None and cmd.get("fields"):
-            from shardsim.query.projection import compile_projection
+            from mongosim.shardsim.query.projection import compile_projection
 
             value = compile_projection(cmd["fields"])(value)
         last_error: dict[str, Any] = {"n": 1, "updatedExisting": not outcome.upserted}
@@ -401,8 +401,8 @@ async def _gather(router: Router, req: Request, db: str, shards: list[str], cmd:
 
 @router_command("find")
 async def cmd_find(router: Router, req: Request) -> dict:
-    from shardsim.query.projection import compile_projection
-    from shardsim.query.sorting import sort_key_fn
+    from mongosim.shardsim.query.projection import compile_projection
+    from mongosim.shardsim.query.sorting import sort_key_fn
 
     db, coll, ns = _ns(req)
     cmd = req.cmd
@@ -469,7 +469,7 @@ async def cmd_count(router: Router, req: Request) -> dict:
 
 @router_command("distinct")
 async def cmd_distinct(router: Router, req: Request) -> dict:
-    from shardsim.query.values import hashable, sort_key
+    from mongosim.shardsim.query.values import hashable, sort_key
 
     db, coll, ns = _ns(req)
     q = req.cmd.get("query") or {}
@@ -487,7 +487,7 @@ async def cmd_aggregate(router: Router, req: Request) -> dict:
     if not isinstance(pipeline, list):
         raise MongoError("TypeMismatch", "'pipeline' option must be specified as an array")
     if pipeline and isinstance(pipeline[0], dict) and "$changeStream" in pipeline[0]:
-        from router.merge.cluster_change_stream import open_cluster_change_stream
+        from mongosim.router.merge.cluster_change_stream import open_cluster_change_stream
 
         return await open_cluster_change_stream(router, req)
     for st in pipeline:
@@ -495,7 +495,7 @@ async def cmd_aggregate(router: Router, req: Request) -> dict:
             raise MongoError(40602, "$changeStream is only valid as the first stage in a pipeline")
     if req.cmd.get("cursor") is None and not req.cmd.get("explain"):
         raise MongoError("FailedToParse", "The 'cursor' option is required, except for aggregate with the explain argument")
-    from shardsim.query.stages import run_pipeline
+    from mongosim.shardsim.query.stages import run_pipeline
 
     target = req.cmd["aggregate"]
     db = req.db

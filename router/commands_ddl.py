@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from oplog.errors import MongoError
-from router.mongos import GENERIC_FIELDS, Request, Router, router_command
-from router.sharding import config_write, critical_sections, ensure_database
+from mongosim.oplog.errors import MongoError
+from mongosim.router.mongos import GENERIC_FIELDS, Request, Router, router_command
+from mongosim.router.sharding import config_write, critical_sections, ensure_database
 
 _FORWARD_GENERIC = ("lsid", "txnNumber", "writeConcern", "comment")
 
@@ -200,7 +200,7 @@ async def cmd_list_collections(router: Router, req: Request) -> dict:
 
 @router_command("listIndexes")
 async def cmd_list_indexes(router: Router, req: Request) -> dict:
-    from shardsim.writes import check_namespace
+    from mongosim.shardsim.writes import check_namespace
 
     check_namespace(req.db, req.cmd["listIndexes"])  # before it is used as a name
     primary = router.catalog.primary_of(req.db)
@@ -213,7 +213,7 @@ async def cmd_list_indexes(router: Router, req: Request) -> dict:
 
 @router_command("listDatabases")
 async def cmd_list_databases(router: Router, req: Request) -> dict:
-    from shardsim.reads import database_sizes
+    from mongosim.shardsim.reads import database_sizes
 
     sizes: dict[str, int] = {}
     for remote in router.shards.values():
@@ -228,11 +228,11 @@ async def cmd_list_databases(router: Router, req: Request) -> dict:
         dbs.append({"name": name} if name_only else {"name": name, "sizeOnDisk": sizes[name], "empty": sizes[name] == 0})
     flt = req.cmd.get("filter")
     if flt:
-        from shardsim.query.matcher import Matcher
+        from mongosim.shardsim.query.matcher import Matcher
 
         m = Matcher(flt)
         dbs = [d for d in dbs if m.matches(d)]
-    from router.authn import conn_auth
+    from mongosim.router.authn import conn_auth
 
     keep = router.auth.list_databases_filter(req.cmd, conn_auth(router, req.conn)) if router.auth.enabled else None
     if keep is not None:

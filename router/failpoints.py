@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from oplog.errors import MongoError
+from mongosim.oplog.errors import MongoError
 
 GET_MORE_AFTER_CHECKOUT = "failGetMoreAfterCursorCheckout"
 KNOWN = {"failCommand", "failGetMoreAfterCursorCheckout", "failNonIntentLocksIfWaitNeeded",

@@ -17,8 +17,8 @@ from typing import Any
 
 from bson import Binary, Int64, ObjectId, Timestamp
 
-from oplog import bsonutil
-from oplog.errors import MongoError
+from mongosim.oplog import bsonutil
+from mongosim.oplog.errors import MongoError
 
 SERVER_VERSION = "8.0.4"
 VERSION_ARRAY = [8, 0, 4, 0]

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from bson import Binary
 
-from oplog.errors import MongoError
-from router.auth.names import UserName
-from shardsim import sessions
+from mongosim.oplog.errors import MongoError
+from mongosim.router.auth.names import UserName
+from mongosim.shardsim import sessions
 
 
 def user_digest(user: UserName | None) -> Binary:

@@ -21,18 +21,18 @@ from typing import Any, Awaitable, Callable
 import trio
 from bson import Timestamp
 
-from oplog.clock import key_ts, ts_key
-from oplog.errors import MongoError, in_category
-from router import authn, handshake
-from router.catalog_cache import CatalogCache
-from router.failpoints import CloseConnection, FailPoints, app_name_of, fail_get_more_after_checkout
-from router.remote import ShardRemote
-from router.server import ConnState
-from shardsim import snapshot_reads
-from shardsim.collation import refuse_collation
-from shardsim.cursors import CursorManager
-from shardsim.generic_args import check_generic_arguments
-from shardsim.node import Node
+from mongosim.oplog.clock import key_ts, ts_key
+from mongosim.oplog.errors import MongoError, in_category
+from mongosim.router import authn, handshake
+from mongosim.router.catalog_cache import CatalogCache
+from mongosim.router.failpoints import CloseConnection, FailPoints, app_name_of, fail_get_more_after_checkout
+from mongosim.router.remote import ShardRemote
+from mongosim.router.server import ConnState
+from mongosim.shardsim import snapshot_reads
+from mongosim.shardsim.collation import refuse_collation
+from mongosim.shardsim.cursors import CursorManager
+from mongosim.shardsim.generic_args import check_generic_arguments
+from mongosim.shardsim.node import Node
 
 RouterHandler = Callable[["Router", "Request"], Awaitable[dict]]
 ROUTER_COMMANDS: dict[str, RouterHandler] = {}
@@ -144,7 +144,7 @@ class Router:
         self.hello_changed = trio.Event()
         self.tracer = None  # callable(dict) receiving merge trace events, or None
         self.auth = authn.make_auth(False)  # replaced by the cluster when --auth
-        from router.transactions import RouterTransactions
+        from mongosim.router.transactions import RouterTransactions
 
         self.txns = RouterTransactions(self)  # the transaction coordinator
         self._ddl_lock = trio.Lock()
@@ -213,7 +213,7 @@ class Router:
         and its commit both shards hold the moving documents, and shards here do not filter
         orphans by the ownership of a past time as the server's do."""
         if "atClusterTime" not in req.cmd["readConcern"] and isinstance(req.cmd.get(req.name), str):
-            from router.sharding import critical_sections  # (router.sharding imports this module)
+            from mongosim.router.sharding import critical_sections  # (router.sharding imports this module)
 
             await critical_sections(self).wait(f"{req.db}.{req.cmd[req.name]}")
         req.cmd = {**req.cmd, "readConcern": self.pin_snapshot_time(req.cmd["readConcern"])}
@@ -297,5 +297,5 @@ class Router:
 
 def load_router_commands() -> None:
     """Import the modules that register router commands."""
-    from router import commands_admin, commands_crud, commands_ddl, sharding, transactions  # noqa: F401
-    from router.merge import cluster_change_stream  # noqa: F401
+    from mongosim.router import commands_admin, commands_crud, commands_ddl, sharding, transactions  # noqa: F401
+    from mongosim.router.merge import cluster_change_stream  # noqa: F401

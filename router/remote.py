@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from oplog.errors import MongoError
+from mongosim.oplog.errors import MongoError
 
 if TYPE_CHECKING:
-    from shardsim.node import Node
+    from mongosim.shardsim.node import Node
 
 
 class ShardNetworkError(MongoError):

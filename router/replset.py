@@ -13,15 +13,15 @@ from typing import Any
 import trio
 from bson import Timestamp
 
-from oplog.clock import key_ts, ts_key
-from oplog.errors import MongoError
-from router import authn, handshake
-from router.failpoints import FailPoints, app_name_of, fail_get_more_after_checkout
-from router.mongos import ROUTER_COMMANDS, Request, change_stream_labels
-from router.transactions import transaction_labels
-from router.server import ConnState
-from shardsim.generic_args import check_generic_arguments
-from shardsim.node import Node
+from mongosim.oplog.clock import key_ts, ts_key
+from mongosim.oplog.errors import MongoError
+from mongosim.router import authn, handshake
+from mongosim.router.failpoints import FailPoints, app_name_of, fail_get_more_after_checkout
+from mongosim.router.mongos import ROUTER_COMMANDS, Request, change_stream_labels
+from mongosim.router.transactions import transaction_labels
+from mongosim.router.server import ConnState
+from mongosim.shardsim.generic_args import check_generic_arguments
+from mongosim.shardsim.node import Node
 
 ADMIN_COMMANDS = {
     "hello", "isMaster", "ismaster", "ping", "buildInfo", "buildinfo", "getParameter", "getCmdLineOpts",
@@ -57,7 +57,7 @@ class ReplSetFrontend:
         req = Request(db, cmd, conn, name)
         if name in ADMIN_COMMANDS or authn.is_user_command(name):
             return await ROUTER_COMMANDS[name](self, req)
-        from router.mongos import Router
+        from mongosim.router.mongos import Router
 
         is_cs = self._is_change_stream(name, cmd)
         try:

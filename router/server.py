@@ -23,11 +23,11 @@ from typing import Any, Protocol
 
 import trio
 
-from oplog import bsonutil
-from oplog.errors import MongoError
-from router import wire
-from router.failpoints import CloseConnection
-from router.wire.messages import MORE_TO_COME
+from mongosim.oplog import bsonutil
+from mongosim.oplog.errors import MongoError
+from mongosim.router import wire
+from mongosim.router.failpoints import CloseConnection
+from mongosim.router.wire.messages import MORE_TO_COME
 
 log = logging.getLogger("mongosim.server")
 

@@ -22,11 +22,11 @@ from typing import Any
 import trio
 from bson import Binary, Int64, MaxKey, MinKey, ObjectId, Timestamp
 
-from oplog.clock import key_ts
-from oplog.errors import MongoError
-from router.catalog_cache import Chunk, CollectionRouting
-from router.mongos import Request, Router, router_command
-from shardsim.shard_key import ShardKeyPattern
+from mongosim.oplog.clock import key_ts
+from mongosim.oplog.errors import MongoError
+from mongosim.router.catalog_cache import Chunk, CollectionRouting
+from mongosim.router.mongos import Request, Router, router_command
+from mongosim.shardsim.shard_key import ShardKeyPattern
 
 
 def _now() -> datetime:
@@ -391,7 +391,7 @@ async def cmd_add_shard(router: Router, req: Request) -> dict:
 
 async def add_shard(router: Router, name: str) -> None:
     """Create a new empty shard and register it in `config.shards` (what running streams notice)."""
-    from router.remote import ShardRemote
+    from mongosim.router.remote import ShardRemote
 
     node = router.shard_factory(name)
     node.clock.advance(router.clock.key)

@@ -25,11 +25,11 @@ from typing import Any
 import trio
 from bson import Timestamp
 
-from oplog.errors import MongoError, in_category
-from router.mongos import Request, Router, router_command
-from shardsim.node import WOULD_CHANGE_OWNING_SHARD
-from shardsim.sessions import session_key
-from shardsim.transactions import no_such_transaction
+from mongosim.oplog.errors import MongoError, in_category
+from mongosim.router.mongos import Request, Router, router_command
+from mongosim.shardsim.node import WOULD_CHANGE_OWNING_SHARD
+from mongosim.shardsim.sessions import session_key
+from mongosim.shardsim.transactions import no_such_transaction
 
 WRITE_COMMANDS = {"insert", "update", "delete", "findAndModify", "findandmodify", "bulkWrite"}
 TXN_FIELDS = ("lsid", "txnNumber", "autocommit")

@@ -14,11 +14,11 @@ from typing import Any, Iterator
 
 from bson import Binary
 
-from oplog import bsonutil
-from oplog.errors import MongoError
-from shardsim.query.index_keys import duplicate_key_error, index_key_hashes, index_keys, index_name  # noqa: F401
-from shardsim.query.values import hashable
-from shardsim.snapshots import Snapshots
+from mongosim.oplog import bsonutil
+from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.query.index_keys import duplicate_key_error, index_key_hashes, index_keys, index_name  # noqa: F401
+from mongosim.shardsim.query.values import hashable
+from mongosim.shardsim.snapshots import Snapshots
 
 ID_INDEX = {"v": 2, "key": {"_id": 1}, "name": "_id_"}
 

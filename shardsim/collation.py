@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from oplog.errors import MongoError
+from mongosim.oplog.errors import MongoError
 
 _STATEMENT_FIELDS = {"update": "updates", "delete": "deletes"}
 

@@ -15,8 +15,8 @@ from typing import Any, Iterator
 import trio
 from bson import Int64
 
-from oplog.errors import MongoError
-from shardsim.generic_args import max_time_ms as generic_max_time_ms
+from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.generic_args import max_time_ms as generic_max_time_ms
 
 DEFAULT_FIRST_BATCH = 101
 MAX_BATCH_BYTES = 16 * 1024 * 1024
@@ -46,7 +46,7 @@ def _encoded_size(doc: Any) -> int:
     if raw is not None:
         return len(raw)
     try:
-        from oplog import bsonutil
+        from mongosim.oplog import bsonutil
 
         return len(bsonutil.encode(doc))
     except Exception:

@@ -28,11 +28,11 @@ from typing import Any
 
 from bson import Binary
 
-from oplog import entry as E
-from oplog.errors import MongoError
-from shardsim.catalog import ID_INDEX, Collection, index_name
-from shardsim.node import Node, OpCtx, command
-from shardsim.writes import check_namespace
+from mongosim.oplog import entry as E
+from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.catalog import ID_INDEX, Collection, index_name
+from mongosim.shardsim.node import Node, OpCtx, command
+from mongosim.shardsim.writes import check_namespace
 
 KNOWN_CREATE_OPTIONS = {
     "capped", "size", "max", "autoIndexId", "validator", "validationLevel", "validationAction",
@@ -88,7 +88,7 @@ def cmd_create(node: Node, ctx: OpCtx) -> dict:
 
 
 def _create_view(node: Node, ctx: OpCtx, name: str, opts: dict) -> dict:
-    from shardsim.writes import WriteSession, ensure_collection, insert_one
+    from mongosim.shardsim.writes import WriteSession, ensure_collection, insert_one
 
     views = ensure_collection(node, ctx, ctx.db, "system.views")
     view_doc = {"_id": f"{ctx.db}.{name}", "viewOn": opts["viewOn"], "pipeline": opts.get("pipeline", [])}
@@ -117,7 +117,7 @@ def cmd_drop(node: Node, ctx: OpCtx) -> dict:
     if coll is None:
         views = node.catalog.collection(ctx.db, "system.views")
         if views is not None and views.get(f"{ctx.db}.{name}") is not None:
-            from shardsim.writes import WriteSession, delete_document
+            from mongosim.shardsim.writes import WriteSession, delete_document
 
             delete_document(node, ctx, views, views.get(f"{ctx.db}.{name}"), WriteSession(node, OpCtx(ctx.db, {})), 0)
         return {"ok": 1.0}
@@ -193,7 +193,7 @@ def cmd_create_indexes(node: Node, ctx: OpCtx) -> dict:
     coll = node.catalog.collection(ctx.db, name)
     created_auto = coll is None
     if coll is None:
-        from shardsim.writes import ensure_collection
+        from mongosim.shardsim.writes import ensure_collection
 
         coll = ensure_collection(node, ctx, ctx.db, name)
     before = len(coll.indexes)

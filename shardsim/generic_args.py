@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from oplog.errors import MongoError
-from shardsim.query.values import type_name
+from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.query.values import type_name
 
 _NUMBER = (int, float)
 

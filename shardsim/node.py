@@ -22,16 +22,16 @@ from typing import Any, Awaitable, Callable
 import trio
 from bson import Timestamp
 
-from oplog import entry as oplog_entry
-from oplog.clock import LogicalClock, NodeClock, TimeSource, key_ts
-from oplog.error_codes import CODES
-from oplog.errors import MongoError
-from oplog.oplog import Oplog
-from shardsim.catalog import Catalog
-from shardsim import snapshot_reads
-from shardsim.collation import refuse_collation
-from shardsim.generic_args import check_generic_arguments
-from shardsim.generic_args import max_time_ms as generic_max_time_ms
+from mongosim.oplog import entry as oplog_entry
+from mongosim.oplog.clock import LogicalClock, NodeClock, TimeSource, key_ts
+from mongosim.oplog.error_codes import CODES
+from mongosim.oplog.errors import MongoError
+from mongosim.oplog.oplog import Oplog
+from mongosim.shardsim.catalog import Catalog
+from mongosim.shardsim import snapshot_reads
+from mongosim.shardsim.collation import refuse_collation
+from mongosim.shardsim.generic_args import check_generic_arguments
+from mongosim.shardsim.generic_args import max_time_ms as generic_max_time_ms
 
 
 @dataclass
@@ -105,17 +105,17 @@ class Node:
         self.owns: Callable[[str, dict], bool] | None = None
         self.noop_paused = False
         self.preimages: dict[tuple[bytes, int, int], dict] = {}
-        from shardsim.sessions import SessionTable
+        from mongosim.shardsim.sessions import SessionTable
 
         self.sessions = SessionTable()
-        from shardsim.cursors import CursorManager  # local import: cursors imports node types
+        from mongosim.shardsim.cursors import CursorManager  # local import: cursors imports node types
 
         self.cursors = CursorManager(self)
         self.tracer = None  # set to a callable(dict) to trace the change-stream stages
         self.txn_locks: dict = {}  # (ns, _id key) -> the Transaction that wrote it
         self.txn_lifetime_s = TXN_LIFETIME_LIMIT_S
         self.progress = trio.lowlevel.ParkingLot()  # woken by writes and by gossip (hear_cluster_time)
-        from shardsim.changestream.render import EventCache
+        from mongosim.shardsim.changestream.render import EventCache
 
         self.event_cache = EventCache()  # CRUD events rendered once per oplog entry
         self.txn_released = trio.lowlevel.ParkingLot()  # woken when a transaction ends (its locks go)
@@ -172,7 +172,7 @@ class Node:
         if max_time_ms and name != "getMore":
             ctx.deadline = trio.current_time() + max_time_ms / 1000.0
         if cmd.get("autocommit") is False:
-            from shardsim.txn_commands import attach_transaction
+            from mongosim.shardsim.txn_commands import attach_transaction
 
             attach_transaction(self, ctx, name)
         elif snapshot_reads.is_snapshot_read(name, cmd):
@@ -250,8 +250,8 @@ class Node:
 
 # Register the command modules (they decorate handlers with @command).
 def _load_commands() -> None:
-    from shardsim import ddl, reads, sharding_ops, txn_commands, writes  # noqa: F401
-    from shardsim.changestream import aggregate  # noqa: F401
+    from mongosim.shardsim import ddl, reads, sharding_ops, txn_commands, writes  # noqa: F401
+    from mongosim.shardsim.changestream import aggregate  # noqa: F401
 
 
 def node_commands() -> dict[str, Handler]:

@@ -51,14 +51,14 @@ import crc32c
 import trio
 from bson import Binary, Int64
 
-from oplog import bsonutil
-from oplog.clock import ts_key
-from oplog.oplog import Oplog
-from shardsim.catalog import Catalog, Collection
-from shardsim.query.values import hashable
+from mongosim.oplog import bsonutil
+from mongosim.oplog.clock import ts_key
+from mongosim.oplog.oplog import Oplog
+from mongosim.shardsim.catalog import Catalog, Collection
+from mongosim.shardsim.query.values import hashable
 
 if TYPE_CHECKING:
-    from shardsim.node import Node
+    from mongosim.shardsim.node import Node
 
 log = logging.getLogger("mongosim.persistence")
 
@@ -320,7 +320,7 @@ def apply_entry(node: "Node", entry: dict) -> None:
         if doc is None:
             raise NotReplayable(f"update of a missing document in {entry['ns']}")
         if "$v" in o and "diff" in o:
-            from shardsim.query.diff import apply_diff
+            from mongosim.shardsim.query.diff import apply_diff
 
             new = apply_diff(doc, o["diff"])
         else:

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from oplog.errors import MongoError
-from shardsim.cursors import DEFAULT_FIRST_BATCH, QueryCursor, cursor_reply
-from shardsim.node import Node, OpCtx, command
-from shardsim.query.matcher import Matcher
-from shardsim.writes import check_namespace, matching_documents
+from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.cursors import DEFAULT_FIRST_BATCH, QueryCursor, cursor_reply
+from mongosim.shardsim.node import Node, OpCtx, command
+from mongosim.shardsim.query.matcher import Matcher
+from mongosim.shardsim.writes import check_namespace, matching_documents
 
 
 def int_arg(cmd: dict, name: str, cmd_name: str, default: int | None = None, *, allow_negative: bool = False) -> int | None:
@@ -34,8 +34,8 @@ def int_arg(cmd: dict, name: str, cmd_name: str, default: int | None = None, *, 
 
 
 def run_find(node: Node, db: str, coll_name: str, cmd: dict, view=None) -> Iterator[dict]:
-    from shardsim.query.projection import compile_projection
-    from shardsim.query.sorting import sort_key_fn
+    from mongosim.shardsim.query.projection import compile_projection
+    from mongosim.shardsim.query.sorting import sort_key_fn
 
     flt = cmd.get("filter") or {}
     if not isinstance(flt, dict):
@@ -111,7 +111,7 @@ def cmd_count(node: Node, ctx: OpCtx) -> dict:
 
 @command("distinct")
 def cmd_distinct(node: Node, ctx: OpCtx) -> dict:
-    from shardsim.query.values import hashable
+    from mongosim.shardsim.query.values import hashable
 
     cmd = ctx.cmd
     name = check_namespace(ctx.db, cmd["distinct"])
@@ -123,7 +123,7 @@ def cmd_distinct(node: Node, ctx: OpCtx) -> dict:
     for doc in matching_documents(coll, cmd.get("query") or {}, None, ctx.view):
         for v in _distinct_values(doc, key.split(".")):
             seen.setdefault(hashable(v), v)
-    from shardsim.query.values import sort_key
+    from mongosim.shardsim.query.values import sort_key
 
     values = sorted(seen.values(), key=sort_key)
     return {"values": values, "ok": 1.0}
@@ -157,7 +157,7 @@ async def cmd_aggregate(node: Node, ctx: OpCtx) -> dict:
         raise MongoError("TypeMismatch", "'pipeline' option must be specified as an array")
     target = cmd["aggregate"]
     if pipeline and isinstance(pipeline[0], dict) and "$changeStream" in pipeline[0]:
-        from shardsim.changestream.aggregate import open_change_stream
+        from mongosim.shardsim.changestream.aggregate import open_change_stream
 
         return await open_change_stream(node, ctx)
     for i, st in enumerate(pipeline):
@@ -166,7 +166,7 @@ async def cmd_aggregate(node: Node, ctx: OpCtx) -> dict:
     cursor_opt = cmd.get("cursor")
     if cursor_opt is None and not cmd.get("explain"):
         raise MongoError("FailedToParse", "The 'cursor' option is required, except for aggregate with the explain argument")
-    from shardsim.query.stages import run_pipeline
+    from mongosim.shardsim.query.stages import run_pipeline
 
     if target == 1:
         docs: Iterator[dict] = iter(())
@@ -224,7 +224,7 @@ def cmd_list_indexes(node: Node, ctx: OpCtx) -> dict:
 
 
 def database_sizes(node: Node) -> dict[str, int]:
-    from oplog import bsonutil
+    from mongosim.oplog import bsonutil
 
     sizes = {}
     for name, database in node.catalog.databases.items():

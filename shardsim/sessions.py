@@ -16,9 +16,9 @@ from typing import Any
 
 from bson import Binary
 
-from oplog.entry import NULL_OP_TIME, op_time
-from oplog.clock import key_ts
-from oplog.errors import MongoError
+from mongosim.oplog.entry import NULL_OP_TIME, op_time
+from mongosim.oplog.clock import key_ts
+from mongosim.oplog.errors import MongoError
 
 @functools.lru_cache(maxsize=1024)  # every command with an lsid asks: hash each user once
 def user_digest(user: str = "") -> Binary:

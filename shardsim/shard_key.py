@@ -19,8 +19,8 @@ import bson
 from bson import Decimal128, Int64, MaxKey, MinKey, Regex
 from bson.int64 import Int64 as _Int64
 
-from oplog.errors import MongoError
-from shardsim.query.values import canonical_rank, sort_key
+from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.query.values import canonical_rank, sort_key
 
 _MISSING = object()
 

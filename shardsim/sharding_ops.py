@@ -14,10 +14,10 @@
 
 from __future__ import annotations
 
-from oplog import entry as E
-from oplog.errors import MongoError
-from shardsim.node import Node, OpCtx, command
-from shardsim.shard_key import ShardKeyPattern
+from mongosim.oplog import entry as E
+from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.node import Node, OpCtx, command
+from mongosim.shardsim.shard_key import ShardKeyPattern
 
 
 def _coll(node: Node, ns: str):
@@ -34,7 +34,7 @@ def cmd_set_shard_key(node: Node, ctx: OpCtx) -> dict:
     db, name = ns.split(".", 1)
     coll = node.catalog.collection(db, name)
     if coll is None:
-        from shardsim.ddl import create_collection
+        from mongosim.shardsim.ddl import create_collection
 
         inner = OpCtx(db, {"fromMigrate": bool(ctx.cmd.get("fromMigrate"))})
         coll = create_collection(node, inner, db, name, dict(ctx.cmd.get("options") or {}), uuid=ctx.cmd["uuid"])

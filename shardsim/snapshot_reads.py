@@ -16,10 +16,10 @@ from typing import Any
 import trio
 from bson import Timestamp
 
-from oplog.clock import key_ts, ts_key
-from oplog.errors import MongoError
-from shardsim import snapshots
-from shardsim.query.values import hashable
+from mongosim.oplog.clock import key_ts, ts_key
+from mongosim.oplog.errors import MongoError
+from mongosim.shardsim import snapshots
+from mongosim.shardsim.query.values import hashable
 
 SNAPSHOT_READ_COMMANDS = frozenset({"find", "aggregate", "distinct"})
 _NO_SNAPSHOT = frozenset({"count"})  # commands whose supportsReadConcern refuses level snapshot

@@ -31,7 +31,7 @@ from bisect import bisect_right
 from collections import Counter
 from typing import Any, Callable
 
-from oplog.errors import MongoError
+from mongosim.oplog.errors import MongoError
 
 HISTORY_WINDOW_S = 300.0  # minSnapshotHistoryWindowInSeconds
 

@@ -40,14 +40,14 @@ from typing import Any, Iterator
 
 import trio
 
-from oplog import bsonutil
-from oplog import entry as E
-from oplog.clock import key_ts, ts_key
-from oplog.errors import MongoError
-from shardsim import snapshots
-from shardsim.catalog import Collection
-from shardsim.query.values import hashable
-from shardsim.sessions import lsid_with_uid
+from mongosim.oplog import bsonutil
+from mongosim.oplog import entry as E
+from mongosim.oplog.clock import key_ts, ts_key
+from mongosim.oplog.errors import MongoError
+from mongosim.shardsim import snapshots
+from mongosim.shardsim.catalog import Collection
+from mongosim.shardsim.query.values import hashable
+from mongosim.shardsim.sessions import lsid_with_uid
 
 APPLY_OPS_LIMIT = bsonutil.MAX_BSON_OBJECT_SIZE - 64 * 1024
 
@@ -131,7 +131,7 @@ class Transaction:
     def insert(self, coll: Collection, doc: dict) -> None:
         idk = hashable(doc["_id"])
         if self.get(coll, doc["_id"]) is not None:
-            from shardsim.query.index_keys import duplicate_key_error
+            from mongosim.shardsim.query.index_keys import duplicate_key_error
 
             raise duplicate_key_error(coll.ns, "_id_", {"_id": 1}, (doc["_id"],))
         self._touch(coll, idk)

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from bson import Timestamp
 
-from oplog.clock import key_ts
-from oplog.errors import MongoError
-from shardsim.node import Node, OpCtx, command
-from shardsim.sessions import end_open_transaction
-from shardsim.transactions import Transaction, no_such_transaction
+from mongosim.oplog.clock import key_ts
+from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.node import Node, OpCtx, command
+from mongosim.shardsim.sessions import end_open_transaction
+from mongosim.shardsim.transactions import Transaction, no_such_transaction
 
 ALLOWED_IN_TXN = {
     "insert", "update", "delete", "findAndModify", "findandmodify", "find", "getMore", "killCursors", "count",
@@ -48,7 +48,7 @@ def attach_transaction(node: Node, ctx: OpCtx, name: str) -> None:
         # replica set, now); otherwise at this node's present, as local/majority do
         at = None
         if isinstance(cmd.get("readConcern"), dict) and cmd["readConcern"].get("level") == "snapshot":
-            from shardsim import snapshot_reads
+            from mongosim.shardsim import snapshot_reads
 
             key = snapshot_reads.requested_time(cmd, max(node.clock.key, node.oplog.last_key))
             if key is not None:

@@ -16,17 +16,17 @@ from typing import Any, Iterable
 
 from bson import Int64, ObjectId
 
-from oplog import bsonutil
-from oplog import entry as E
-from oplog.clock import ts_key
-from oplog.errors import MongoError
-from oplog.oplog import EntryTooLarge
-from shardsim.catalog import Collection
-from shardsim.node import Node, OpCtx, command
-from shardsim.query.matcher import Matcher
-from shardsim.query.update import apply_update, check_id_value, classify_update, upsert_seed
-from shardsim.query.values import hashable
-from shardsim.sessions import lsid_with_uid
+from mongosim.oplog import bsonutil
+from mongosim.oplog import entry as E
+from mongosim.oplog.clock import ts_key
+from mongosim.oplog.errors import MongoError
+from mongosim.oplog.oplog import EntryTooLarge
+from mongosim.shardsim.catalog import Collection
+from mongosim.shardsim.node import Node, OpCtx, command
+from mongosim.shardsim.query.matcher import Matcher
+from mongosim.shardsim.query.update import apply_update, check_id_value, classify_update, upsert_seed
+from mongosim.shardsim.query.values import hashable
+from mongosim.shardsim.sessions import lsid_with_uid
 
 
 # -- helpers shared by the write commands ----------------------------------------------
@@ -35,7 +35,7 @@ def ensure_collection(node: Node, ctx: OpCtx, db: str, name: str) -> Collection:
     coll = node.catalog.collection(db, name)
     if coll is not None:
         return coll
-    from shardsim.ddl import create_collection
+    from mongosim.shardsim.ddl import create_collection
 
     return create_collection(node, ctx, db, name, {})
 
@@ -449,8 +449,8 @@ async def cmd_delete(node: Node, ctx: OpCtx) -> dict:
 # -- findAndModify ---------------------------------------------------------------------
 @command("findAndModify", "findandmodify")
 async def cmd_find_and_modify(node: Node, ctx: OpCtx) -> dict:
-    from shardsim.query.projection import compile_projection
-    from shardsim.query.sorting import sort_key_fn
+    from mongosim.shardsim.query.projection import compile_projection
+    from mongosim.shardsim.query.sorting import sort_key_fn
 
     cmd = ctx.cmd
     name = check_namespace(ctx.db, cmd[next(iter(cmd))])

@@ -14,7 +14,7 @@ from typing import Any
 
 from bson import Binary, Int64, ObjectId, Timestamp
 
-from oplog.resume_token import decode_resume_token
+from mongosim.oplog.resume_token import decode_resume_token
 
 HWM_TYPE = 0
 

@@ -111,7 +111,7 @@ def token_kind(data: str) -> str:
     cannot read counts as an event token.
     """
     try:
-        from oplog.resume_token import decode_resume_token
+        from mongosim.oplog.resume_token import decode_resume_token
 
         d = decode_resume_token({"_data": data})
     except Exception:  # noqa: BLE001 - unknown format: the conservative answer

@@ -154,7 +154,7 @@ class DumpNode:
     tracer = None
 
     def __init__(self, name: str, oplog: Any) -> None:
-        from shardsim.catalog import Catalog
+        from mongosim.shardsim.catalog import Catalog
 
         self.name = name
         self.oplog = oplog
@@ -164,9 +164,9 @@ class DumpNode:
 
 def load_oplog(path: str | os.PathLike) -> Any:
     """An in-memory `oplog.oplog.Oplog` holding a dump's entries."""
-    from oplog import bsonutil
-    from oplog.clock import ts_key
-    from oplog.oplog import Oplog
+    from mongosim.oplog import bsonutil
+    from mongosim.oplog.clock import ts_key
+    from mongosim.oplog.oplog import Oplog
 
     oplog = Oplog()
     for raw in iter_dump(path):
@@ -204,8 +204,8 @@ def shard_command(opts: StreamOptions, start_ts: Any) -> tuple[str, dict]:
 
 def shard_events(name: str, oplog: Any, opts: StreamOptions) -> Iterator[tuple[str, bytes, str, bool]]:
     """Run the shard's change-stream stages over `oplog`: (token _data, event BSON, operationType, _id intact)."""
-    from oplog.clock import key_ts
-    from shardsim.changestream.aggregate import build_cursor
+    from mongosim.oplog.clock import key_ts
+    from mongosim.shardsim.changestream.aggregate import build_cursor
 
     _check_replayable(opts)
     node = DumpNode(name, oplog)
@@ -223,9 +223,9 @@ def shard_events(name: str, oplog: Any, opts: StreamOptions) -> Iterator[tuple[s
 def merge_events(streams: dict[str, Iterator[tuple[str, bytes, str, bool]]], opts: StreamOptions,
                  end_before: Any = None) -> Iterator[bytes]:
     """The router's merge of the shards' event sequences (see the module doc)."""
-    from oplog.errors import MongoError
-    from router.merge.ensure_resume_token_present import EnsureResumeTokenPresent
-    from shardsim.changestream.cursor import ID_MODIFIED_MSG
+    from mongosim.oplog.errors import MongoError
+    from mongosim.router.merge.ensure_resume_token_present import EnsureResumeTokenPresent
+    from mongosim.shardsim.changestream.cursor import ID_MODIFIED_MSG
 
     ensure = None
     if opts.start_after and not _is_hwm(opts.start_after):
@@ -250,7 +250,7 @@ def merge_events(streams: dict[str, Iterator[tuple[str, bytes, str, bool]]], opt
 
 
 def _is_hwm(data: str) -> bool:
-    from oplog.resume_token import decode_resume_token
+    from mongosim.oplog.resume_token import decode_resume_token
 
     return decode_resume_token({"_data": data}).token_type == 0
 

@@ -21,8 +21,8 @@ from typing import Any
 from bson import Timestamp
 from bson.raw_bson import RawBSONDocument
 
-from oplog import bsonutil
-from router.server import ConnState, _answer
+from mongosim.oplog import bsonutil
+from mongosim.router.server import ConnState, _answer
 
 _ids = itertools.count(1_000_000)
 

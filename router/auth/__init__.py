@@ -44,9 +44,9 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from oplog.errors import MongoError
-from router.auth import bsonrepr
-from router.auth.commands import (
+from mongosim.oplog.errors import MongoError
+from mongosim.router.auth import bsonrepr
+from mongosim.router.auth.commands import (
     NO_AUTH_COMMANDS,
     AnyActionInDatabase,
     AnyOf,
@@ -54,13 +54,13 @@ from router.auth.commands import (
     is_authorized_for_any_action_in_db,
     required_privileges,
 )
-from router.auth.localhost_exception import (
+from mongosim.router.auth.localhost_exception import (
     LOCALHOST_EXCEPTION_PRIVILEGES,
     is_localhost_address,
     localhost_bypass_active,
 )
-from router.auth.names import RoleName, UserName, auth_error
-from router.auth.privileges import (
+from mongosim.router.auth.names import RoleName, UserName, auth_error
+from mongosim.router.auth.privileges import (
     ANY,
     ANY_NORMAL,
     BUILTIN_ROLES,
@@ -72,10 +72,10 @@ from router.auth.privileges import (
     privileges_for_roles,
     resolve_roles,
 )
-from router.auth.sasl import sasl_continue, sasl_start, sasl_supported_mechs, speculative_authenticate
-from router.auth.scram import MECHANISMS
-from router.auth.state import ConnState
-from router.auth.users import USER_COMMANDS, UserStore
+from mongosim.router.auth.sasl import sasl_continue, sasl_start, sasl_supported_mechs, speculative_authenticate
+from mongosim.router.auth.scram import MECHANISMS
+from mongosim.router.auth.state import ConnState
+from mongosim.router.auth.users import USER_COMMANDS, UserStore
 
 __all__ = [
     "ANY",

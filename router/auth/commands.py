@@ -39,8 +39,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
-from router.auth.names import RoleName, UserName, parse_role_names, parse_user_name
-from router.auth.privileges import (
+from mongosim.router.auth.names import RoleName, UserName, parse_role_names, parse_user_name
+from mongosim.router.auth.privileges import (
     ANY,
     ANY_NORMAL,
     CLUSTER,

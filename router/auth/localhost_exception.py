@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import ipaddress
 
-from router.auth.privileges import CLUSTER, Privilege, Resource, merge_privileges
-from router.auth.state import ConnState
+from mongosim.router.auth.privileges import CLUSTER, Privilege, Resource, merge_privileges
+from mongosim.router.auth.state import ConnState
 
 __all__ = ["LOCALHOST_EXCEPTION_PRIVILEGES", "is_localhost_address", "localhost_bypass_active"]
 

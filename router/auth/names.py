@@ -29,8 +29,8 @@ from bson.objectid import ObjectId
 from bson.regex import Regex
 from bson.timestamp import Timestamp
 
-from oplog.error_codes import CODES
-from oplog.errors import MongoError
+from mongosim.oplog.error_codes import CODES
+from mongosim.oplog.errors import MongoError
 
 __all__ = [
     "GENERIC_ARGUMENTS",

@@ -34,7 +34,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from router.auth.names import RoleName
+from mongosim.router.auth.names import RoleName
 
 __all__ = [
     "ANY",
@@ -610,6 +610,6 @@ def check(roles: Iterable[Any], actions: str | Iterable[str], resource: Resource
 
 def required_privileges(db: str, cmd: Mapping[str, Any], **kwargs: Any) -> list[Any]:
     """Re-export of `router.auth.commands.required_privileges` (kept there to avoid an import cycle)."""
-    from router.auth.commands import required_privileges as _required  # noqa: PLC0415
+    from mongosim.router.auth.commands import required_privileges as _required  # noqa: PLC0415
 
     return _required(db, cmd, **kwargs)

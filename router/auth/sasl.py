@@ -35,11 +35,11 @@ from typing import Any
 
 from bson.binary import Binary
 
-from oplog.errors import MongoError
-from router.auth.names import UserName, auth_error, check_fields, missing_field, parse_user_name, type_mismatch
-from router.auth.scram import MECHANISMS, ScramError, ScramServerConversation
-from router.auth.state import ConnState, SaslSession
-from router.auth.users import UserStore
+from mongosim.oplog.errors import MongoError
+from mongosim.router.auth.names import UserName, auth_error, check_fields, missing_field, parse_user_name, type_mismatch
+from mongosim.router.auth.scram import MECHANISMS, ScramError, ScramServerConversation
+from mongosim.router.auth.state import ConnState, SaslSession
+from mongosim.router.auth.users import UserStore
 
 __all__ = [
     "AUTHENTICATION_FAILED",

@@ -40,7 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from router.auth.saslprep import SASLprepError, saslprep
+from mongosim.router.auth.saslprep import SASLprepError, saslprep
 
 __all__ = [
     "DEFAULT_ITERATIONS",

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from router.auth.names import UserName
+from mongosim.router.auth.names import UserName
 
 __all__ = ["ConnState", "SaslSession"]
 

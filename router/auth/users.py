@@ -43,9 +43,9 @@ from typing import Any
 
 from bson.binary import Binary
 
-from oplog.errors import MongoError
-from router.auth.commands import users_info_targets
-from router.auth.names import (
+from mongosim.oplog.errors import MongoError
+from mongosim.router.auth.commands import users_info_targets
+from mongosim.router.auth.names import (
     RoleName,
     UserName,
     auth_error,
@@ -54,10 +54,10 @@ from router.auth.names import (
     parse_role_names,
     type_mismatch,
 )
-from router.auth.privileges import Privilege as _Privilege
-from router.auth.privileges import is_builtin_role, privileges_for_roles, resolve_roles
-from router.auth.saslprep import SASLprepError
-from router.auth.scram import MECHANISMS, ScramCredential, make_credential
+from mongosim.router.auth.privileges import Privilege as _Privilege
+from mongosim.router.auth.privileges import is_builtin_role, privileges_for_roles, resolve_roles
+from mongosim.router.auth.saslprep import SASLprepError
+from mongosim.router.auth.scram import MECHANISMS, ScramCredential, make_credential
 
 __all__ = ["USER_COMMANDS", "UserStore", "load_users", "load_users_file"]
 

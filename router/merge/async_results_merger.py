@@ -40,7 +40,7 @@ from typing import Any, Callable
 
 from sortedcontainers import SortedList
 
-from oplog.errors import MongoError
+from mongosim.oplog.errors import MongoError
 
 
 @dataclass(eq=False)

@@ -24,20 +24,20 @@ from typing import Any, Callable
 
 import trio
 
-from oplog.clock import key_ts, ts_key
-from oplog.errors import MongoError, in_category
-from oplog.resume_token import decode_resume_token, make_high_water_mark_token
-from router.merge.async_results_merger import AsyncResultsMerger, RemoteCursor
-from router.merge.ensure_resume_token_present import EnsureResumeTokenPresent
-from router.merge.handle_topology_change import HandleTopologyChange
-from router.mongos import Request, Router
-from router.remote import ShardNetworkError
-from shardsim.changestream.cursor import ID_INTACT_FIELD, OP_TYPES_FIELD, SORT_KEYS_FIELD
-from shardsim.changestream.cursor import BATCH_BYTES, ID_MODIFIED_MSG
-from shardsim.changestream.spec import parse_spec, validate
-from shardsim.changestream.user_stages import validate_user_pipeline
-from oplog.bsonutil import RawBatch, plain
-from shardsim.cursors import cursor_reply
+from mongosim.oplog.clock import key_ts, ts_key
+from mongosim.oplog.errors import MongoError, in_category
+from mongosim.oplog.resume_token import decode_resume_token, make_high_water_mark_token
+from mongosim.router.merge.async_results_merger import AsyncResultsMerger, RemoteCursor
+from mongosim.router.merge.ensure_resume_token_present import EnsureResumeTokenPresent
+from mongosim.router.merge.handle_topology_change import HandleTopologyChange
+from mongosim.router.mongos import Request, Router
+from mongosim.router.remote import ShardNetworkError
+from mongosim.shardsim.changestream.cursor import ID_INTACT_FIELD, OP_TYPES_FIELD, SORT_KEYS_FIELD
+from mongosim.shardsim.changestream.cursor import BATCH_BYTES, ID_MODIFIED_MSG
+from mongosim.shardsim.changestream.spec import parse_spec, validate
+from mongosim.shardsim.changestream.user_stages import validate_user_pipeline
+from mongosim.oplog.bsonutil import RawBatch, plain
+from mongosim.shardsim.cursors import cursor_reply
 
 SHARD_AWAIT_CAP_MS = 1000
 OPEN_RETRIES = 3  # the AsyncRequestsSender's kMaxNumFailedHostRetryAttempts (RetryPolicy kIdempotent)
@@ -297,7 +297,7 @@ async def open_cluster_change_stream(router: Router, req: Request) -> dict:
     ns = f"{req.db}.{target}" if isinstance(target, str) else f"{req.db}.$cmd.aggregate"
     spec_bson = spec.to_bson()
     if cmd.get("explain"):
-        from router.merge.explain import explain_change_stream
+        from mongosim.router.merge.explain import explain_change_stream
 
         return await explain_change_stream(router, req.db, target, spec_bson, shard_stages, token)
     cur = ClusterChangeStreamCursor(router, ns, req.db, target, spec_bson, shard_stages, token)

@@ -10,7 +10,7 @@ as plain strings on `_data`.
 
 from __future__ import annotations
 
-from oplog.errors import MongoError
+from mongosim.oplog.errors import MongoError
 
 
 class EnsureResumeTokenPresent:

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from oplog.resume_token import decode_resume_token, make_high_water_mark_token
-from shardsim.changestream.transform import EXPANDED_ONLY
+from mongosim.oplog.resume_token import decode_resume_token, make_high_water_mark_token
+from mongosim.shardsim.changestream.transform import EXPANDED_ONLY
 
 _INTERNAL = "$_internalChangeStream"
 
@@ -57,7 +57,7 @@ def _expand_user_stages(stages: list[dict]) -> list[dict]:
 
 async def explain_change_stream(router: Any, db: str, target: Any, spec_bson: dict, user_stages: list,
                                 token: Any) -> dict:
-    from router.merge.cluster_change_stream import shard_command  # the same command the shards get
+    from mongosim.router.merge.cluster_change_stream import shard_command  # the same command the shards get
 
     cmd = shard_command({"aggregate": target}, spec_bson, user_stages)
     cmd["explain"] = True

@@ -14,8 +14,8 @@ from typing import Any
 
 from bson import Timestamp
 
-from oplog.clock import key_ts, ts_key
-from oplog.resume_token import make_high_water_mark_token
+from mongosim.oplog.clock import key_ts, ts_key
+from mongosim.oplog.resume_token import make_high_water_mark_token
 
 
 class HandleTopologyChange:
@@ -26,7 +26,7 @@ class HandleTopologyChange:
         """Swallow a topology event; for a shard added, open a cursor on it."""
         if not rc.is_config or op_type != "insert":
             return
-        from oplog.bsonutil import plain
+        from mongosim.oplog.bsonutil import plain
 
         raw = plain(raw)
         shard = (raw.get("fullDocument") or {}).get("_id")

@@ -6,7 +6,7 @@ Modeled on h11: `WireConnection.receive_data(bytes)` buffers input,
 server in `router.server` moves the bytes.
 """
 
-from router.wire.messages import (  # noqa: F401
+from mongosim.router.wire.messages import (  # noqa: F401
     NEED_DATA,
     OP_COMPRESSED,
     OP_MSG,

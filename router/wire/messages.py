@@ -29,8 +29,8 @@ from typing import Any
 import crc32c
 from bson.errors import BSONError
 
-from oplog import bsonutil
-from oplog.errors import MongoError
+from mongosim.oplog import bsonutil
+from mongosim.oplog.errors import MongoError
 
 OP_REPLY = 1
 OP_UPDATE = 2001

@@ -10,16 +10,16 @@ it (raw BSON, never re-encoded by the router).
 
 from __future__ import annotations
 
-from oplog.clock import key_ts, ts_key
-from oplog.errors import MongoError
-from oplog.resume_token import make_high_water_mark_token
-from shardsim.changestream.context import ChangeStreamContext
-from shardsim.changestream.cursor import ID_INTACT_FIELD, OP_TYPES_FIELD, SORT_KEYS_FIELD, ChangeStreamCursor  # noqa: F401
-from shardsim.changestream.pipeline import build_stages
-from shardsim.changestream.spec import parse_spec, validate
-from shardsim.changestream.user_stages import validate_user_pipeline
-from shardsim.cursors import DEFAULT_FIRST_BATCH, cursor_reply
-from shardsim.node import Node, OpCtx
+from mongosim.oplog.clock import key_ts, ts_key
+from mongosim.oplog.errors import MongoError
+from mongosim.oplog.resume_token import make_high_water_mark_token
+from mongosim.shardsim.changestream.context import ChangeStreamContext
+from mongosim.shardsim.changestream.cursor import ID_INTACT_FIELD, OP_TYPES_FIELD, SORT_KEYS_FIELD, ChangeStreamCursor  # noqa: F401
+from mongosim.shardsim.changestream.pipeline import build_stages
+from mongosim.shardsim.changestream.spec import parse_spec, validate
+from mongosim.shardsim.changestream.user_stages import validate_user_pipeline
+from mongosim.shardsim.cursors import DEFAULT_FIRST_BATCH, cursor_reply
+from mongosim.shardsim.node import Node, OpCtx
 
 
 
@@ -54,7 +54,7 @@ async def open_change_stream(node: Node, ctx: OpCtx) -> dict:
     needs_merge = bool(cmd.get("$_needsMerge")) and ctx.from_router
     if cmd.get("explain"):
         cur = build_cursor(node, ctx.db, cmd, needs_merge=needs_merge)
-        from shardsim.changestream.pipeline import explain_stages
+        from mongosim.shardsim.changestream.pipeline import explain_stages
 
         return {"stages": explain_stages(cur.stages), "ok": 1.0}
     cursor_opt = cmd.get("cursor")

@@ -13,10 +13,10 @@ stream) so that check-resumability finds it as the client's token.
 
 from __future__ import annotations
 
-from shardsim.changestream.context import PAUSE, ChangeStreamContext, Event, Invalidated, Stage
-from shardsim.changestream.spec import COLLECTION, DATABASE
-from shardsim.changestream.transform import make_token
-from oplog.resume_token import decode_resume_token, encode_resume_token
+from mongosim.shardsim.changestream.context import PAUSE, ChangeStreamContext, Event, Invalidated, Stage
+from mongosim.shardsim.changestream.spec import COLLECTION, DATABASE
+from mongosim.shardsim.changestream.transform import make_token
+from mongosim.oplog.resume_token import decode_resume_token, encode_resume_token
 from dataclasses import replace
 
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from enum import Enum
 
-from oplog.errors import MongoError
-from oplog.resume_token import ResumeTokenData, decode_resume_token
-from shardsim.changestream.context import PAUSE, ChangeStreamContext, Stage
-from shardsim.query.values import compare
+from mongosim.oplog.errors import MongoError
+from mongosim.oplog.resume_token import ResumeTokenData, decode_resume_token
+from mongosim.shardsim.changestream.context import PAUSE, ChangeStreamContext, Stage
+from mongosim.shardsim.query.values import compare
 
 
 class ResumeStatus(Enum):

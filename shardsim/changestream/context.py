@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from shardsim.changestream.spec import CLUSTER, COLLECTION, DATABASE, ChangeStreamSpec
+from mongosim.shardsim.changestream.spec import CLUSTER, COLLECTION, DATABASE, ChangeStreamSpec
 
 
 class _Pause:
@@ -55,7 +55,7 @@ class Event:
     @property
     def doc(self) -> dict:
         if self._doc is None:
-            from oplog.bsonutil import decode
+            from mongosim.oplog.bsonutil import decode
 
             self._doc = decode(self.raw)
         return self._doc
@@ -129,7 +129,7 @@ class ChangeStreamContext:
 
     @property
     def start_key_ts(self):
-        from oplog.clock import key_ts
+        from mongosim.oplog.clock import key_ts
 
         return key_ts(self.start_key)
 

@@ -24,12 +24,12 @@ from typing import Any
 
 import trio
 
-from oplog import bsonutil
-from oplog.clock import ts_key
-from oplog.errors import MongoError
-from oplog.resume_token import encode_high_water_mark
-from shardsim.changestream.context import PAUSE, ChangeStreamContext, Invalidated, Stage
-from shardsim.changestream.oplog_match import OplogMatch
+from mongosim.oplog import bsonutil
+from mongosim.oplog.clock import ts_key
+from mongosim.oplog.errors import MongoError
+from mongosim.oplog.resume_token import encode_high_water_mark
+from mongosim.shardsim.changestream.context import PAUSE, ChangeStreamContext, Invalidated, Stage
+from mongosim.shardsim.changestream.oplog_match import OplogMatch
 
 DEFAULT_AWAIT_MS = 1000
 MAX_EVENT_BYTES = bsonutil.MAX_BSON_OBJECT_SIZE + 16 * 1024  # BSONObjMaxInternalSize

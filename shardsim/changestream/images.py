@@ -14,9 +14,9 @@ stored pre-image.  `required` with no image is NoMatchingDocument (47).
 
 from __future__ import annotations
 
-from oplog.errors import MongoError
-from shardsim.changestream.context import PAUSE, ChangeStreamContext, Stage
-from shardsim.query.diff import apply_diff
+from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.changestream.context import PAUSE, ChangeStreamContext, Stage
+from mongosim.shardsim.query.diff import apply_diff
 
 
 def _missing_pre_image(ev) -> MongoError:

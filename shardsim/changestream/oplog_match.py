@@ -27,10 +27,10 @@ from __future__ import annotations
 
 import re
 
-from oplog import bsonutil
-from oplog.errors import MongoError
-from shardsim.changestream.context import PAUSE, ChangeStreamContext, Stage
-from shardsim.changestream.spec import COLLECTION
+from mongosim.oplog import bsonutil
+from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.changestream.context import PAUSE, ChangeStreamContext, Stage
+from mongosim.shardsim.changestream.spec import COLLECTION
 
 _CMD_TARGETS = ("drop", "create", "createIndexes", "commitIndexBuild", "dropIndexes", "collMod")
 _SHARDING_NOOPS = ("shardCollection", "refineCollectionShardKey", "reshardCollection")
@@ -161,7 +161,7 @@ class OplogMatch(Stage):
         """The filter in the shape of the server's predicate (`explain` shows it; the scan above applies it)."""
         from bson import Timestamp
 
-        from shardsim.changestream.spec import DATABASE
+        from mongosim.shardsim.changestream.spec import DATABASE
 
         ctx = self.ctx
         if ctx.level == COLLECTION:

@@ -14,17 +14,17 @@ $mergeCursors and handle-topology-change).
 
 from __future__ import annotations
 
-from shardsim.changestream.check_invalidate import CheckInvalidate
-from shardsim.changestream.check_resumability import CheckResumability, EnsureResumeTokenPresent
-from shardsim.changestream.context import ChangeStreamContext, Stage
-from shardsim.changestream.images import AddPostImage, AddPreImage
-from shardsim.changestream.oplog_match import OplogMatch
-from shardsim.changestream.spec import CLUSTER
-from shardsim.changestream.split_large_event import SplitLargeEvent
-from shardsim.changestream.transform import Transform
-from shardsim.changestream.unwind_transaction import UnwindTransaction
-from shardsim.changestream.user_stages import ClassicEventFilter, UserStages
-from oplog.resume_token import make_high_water_mark_token, decode_resume_token
+from mongosim.shardsim.changestream.check_invalidate import CheckInvalidate
+from mongosim.shardsim.changestream.check_resumability import CheckResumability, EnsureResumeTokenPresent
+from mongosim.shardsim.changestream.context import ChangeStreamContext, Stage
+from mongosim.shardsim.changestream.images import AddPostImage, AddPreImage
+from mongosim.shardsim.changestream.oplog_match import OplogMatch
+from mongosim.shardsim.changestream.spec import CLUSTER
+from mongosim.shardsim.changestream.split_large_event import SplitLargeEvent
+from mongosim.shardsim.changestream.transform import Transform
+from mongosim.shardsim.changestream.unwind_transaction import UnwindTransaction
+from mongosim.shardsim.changestream.user_stages import ClassicEventFilter, UserStages
+from mongosim.oplog.resume_token import make_high_water_mark_token, decode_resume_token
 
 
 def build_stages(ctx: ChangeStreamContext, user_stages: list[dict], split: bool) -> tuple[OplogMatch, Stage, list[Stage]]:

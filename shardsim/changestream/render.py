@@ -15,12 +15,12 @@ from struct import pack
 
 from bson import Binary
 
-from oplog import bsonutil
-from oplog.layout import document_at
-from oplog.oplog import EntryView
-from shardsim.query.diff import update_description
+from mongosim.oplog import bsonutil
+from mongosim.oplog.layout import document_at
+from mongosim.oplog.oplog import EntryView
+from mongosim.shardsim.query.diff import update_description
 
-from oplog.resume_token import encode_crud_token, encode_event_token
+from mongosim.oplog.resume_token import encode_crud_token, encode_event_token
 
 _DELTA_PREFIX = b"\x10$v\x00\x02\x00\x00\x00"  # a delta update's `o` starts with {$v: 2, ...}
 

@@ -15,8 +15,8 @@ from typing import Any
 
 from bson import Timestamp
 
-from oplog.errors import MongoError
-from oplog.resume_token import ResumeTokenData, decode_resume_token
+from mongosim.oplog.errors import MongoError
+from mongosim.oplog.resume_token import ResumeTokenData, decode_resume_token
 
 FULL_DOCUMENT = ("default", "updateLookup", "whenAvailable", "required")
 FULL_DOCUMENT_BEFORE_CHANGE = ("off", "whenAvailable", "required")

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from oplog import bsonutil
-from oplog.errors import MongoError
-from oplog.resume_token import decode_resume_token, encode_resume_token
-from shardsim.changestream.context import PAUSE, ChangeStreamContext, Event, Stage
+from mongosim.oplog import bsonutil
+from mongosim.oplog.errors import MongoError
+from mongosim.oplog.resume_token import decode_resume_token, encode_resume_token
+from mongosim.shardsim.changestream.context import PAUSE, ChangeStreamContext, Event, Stage
 
 LIMIT = bsonutil.MAX_BSON_OBJECT_SIZE - 8 * 1024
 

@@ -21,16 +21,16 @@ from typing import Any
 
 from bson import Binary
 
-from oplog import bsonutil
-from oplog.clock import ts_key
-from oplog.oplog import EntryView
-from shardsim.changestream.render import render_crud
-from oplog.resume_token import ResumeTokenData, encode_resume_token
-from shardsim.changestream.context import PAUSE, ChangeStreamContext, Event, Stage
-from shardsim.query.diff import update_description
+from mongosim.oplog import bsonutil
+from mongosim.oplog.clock import ts_key
+from mongosim.oplog.oplog import EntryView
+from mongosim.shardsim.changestream.render import render_crud
+from mongosim.oplog.resume_token import ResumeTokenData, encode_resume_token
+from mongosim.shardsim.changestream.context import PAUSE, ChangeStreamContext, Event, Stage
+from mongosim.shardsim.query.diff import update_description
 
 try:  # the fast path for CRUD event tokens, when the codec provides one
-    from oplog.resume_token import encode_event_token as _fast_token
+    from mongosim.oplog.resume_token import encode_event_token as _fast_token
 except ImportError:  # pragma: no cover
     _fast_token = None
 

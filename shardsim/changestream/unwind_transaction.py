@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from oplog.clock import ts_key
-from oplog.errors import MongoError
-from shardsim.changestream.context import PAUSE, ChangeStreamContext, Stage
+from mongosim.oplog.clock import ts_key
+from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.changestream.context import PAUSE, ChangeStreamContext, Stage
 
 
 def _is_txn_entry(e) -> bool:

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Callable
 
-from oplog.errors import MongoError
-from shardsim.changestream.context import PAUSE, ChangeStreamContext, Stage
-from shardsim.changestream.transform import EXPANDED_ONLY
+from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.changestream.context import PAUSE, ChangeStreamContext, Stage
+from mongosim.shardsim.changestream.transform import EXPANDED_ONLY
 
 ALLOWED = ("$match", "$project", "$addFields", "$set", "$unset", "$replaceRoot", "$replaceWith", "$redact")
 SPLIT_STAGE = "$changeStreamSplitLargeEvent"
@@ -68,7 +68,7 @@ class UserStages(Stage):
     name = "userStages"
 
     def __init__(self, source: Stage, ctx: ChangeStreamContext, stages: list[dict]) -> None:
-        from shardsim.query.stages import compile_stage
+        from mongosim.shardsim.query.stages import compile_stage
 
         super().__init__(source, ctx)
         self.specs = stages

@@ -6,10 +6,10 @@ Public modules (see each docstring): `values`, `paths`, `matcher`,
 `index_keys`.
 """
 
-from shardsim.query.diff import apply_diff, compute_diff, update_description
-from shardsim.query.matcher import Matcher
-from shardsim.query.update import UpdateResult, apply_update, classify_update
-from shardsim.query.values import MISSING, compare, hashable, sort_key, type_name
+from mongosim.shardsim.query.diff import apply_diff, compute_diff, update_description
+from mongosim.shardsim.query.matcher import Matcher
+from mongosim.shardsim.query.update import UpdateResult, apply_update, classify_update
+from mongosim.shardsim.query.values import MISSING, compare, hashable, sort_key, type_name
 
 __all__ = [
     "MISSING", "Matcher", "UpdateResult", "apply_diff", "apply_update", "classify_update", "compare",

@@ -35,9 +35,9 @@ from typing import Any, Callable
 
 from bson import Decimal128, Int64, ObjectId, Regex, Timestamp
 
-from oplog.errors import MongoError
-from shardsim.query.fmt import bson_str, query_error
-from shardsim.query.values import MISSING, compare, date_millis, is_number, sort_key, type_name
+from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.query.fmt import bson_str, query_error
+from mongosim.shardsim.query.values import MISSING, compare, date_millis, is_number, sort_key, type_name
 
 __all__ = ["compile_expression", "to_bool", "evaluate", "field_path_get", "KEEP", "PRUNE", "DESCEND"]
 
@@ -848,11 +848,11 @@ def _regex_match(arg):
         flags = opts(vs) if opts else ""
         pattern = r
         if isinstance(r, (Regex, re.Pattern)):
-            from shardsim.query.values import regex_flags
+            from mongosim.shardsim.query.values import regex_flags
 
             pattern = r.pattern
             flags = (flags or "") + regex_flags(r)
-        from shardsim.query.matcher import _compile_regex
+        from mongosim.shardsim.query.matcher import _compile_regex
 
         return _compile_regex(pattern, flags or "").search(s) is not None
 

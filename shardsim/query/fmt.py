@@ -19,7 +19,7 @@ import re
 
 from bson import Binary, Code, Decimal128, Int64, MaxKey, MinKey, ObjectId, Regex, Timestamp
 
-from shardsim.query.values import MISSING, date_millis, regex_flags
+from mongosim.shardsim.query.values import MISSING, date_millis, regex_flags
 
 __all__ = ["bson_str", "element_str"]
 
@@ -93,8 +93,8 @@ _EXTRA_CODES = {
 
 def query_error(name_or_code, errmsg: str, **extra):
     """A MongoError with the right codeName even for codes missing from the shared table."""
-    from oplog.errors import MongoError
-    from oplog.error_codes import CODES
+    from mongosim.oplog.errors import MongoError
+    from mongosim.oplog.error_codes import CODES
 
     if isinstance(name_or_code, str) and name_or_code not in CODES:
         err = MongoError(_EXTRA_CODES[name_or_code], errmsg, **extra)

@@ -20,10 +20,10 @@ from itertools import product
 
 from bson import Int64
 
-from oplog.errors import MongoError
-from shardsim.query.fmt import bson_str
-from shardsim.query.paths import split
-from shardsim.query.values import MISSING, hashable
+from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.query.fmt import bson_str
+from mongosim.shardsim.query.paths import split
+from mongosim.shardsim.query.values import MISSING, hashable
 
 __all__ = ["index_keys", "index_key_hashes", "duplicate_key_error", "index_name", "UNDEFINED", "multikey_values"]
 

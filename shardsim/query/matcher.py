@@ -39,8 +39,8 @@ from typing import Any, Callable
 
 from bson import Decimal128, Int64, MaxKey, MinKey, ObjectId, Regex
 
-from oplog.errors import MongoError
-from shardsim.query.values import (
+from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.query.values import (
     MISSING,
     R_ARR,
     R_MAXKEY,
@@ -155,7 +155,7 @@ def _compile_top_op(key: str, val) -> Pred:
         inner = _or(subs)
         return lambda doc, details: not inner(doc, None)
     if key == "$expr":
-        from shardsim.query.expressions import compile_expression, to_bool
+        from mongosim.shardsim.query.expressions import compile_expression, to_bool
 
         expr = compile_expression(val)
         return lambda doc, details: to_bool(expr(doc))
@@ -780,7 +780,7 @@ def _compile_regex(pattern: str, flags: str) -> re.Pattern:
 
 def regex_from(v) -> tuple[re.Pattern, str, str]:
     """(compiled, pattern, flags) of a Regex / re.Pattern value."""
-    from shardsim.query.values import regex_flags
+    from mongosim.shardsim.query.values import regex_flags
 
     pattern = v.pattern if isinstance(v.pattern, str) else v.pattern.decode()
     flags = regex_flags(v)
@@ -820,6 +820,6 @@ def _regex_test(rx: tuple[re.Pattern, str, str]) -> Callable[[Any], bool]:
 
 
 def _flags_of(v) -> str:
-    from shardsim.query.values import regex_flags
+    from mongosim.shardsim.query.values import regex_flags
 
     return regex_flags(v)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from shardsim.query.values import MISSING
+from mongosim.shardsim.query.values import MISSING
 
 __all__ = ["split", "is_array_index", "array_index", "get_path", "set_path", "unset_path", "MISSING"]
 

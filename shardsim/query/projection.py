@@ -28,8 +28,8 @@ from typing import Any, Callable
 
 from bson import Decimal128, Int64
 
-from oplog.errors import MongoError
-from shardsim.query.values import MISSING
+from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.query.values import MISSING
 
 __all__ = ["compile_projection"]
 
@@ -62,7 +62,7 @@ def compile_projection(spec: dict | None, *, find: bool = True) -> Callable:
         raise MongoError(2, "projection must be an object")
     if not spec:
         raise MongoError(51272, "Invalid $project :: caused by :: projection specification must have at least one field")
-    from shardsim.query.expressions import compile_expression
+    from mongosim.shardsim.query.expressions import compile_expression
 
     root = _Node()
     mode = None
@@ -130,7 +130,7 @@ def compile_projection(spec: dict | None, *, find: bool = True) -> Callable:
             if find and op == "$elemMatch" and len(v) == 1:
                 if "." in path:
                     raise MongoError(31275, "Cannot use $elemMatch projection on a nested field.")
-                from shardsim.query.matcher import Matcher
+                from mongosim.shardsim.query.matcher import Matcher
 
                 if not isinstance(v["$elemMatch"], dict):
                     raise MongoError(31274, "elemMatch: Invalid argument, object required.")

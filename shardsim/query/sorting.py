@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from oplog.errors import MongoError
-from shardsim.query.index_keys import UNDEFINED, multikey_values
-from shardsim.query.paths import split
-from shardsim.query.values import R_UNDEF, sort_key
+from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.query.index_keys import UNDEFINED, multikey_values
+from mongosim.shardsim.query.paths import split
+from mongosim.shardsim.query.values import R_UNDEF, sort_key
 
 __all__ = ["sort_key_fn", "parse_sort", "Reversed"]
 

@@ -24,10 +24,10 @@ from typing import Any, Callable, Iterable, Iterator
 
 from bson import Decimal128, Int64
 
-from oplog.errors import MongoError
-from shardsim.query.expressions import _DESCEND, _KEEP, _PRUNE, compile_expression, field_path_get
-from shardsim.query.fmt import bson_str
-from shardsim.query.values import MISSING, compare, hashable, is_number, sort_key, type_name
+from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.query.expressions import _DESCEND, _KEEP, _PRUNE, compile_expression, field_path_get
+from mongosim.shardsim.query.fmt import bson_str
+from mongosim.shardsim.query.values import MISSING, compare, hashable, is_number, sort_key, type_name
 
 __all__ = ["compile_stage", "run_pipeline", "run_update_pipeline", "DOC_STAGES", "UPDATE_STAGES"]
 
@@ -59,14 +59,14 @@ def compile_stage(stage: dict, *, now=None) -> Callable[[dict], dict | None]:
         raise MongoError("BadValue", f"{name} is not a document-at-a-time stage")
     variables = {"NOW": now} if now is not None else None
     if name == "$match":
-        from shardsim.query.matcher import Matcher
+        from mongosim.shardsim.query.matcher import Matcher
 
         if not isinstance(spec, dict):
             raise MongoError(15959, "the match filter must be an expression in an object")
         m = Matcher(spec).matches
         return lambda doc: doc if m(doc) else None
     if name == "$project":
-        from shardsim.query.projection import compile_projection
+        from mongosim.shardsim.query.projection import compile_projection
 
         if not isinstance(spec, dict):
             raise MongoError(15969, "$project specification must be an object")
@@ -78,7 +78,7 @@ def compile_stage(stage: dict, *, now=None) -> Callable[[dict], dict | None]:
         fields = [spec] if isinstance(spec, str) else spec
         if not isinstance(fields, list) or not fields or not all(isinstance(f, str) for f in fields):
             raise MongoError(31002, "$unset specification must be a string or an array containing only string values")
-        from shardsim.query.projection import compile_projection
+        from mongosim.shardsim.query.projection import compile_projection
 
         proj = compile_projection({f: 0 for f in fields}, find=False)
         return lambda doc: proj(doc)
@@ -239,7 +239,7 @@ def run_pipeline(docs: Iterable[dict], pipeline: list, *, now=None) -> Iterator[
         if name in DOC_STAGES:
             stream = _map_stage(stream, compile_stage(stage, now=now))
         elif name == "$sort":
-            from shardsim.query.sorting import sort_key_fn
+            from mongosim.shardsim.query.sorting import sort_key_fn
 
             stream = iter(sorted(stream, key=sort_key_fn(spec)))
         elif name == "$limit":
@@ -453,7 +453,7 @@ class _Acc:
 
 
 def _add_nums(a, b):
-    from shardsim.query.expressions import _OPS
+    from mongosim.shardsim.query.expressions import _OPS
 
     return _OPS["$add"]([{"$literal": a}, {"$literal": b}])({})
 

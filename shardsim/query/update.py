@@ -46,11 +46,11 @@ from typing import Any
 
 from bson import Decimal128, Int64, ObjectId, Regex, Timestamp
 
-from oplog.errors import MongoError
-from shardsim.query.diff import DELTA_METADATA_PADDING, binary_equal, compute_diff
-from shardsim.query.fmt import bson_str, element_str, query_error
-from shardsim.query.paths import array_index, split
-from shardsim.query.values import MISSING, compare, is_number, sort_key, type_name
+from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.query.diff import DELTA_METADATA_PADDING, binary_equal, compute_diff
+from mongosim.shardsim.query.fmt import bson_str, element_str, query_error
+from mongosim.shardsim.query.paths import array_index, split
+from mongosim.shardsim.query.values import MISSING, compare, is_number, sort_key, type_name
 
 __all__ = ["apply_update", "classify_update", "UpdateResult", "compile_update", "upsert_seed", "deep_copy"]
 
@@ -288,7 +288,7 @@ def _validate_path(path: str, op: str):
 
 
 def _codes():
-    from oplog.error_codes import CODES
+    from mongosim.oplog.error_codes import CODES
 
     return CODES
 
@@ -297,7 +297,7 @@ def _compile_array_filters(array_filters) -> dict:
     out: dict[str, Any] = {}
     if not array_filters:
         return out
-    from shardsim.query.matcher import Matcher
+    from mongosim.shardsim.query.matcher import Matcher
 
     for flt in array_filters:
         if not isinstance(flt, dict):
@@ -450,7 +450,7 @@ def _parse_push(arg):
 
 
 def _parse_pull(arg):
-    from shardsim.query.matcher import compile_filter
+    from mongosim.shardsim.query.matcher import compile_filter
 
     if isinstance(arg, dict):
         first = next(iter(arg), "")
@@ -1088,7 +1088,7 @@ def _sort_array(arr, sort):
     if isinstance(sort, int):
         arr.sort(key=sort_key, reverse=sort < 0)
         return
-    from shardsim.query.paths import get_path
+    from mongosim.shardsim.query.paths import get_path
 
     def cmp(x, y):
         for path, direction in sort:
@@ -1400,7 +1400,7 @@ def apply_compiled(compiled: CompiledUpdate, doc: dict, *, is_insert=False, now=
         if r is not None:
             return r
     if compiled.has_positional and match_position is None and upsert_query is not None and not is_insert:
-        from shardsim.query.matcher import Matcher
+        from mongosim.shardsim.query.matcher import Matcher
 
         _ok, match_position = Matcher(upsert_query).match_position(doc)
     work = dict(doc)  # copy-on-write: containers are copied as the update descends into them
@@ -1463,7 +1463,7 @@ def _replace_with(doc: dict, new: dict, is_insert: bool, *, pipeline: bool, now=
 
 
 def _apply_pipeline(doc: dict, pipeline: list, is_insert: bool, now) -> UpdateResult:
-    from shardsim.query.stages import run_update_pipeline
+    from mongosim.shardsim.query.stages import run_update_pipeline
 
     new = run_update_pipeline(doc, pipeline, now=now)
     return _replace_with(doc, new, is_insert, pipeline=True)
@@ -1524,7 +1524,7 @@ def upsert_seed(query: dict | None, update=None) -> dict:
             if b.startswith(a + "."):
                 raise query_error("NotSingleValueField", f"cannot infer query fields to set, both paths '{a}' and '{b}' are matched")
     seed: dict = {}
-    from shardsim.query.paths import set_path
+    from mongosim.shardsim.query.paths import set_path
 
     for p in paths:
         parts = split(p)

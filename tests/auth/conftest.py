@@ -8,8 +8,8 @@ import bson
 import pytest
 from pymongo.errors import OperationFailure
 
-from oplog.errors import MongoError
-from router.auth import USER_COMMANDS, AuthManager, UserStore
+from mongosim.oplog.errors import MongoError
+from mongosim.router.auth import USER_COMMANDS, AuthManager, UserStore
 
 # Low iteration counts keep the suite fast; the defaults (10000 / 15000) are checked in test_users.
 FAST = {"SCRAM-SHA-1": 4096, "SCRAM-SHA-256": 4096}

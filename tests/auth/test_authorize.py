@@ -14,9 +14,9 @@ from bson.timestamp import Timestamp
 from pymongo.auth_shared import MongoCredential, _Cache
 from pymongo.synchronous import auth as pymongo_auth
 
-from oplog.errors import MongoError
-from router.auth import AuthManager, UserStore, is_localhost_address
-from router.auth.bsonrepr import to_string
+from mongosim.oplog.errors import MongoError
+from mongosim.router.auth import AuthManager, UserStore, is_localhost_address
+from mongosim.router.auth.bsonrepr import to_string
 
 LSID = {"id": Binary(uuid.UUID("07e7b998-a2d7-43c3-92ea-70033ad20e7c").bytes, 4)}
 

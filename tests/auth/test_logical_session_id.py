@@ -8,9 +8,9 @@ import uuid
 import pytest
 from bson import Binary, Int64
 
-from oplog.errors import MongoError
-from router.auth.names import UserName
-from router.logical_session_id import make_logical_session_id, user_digest
+from mongosim.oplog.errors import MongoError
+from mongosim.router.auth.names import UserName
+from mongosim.router.logical_session_id import make_logical_session_id, user_digest
 
 SID = Binary(uuid.uuid4().bytes, 4)
 READER = UserName("reader", "shop")

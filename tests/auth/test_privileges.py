@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from bson.binary import Binary
 
-from oplog.errors import MongoError
-from router.auth import ANY_NORMAL, CLUSTER, AuthManager, Resource, UserStore, check, required_privileges
-from router.auth.commands import NO_AUTH_COMMANDS, AnyOf, RenameWithinDatabase
-from router.auth.privileges import Privilege, search_list
+from mongosim.oplog.errors import MongoError
+from mongosim.router.auth import ANY_NORMAL, CLUSTER, AuthManager, Resource, UserStore, check, required_privileges
+from mongosim.router.auth.commands import NO_AUTH_COMMANDS, AnyOf, RenameWithinDatabase
+from mongosim.router.auth.privileges import Privilege, search_list
 
 ROLES = {
     "read": [("read", "shop")],

@@ -9,7 +9,7 @@ import pathlib
 import pytest
 from bson.binary import Binary
 
-from oplog.errors import MongoError
+from mongosim.oplog.errors import MongoError
 
 _spec = importlib.util.spec_from_file_location("scram_client", pathlib.Path(__file__).with_name("scram_client.py"))
 scram_client = importlib.util.module_from_spec(_spec)
@@ -241,7 +241,7 @@ def test_logout_and_connection_status(auth):
 
 def test_server_defaults_are_used_for_new_users(auth):
     # the fixture store uses fast iteration counts; a default store uses the server's
-    from router.auth import UserStore
+    from mongosim.router.auth import UserStore
 
     store = UserStore()
     store.create_user("admin", {"createUser": "u", "pwd": "p", "roles": []})

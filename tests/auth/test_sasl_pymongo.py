@@ -12,8 +12,8 @@ from pymongo.hello import Hello
 from pymongo.saslprep import saslprep as pymongo_saslprep
 from pymongo.synchronous import auth as pymongo_auth
 
-from oplog.errors import MongoError
-from router.auth import AuthManager, UserStore
+from mongosim.oplog.errors import MongoError
+from mongosim.router.auth import AuthManager, UserStore
 
 
 def creds(mechanism: str, user: str, password: str, source: str = "admin") -> MongoCredential:

@@ -11,8 +11,8 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 from pymongo.saslprep import saslprep as pymongo_saslprep
 
-from router.auth.saslprep import SASLprepError, saslprep
-from router.auth.scram import (
+from mongosim.router.auth.saslprep import SASLprepError, saslprep
+from mongosim.router.auth.scram import (
     ScramCredential,
     ScramError,
     ScramServerConversation,

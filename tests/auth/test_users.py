@@ -8,9 +8,9 @@ import uuid
 import pytest
 from bson.binary import Binary
 
-from oplog.errors import MongoError
-from router.auth import UserStore
-from router.auth.scram import ScramCredential, make_credential
+from mongosim.oplog.errors import MongoError
+from mongosim.router.auth import UserStore
+from mongosim.router.auth.scram import ScramCredential, make_credential
 
 FAST = {"SCRAM-SHA-1": 4096, "SCRAM-SHA-256": 4096}
 

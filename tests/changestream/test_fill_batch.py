@@ -9,7 +9,7 @@ from __future__ import annotations
 import trio
 
 from mongosim.core import open_cluster
-from shardsim.changestream import cursor as cursor_mod
+from mongosim.shardsim.changestream import cursor as cursor_mod
 
 N = 1000
 

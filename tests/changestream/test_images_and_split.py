@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mongosim.testing import CommandError
-from oplog.resume_token import decode_resume_token
+from mongosim.oplog.resume_token import decode_resume_token
 from tests.changestream.conftest import drain
 
 

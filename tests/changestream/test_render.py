@@ -10,11 +10,11 @@ from hypothesis import strategies as st
 
 from mongosim.core import open_cluster
 from mongosim.testing import AsyncClient
-from oplog import bsonutil
-from shardsim.changestream.context import ChangeStreamContext
-from shardsim.changestream.render import render_crud
-from shardsim.changestream.spec import ChangeStreamSpec
-from shardsim.changestream.transform import Transform
+from mongosim.oplog import bsonutil
+from mongosim.shardsim.changestream.context import ChangeStreamContext
+from mongosim.shardsim.changestream.render import render_crud
+from mongosim.shardsim.changestream.spec import ChangeStreamSpec
+from mongosim.shardsim.changestream.transform import Transform
 
 ids = st.one_of(st.integers(-(2**31), 2**31 - 1), st.text(max_size=5), st.builds(ObjectId),
                 st.integers(2**40, 2**50).map(Int64), st.floats(allow_nan=False, allow_infinity=False))

@@ -6,8 +6,8 @@ import pytest
 from bson import Int64, Timestamp
 
 from mongosim.testing import CommandError
-from oplog.clock import ts_key
-from oplog.resume_token import decode_resume_token
+from mongosim.oplog.clock import ts_key
+from mongosim.oplog.resume_token import decode_resume_token
 from tests.changestream.conftest import drain
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from shardsim.query.projection import compile_projection
+from mongosim.shardsim.query.projection import compile_projection
 from tests.changestream.conftest import drain
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from mongosim.core import open_cluster
 from mongosim.testing import AsyncClient
-from router.merge.cluster_change_stream import OPEN_RETRIES
+from mongosim.router.merge.cluster_change_stream import OPEN_RETRIES
 
 
 async def _open(core) -> dict:

@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 
 from mongosim.core import open_cluster
 from mongosim.testing import AsyncClient
-from router.replset import ReplSetFrontend
-from router.sharding import add_shard
-from oplog.bsonutil import plain
+from mongosim.router.replset import ReplSetFrontend
+from mongosim.router.sharding import add_shard
+from mongosim.oplog.bsonutil import plain
 
 EPOCH = 1_700_000_000
 

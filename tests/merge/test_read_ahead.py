@@ -7,8 +7,8 @@ remote with a request in flight, an exhausted one or a failed one is not asked.
 
 from __future__ import annotations
 
-from oplog.errors import MongoError
-from router.merge.async_results_merger import AsyncResultsMerger, RemoteCursor
+from mongosim.oplog.errors import MongoError
+from mongosim.router.merge.async_results_merger import AsyncResultsMerger, RemoteCursor
 
 
 def _merger(buffered: list[int]) -> AsyncResultsMerger:

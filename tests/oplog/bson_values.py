@@ -24,8 +24,8 @@ from bson.regex import Regex
 from bson.timestamp import Timestamp
 from hypothesis import strategies as st
 
-from oplog._dec128 import from_parts
-from oplog.keystring import UNDEFINED, DBPointer, Symbol
+from mongosim.oplog._dec128 import from_parts
+from mongosim.oplog.keystring import UNDEFINED, DBPointer, Symbol
 
 _EPOCH = datetime.datetime(1970, 1, 1)
 

@@ -1,7 +1,7 @@
 """The error-code table: complete, consistent, and what errors.py expects."""
 
-from oplog.error_codes import CATEGORIES, CODES
-from oplog.errors import MongoError, in_category, name_of
+from mongosim.oplog.error_codes import CATEGORIES, CODES
+from mongosim.oplog.errors import MongoError, in_category, name_of
 
 
 def test_names_and_codes_are_unique():

@@ -16,8 +16,8 @@ from bson.timestamp import Timestamp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from oplog.errors import MongoError
-from oplog.keystring import UNDEFINED, DBPointer, Symbol, TypeBits, decode_key, encode_key
+from mongosim.oplog.errors import MongoError
+from mongosim.oplog.keystring import UNDEFINED, DBPointer, Symbol, TypeBits, decode_key, encode_key
 from tests.oplog.bson_values import compare_sequences, decimals, numbers, same, values
 
 HYPOTHESIS = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])

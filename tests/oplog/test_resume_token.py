@@ -12,8 +12,8 @@ from bson.timestamp import Timestamp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from oplog.errors import MongoError
-from oplog.resume_token import (
+from mongosim.oplog.errors import MongoError
+from mongosim.oplog.resume_token import (
     EVENT_TOKEN_TYPE,
     HIGH_WATER_MARK_TOKEN_TYPE,
     ResumeTokenData,
@@ -289,7 +289,7 @@ def test_fast_path_equals_general_encoder(ts_key, txn_op_index, uuid, op, key, f
                                           optional={"k": st.integers(-(2**31), 2**31 - 1) | st.text()}),
 )
 def test_token_from_the_document_keys_bytes_equals_the_general_encoder(ts_key, uuid, op, key):
-    from oplog.bsonutil import encode_in_order
+    from mongosim.oplog.bsonutil import encode_in_order
 
     fast = encode_crud_token(ts_key, uuid, op, encode_in_order(key))  # (field order kept, as in `o2`)
     if fast is not None:  # (None: a type with type bits, or NUL in a string — the caller decodes)

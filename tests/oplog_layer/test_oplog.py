@@ -8,9 +8,9 @@ from bson import Int64, Timestamp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from oplog import entry as E
-from oplog.clock import LogicalClock, NodeClock, TimeSource, key_ts, ts_key
-from oplog.oplog import Oplog
+from mongosim.oplog import entry as E
+from mongosim.oplog.clock import LogicalClock, NodeClock, TimeSource, key_ts, ts_key
+from mongosim.oplog.oplog import Oplog
 
 
 async def test_clock_ticks_within_a_second_and_jumps_with_the_wall(autojump_clock):

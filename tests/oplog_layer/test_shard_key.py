@@ -2,7 +2,7 @@
 
 from bson import Int64, MaxKey, MinKey
 
-from shardsim.shard_key import ShardKeyPattern, hash64
+from mongosim.shardsim.shard_key import ShardKeyPattern, hash64
 
 
 def test_hash64_matches_the_servers_startup_check():

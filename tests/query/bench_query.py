@@ -9,10 +9,10 @@ import timeit
 
 from bson import ObjectId
 
-from shardsim.query.matcher import Matcher
-from shardsim.query.projection import compile_projection
-from shardsim.query.sorting import sort_key_fn
-from shardsim.query.update import apply_update, compile_update, apply_compiled
+from mongosim.shardsim.query.matcher import Matcher
+from mongosim.shardsim.query.projection import compile_projection
+from mongosim.shardsim.query.sorting import sort_key_fn
+from mongosim.shardsim.query.update import apply_update, compile_update, apply_compiled
 
 DOC = {"_id": ObjectId(), "name": "alice", "n": 41, "tags": ["a", "b"], "addr": {"city": "x", "zip": 1}, "pad": "x" * 100}
 
@@ -37,8 +37,8 @@ def main():
     cu2 = compile_update({"$set": {"addr.city": "y"}, "$push": {"tags": "c"}})
     bench("apply_compiled $set nested + $push", lambda: apply_compiled(cu2, DOC), 30_000)
     bench("apply_update pipeline $set", lambda: apply_update(DOC, [{"$set": {"n": 42}}]), 30_000)
-    from shardsim.query.diff import apply_diff, update_description
-    from shardsim.query.stages import compile_stage
+    from mongosim.shardsim.query.diff import apply_diff, update_description
+    from mongosim.shardsim.query.stages import compile_stage
 
     diff = {"u": {"n": 42}, "sa": {"a": True, "u2": "c"}}
     pre = {**DOC, "a": ["a", "b"]}

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from shardsim.query.diff import apply_diff, binary_equal, compute_diff, doc_size, update_description, value_size
-from shardsim.query.update import apply_update
+from mongosim.shardsim.query.diff import apply_diff, binary_equal, compute_diff, doc_size, update_description, value_size
+from mongosim.shardsim.query.update import apply_update
 from tests.spec.conftest import spec_root
 
 SPEC = spec_root() / "change-streams"

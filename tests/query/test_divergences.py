@@ -13,9 +13,9 @@ import mongomock
 import pytest
 from mongomock.filtering import filter_applies
 
-from oplog.errors import MongoError
-from shardsim.query.matcher import Matcher
-from shardsim.query.update import apply_update
+from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.query.matcher import Matcher
+from mongosim.shardsim.query.update import apply_update
 
 _COLL = mongomock.MongoClient().db.divergences
 
@@ -153,7 +153,7 @@ def test_set_through_a_scalar_is_not_viable():
 
 def test_exclusion_below_a_scalar_keeps_the_scalar():
     # An exclusion of a.b only removes b inside documents; a scalar `a` is kept.
-    from shardsim.query.projection import compile_projection
+    from mongosim.shardsim.query.projection import compile_projection
 
     _COLL.delete_many({})
     _COLL.insert_one({"_id": 0, "a": 0})
@@ -163,7 +163,7 @@ def test_exclusion_below_a_scalar_keeps_the_scalar():
 
 def test_inclusion_drops_scalars_inside_arrays():
     # Inclusion of a.b keeps only the documents of an array (and their b).
-    from shardsim.query.projection import compile_projection
+    from mongosim.shardsim.query.projection import compile_projection
 
     _COLL.delete_many({})
     _COLL.insert_one({"_id": 0, "a": [1, {"b": 2, "c": 3}]})
@@ -186,7 +186,7 @@ def test_array_offset_at_the_end_of_a_path_is_not_expanded():
 
 def test_eq_on_missing_values_is_a_boolean():
     # ExpressionCompare always yields a bool: missing == missing, missing != "x".
-    from shardsim.query.stages import run_pipeline
+    from mongosim.shardsim.query.stages import run_pipeline
 
     _COLL.delete_many({})
     _COLL.insert_one({"_id": 0})
@@ -200,7 +200,7 @@ def test_eq_on_missing_values_is_a_boolean():
 
 def test_add_fields_with_a_missing_value_removes_the_field():
     # A field path to a missing field evaluates to missing, which a document does not store.
-    from shardsim.query.stages import run_pipeline
+    from mongosim.shardsim.query.stages import run_pipeline
 
     _COLL.delete_many({})
     _COLL.insert_one({"_id": 0, "a": None})
@@ -212,7 +212,7 @@ def test_add_fields_with_a_missing_value_removes_the_field():
 def test_a_path_to_an_id_projected_away_is_missing_too():
     # Found by the random stage fuzz: after {$project: {_id: 0}} the path $_id is missing, so
     # setting a field to it removes the field (mongomock keeps the field's previous value).
-    from shardsim.query.stages import run_pipeline
+    from mongosim.shardsim.query.stages import run_pipeline
 
     pipeline = [{"$project": {"a": 1, "_id": 0}}, {"$addFields": {"a": 0}}, {"$addFields": {"a": "$_id"}}]
     _COLL.delete_many({})

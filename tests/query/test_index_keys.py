@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from bson import Int64
 
-from oplog.errors import MongoError
-from shardsim.query.index_keys import UNDEFINED, duplicate_key_error, index_key_hashes, index_keys, index_name
+from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.query.index_keys import UNDEFINED, duplicate_key_error, index_key_hashes, index_keys, index_name
 
 
 def test_multikey_and_missing():

@@ -7,8 +7,8 @@ import re
 import pytest
 from bson import Decimal128, Int64, MaxKey, MinKey, ObjectId, Regex
 
-from oplog.errors import MongoError
-from shardsim.query.matcher import Matcher
+from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.query.matcher import Matcher
 
 
 def m(flt, doc) -> bool:

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from mongomock.filtering import filter_applies
 
-from shardsim.query.matcher import Matcher
+from mongosim.shardsim.query.matcher import Matcher
 from tests.query.strategies import documents, filters
 from tests.query._settings import QUERY_SETTINGS
 

@@ -1,6 +1,6 @@
 """Plain dotted-path helpers."""
 
-from shardsim.query.paths import MISSING, array_index, get_path, is_array_index, set_path, split, unset_path
+from mongosim.shardsim.query.paths import MISSING, array_index, get_path, is_array_index, set_path, split, unset_path
 
 
 def test_get_set_unset():

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from oplog.errors import MongoError
-from shardsim.query.matcher import Matcher
-from shardsim.query.projection import compile_projection
+from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.query.matcher import Matcher
+from mongosim.shardsim.query.projection import compile_projection
 from tests.query.strategies import documents, paths
 from tests.query._settings import QUERY_SETTINGS
 

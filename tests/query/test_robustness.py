@@ -9,12 +9,12 @@ from bson import Binary, Decimal128, Int64, MaxKey, MinKey, ObjectId, Regex, Tim
 from hypothesis import given
 from hypothesis import strategies as st
 
-from oplog.errors import MongoError
-from shardsim.query.diff import apply_diff, update_description
-from shardsim.query.matcher import Matcher
-from shardsim.query.projection import compile_projection
-from shardsim.query.sorting import sort_key_fn
-from shardsim.query.update import apply_update
+from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.query.diff import apply_diff, update_description
+from mongosim.shardsim.query.matcher import Matcher
+from mongosim.shardsim.query.projection import compile_projection
+from mongosim.shardsim.query.sorting import sort_key_fn
+from mongosim.shardsim.query.update import apply_update
 from tests.query._settings import QUERY_SETTINGS
 from tests.query.strategies import NAMES, filters, operator_updates, paths
 

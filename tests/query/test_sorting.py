@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from oplog.errors import MongoError
-from shardsim.query.sorting import sort_key_fn
+from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.query.sorting import sort_key_fn
 from tests.query._settings import QUERY_SETTINGS
 
 _COLL = mongomock.MongoClient().db.sort_oracle

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from bson import Int64
 
-from oplog.errors import MongoError
-from shardsim.query.expressions import compile_expression
-from shardsim.query.stages import compile_stage, run_pipeline
+from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.query.expressions import compile_expression
+from mongosim.shardsim.query.stages import compile_stage, run_pipeline
 
 
 def ev(expr, doc=None):

@@ -13,7 +13,7 @@ import mongomock
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shardsim.query.stages import run_pipeline
+from mongosim.shardsim.query.stages import run_pipeline
 from tests.query.strategies import documents
 from tests.query._settings import QUERY_SETTINGS
 

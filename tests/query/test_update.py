@@ -12,9 +12,9 @@ import datetime
 import pytest
 from bson import Int64, Timestamp
 
-from oplog.errors import MongoError
-from shardsim.query.diff import apply_diff
-from shardsim.query.update import apply_update, classify_update, finish_upsert, upsert_seed
+from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.query.diff import apply_diff
+from mongosim.shardsim.query.update import apply_update, classify_update, finish_upsert, upsert_seed
 
 
 def upd(doc, update, **kw):

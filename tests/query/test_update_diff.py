@@ -14,9 +14,9 @@ import copy
 import mongomock
 from hypothesis import given
 
-from oplog.errors import MongoError
-from shardsim.query.diff import apply_diff, compute_diff
-from shardsim.query.update import apply_update
+from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.query.diff import apply_diff, compute_diff
+from mongosim.shardsim.query.update import apply_update
 from tests.query.strategies import documents, operator_updates, pipeline_updates
 from tests.query._settings import QUERY_SETTINGS
 

@@ -9,7 +9,7 @@ import re
 from bson import Binary, Decimal128, Int64, MaxKey, MinKey, ObjectId, Regex, Timestamp
 from hypothesis import given
 
-from shardsim.query.values import compare, hashable, sort_key, type_name
+from mongosim.shardsim.query.values import compare, hashable, sort_key, type_name
 from tests.query.strategies import values
 from tests.query._settings import QUERY_SETTINGS
 

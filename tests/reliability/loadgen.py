@@ -25,9 +25,9 @@ from typing import Any, Callable
 
 import trio
 
-from oplog import bsonutil
+from mongosim.oplog import bsonutil
 from mongosim.testing.client import AsyncClient, absorb_reply
-from router import wire
+from mongosim.router import wire
 
 _HDR = struct.Struct("<iiii")
 _rids = itertools.count(1)

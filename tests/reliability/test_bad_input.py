@@ -17,7 +17,7 @@ from bson import Binary, Decimal128, Int64, Timestamp
 from pymongo.errors import OperationFailure
 
 from mongosim import Cluster
-from oplog import keystring
+from mongosim.oplog import keystring
 
 WRONG_TYPES = {
     # option: (a value of the wrong type, the BSON type the server expects)

@@ -25,8 +25,8 @@ import pytest
 from bson import Timestamp
 
 from mongosim import Cluster
-from oplog import bsonutil
-from shardsim.persistence import PersistenceError, journal_files
+from mongosim.oplog import bsonutil
+from mongosim.shardsim.persistence import PersistenceError, journal_files
 from tests.reliability.proc import ServerProcess
 
 
@@ -257,8 +257,8 @@ def test_replay_stops_before_a_change_only_a_snapshot_carries(tmp_path):
     waits for the snapshot): replay stops there, and drops what follows, instead of guessing."""
     from bson import Timestamp as Ts
 
-    from oplog import entry as oplog_entry
-    from shardsim.persistence import _KIND_OPLOG, frame
+    from mongosim.oplog import entry as oplog_entry
+    from mongosim.shardsim.persistence import _KIND_OPLOG, frame
 
     d = tmp_path / "data"
     with Cluster(shards=1, port=0, data_dir=str(d)) as cluster:

@@ -7,8 +7,8 @@ import uuid
 import pytest
 from bson import Binary, Decimal128, Int64
 
-from oplog.errors import MongoError
-from shardsim.generic_args import check_generic_arguments, max_time_ms
+from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.generic_args import check_generic_arguments, max_time_ms
 
 SID = Binary(uuid.uuid4().bytes, 4)
 

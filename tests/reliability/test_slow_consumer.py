@@ -18,10 +18,10 @@ import trio.testing
 
 from mongosim.core import open_cluster
 from mongosim.testing import AsyncClient
-from oplog import bsonutil
-from router.merge.cluster_change_stream import _nbytes
-from router.server import _encode_reply
-from shardsim.changestream.cursor import BATCH_BYTES
+from mongosim.oplog import bsonutil
+from mongosim.router.merge.cluster_change_stream import _nbytes
+from mongosim.router.server import _encode_reply
+from mongosim.shardsim.changestream.cursor import BATCH_BYTES
 from tests.reliability.proc import ServerProcess
 
 EPOCH = 1_700_000_000

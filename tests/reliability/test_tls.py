@@ -65,8 +65,8 @@ def test_tls_rejects_plaintext_and_untrusted_clients_but_keeps_serving(certs):
         ctx = ssl.create_default_context(cafile=str(certs.ca))
         with socket.create_connection(("127.0.0.1", cluster.port), timeout=5) as raw:
             with ctx.wrap_socket(raw, server_hostname="localhost") as tls:
-                from router import wire
-                from oplog import bsonutil
+                from mongosim.router import wire
+                from mongosim.oplog import bsonutil
 
                 tls.sendall(wire.encode_op_msg({"whatsmyuri": 1, "$db": "admin"}, 1, 0))
                 data = _read_frame(tls)

@@ -133,7 +133,7 @@ def test_a_retried_find_and_modify_that_moved_its_document_is_answered_not_run_a
 
 def _write_in_between(monkeypatch, cluster, cmd: dict) -> list:
     """Run `cmd` on shard00 right after it refused a move, before mongos moves the document."""
-    import router.commands_crud as crud
+    import mongosim.router.commands_crud as crud
 
     real, ran = crud.change_owning_shard, []
 
@@ -202,7 +202,7 @@ def test_a_write_during_the_internal_transaction_makes_it_run_again(monkeypatch,
     # The write lands after the re-run read the document: the transaction's delete meets a
     # WriteConflict, and mongos runs the whole internal transaction again (the server's
     # transactions API retries transient errors), so the move carries the write.
-    import router.change_owning_shard as cos
+    import mongosim.router.change_owning_shard as cos
 
     real, raced = cos._delete_and_insert, []
 

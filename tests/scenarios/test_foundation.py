@@ -9,7 +9,7 @@ import pytest
 from bson import Timestamp
 
 from mongosim import Cluster
-from oplog.resume_token import decode_resume_token
+from mongosim.oplog.resume_token import decode_resume_token
 from tests.scenarios.conftest import read, read_quiet
 
 REGIONS = ["eu", "us", "ap", "sa"]

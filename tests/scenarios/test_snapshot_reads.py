@@ -17,11 +17,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mongosim.core import open_cluster
-from oplog.errors import MongoError
+from mongosim.oplog.errors import MongoError
 from mongosim.testing import AsyncClient
-from shardsim import snapshots
-from shardsim.catalog import Catalog, Collection
-from shardsim.query.values import hashable
+from mongosim.shardsim import snapshots
+from mongosim.shardsim.catalog import Catalog, Collection
+from mongosim.shardsim.query.values import hashable
 from tests.scenarios.conftest import shard_three_ways
 
 

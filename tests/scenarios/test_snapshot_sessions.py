@@ -19,8 +19,8 @@ from pymongo.read_concern import ReadConcern
 from mongosim import Cluster
 from mongosim.core import open_cluster
 from mongosim.testing import AsyncClient
-from oplog.clock import key_ts
-from shardsim.snapshots import HISTORY_WINDOW_S
+from mongosim.oplog.clock import key_ts
+from mongosim.shardsim.snapshots import HISTORY_WINDOW_S
 from tests.scenarios.conftest import shard_three_ways
 
 
@@ -224,7 +224,7 @@ async def test_a_snapshot_time_is_not_picked_inside_a_migration(autojump_clock, 
 
 
 async def test_a_shard_added_later_held_nothing_at_an_earlier_time(autojump_clock):
-    from router.sharding import add_shard
+    from mongosim.router.sharding import add_shard
 
     async with open_cluster(shards=2, listen=False, epoch=1_700_000_000, instant_hwm=True) as core:
         c = AsyncClient(core.router)

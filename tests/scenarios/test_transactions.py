@@ -6,7 +6,7 @@ import pymongo
 import pytest
 from bson import Int64
 
-from oplog.resume_token import decode_resume_token
+from mongosim.oplog.resume_token import decode_resume_token
 from tests.scenarios.conftest import read, read_quiet, shard_three_ways
 
 

@@ -10,7 +10,7 @@ from bson import Decimal128, Int64, ObjectId, Timestamp
 from mongosim.spark import offsets as off
 from mongosim.spark.options import StreamOptions
 from mongosim.spark.schema import convert, schema_ddl
-from oplog.resume_token import ResumeTokenData, encode_resume_token, make_high_water_mark_token
+from mongosim.oplog.resume_token import ResumeTokenData, encode_resume_token, make_high_water_mark_token
 
 
 def event_token(ts: Timestamp, invalidate: bool = False) -> str:

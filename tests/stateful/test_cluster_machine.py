@@ -24,8 +24,8 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from mongosim.core import ClusterOptions, serve_cluster
 from mongosim.testing import AsyncClient, CommandError
 from mongosim.testing.portal import TrioPortal
-from router.sharding import add_shard
-from shardsim.snapshots import HISTORY_WINDOW_S
+from mongosim.router.sharding import add_shard
+from mongosim.shardsim.snapshots import HISTORY_WINDOW_S
 
 EPOCH = 1_700_000_000
 RESUMABLE = [6, 10107, 234, 91, 13436]

@@ -104,7 +104,7 @@ def test_router_explain_ensure_resume_token_only_for_an_event_token():
     doc = _explain({"resumeAfter": event_token})
     stages = [m["$changeStream"]["stage"] for m in doc["splitPipeline"]["mergerPart"][1:]]
     assert stages == ["internalHandleTopologyChange", "internalEnsureResumeTokenPresent"]
-    from oplog.resume_token import make_high_water_mark_token
+    from mongosim.oplog.resume_token import make_high_water_mark_token
     from bson import Timestamp
 
     doc = _explain({"resumeAfter": make_high_water_mark_token(Timestamp(1_700_000_000, 1))})

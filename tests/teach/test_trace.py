@@ -104,7 +104,7 @@ def test_schema_documents_every_step():
 def test_instant_hwm_never_promises_past_an_unread_entry():
     """Regression: with --instant-hwm a shard whose awaitData wait timed out at the very instant of a
     write promised its clock + 1 without reading that write, then sent the write below its own promise."""
-    from shardsim.changestream.aggregate import build_cursor
+    from mongosim.shardsim.changestream.aggregate import build_cursor
 
     async def body(core):
         await _cluster_with_stream(core, True)

@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pymongo.message import _op_msg, _OpMsg
 
-from router import wire
-from router.wire.messages import CHECKSUM_PRESENT, MORE_TO_COME
+from mongosim.router import wire
+from mongosim.router.wire.messages import CHECKSUM_PRESENT, MORE_TO_COME
 
 # -- strategies ---------------------------------------------------------------------------
 keys = st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00$."), min_size=1, max_size=8)
