@@ -20,9 +20,9 @@ import trio
 from mongosim.oplog.clock import TimeSource
 from mongosim.router import handshake
 from mongosim.router.replset import ReplSetFrontend
-from mongosim.router.mongos import Router, load_router_commands
+from mongosim.router.mongos import Router
 from mongosim.router.server import serve_tcp
-from mongosim.shardsim.node import Node, _load_commands
+from mongosim.shardsim.node import Node
 
 
 @dataclass
@@ -105,8 +105,6 @@ class ClusterCore:
         return {n: node for n, node in self.nodes.items() if n != "config"}
 
     async def start(self) -> None:
-        _load_commands()
-        load_router_commands()
         ident = handshake.ServerIdentity(host=self.opts.host if self.opts.host not in ("0.0.0.0", "::") else "127.0.0.1",
                                          is_mongos=self.opts.topology == "sharded", set_name=self.opts.set_name)
         saved = None

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import uuid as _uuid
+from typing import TYPE_CHECKING
 
 import trio
 from bson import Binary
-
 from mongosim.oplog.errors import MongoError
 from mongosim.router import authn, handshake
-from mongosim.router.mongos import Request, Router, router_command
+from mongosim.router.command_registry import ROUTER_COMMANDS, router_command
+from mongosim.router.request import Request
+
+if TYPE_CHECKING:
+    from mongosim.router.mongos import Router
 
 
 @router_command("hello", "isMaster", "ismaster")
@@ -101,8 +105,6 @@ async def cmd_logout(router: Router, req: Request) -> dict:
 
 @router_command("listCommands")
 async def cmd_list_commands(router: Router, req: Request) -> dict:
-    from mongosim.router.mongos import ROUTER_COMMANDS
-
     return {"commands": {name: {"help": ""} for name in sorted(ROUTER_COMMANDS)}, "ok": 1.0}
 
 

@@ -16,19 +16,22 @@ projection, and serves the result through its own cursor.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bson import ObjectId
-
 from mongosim.oplog.clock import ts_key
 from mongosim.oplog.errors import MongoError
 from mongosim.router.change_owning_shard import Outcome, change_owning_shard
-from mongosim.router.mongos import GENERIC_FIELDS, Request, Router, router_command
+from mongosim.router.command_registry import router_command
+from mongosim.router.request import GENERIC_FIELDS, Request
 from mongosim.router.sharding import critical_sections, ensure_database
 from mongosim.shardsim.cursors import DEFAULT_FIRST_BATCH, QueryCursor, cursor_reply
-from mongosim.shardsim.snapshot_reads import existed_at
 from mongosim.shardsim.node import WOULD_CHANGE_OWNING_SHARD
 from mongosim.shardsim.reads import int_arg
+from mongosim.shardsim.snapshot_reads import existed_at
+
+if TYPE_CHECKING:
+    from mongosim.router.mongos import Router
 
 _PASS = ("lsid", "txnNumber", "autocommit", "startTransaction", "readConcern", "writeConcern", "bypassDocumentValidation", "let", "comment",
          "maxTimeMS")
@@ -487,7 +490,9 @@ async def cmd_aggregate(router: Router, req: Request) -> dict:
     if not isinstance(pipeline, list):
         raise MongoError("TypeMismatch", "'pipeline' option must be specified as an array")
     if pipeline and isinstance(pipeline[0], dict) and "$changeStream" in pipeline[0]:
-        from mongosim.router.merge.cluster_change_stream import open_cluster_change_stream
+        from mongosim.router.merge.cluster_change_stream import (
+            open_cluster_change_stream,
+        )
 
         return await open_cluster_change_stream(router, req)
     for st in pipeline:

@@ -10,11 +10,15 @@ to match.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mongosim.oplog.errors import MongoError
-from mongosim.router.mongos import GENERIC_FIELDS, Request, Router, router_command
+from mongosim.router.command_registry import router_command
+from mongosim.router.request import GENERIC_FIELDS, Request
 from mongosim.router.sharding import config_write, critical_sections, ensure_database
+
+if TYPE_CHECKING:
+    from mongosim.router.mongos import Router
 
 _FORWARD_GENERIC = ("lsid", "txnNumber", "writeConcern", "comment")
 
@@ -200,7 +204,7 @@ async def cmd_list_collections(router: Router, req: Request) -> dict:
 
 @router_command("listIndexes")
 async def cmd_list_indexes(router: Router, req: Request) -> dict:
-    from mongosim.shardsim.writes import check_namespace
+    from mongosim.shardsim.create_collection import check_namespace
 
     check_namespace(req.db, req.cmd["listIndexes"])  # before it is used as a name
     primary = router.catalog.primary_of(req.db)

@@ -19,9 +19,13 @@ resumable code), and the cursor is killed as for any error while checked out.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import trio
 from mongosim.oplog.errors import MongoError
+
+if TYPE_CHECKING:
+    from mongosim.router.request import Request
 
 GET_MORE_AFTER_CHECKOUT = "failGetMoreAfterCursorCheckout"
 KNOWN = {"failCommand", "failGetMoreAfterCursorCheckout", "failNonIntentLocksIfWaitNeeded",
@@ -158,3 +162,27 @@ def fail_get_more_after_checkout(failpoints: FailPoints, cursors: Any, db: str, 
     code = fp.data.get("errorCode")
     raise MongoError(int(code) if code is not None else "InternalError",
                      "Hit the 'failGetMoreAfterCursorCheckout' failpoint")
+
+
+async def apply_fail_command(failpoints: "FailPoints", req: "Request") -> None:
+    """failCommand at a command's arrival: block, close the connection, fail with an error
+    (its labels kept apart for the router's labelling), or attach a writeConcernError."""
+    app = app_name_of(req.conn.client)
+    coll = req.cmd.get(req.name)
+    ns = f"{req.db}.{coll}" if isinstance(coll, str) else None
+    fp = failpoints.check_fail_command(req.name, app, ns)
+    if fp is None:
+        return
+    data = fp.data
+    if data.get("blockConnection"):
+        await trio.sleep(float(data.get("blockTimeMS", 0)) / 1000.0)
+    if data.get("closeConnection"):
+        raise CloseConnection()
+    if "errorCode" in data:
+        err = MongoError(int(data["errorCode"]), "Failing command via 'failCommand' failpoint")
+        err.extra["_failCommand"] = True
+        if "errorLabels" in data:
+            err.extra["_explicitLabels"] = list(data["errorLabels"])
+        raise err
+    if "writeConcernError" in data:
+        req.conn.extra["writeConcernError"] = data["writeConcernError"]

@@ -14,56 +14,32 @@ The shards and the config server are `shardsim.Node`s reached through
 
 from __future__ import annotations
 
-import itertools
-from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable
+from typing import Callable
 
 import trio
 from bson import Timestamp
-
 from mongosim.oplog.clock import key_ts, ts_key
-from mongosim.oplog.errors import MongoError, in_category
+from mongosim.oplog.errors import MongoError
 from mongosim.router import authn, handshake
 from mongosim.router.catalog_cache import CatalogCache
-from mongosim.router.failpoints import CloseConnection, FailPoints, app_name_of, fail_get_more_after_checkout
+from mongosim.router.commands import ROUTER_COMMANDS
+from mongosim.router.error_labels import change_stream_labels
+from mongosim.router.failpoints import (
+    FailPoints,
+    app_name_of,
+    apply_fail_command,
+    fail_get_more_after_checkout,
+)
 from mongosim.router.remote import ShardRemote
+from mongosim.router.request import Request
 from mongosim.router.server import ConnState
+from mongosim.router.sharding import critical_sections
+from mongosim.router.transactions import RouterTransactions
 from mongosim.shardsim import snapshot_reads
 from mongosim.shardsim.collation import refuse_collation
 from mongosim.shardsim.cursors import CursorManager
 from mongosim.shardsim.generic_args import check_generic_arguments
 from mongosim.shardsim.node import Node
-
-RouterHandler = Callable[["Router", "Request"], Awaitable[dict]]
-ROUTER_COMMANDS: dict[str, RouterHandler] = {}
-
-GENERIC_FIELDS = {
-    "$db", "lsid", "$clusterTime", "txnNumber", "autocommit", "startTransaction", "readConcern",
-    "writeConcern", "$readPreference", "comment", "maxTimeMS", "apiVersion", "apiStrict",
-    "apiDeprecationErrors", "$audit", "$client", "mayBypassWriteBlocking",
-}
-
-
-def router_command(*names: str) -> Callable[[RouterHandler], RouterHandler]:
-    def deco(fn: RouterHandler) -> RouterHandler:
-        for n in names:
-            ROUTER_COMMANDS[n] = fn
-        return fn
-
-    return deco
-
-
-@dataclass
-class Request:
-    db: str
-    cmd: dict
-    conn: ConnState
-    name: str
-    op_time_key: int = 0  # set by handlers that wrote: the reply's operationTime
-    is_change_stream: bool = False
-
-    def arg(self, key: str, default: Any = None) -> Any:
-        return self.cmd.get(key, default)
 
 
 class ClusterClock:
@@ -98,25 +74,6 @@ def is_change_stream_command(name: str, cmd: dict, router: "Router | None" = Non
     return False
 
 
-def change_stream_labels(code: int, *, resumable_candidate: bool = True) -> list[str]:
-    """Labels the server puts on a failed change-stream aggregate/getMore (error_labels.cpp).
-
-    `resumable_candidate` False: the server could not tell the command is a change stream
-    (a getMore failed by failCommand before its cursor was checked out has no originating
-    command), so no ResumableChangeStreamError."""
-    labels = []
-    if resumable_candidate and (
-        in_category(code, "RetriableError")
-        or in_category(code, "NetworkError")
-        or in_category(code, "NeedRetargettingError")
-        or code in (234, 133)  # RetryChangeStream, FailedToSatisfyReadPreference
-    ):
-        labels.append("ResumableChangeStreamError")
-    if in_category(code, "NonResumableChangeStreamError"):
-        labels.append("NonResumableChangeStreamError")
-    return labels
-
-
 class Router:
     """The mongos of one emulated cluster."""
 
@@ -144,8 +101,6 @@ class Router:
         self.hello_changed = trio.Event()
         self.tracer = None  # callable(dict) receiving merge trace events, or None
         self.auth = authn.make_auth(False)  # replaced by the cluster when --auth
-        from mongosim.router.transactions import RouterTransactions
-
         self.txns = RouterTransactions(self)  # the transaction coordinator
         self._ddl_lock = trio.Lock()
         for node in [config, *shards.values()]:
@@ -192,7 +147,7 @@ class Router:
         # decided before running: a failing getMore may remove its cursor
         req.is_change_stream = is_change_stream_command(name, cmd, self, db)
         try:
-            await self._apply_fail_command(req)
+            await apply_fail_command(self.failpoints, req)
             if name == "getMore":
                 fail_get_more_after_checkout(self.failpoints, self.cursors, db, cmd, app_name_of(conn.client))
             reply = await handler(self, req)
@@ -213,8 +168,6 @@ class Router:
         and its commit both shards hold the moving documents, and shards here do not filter
         orphans by the ownership of a past time as the server's do."""
         if "atClusterTime" not in req.cmd["readConcern"] and isinstance(req.cmd.get(req.name), str):
-            from mongosim.router.sharding import critical_sections  # (router.sharding imports this module)
-
             await critical_sections(self).wait(f"{req.db}.{req.cmd[req.name]}")
         req.cmd = {**req.cmd, "readConcern": self.pin_snapshot_time(req.cmd["readConcern"])}
         return ts_key(req.cmd["readConcern"]["atClusterTime"])
@@ -229,27 +182,6 @@ class Router:
             if snapshot_reads.existed_at(node, key):
                 snapshot_reads.pin(node, key)
         return {**read_concern, "atClusterTime": key_ts(key)}
-
-    async def _apply_fail_command(self, req: Request) -> None:
-        app = app_name_of(req.conn.client)
-        coll = req.cmd.get(req.name)
-        ns = f"{req.db}.{coll}" if isinstance(coll, str) else None
-        fp = self.failpoints.check_fail_command(req.name, app, ns)
-        if fp is None:
-            return
-        data = fp.data
-        if data.get("blockConnection"):
-            await trio.sleep(float(data.get("blockTimeMS", 0)) / 1000.0)
-        if data.get("closeConnection"):
-            raise CloseConnection()
-        if "errorCode" in data:
-            err = MongoError(int(data["errorCode"]), "Failing command via 'failCommand' failpoint")
-            err.extra["_failCommand"] = True
-            if "errorLabels" in data:
-                err.extra["_explicitLabels"] = list(data["errorLabels"])
-            raise err
-        if "writeConcernError" in data:
-            req.conn.extra["writeConcernError"] = data["writeConcernError"]
 
     def _label(self, err: MongoError, req: Request) -> None:
         explicit = err.extra.pop("_explicitLabels", None)
@@ -293,9 +225,3 @@ class Router:
 
     def refresh_catalog(self) -> None:
         self.catalog.refresh(self.config.catalog)
-
-
-def load_router_commands() -> None:
-    """Import the modules that register router commands."""
-    from mongosim.router import commands_admin, commands_crud, commands_ddl, sharding, transactions  # noqa: F401
-    from mongosim.router.merge import cluster_change_stream  # noqa: F401

@@ -17,7 +17,7 @@ request never loses a batch that was already read from a cursor.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import trio

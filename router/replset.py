@@ -8,18 +8,22 @@ with the mongos (`router.commands_admin`); everything else goes to the node.
 
 from __future__ import annotations
 
-from typing import Any
-
 import trio
 from bson import Timestamp
-
 from mongosim.oplog.clock import key_ts, ts_key
 from mongosim.oplog.errors import MongoError
 from mongosim.router import authn, handshake
-from mongosim.router.failpoints import FailPoints, app_name_of, fail_get_more_after_checkout
-from mongosim.router.mongos import ROUTER_COMMANDS, Request, change_stream_labels
-from mongosim.router.transactions import transaction_labels
+from mongosim.router.commands import ROUTER_COMMANDS
+from mongosim.router.error_labels import change_stream_labels
+from mongosim.router.failpoints import (
+    FailPoints,
+    app_name_of,
+    apply_fail_command,
+    fail_get_more_after_checkout,
+)
+from mongosim.router.request import Request
 from mongosim.router.server import ConnState
+from mongosim.router.transactions import transaction_labels
 from mongosim.shardsim.generic_args import check_generic_arguments
 from mongosim.shardsim.node import Node
 
@@ -57,11 +61,9 @@ class ReplSetFrontend:
         req = Request(db, cmd, conn, name)
         if name in ADMIN_COMMANDS or authn.is_user_command(name):
             return await ROUTER_COMMANDS[name](self, req)
-        from mongosim.router.mongos import Router
-
         is_cs = self._is_change_stream(name, cmd)
         try:
-            await Router._apply_fail_command(self, req)  # same failpoint semantics as mongos
+            await apply_fail_command(self.failpoints, req)  # same failpoint semantics as mongos
             if name == "getMore":
                 fail_get_more_after_checkout(self.failpoints, self.node.cursors, db, cmd, app_name_of(conn.client))
             reply = await self.node.run_command(db, cmd)

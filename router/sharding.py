@@ -17,16 +17,18 @@ from __future__ import annotations
 
 import uuid as _uuid
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 from bson import Binary, Int64, MaxKey, MinKey, ObjectId, Timestamp
-
-from mongosim.oplog.clock import key_ts
 from mongosim.oplog.errors import MongoError
 from mongosim.router.catalog_cache import Chunk, CollectionRouting
-from mongosim.router.mongos import Request, Router, router_command
+from mongosim.router.command_registry import router_command
+from mongosim.router.request import Request
 from mongosim.shardsim.shard_key import ShardKeyPattern
+
+if TYPE_CHECKING:
+    from mongosim.router.mongos import Router
 
 
 def _now() -> datetime:

@@ -20,16 +20,18 @@ retriable code.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
-from bson import Timestamp
-
 from mongosim.oplog.errors import MongoError, in_category
-from mongosim.router.mongos import Request, Router, router_command
+from mongosim.router.command_registry import router_command
+from mongosim.router.request import Request
 from mongosim.shardsim.node import WOULD_CHANGE_OWNING_SHARD
 from mongosim.shardsim.sessions import session_key
 from mongosim.shardsim.transactions import no_such_transaction
+
+if TYPE_CHECKING:
+    from mongosim.router.mongos import Router
 
 WRITE_COMMANDS = {"insert", "update", "delete", "findAndModify", "findandmodify", "bulkWrite"}
 TXN_FIELDS = ("lsid", "txnNumber", "autocommit")

@@ -24,15 +24,22 @@ streams — that is how a real cluster reports one drop, not one per shard.
 from __future__ import annotations
 
 import uuid as _uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bson import Binary
-
 from mongosim.oplog import entry as E
 from mongosim.oplog.errors import MongoError
-from mongosim.shardsim.catalog import ID_INDEX, Collection, index_name
-from mongosim.shardsim.node import Node, OpCtx, command
-from mongosim.shardsim.writes import check_namespace
+from mongosim.shardsim.catalog import Collection, index_name
+from mongosim.shardsim.command_registry import command
+from mongosim.shardsim.create_collection import (
+    check_namespace,
+    create_collection,
+    ensure_collection,
+)
+from mongosim.shardsim.operation_context import OpCtx
+
+if TYPE_CHECKING:
+    from mongosim.shardsim.node import Node
 
 KNOWN_CREATE_OPTIONS = {
     "capped", "size", "max", "autoIndexId", "validator", "validationLevel", "validationAction",
@@ -49,15 +56,6 @@ _GENERIC_ARGS = {
 
 def _from_migrate(ctx: OpCtx) -> bool:
     return bool(ctx.cmd.get("fromMigrate"))
-
-
-def create_collection(node: Node, ctx: OpCtx, db: str, name: str, options: dict, *, uuid: Binary | None = None) -> Collection:
-    """Create `db.name` and log its create entry."""
-    coll = Collection(db, name, uuid=uuid or Binary(_uuid.uuid4().bytes, 4), options=dict(options))
-    node.catalog.add_collection(coll)
-    o = {"create": name, **options, "idIndex": dict(ID_INDEX)}
-    node.log(E.command_op(db, o, ui=coll.uuid), ctx, from_migrate=_from_migrate(ctx))
-    return coll
 
 
 def _options_of(cmd: dict, first: str) -> dict:
@@ -88,7 +86,7 @@ def cmd_create(node: Node, ctx: OpCtx) -> dict:
 
 
 def _create_view(node: Node, ctx: OpCtx, name: str, opts: dict) -> dict:
-    from mongosim.shardsim.writes import WriteSession, ensure_collection, insert_one
+    from mongosim.shardsim.writes import WriteSession, insert_one
 
     views = ensure_collection(node, ctx, ctx.db, "system.views")
     view_doc = {"_id": f"{ctx.db}.{name}", "viewOn": opts["viewOn"], "pipeline": opts.get("pipeline", [])}
@@ -193,8 +191,6 @@ def cmd_create_indexes(node: Node, ctx: OpCtx) -> dict:
     coll = node.catalog.collection(ctx.db, name)
     created_auto = coll is None
     if coll is None:
-        from mongosim.shardsim.writes import ensure_collection
-
         coll = ensure_collection(node, ctx, ctx.db, name)
     before = len(coll.indexes)
     new_specs = []

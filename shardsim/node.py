@@ -14,65 +14,26 @@ does; that is what lets an idle shard's high-water mark advance.
 
 from __future__ import annotations
 
-import math
 import secrets
-from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable
+from typing import Any, Callable
 
 import trio
 from bson import Timestamp
-
 from mongosim.oplog import entry as oplog_entry
 from mongosim.oplog.clock import LogicalClock, NodeClock, TimeSource, key_ts
 from mongosim.oplog.error_codes import CODES
 from mongosim.oplog.errors import MongoError
 from mongosim.oplog.oplog import Oplog
-from mongosim.shardsim.catalog import Catalog
 from mongosim.shardsim import snapshot_reads
+from mongosim.shardsim.catalog import Catalog
 from mongosim.shardsim.collation import refuse_collation
+from mongosim.shardsim.commands import COMMANDS
 from mongosim.shardsim.generic_args import check_generic_arguments
 from mongosim.shardsim.generic_args import max_time_ms as generic_max_time_ms
+from mongosim.shardsim.operation_context import OpCtx
 
-
-@dataclass
-class OpCtx:
-    """Per-command context: session info and the optime of the last write made."""
-
-    db: str
-    cmd: dict
-    lsid: dict | None = None
-    txn_number: int | None = None
-    op_time_key: int = 0
-    stmt_ids: list[int] = field(default_factory=list)
-    # internal flags set by the router for shard-side behaviour
-    from_router: bool = False
-    txn: Any = None  # the open multi-document transaction this command runs in
-    deadline: float = math.inf  # trio time when maxTimeMS runs out (a getMore's maxTimeMS is its await time)
-    snapshot: Any = None  # a readConcern snapshot read's view (shardsim.snapshot_reads)
-    at_cluster_time: int = 0  # ... and the cluster time it reads at
-
-    @property
-    def view(self) -> Any:
-        """What a read sees: the transaction, a snapshot, or (None) the committed data."""
-        return self.txn if self.txn is not None else self.snapshot
-
-
-Handler = Callable[["Node", OpCtx], Awaitable[dict] | dict]
 _WRITE_COMMANDS = {"insert", "update", "delete", "findAndModify", "findandmodify"}
 WOULD_CHANGE_OWNING_SHARD = CODES["WouldChangeOwningShard"]  # mongos handles it (router/change_owning_shard.py)
-
-_COMMANDS: dict[str, Handler] = {}
-
-
-def command(*names: str):
-    """Register a node command handler under one or more (case-sensitive) names."""
-
-    def deco(fn: Handler) -> Handler:
-        for n in names:
-            _COMMANDS[n] = fn
-        return fn
-
-    return deco
 
 
 TXN_LIFETIME_LIMIT_S = 60.0  # the server's transactionLifetimeLimitSeconds default
@@ -108,7 +69,9 @@ class Node:
         from mongosim.shardsim.sessions import SessionTable
 
         self.sessions = SessionTable()
-        from mongosim.shardsim.cursors import CursorManager  # local import: cursors imports node types
+        from mongosim.shardsim.cursors import (
+            CursorManager,  # local import: cursors imports node types
+        )
 
         self.cursors = CursorManager(self)
         self.tracer = None  # set to a callable(dict) to trace the change-stream stages
@@ -160,7 +123,7 @@ class Node:
         if not cmd:
             raise MongoError("FailedToParse", "Empty command object")
         name = next(iter(cmd))
-        handler = _COMMANDS.get(name)  # command names are case-sensitive (aliases are registered)
+        handler = COMMANDS.get(name)  # command names are case-sensitive (aliases are registered)
         if handler is None:
             raise MongoError("CommandNotFound", f"no such command: '{name}'")
         check_generic_arguments(name, cmd)
@@ -246,13 +209,3 @@ class Node:
                 if self.tracer is not None:
                     self.tracer({"where": self.name, "step": "noop", "ts": (ts.time << 32) | ts.inc})
             last_seen = self.oplog.last_key
-
-
-# Register the command modules (they decorate handlers with @command).
-def _load_commands() -> None:
-    from mongosim.shardsim import ddl, reads, sharding_ops, txn_commands, writes  # noqa: F401
-    from mongosim.shardsim.changestream import aggregate  # noqa: F401
-
-
-def node_commands() -> dict[str, Handler]:
-    return _COMMANDS

@@ -45,7 +45,7 @@ import os
 import struct
 from array import array
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 import crc32c
 import trio

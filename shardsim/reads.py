@@ -8,13 +8,18 @@ is handed to `shardsim.changestream`.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.command_registry import command
+from mongosim.shardsim.create_collection import check_namespace
 from mongosim.shardsim.cursors import DEFAULT_FIRST_BATCH, QueryCursor, cursor_reply
-from mongosim.shardsim.node import Node, OpCtx, command
+from mongosim.shardsim.operation_context import OpCtx
 from mongosim.shardsim.query.matcher import Matcher
-from mongosim.shardsim.writes import check_namespace, matching_documents
+from mongosim.shardsim.writes import matching_documents
+
+if TYPE_CHECKING:
+    from mongosim.shardsim.node import Node
 
 
 def int_arg(cmd: dict, name: str, cmd_name: str, default: int | None = None, *, allow_negative: bool = False) -> int | None:

@@ -10,13 +10,18 @@ the participants of a multi-shard transaction (two-phase commit).
 
 from __future__ import annotations
 
-from bson import Timestamp
+from typing import TYPE_CHECKING
 
+from bson import Timestamp
 from mongosim.oplog.clock import key_ts
 from mongosim.oplog.errors import MongoError
-from mongosim.shardsim.node import Node, OpCtx, command
+from mongosim.shardsim.command_registry import command
+from mongosim.shardsim.operation_context import OpCtx
 from mongosim.shardsim.sessions import end_open_transaction
 from mongosim.shardsim.transactions import Transaction, no_such_transaction
+
+if TYPE_CHECKING:
+    from mongosim.shardsim.node import Node
 
 ALLOWED_IN_TXN = {
     "insert", "update", "delete", "findAndModify", "findandmodify", "find", "getMore", "killCursors", "count",

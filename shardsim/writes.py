@@ -12,44 +12,32 @@ update, replace and delete under `{nsUUID, ts, applyOpsIndex}`.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from bson import Int64, ObjectId
-
 from mongosim.oplog import bsonutil
 from mongosim.oplog import entry as E
-from mongosim.oplog.clock import ts_key
 from mongosim.oplog.errors import MongoError
 from mongosim.oplog.oplog import EntryTooLarge
 from mongosim.shardsim.catalog import Collection
-from mongosim.shardsim.node import Node, OpCtx, command
+from mongosim.shardsim.command_registry import command
+from mongosim.shardsim.create_collection import check_namespace, ensure_collection
+from mongosim.shardsim.operation_context import OpCtx
 from mongosim.shardsim.query.matcher import Matcher
-from mongosim.shardsim.query.update import apply_update, check_id_value, classify_update, upsert_seed
+from mongosim.shardsim.query.update import (
+    apply_update,
+    check_id_value,
+    classify_update,
+    upsert_seed,
+)
 from mongosim.shardsim.query.values import hashable
 from mongosim.shardsim.sessions import lsid_with_uid
 
+if TYPE_CHECKING:
+    from mongosim.shardsim.node import Node
+
 
 # -- helpers shared by the write commands ----------------------------------------------
-def ensure_collection(node: Node, ctx: OpCtx, db: str, name: str) -> Collection:
-    """Return the collection, creating it implicitly (with its `create` entry) if missing."""
-    coll = node.catalog.collection(db, name)
-    if coll is not None:
-        return coll
-    from mongosim.shardsim.ddl import create_collection
-
-    return create_collection(node, ctx, db, name, {})
-
-
-def check_namespace(db: str, coll: Any) -> str:
-    if not isinstance(coll, str):
-        raise MongoError("BadValue", f"collection name has invalid type {type(coll).__name__}")
-    if not coll or coll.startswith(".") or "$" in coll or "\x00" in coll:
-        raise MongoError("InvalidNamespace", f"Invalid namespace specified '{db}.{coll}'")
-    if not db or any(c in db for c in '/\\. "$\x00'):
-        raise MongoError("InvalidNamespace", f"Invalid database name: '{db}'")
-    return coll
-
-
 class WriteSession:
     """How one write command reads and changes documents.
 

@@ -27,7 +27,7 @@ from typing import Any
 
 from mongosim.demo.base import DemoResult
 from mongosim.demo.fmt import key_info, key_label, promise_label, ts_label, ts_seconds
-from mongosim.demo.story import Snapshot, Step, Story, explain_wait
+from mongosim.demo.story import Step, Story, explain_wait
 from mongosim.demo.terminal import HOW_TO_READ, lane_colour
 
 W = 1180

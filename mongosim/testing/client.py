@@ -19,7 +19,6 @@ import itertools
 from typing import Any
 
 from bson import Timestamp
-from bson.raw_bson import RawBSONDocument
 
 from mongosim.oplog import bsonutil
 from mongosim.router.server import ConnState, _answer

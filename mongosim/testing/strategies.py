@@ -14,7 +14,7 @@ the write with the same index.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from hypothesis import strategies as st

@@ -20,24 +20,31 @@ returns an empty batch whose PBRT is the high-water mark.
 from __future__ import annotations
 
 import itertools
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import trio
-
-from mongosim.oplog.clock import key_ts, ts_key
+from mongosim.oplog.bsonutil import RawBatch, plain
+from mongosim.oplog.clock import key_ts
 from mongosim.oplog.errors import MongoError, in_category
 from mongosim.oplog.resume_token import decode_resume_token, make_high_water_mark_token
 from mongosim.router.merge.async_results_merger import AsyncResultsMerger, RemoteCursor
 from mongosim.router.merge.ensure_resume_token_present import EnsureResumeTokenPresent
 from mongosim.router.merge.handle_topology_change import HandleTopologyChange
-from mongosim.router.mongos import Request, Router
-from mongosim.router.remote import ShardNetworkError
-from mongosim.shardsim.changestream.cursor import ID_INTACT_FIELD, OP_TYPES_FIELD, SORT_KEYS_FIELD
-from mongosim.shardsim.changestream.cursor import BATCH_BYTES, ID_MODIFIED_MSG
+from mongosim.router.merge.split_pipeline import shard_command
+from mongosim.router.request import Request
+from mongosim.shardsim.changestream.cursor import (
+    BATCH_BYTES,
+    ID_INTACT_FIELD,
+    ID_MODIFIED_MSG,
+    OP_TYPES_FIELD,
+    SORT_KEYS_FIELD,
+)
 from mongosim.shardsim.changestream.spec import parse_spec, validate
 from mongosim.shardsim.changestream.user_stages import validate_user_pipeline
-from mongosim.oplog.bsonutil import RawBatch, plain
 from mongosim.shardsim.cursors import cursor_reply
+
+if TYPE_CHECKING:
+    from mongosim.router.mongos import Router
 
 SHARD_AWAIT_CAP_MS = 1000
 OPEN_RETRIES = 3  # the AsyncRequestsSender's kMaxNumFailedHostRetryAttempts (RetryPolicy kIdempotent)
@@ -56,16 +63,6 @@ def _stream_tracer(tracer: Callable[[dict], None], stream: int) -> Callable[[dic
 def _nbytes(event) -> int:
     """Encoded size of a buffered event (bytes, or a RawBSONDocument)."""
     return len(event) if isinstance(event, (bytes, bytearray, memoryview)) else len(event.raw)
-
-
-def shard_command(req_cmd: dict, spec_bson: dict, user_stages: list) -> dict:
-    """The aggregate sent to each shard: same options, the user's stages, and $_needsMerge."""
-    return {
-        "aggregate": req_cmd["aggregate"],
-        "pipeline": [{"$changeStream": spec_bson}, *user_stages],
-        "cursor": {"batchSize": 0},
-        "$_needsMerge": True,
-    }
 
 
 class ClusterChangeStreamCursor:

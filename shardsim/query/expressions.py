@@ -34,10 +34,18 @@ from decimal import Decimal
 from typing import Any, Callable
 
 from bson import Decimal128, Int64, ObjectId, Regex, Timestamp
-
 from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.query.fmt import bson_str, query_error
-from mongosim.shardsim.query.values import MISSING, compare, date_millis, is_number, sort_key, type_name
+from mongosim.shardsim.query.regex import compile_regex
+from mongosim.shardsim.query.values import (
+    MISSING,
+    compare,
+    date_millis,
+    is_number,
+    regex_flags,
+    sort_key,
+    type_name,
+)
 
 __all__ = ["compile_expression", "to_bool", "evaluate", "field_path_get", "KEEP", "PRUNE", "DESCEND"]
 
@@ -848,13 +856,9 @@ def _regex_match(arg):
         flags = opts(vs) if opts else ""
         pattern = r
         if isinstance(r, (Regex, re.Pattern)):
-            from mongosim.shardsim.query.values import regex_flags
-
             pattern = r.pattern
             flags = (flags or "") + regex_flags(r)
-        from mongosim.shardsim.query.matcher import _compile_regex
-
-        return _compile_regex(pattern, flags or "").search(s) is not None
+        return compile_regex(pattern, flags or "").search(s) is not None
 
     return f
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from itertools import product
 
-from bson import Int64
 
 from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.query.fmt import bson_str

@@ -38,17 +38,16 @@ import re
 from typing import Any, Callable
 
 from bson import Decimal128, Int64, MaxKey, MinKey, ObjectId, Regex
-
 from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.query.regex import compile_regex, regex_from
 from mongosim.shardsim.query.values import (
     MISSING,
-    R_ARR,
     R_MAXKEY,
     R_MINKEY,
-    R_NULL,
     R_NUM,
     TYPE_ALIASES,
     canonical_rank,
+    regex_flags,
     sort_key,
     type_number,
 )
@@ -763,30 +762,6 @@ def _compile_all(path: str, arg) -> Pred:
 # ---------------------------------------------------------------------------------
 # regular expressions
 
-_ALLOWED_FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE, "u": 0}
-
-
-def _compile_regex(pattern: str, flags: str) -> re.Pattern:
-    f = 0
-    for ch in flags:
-        if ch not in _ALLOWED_FLAGS:
-            raise MongoError(51108, f"invalid flag in regex options: {ch}")
-        f |= _ALLOWED_FLAGS[ch]
-    try:
-        return re.compile(pattern, f)
-    except re.error as e:
-        raise MongoError(51091, f"Regular expression is invalid: {e}") from None
-
-
-def regex_from(v) -> tuple[re.Pattern, str, str]:
-    """(compiled, pattern, flags) of a Regex / re.Pattern value."""
-    from mongosim.shardsim.query.values import regex_flags
-
-    pattern = v.pattern if isinstance(v.pattern, str) else v.pattern.decode()
-    flags = regex_flags(v)
-    return _compile_regex(pattern, flags), pattern, flags
-
-
 def _parse_regex(arg, options) -> tuple[re.Pattern, str, str]:
     opts = ""
     if options is not MISSING:
@@ -794,13 +769,13 @@ def _parse_regex(arg, options) -> tuple[re.Pattern, str, str]:
             raise MongoError("BadValue", "$options has to be a string")
         opts = options
     if isinstance(arg, str):
-        return (_compile_regex(arg, opts), arg, opts)
+        return (compile_regex(arg, opts), arg, opts)
     if isinstance(arg, (Regex, re.Pattern)):
         c, pattern, flags = regex_from(arg)
         if opts and flags:
             raise MongoError("BadValue", "options set in both $regex and $options")
         f = opts or flags
-        return (_compile_regex(pattern, f), pattern, f)
+        return (compile_regex(pattern, f), pattern, f)
     raise MongoError("BadValue", "$regex has to be a string")
 
 
@@ -820,6 +795,4 @@ def _regex_test(rx: tuple[re.Pattern, str, str]) -> Callable[[Any], bool]:
 
 
 def _flags_of(v) -> str:
-    from mongosim.shardsim.query.values import regex_flags
-
     return regex_flags(v)

@@ -27,7 +27,7 @@ from bson import Decimal128, Int64
 from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.query.expressions import _DESCEND, _KEEP, _PRUNE, compile_expression, field_path_get
 from mongosim.shardsim.query.fmt import bson_str
-from mongosim.shardsim.query.values import MISSING, compare, hashable, is_number, sort_key, type_name
+from mongosim.shardsim.query.values import MISSING, compare, hashable, is_number, type_name
 
 __all__ = ["compile_stage", "run_pipeline", "run_update_pipeline", "DOC_STAGES", "UPDATE_STAGES"]
 

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import datetime
 import functools
-import math
 import re
 from decimal import Context, Decimal
 from typing import Any

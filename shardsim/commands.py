@@ -1,0 +1,12 @@
+"""Every command a node serves: importing this module registers them all.
+
+The one place that imports the command modules (they register into
+`shardsim.command_registry`); `shardsim.node` imports it, and no command
+module imports the node back.
+"""
+
+from mongosim.shardsim import ddl, reads, sharding_ops, txn_commands, writes  # noqa: F401
+from mongosim.shardsim.changestream import aggregate  # noqa: F401
+from mongosim.shardsim.command_registry import COMMANDS
+
+__all__ = ["COMMANDS"]
