@@ -23,6 +23,7 @@ from mongosim.oplog.clock import ts_key
 from mongosim.oplog.errors import MongoError
 from mongosim.router.change_owning_shard import Outcome, change_owning_shard
 from mongosim.router.command_registry import router_command
+from mongosim.router.let_parameters import router_variables
 from mongosim.router.request import GENERIC_FIELDS, Request
 from mongosim.router.sharding import critical_sections, ensure_database
 from mongosim.shardsim.cursors import DEFAULT_FIRST_BATCH, QueryCursor, cursor_reply
@@ -201,6 +202,7 @@ async def cmd_update(router: Router, req: Request) -> dict:
     stmts = req.cmd.get("updates")
     if not isinstance(stmts, list):
         raise MongoError("FailedToParse", "BSON field 'update.updates' is missing but a required field")
+    router_variables(router, req)
     return await _statements(router, req, "update", coll, ns, "updates", stmts, lambda st: bool(st.get("multi")))
 
 
@@ -210,6 +212,7 @@ async def cmd_delete(router: Router, req: Request) -> dict:
     stmts = req.cmd.get("deletes")
     if not isinstance(stmts, list):
         raise MongoError("FailedToParse", "BSON field 'delete.deletes' is missing but a required field")
+    router_variables(router, req)
     return await _statements(router, req, "delete", coll, ns, "deletes", stmts, lambda st: st.get("limit", 0) == 0)
 
 
@@ -314,6 +317,7 @@ class _WriteError(Exception):
 @router_command("findAndModify", "findandmodify")
 async def cmd_find_and_modify(router: Router, req: Request) -> dict:
     db, coll, ns = _ns(req)
+    router_variables(router, req)
     await critical_sections(router).wait(ns)
     await ensure_database(router, db)
     q = req.cmd.get("query") or {}
@@ -408,6 +412,7 @@ async def cmd_find(router: Router, req: Request) -> dict:
     from mongosim.shardsim.query.sorting import sort_key_fn
 
     db, coll, ns = _ns(req)
+    variables = router_variables(router, req)
     cmd = req.cmd
     flt = cmd.get("filter") or {}
     if not isinstance(flt, dict):
@@ -434,7 +439,7 @@ async def cmd_find(router: Router, req: Request) -> dict:
         if limit:
             results = results[: int(limit)]
         if cmd.get("projection"):
-            project = compile_projection(cmd["projection"])
+            project = compile_projection(cmd["projection"], variables=variables)
             results = [project(d) for d in results]
     if limit and (batch_size is None or batch_size > limit):
         batch_size = limit
@@ -502,11 +507,13 @@ async def cmd_aggregate(router: Router, req: Request) -> dict:
         raise MongoError("FailedToParse", "The 'cursor' option is required, except for aggregate with the explain argument")
     from mongosim.shardsim.query.stages import run_pipeline
 
+    variables = router_variables(router, req)
     target = req.cmd["aggregate"]
     db = req.db
     batch_size = (req.cmd.get("cursor") or {}).get("batchSize")
     if target == 1:
-        return _serve(router, f"{db}.$cmd.aggregate", list(run_pipeline(iter(()), pipeline)), batch_size)
+        return _serve(router, f"{db}.$cmd.aggregate", list(run_pipeline(iter(()), pipeline, variables=variables)),
+                      batch_size)
     if not isinstance(target, str):
         raise MongoError("InvalidNamespace", "aggregate target must be a collection name or 1")
     ns = f"{db}.{target}"
@@ -523,5 +530,5 @@ async def cmd_aggregate(router: Router, req: Request) -> dict:
             cid = more["cursor"]["id"]
     else:
         docs = await _gather(router, req, db, shards, {"find": target, **_session_fields(req)})
-        results = list(run_pipeline(iter(docs), pipeline))
+        results = list(run_pipeline(iter(docs), pipeline, variables=variables))
     return _serve(router, ns, results, batch_size)

@@ -16,6 +16,7 @@ from mongosim.shardsim.create_collection import check_namespace
 from mongosim.shardsim.cursors import DEFAULT_FIRST_BATCH, QueryCursor, cursor_reply
 from mongosim.shardsim.operation_context import OpCtx
 from mongosim.shardsim.query.matcher import Matcher
+from mongosim.shardsim.query.variables import for_command
 from mongosim.shardsim.writes import matching_documents
 
 if TYPE_CHECKING:
@@ -38,14 +39,14 @@ def int_arg(cmd: dict, name: str, cmd_name: str, default: int | None = None, *, 
     return int(v)
 
 
-def run_find(node: Node, db: str, coll_name: str, cmd: dict, view=None) -> Iterator[dict]:
+def run_find(node: Node, db: str, coll_name: str, cmd: dict, view=None, variables: dict | None = None) -> Iterator[dict]:
     from mongosim.shardsim.query.projection import compile_projection
     from mongosim.shardsim.query.sorting import sort_key_fn
 
     flt = cmd.get("filter") or {}
     if not isinstance(flt, dict):
         raise MongoError("TypeMismatch", "BSON field 'FindCommandRequest.filter' is the wrong type, expected type 'object'")
-    matcher = Matcher(flt)
+    matcher = Matcher(flt, variables)
     coll = node.catalog.collection(db, coll_name)
     docs = list(matching_documents(coll, flt, matcher, view))
     sort = cmd.get("sort")
@@ -59,7 +60,7 @@ def run_find(node: Node, db: str, coll_name: str, cmd: dict, view=None) -> Itera
         docs = docs[:limit]
     proj = cmd.get("projection")
     if proj:
-        project = compile_projection(proj)
+        project = compile_projection(proj, variables=variables)
         return (project(d) for d in docs)
     return iter(docs)
 
@@ -79,7 +80,7 @@ def cmd_find(node: Node, ctx: OpCtx) -> dict:
     name = check_namespace(ctx.db, cmd["find"])
     batch_size = int_arg(cmd, "batchSize", "find", None)
     limit = int_arg(cmd, "limit", "find", None)
-    results = run_find(node, ctx.db, name, cmd, ctx.view)
+    results = run_find(node, ctx.db, name, cmd, ctx.view, for_command(node, ctx))
     if limit and (batch_size is None or batch_size > limit):
         batch_size = limit
     return serve_cursor(node, f"{ctx.db}.{name}", results, batch_size, bool(cmd.get("singleBatch")) or bool(limit and batch_size == limit))
@@ -181,7 +182,7 @@ async def cmd_aggregate(node: Node, ctx: OpCtx) -> dict:
         coll = node.catalog.collection(ctx.db, name)
         docs = (ctx.view.scan(coll) if ctx.view is not None else coll.scan()) if coll is not None else iter(())
         ns = f"{ctx.db}.{name}"
-    results = run_pipeline(docs, pipeline)
+    results = run_pipeline(docs, pipeline, variables=for_command(node, ctx))
     batch_size = (cursor_opt or {}).get("batchSize")
     return serve_cursor(node, ns, iter(list(results)), batch_size)
 
