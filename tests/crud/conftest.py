@@ -31,6 +31,7 @@ def _cluster(clusters: dict, topology: str) -> Cluster:
 
 def _client(cluster: Cluster):
     cl = pymongo.MongoClient(cluster.uri, serverSelectionTimeoutMS=5000)
+    cl.mongosim_cluster = cluster
     return cl
 
 
