@@ -26,6 +26,7 @@ from mongosim.router.command_registry import router_command
 from mongosim.router.let_parameters import router_variables
 from mongosim.router.request import GENERIC_FIELDS, Request
 from mongosim.router.sharding import critical_sections, ensure_database
+from mongosim.router.write_without_shard_key import first_in_sort_order, narrowed
 from mongosim.shardsim.cursors import DEFAULT_FIRST_BATCH, QueryCursor, cursor_reply
 from mongosim.shardsim.node import WOULD_CHANGE_OWNING_SHARD
 from mongosim.shardsim.reads import int_arg
@@ -232,6 +233,11 @@ async def _statements(router: Router, req: Request, cmd_name: str, coll: str, ns
             q = st.get("q") or {}
             multi = is_multi(st)
             shards = await _target_one_statement(router, req, ns, q, multi, bool(st.get("upsert")))
+            if not multi and st.get("sort") and len(shards) > 1:  # the document the sort puts first
+                found = await first_in_sort_order(router, req, req.db, coll, q, st["sort"], shards, req.cmd.get("let"))
+                if found is None:
+                    continue
+                shards, st = [found[0]], {**st, "q": narrowed(q, found[1])}
             if not shards:
                 continue
             for shard in shards:
@@ -322,10 +328,14 @@ async def cmd_find_and_modify(router: Router, req: Request) -> dict:
     await ensure_database(router, db)
     q = req.cmd.get("query") or {}
     shards = await _target_one_statement(router, req, ns, q, False, bool(req.cmd.get("upsert")))
+    narrow: dict = {}
+    if req.cmd.get("sort") and len(shards) > 1 and not req.cmd.get("upsert"):  # the document the sort puts first
+        found = await first_in_sort_order(router, req, db, coll, q, req.cmd["sort"], shards, req.cmd.get("let"))
+        shards, narrow = ([found[0]], {"query": narrowed(q, found[1])}) if found else ([], {})
     last = None
     for shard in shards:
         cmd = {k: v for k, v in req.cmd.items() if k not in ("$db", "$clusterTime", "$readPreference")}
-        cmd = {req.name: coll, **{k: v for k, v in cmd.items() if k != req.name}}
+        cmd = {req.name: coll, **{k: v for k, v in cmd.items() if k != req.name}, **narrow}
         try:
             last = await _run_txn_aware(router, req, shard, db, cmd)
         except MongoError as err:

@@ -274,3 +274,13 @@ def test_sharded_retryable_bulk_write_in_a_transaction(sharded):
 
 def _nodes(client):
     return client.mongosim_cluster.core.nodes
+
+
+def test_sharded_update_one_with_sort_across_shards(sharded):
+    sharded.bws.c.insert_many([{"_id": i, "k": k, "v": v} for i, (k, v) in enumerate([(1, 5), (2, 9), (150, 7), (160, 1)])])
+    sharded.bws.c.update_one({"v": {"$gt": 0}}, {"$set": {"top": True}}, sort={"v": -1})
+    sharded.bws.c.update_one({"v": {"$gt": 0}}, {"$set": {"low": True}}, sort={"v": 1})
+    assert [d["_id"] for d in sharded.bws.c.find({"top": True})] == [1]
+    assert [d["_id"] for d in sharded.bws.c.find({"low": True})] == [3]
+    doc = sharded.bws.c.find_one_and_update({"v": {"$gt": 0}}, {"$set": {"fam": True}}, sort=[("v", -1)])
+    assert doc["_id"] == 1
