@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from bson import ObjectId
 from mongosim.oplog.clock import ts_key
 from mongosim.oplog.errors import MongoError
+from mongosim.router.aggregate_output import output_writer
 from mongosim.router.change_owning_shard import Outcome, change_owning_shard
 from mongosim.router.command_registry import router_command
 from mongosim.router.let_parameters import router_variables
@@ -29,6 +30,8 @@ from mongosim.router.sharding import critical_sections, ensure_database
 from mongosim.router.write_without_shard_key import first_in_sort_order, narrowed
 from mongosim.shardsim.cursors import DEFAULT_FIRST_BATCH, QueryCursor, cursor_reply
 from mongosim.shardsim.node import WOULD_CHANGE_OWNING_SHARD
+from mongosim.shardsim.query.documents_stage import documents_source
+from mongosim.shardsim.query.pipeline_shape import split_pipeline
 from mongosim.shardsim.reads import int_arg
 from mongosim.shardsim.snapshot_reads import existed_at
 
@@ -521,15 +524,20 @@ async def cmd_aggregate(router: Router, req: Request) -> dict:
     target = req.cmd["aggregate"]
     db = req.db
     batch_size = (req.cmd.get("cursor") or {}).get("batchSize")
+    documents, pipeline, writer = split_pipeline(target, pipeline, req.cmd)
+    write = output_writer(router, req, writer)
     if target == 1:
-        return _serve(router, f"{db}.$cmd.aggregate", list(run_pipeline(iter(()), pipeline, variables=variables)),
-                      batch_size)
+        ns = f"{db}.$cmd.aggregate"
+        results = list(run_pipeline(iter(documents_source(documents, variables) if documents is not None else ()),
+                                    pipeline, variables=variables))
+        return _serve(router, ns, await _written(write, results, variables), batch_size)
     if not isinstance(target, str):
         raise MongoError("InvalidNamespace", "aggregate target must be a collection name or 1")
     ns = f"{db}.{target}"
     shards = _read_targets(router, req, ns, None)
     if len(shards) == 1 and router.catalog.routing(ns) is None:
         cmd = {k: v for k, v in req.cmd.items() if k not in ("$db", "$clusterTime", "$readPreference")}
+        cmd["pipeline"] = pipeline  # (a $out or $merge is written from here)
         reply = await _run_txn_aware(router, req, shards[0], db, {**cmd, "cursor": {"batchSize": 2**31 - 1}})
         results = list(reply["cursor"]["firstBatch"])
         cid = reply["cursor"]["id"]
@@ -541,4 +549,12 @@ async def cmd_aggregate(router: Router, req: Request) -> dict:
     else:
         docs = await _gather(router, req, db, shards, {"find": target, **_session_fields(req)})
         results = list(run_pipeline(iter(docs), pipeline, variables=variables))
-    return _serve(router, ns, results, batch_size)
+    return _serve(router, ns, await _written(write, results, variables), batch_size)
+
+
+async def _written(write, results: list[dict], variables: dict) -> list[dict]:
+    """The results to return: none once a $out or $merge has written them."""
+    if write is None:
+        return results
+    await write(results, variables)
+    return []

@@ -15,7 +15,11 @@ from mongosim.shardsim.command_registry import command
 from mongosim.shardsim.create_collection import check_namespace
 from mongosim.shardsim.cursors import DEFAULT_FIRST_BATCH, QueryCursor, cursor_reply
 from mongosim.shardsim.operation_context import OpCtx
+from mongosim.shardsim.merge_stage import parse_merge, run_merge
+from mongosim.shardsim.out_stage import parse_out, run_out
+from mongosim.shardsim.query.documents_stage import documents_source
 from mongosim.shardsim.query.matcher import Matcher
+from mongosim.shardsim.query.pipeline_shape import split_pipeline
 from mongosim.shardsim.query.variables import for_command
 from mongosim.shardsim.writes import matching_documents
 
@@ -174,17 +178,35 @@ async def cmd_aggregate(node: Node, ctx: OpCtx) -> dict:
         raise MongoError("FailedToParse", "The 'cursor' option is required, except for aggregate with the explain argument")
     from mongosim.shardsim.query.stages import run_pipeline
 
+    variables = for_command(node, ctx)
+    documents, stages, writer = split_pipeline(target, pipeline, cmd)
+    write = output_writer(ctx.db, writer)  # its spec checked before anything is read
     if target == 1:
-        docs: Iterator[dict] = iter(())
+        docs: Iterator[dict] = iter(documents_source(documents, variables) if documents is not None else ())
         ns = f"{ctx.db}.$cmd.aggregate"
     else:
         name = check_namespace(ctx.db, target)
         coll = node.catalog.collection(ctx.db, name)
         docs = (ctx.view.scan(coll) if ctx.view is not None else coll.scan()) if coll is not None else iter(())
         ns = f"{ctx.db}.{name}"
-    results = run_pipeline(docs, pipeline, variables=for_command(node, ctx))
+    results = list(run_pipeline(docs, stages, variables=variables))
+    if write is not None:
+        await write(node, ctx, results, variables)
+        results = []
     batch_size = (cursor_opt or {}).get("batchSize")
-    return serve_cursor(node, ns, iter(list(results)), batch_size)
+    return serve_cursor(node, ns, iter(results), batch_size)
+
+
+def output_writer(db: str, writer: tuple[str, Any] | None):
+    """The $out or $merge ending a pipeline, as `write(node, ctx, results, variables)` (None if none)."""
+    if writer is None:
+        return None
+    name, spec = writer
+    if name == "$out":
+        target_db, coll = parse_out(spec, db)
+        return lambda node, ctx, results, variables: run_out(node, ctx, target_db, coll, results)
+    merge = parse_merge(spec, db)
+    return lambda node, ctx, results, variables: run_merge(node, ctx, merge, results, variables)
 
 
 @command("listCollections")
