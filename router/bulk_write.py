@@ -314,14 +314,17 @@ class ClusterBulkWrite:
         if item is not None:
             await self._note(shard, idx, item)
 
-    def write_concern_error(self) -> dict | None:
-        """mergeWriteConcernErrors: one error; several give the first's code and every message."""
-        if not self.wc_errors:
-            return None
-        parts = [f"{e.get('codeName', _code_name(e.get('code')))}: {e.get('errmsg', '')} at {shard}"
-                 for shard, e in self.wc_errors]
-        msg = ("Multiple errors reported :: " if len(parts) > 1 else "") + " :: and :: ".join(parts)
-        return {"code": self.wc_errors[0][1].get("code"), "errmsg": msg}
+
+
+def merge_write_concern_errors(errors: list[tuple[str, dict]]) -> dict | None:
+    """The server's mergeWriteConcernErrors: the shards' writeConcernErrors as one, with the first's
+    code and each as "<codeName>: <errmsg> at <shard>" ("Multiple errors reported :: ... :: and :: ...")."""
+    if not errors:
+        return None
+    parts = [f"{e.get('codeName') or _code_name(e.get('code'))}: {e.get('errmsg', '')} at {shard}"
+             for shard, e in errors]
+    msg = ("Multiple errors reported :: " if len(parts) > 1 else "") + " :: and :: ".join(parts)
+    return {"code": errors[0][1].get("code"), "errmsg": msg}
 
 
 def _code_name(code: Any) -> str:
@@ -359,7 +362,7 @@ async def cmd_bulk_write(router: Router, req: Request) -> dict:
     run = ClusterBulkWrite(router, req, breq)
     replies = await run.run()
     reply = cursor_reply(router.cursors, replies, batch_size)
-    wce = run.write_concern_error()
+    wce = merge_write_concern_errors(run.wc_errors)
     if wce is not None:
         reply = {k: v for k, v in reply.items() if k != "ok"}
         reply["writeConcernError"] = wce

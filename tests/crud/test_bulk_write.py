@@ -284,3 +284,30 @@ def test_sharded_update_one_with_sort_across_shards(sharded):
     assert [d["_id"] for d in sharded.bws.c.find({"low": True})] == [3]
     doc = sharded.bws.c.find_one_and_update({"v": {"$gt": 0}}, {"$set": {"fam": True}}, sort=[("v", -1)])
     assert doc["_id"] == 1
+
+
+def test_sharded_shard_key_change_inside_a_transaction(sharded):
+    sharded.bws.c.insert_many([{"_id": 1, "k": 1}, {"_id": 2, "k": 2}])
+    with sharded.start_session() as s:
+        with s.start_transaction():
+            r = sharded.bulk_write([UpdateOne({"_id": 1, "k": 1}, {"$set": {"k": 150}}, namespace="bws.c"),
+                                    InsertOne({"_id": 3, "k": 3}, namespace="bws.c"),
+                                    UpdateOne({"_id": 2, "k": 2}, {"$set": {"k": 160}}, namespace="bws.c")],
+                                   session=s, verbose_results=True)
+            assert (r.modified_count, r.inserted_count) == (2, 1)
+    nodes = _nodes(sharded)
+    assert sorted(d["_id"] for d in nodes["shard01"].catalog.collection("bws", "c").scan()) == [1, 2]
+    assert sorted(d["_id"] for d in nodes["shard00"].catalog.collection("bws", "c").scan()) == [3]
+
+
+def test_merge_write_concern_errors():
+    from mongosim.router.bulk_write import merge_write_concern_errors
+
+    assert merge_write_concern_errors([]) is None
+    one = merge_write_concern_errors([("shard00", {"code": 64, "codeName": "WriteConcernFailed",
+                                                   "errmsg": "waiting for replication timed out"})])
+    assert one == {"code": 64, "errmsg": "WriteConcernFailed: waiting for replication timed out at shard00"}
+    two = merge_write_concern_errors([("shard00", {"code": 91, "errmsg": "shutting down"}),
+                                      ("shard01", {"code": 64, "errmsg": "timed out"})])
+    assert two == {"code": 91, "errmsg": "Multiple errors reported :: ShutdownInProgress: shutting down at shard00"
+                                         " :: and :: WriteConcernTimeout: timed out at shard01"}
