@@ -9,6 +9,7 @@ from mongosim.router import (  # noqa: F401
     commands_admin,
     commands_crud,
     commands_ddl,
+    search_indexes,
     sharding,
     transactions,
 )

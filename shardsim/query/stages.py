@@ -23,11 +23,23 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable, Iterator
 
 from bson import Decimal128, Int64
-
 from mongosim.oplog.errors import MongoError
-from mongosim.shardsim.query.expressions import _DESCEND, _KEEP, _PRUNE, compile_expression, field_path_get
+from mongosim.shardsim.query.expressions import (
+    _DESCEND,
+    _KEEP,
+    _PRUNE,
+    compile_expression,
+    field_path_get,
+)
 from mongosim.shardsim.query.fmt import bson_str
-from mongosim.shardsim.query.values import MISSING, compare, hashable, is_number, type_name
+from mongosim.shardsim.query.values import (
+    MISSING,
+    compare,
+    hashable,
+    is_number,
+    type_name,
+)
+from mongosim.shardsim.search_indexes import refuse_search_stage
 
 __all__ = ["compile_stage", "run_pipeline", "run_update_pipeline", "DOC_STAGES", "UPDATE_STAGES"]
 
@@ -38,6 +50,7 @@ _KNOWN_OTHER = frozenset({
     "$bucketAuto", "$out", "$merge", "$geoNear", "$graphLookup", "$sample", "$changeStream", "$indexStats",
     "$collStats", "$currentOp", "$listSessions", "$densify", "$fill", "$setWindowFields", "$unionWith",
     "$documents", "$changeStreamSplitLargeEvent", "$planCacheStats", "$listLocalSessions", "$search",
+    "$searchMeta", "$vectorSearch", "$listSearchIndexes",
 })
 
 
@@ -49,6 +62,7 @@ def _stage_name(stage) -> tuple[str, Any]:
     name, spec = next(iter(stage.items()))
     if name not in DOC_STAGES and name not in _KNOWN_OTHER:
         raise MongoError(40324, f"Unrecognized pipeline stage name: '{name}'")
+    refuse_search_stage(name)
     return name, spec
 
 
