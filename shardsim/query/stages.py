@@ -41,7 +41,7 @@ from mongosim.shardsim.query.values import (
 )
 from mongosim.shardsim.search_indexes import refuse_search_stage
 
-__all__ = ["compile_stage", "run_pipeline", "run_update_pipeline", "DOC_STAGES", "UPDATE_STAGES"]
+__all__ = ["compile_stage", "compile_update_pipeline", "run_pipeline", "run_update_pipeline", "DOC_STAGES", "UPDATE_STAGES"]
 
 DOC_STAGES = frozenset({"$match", "$project", "$addFields", "$set", "$unset", "$replaceRoot", "$replaceWith", "$redact"})
 UPDATE_STAGES = frozenset({"$addFields", "$set", "$project", "$unset", "$replaceRoot", "$replaceWith"})
@@ -223,8 +223,8 @@ def _set_in_elem(e, parts, v):
     return new
 
 
-def run_update_pipeline(doc: dict, pipeline: list, *, now=None) -> dict:
-    """Apply an update pipeline to one document; returns the new document."""
+def compile_update_pipeline(pipeline: list, *, now=None) -> list[Callable[[dict], dict | None]]:
+    """Parse an update pipeline (only the stages an update allows) into its stage functions."""
     if not isinstance(pipeline, list):
         raise MongoError("FailedToParse", "update pipeline must be an array")
     fns = []
@@ -233,6 +233,12 @@ def run_update_pipeline(doc: dict, pipeline: list, *, now=None) -> dict:
         if name not in UPDATE_STAGES:
             raise MongoError("InvalidOptions", f"{name} is not allowed to be used within an update")
         fns.append(compile_stage(stage, now=now))
+    return fns
+
+
+def run_update_pipeline(doc: dict, pipeline: list, *, now=None) -> dict:
+    """Apply an update pipeline to one document; returns the new document."""
+    fns = compile_update_pipeline(pipeline, now=now)
     cur = doc
     for f in fns:
         cur = f(cur)
