@@ -12,6 +12,7 @@ from mongosim.router import (  # noqa: F401
     search_indexes,
     sharding,
     transactions,
+    views,
 )
 from mongosim.router.command_registry import ROUTER_COMMANDS
 from mongosim.router.merge import cluster_change_stream  # noqa: F401
