@@ -142,7 +142,7 @@ def finish_view_read(node: Node | None, command: str, cmd: dict, view_ns: str, r
     limit = int_arg(cmd, "limit", "find", None) if command == "find" else None
     if limit and (batch_size is None or batch_size > limit):
         batch_size = limit
-    single = command == "find" and (bool(cmd.get("singleBatch")) or bool(limit and batch_size == limit))
+    single = command == "find" and bool(cmd.get("singleBatch"))
     return (serve or serve_cursor)(node, view_ns, iter(list(results)), batch_size, single)
 
 
