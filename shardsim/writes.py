@@ -168,8 +168,9 @@ def prepare_insert(doc: dict) -> dict:
 
 
 def _too_large(doc: dict) -> MongoError:
+    """fixDocumentForInsert's refusal of a document over 16 MiB (BadValue, as the server says)."""
     size = len(bsonutil.encode(doc))
-    return MongoError("BSONObjectTooLarge",
+    return MongoError("BadValue",
                       f"object to insert too large. size in bytes: {size}, max size: {bsonutil.MAX_BSON_OBJECT_SIZE}")
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 
 def test_find_with_a_limit_over_16mb_returns_every_document(client):
     coll = client.big_batches.docs
@@ -29,3 +31,16 @@ def test_list_collections_and_indexes_page_with_getmore(client):
     more = db.command({"getMore": reply["cursor"]["id"], "collection": coll, "batchSize": 10})
     assert len(reply["cursor"]["firstBatch"]) + len(more["cursor"]["nextBatch"]) == 5
     assert more["cursor"]["id"] == 0
+
+
+def test_a_document_over_16mib_is_refused_and_nothing_is_written(client):
+    from pymongo.errors import WriteError
+
+    coll = client.big_batches.huge
+    coll.drop()
+    coll.insert_one({"_id": 1, "x": "x" * 16777186})  # just under the limit (the server's own jstest case)
+    with pytest.raises(WriteError) as e:
+        coll.insert_one({"_id": 2, "x": "x" * (16 * 1024 * 1024)})
+    assert e.value.code == 2 and e.value.details["errmsg"].startswith("object to insert too large. size in bytes: ")
+    assert e.value.details["errmsg"].endswith(", max size: 16777216")
+    assert [d["_id"] for d in coll.find({}, {"_id": 1})] == [1]
