@@ -31,6 +31,7 @@ from bson import Int64
 from mongosim.oplog import bsonutil
 from mongosim.oplog.error_codes import CODES
 from mongosim.oplog.errors import MongoError
+from mongosim.shardsim import views
 from mongosim.shardsim.collation import refuse_collation
 from mongosim.shardsim.command_registry import command
 from mongosim.shardsim.cursors import QueryCursor
@@ -293,6 +294,8 @@ class _NodeBulkWrite:
             sub["bypassDocumentValidation"] = self.bypass
         name = next(iter(sub))
         refuse_collation(name, sub)
+        if views.definition(self.node, db, sub[name]) is not None:
+            raise views.not_a_collection(db, sub[name])
         if ctx.txn is None and self.node.prepared_namespaces:
             await self.node._wait_for_prepared(db, sub[name], ctx.deadline)
         sub_ctx = OpCtx(db, sub, lsid=ctx.lsid, txn_number=ctx.txn_number, from_router=ctx.from_router,
@@ -347,7 +350,12 @@ class _NodeBulkWrite:
         retried = [s for s in ids.get("stmtIds", ()) if self.retryable and self._executed(s)]
         sub = {"insert": coll, "documents": [self.req.ops[i].spec["document"] for i in idxs],
                "ordered": self.req.ordered or self.ctx.txn is not None, **ids}
-        reply = await self._run(cmd_insert, db, sub)
+        try:
+            reply = await self._run(cmd_insert, db, sub)
+        except MongoError as err:
+            if self.ctx.txn is not None and err.code == 112:
+                raise
+            reply = {"writeErrors": [err.to_write_error(k) for k in range(1 if sub["ordered"] else len(idxs))]}
         self.replies.retried.extend(retried)
         errors = {e["index"]: e for e in reply.get("writeErrors", ())}
         stop_at = min(errors) if errors and (self.req.ordered or self.ctx.txn is not None) else None

@@ -311,3 +311,13 @@ def test_merge_write_concern_errors():
                                       ("shard01", {"code": 64, "errmsg": "timed out"})])
     assert two == {"code": 91, "errmsg": "Multiple errors reported :: ShutdownInProgress: shutting down at shard00"
                                          " :: and :: WriteConcernTimeout: timed out at shard01"}
+
+
+def test_ops_on_a_view_fail_one_by_one(replset_client):
+    db = replset_client.bw
+    db.src.insert_one({"_id": 1})
+    db.create_collection("v", viewOn="src", pipeline=[])
+    reply = bulk(replset_client, [{"insert": 0, "document": {"_id": 2}}, {"insert": 0, "document": {"_id": 3}},
+                                  {"delete": 0, "filter": {}}, {"insert": 1, "document": {"_id": 4}}],
+                 ["bw.v", "bw.src"], ordered=False)
+    assert [(i["idx"], i.get("code")) for i in reply["cursor"]["firstBatch"]] == [(0, 166), (1, 166), (2, 166), (3, None)]
