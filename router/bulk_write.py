@@ -144,25 +144,33 @@ class ClusterBulkWrite:
         return [i for i in pending if i not in done]
 
     async def _unordered_round(self, pending: list[int]) -> list[int]:
+        """The server's unordered targeting: ops in order into per-shard batches (a multi op into
+        the batch of each shard it may match, so each shard sees its ops in the client's order),
+        until a single op without the shard key, which goes alone in a round of its own."""
         by_shard: dict[str, list[int]] = {}
-        specials: list[tuple[int, list[str]]] = []
+        multi: dict[int, list[dict]] = {}
         for idx, target in self._targets(pending):
             if isinstance(target, MongoError):
                 self._record(idx, error_item(idx, target, self.breq.ops[idx].kind == "update"))
+            elif isinstance(target, _Special) and self.breq.ops[idx].spec.get("multi"):
+                multi[idx] = []
+                for shard in target.shards:
+                    by_shard.setdefault(shard, []).append(idx)
             elif isinstance(target, _Special):
-                specials.append((idx, target.shards))
+                if by_shard:
+                    break
+                await self._special(idx, target.shards)
+                return [i for i in pending if i != idx]
             else:
                 by_shard.setdefault(target, []).append(idx)
         done: set[int] = set()
         for shard, batch in by_shard.items():
             if self.stopped:
                 return []
-            done |= await self._batch(shard, batch)
-        for idx, shards in specials:
-            if self.stopped:
-                return []
-            await self._special(idx, shards)
-            done.add(idx)
+            done |= await self._batch(shard, batch, multi)
+        for idx, items in multi.items():
+            if items:
+                self._record(idx, _combined(idx, items, self.breq.ops[idx].kind == "update"))
         return [i for i in pending if i not in done and i not in self.items]
 
     # -- one child bulkWrite -------------------------------------------------------------
@@ -207,21 +215,25 @@ class ClusterBulkWrite:
             cid = more["cursor"]["id"]
         return items
 
-    async def _batch(self, shard: str, idxs: list[int]) -> set[int]:
-        """Send ops `idxs` to `shard`; record their items; the ops that ran (or failed)."""
+    async def _batch(self, shard: str, idxs: list[int], multi: dict[int, list[dict]] | None = None) -> set[int]:
+        """Send ops `idxs` to `shard`; record their items (those of ops sent to several shards go
+        into `multi`, to be combined); the ops that ran (or failed)."""
+        multi = multi if multi is not None else {}
         try:
             items = await self._send(shard, self._child(idxs))
         except MongoError as err:
             if self.in_txn:
                 raise
-            for idx in idxs[:1] if self.breq.ordered else idxs:
-                self._record(idx, error_item(idx, err, self.breq.ops[idx].kind == "update"))
-            return set(idxs)
+            items = [error_item(k, err, self.breq.ops[idx].kind == "update")
+                     for k, idx in enumerate(idxs[:1] if self.breq.ordered else idxs)]
         done = set()
         for item in items:
             idx = idxs[item["idx"]]
             done.add(idx)
-            await self._note(shard, idx, item)
+            if idx in multi:
+                multi[idx].append({**item, "idx": idx})
+            else:
+                await self._note(shard, idx, item)
         return done
 
     async def _note(self, shard: str, idx: int, item: dict) -> None:
@@ -314,6 +326,15 @@ class ClusterBulkWrite:
         if item is not None:
             await self._note(shard, idx, item)
 
+
+
+def _combined(idx: int, items: list[dict], update: bool) -> dict:
+    """One op's item from the shards it ran on: the first error, else the counts summed."""
+    for item in items:
+        if not item["ok"]:
+            return item
+    n = sum(i.get("n", 0) for i in items)
+    return ok_item(idx, n, sum(i.get("nModified", 0) for i in items) if update else None)
 
 
 def merge_write_concern_errors(errors: list[tuple[str, dict]]) -> dict | None:
