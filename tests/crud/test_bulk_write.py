@@ -321,3 +321,28 @@ def test_ops_on_a_view_fail_one_by_one(replset_client):
                                   {"delete": 0, "filter": {}}, {"insert": 1, "document": {"_id": 4}}],
                  ["bw.v", "bw.src"], ordered=False)
     assert [(i["idx"], i.get("code")) for i in reply["cursor"]["firstBatch"]] == [(0, 166), (1, 166), (2, 166), (3, None)]
+
+
+def test_messages_over_max_message_size_are_split_by_the_driver(client):
+    """maxMessageSizeBytes (48 MB) bounds one OP_MSG: pymongo sends 4 x 13 MB in two bulkWrites,
+    the ops and nsInfo as document sequences; every document arrives."""
+    assert client.admin.command("hello")["maxMessageSizeBytes"] == 48_000_000
+    sent = []
+
+    class Listener(pymongo.monitoring.CommandListener):
+        def started(self, event):
+            if event.command_name == "bulkWrite":
+                sent.append(len(event.command["ops"]))
+
+        def succeeded(self, event):
+            pass
+
+        def failed(self, event):
+            pass
+
+    watched = pymongo.MongoClient(client.mongosim_cluster.uri, event_listeners=[Listener()])
+    big = "x" * (13 * 1024 * 1024)
+    r = watched.bulk_write([InsertOne({"_id": i, "s": big}, namespace=f"bw.big{i % 2}") for i in range(4)])
+    watched.close()
+    assert r.inserted_count == 4 and sent == [3, 1]
+    assert client.bw.big0.count_documents({}) == 2 and client.bw.big1.count_documents({}) == 2
