@@ -76,12 +76,10 @@ async def _merge(router: Router, req: Request, spec: MergeSpec, results: list[di
     indexes = await _indexes(router, spec.db, spec.coll) if spec.on is not None and spec.on != ["_id"] else None
     on = resolve_on(spec, dict(routing.pattern.key) if routing is not None else None, indexes)
     await ensure_database(router, spec.db)
-    extra = {k: req.cmd[k] for k in _FORWARD if k in req.cmd}
-    if "let" in req.cmd:  # the values mongos evaluated (its own constants it sets again)
-        extra["let"] = {k: v for k, v in req.cmd["let"].items() if k not in ("NOW", "CLUSTER_TIME")}
+    extra = {k: req.cmd[k] for k in (*_FORWARD, "let") if k in req.cmd}  # (the let mongos evaluated)
     for cmd in merge_writes(spec, on, results, variables):
         name = next(iter(cmd))
-        sub = Request(spec.db, {**cmd, **extra}, req.conn, name)
+        sub = Request(spec.db, {**cmd, **extra}, req.conn, name, internal=True)
         reply = await ROUTER_COMMANDS[name](router, sub)  # mongos's own insert / update
         if sub.op_time_key > req.op_time_key:
             req.op_time_key = sub.op_time_key

@@ -25,6 +25,6 @@ def router_variables(router: Router, req: Request) -> dict:
     let = req.cmd.get("let")
     if let is None:
         return variables
-    variables = seed_let(let, variables, command=req.name)
+    variables = seed_let(let, variables, internal=req.internal, command=req.name)
     req.cmd = {**req.cmd, "let": frozen_let(let, variables)}
     return variables

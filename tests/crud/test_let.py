@@ -143,3 +143,11 @@ def test_sharded_let_is_evaluated_once_for_every_shard(sharded_client):
     assert got == [{"k": 2, "x": "y"}, {"k": 150, "x": "y"}, {"k": 160, "x": "y"}]
     assert [d["_id"] for d in c.find({"$expr": {"$lt": ["$k", "$$hi"]}}, let={"hi": 155}).sort("k")] == [0, 1, 2]
     assert c.delete_many({"$expr": {"$gt": ["$k", "$$lo"]}}, let={"lo": 100}).deleted_count == 2
+
+
+def test_let_through_a_view(client):
+    client.lt.src.insert_many([{"_id": 1, "k": 1}, {"_id": 2, "k": 150}])
+    client.lt.create_collection("v", viewOn="src", pipeline=[{"$match": {"k": {"$gt": 0}}}])
+    assert [d["_id"] for d in client.lt.v.find({"$expr": {"$eq": ["$k", "$$k"]}}, let={"k": 150})] == [2]
+    got = list(client.lt.v.aggregate([{"$project": {"_id": 0, "x": "$$x"}}, {"$limit": 1}], let={"x": 5}))
+    assert got == [{"x": 5}]
