@@ -61,15 +61,28 @@ def parse_out(spec: Any, db: str) -> tuple[str, str]:
         target_db, coll = spec["db"], spec["coll"]
     else:
         raise MongoError(16990, f"$out only supports a string or object argument, but found {type_name(spec)}")
-    try:
-        check_namespace(target_db, coll)
-    except MongoError:
-        raise MongoError("InvalidNamespace", f"Invalid $out target namespace, {target_db}.{coll}") from None
-    if coll.startswith("system."):
+    problem = target_problem(target_db, coll)
+    if problem == "invalid":
+        raise MongoError("InvalidNamespace", f"Invalid $out target namespace, {target_db}.{coll}")
+    if problem == "special":
         raise MongoError(17385, f"Can't $out to special collection: {coll}")
-    if target_db in _INTERNAL_DBS:
+    if problem == "internal":
         raise MongoError(31321, f"Can't $out to internal database: {target_db}")
     return target_db, coll
+
+
+def target_problem(db: str, coll: str) -> str | None:
+    """What keeps `db.coll` from being written by $out or $merge: an "invalid" namespace, a
+    "special" (system) collection, an "internal" database; None when nothing does."""
+    try:
+        check_namespace(db, coll)
+    except MongoError:
+        return "invalid"
+    if coll.startswith("system."):
+        return "special"
+    if db in _INTERNAL_DBS:
+        return "internal"
+    return None
 
 
 def _sub(ctx: OpCtx, db: str, cmd: dict) -> OpCtx:
