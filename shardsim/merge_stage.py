@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 from bson import ObjectId
 from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.operation_context import OpCtx
-from mongosim.shardsim.out_stage import target_problem
+from mongosim.shardsim.out_stage import check_target
 from mongosim.shardsim.query.expressions import compile_expression
 from mongosim.shardsim.query.paths import get_path
 from mongosim.shardsim.query.values import MISSING, type_name
@@ -92,13 +92,9 @@ def parse_merge(spec: Any, db: str) -> MergeSpec:
                                 f"{type_name(into)}")
     if not coll:
         raise MongoError(5786800, "Invalid $merge target namespace: the collection name cannot be empty")
-    problem = target_problem(target_db, coll)
-    if problem == "invalid":
-        raise MongoError("InvalidNamespace", f"Invalid $merge target namespace: '{target_db}.{coll}'")
-    if problem == "special":
-        raise MongoError(31319, f"Cannot $merge to special collection: {coll}")
-    if problem == "internal":
-        raise MongoError(31320, f"Cannot $merge to internal database: {target_db}")
+    check_target(target_db, coll, {"invalid": ("InvalidNamespace", f"Invalid $merge target namespace: '{target_db}.{coll}'"),
+                                   "special": (31319, f"Cannot $merge to special collection: {coll}"),
+                                   "internal": (31320, f"Cannot $merge to internal database: {target_db}")})
     matched = spec.get("whenMatched", "merge")
     if not (isinstance(matched, list) or matched in _MATCHED):
         raise MongoError("BadValue", f"Enumeration value '{matched}' for field '$merge.whenMatched' is not a valid "

@@ -61,28 +61,23 @@ def parse_out(spec: Any, db: str) -> tuple[str, str]:
         target_db, coll = spec["db"], spec["coll"]
     else:
         raise MongoError(16990, f"$out only supports a string or object argument, but found {type_name(spec)}")
-    problem = target_problem(target_db, coll)
-    if problem == "invalid":
-        raise MongoError("InvalidNamespace", f"Invalid $out target namespace, {target_db}.{coll}")
-    if problem == "special":
-        raise MongoError(17385, f"Can't $out to special collection: {coll}")
-    if problem == "internal":
-        raise MongoError(31321, f"Can't $out to internal database: {target_db}")
+    check_target(target_db, coll, {"invalid": ("InvalidNamespace", f"Invalid $out target namespace, {target_db}.{coll}"),
+                                   "special": (17385, f"Can't $out to special collection: {coll}"),
+                                   "internal": (31321, f"Can't $out to internal database: {target_db}")})
     return target_db, coll
 
 
-def target_problem(db: str, coll: str) -> str | None:
-    """What keeps `db.coll` from being written by $out or $merge: an "invalid" namespace, a
-    "special" (system) collection, an "internal" database; None when nothing does."""
+def check_target(db: str, coll: str, errors: dict[str, tuple[Any, str]]) -> None:
+    """Raise the stage's error (`errors[problem]`: code, message) when `db.coll` cannot be
+    written by $out or $merge: an "invalid" namespace, a "special" (system) collection, an
+    "internal" database."""
     try:
         check_namespace(db, coll)
+        problem = "special" if coll.startswith("system.") else "internal" if db in _INTERNAL_DBS else None
     except MongoError:
-        return "invalid"
-    if coll.startswith("system."):
-        return "special"
-    if db in _INTERNAL_DBS:
-        return "internal"
-    return None
+        problem = "invalid"
+    if problem is not None:
+        raise MongoError(*errors[problem])
 
 
 def _sub(ctx: OpCtx, db: str, cmd: dict) -> OpCtx:
