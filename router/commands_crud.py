@@ -525,7 +525,7 @@ async def cmd_aggregate(router: Router, req: Request) -> dict:
     db = req.db
     batch_size = (req.cmd.get("cursor") or {}).get("batchSize")
     documents, pipeline, writer = split_pipeline(target, pipeline, req.cmd)
-    write = output_writer(router, req, writer)
+    write = None if req.cmd.get("explain") else output_writer(router, req, writer)
     if target == 1:
         ns = f"{db}.$cmd.aggregate"
         results = list(run_pipeline(iter(documents_source(documents, variables) if documents is not None else ()),

@@ -181,6 +181,8 @@ async def cmd_aggregate(node: Node, ctx: OpCtx) -> dict:
     variables = for_command(node, ctx)
     documents, stages, writer = split_pipeline(target, pipeline, cmd)
     write = output_writer(ctx.db, writer)  # its spec checked before anything is read
+    if cmd.get("explain"):
+        write = None  # an explained $out or $merge writes nothing
     if target == 1:
         docs: Iterator[dict] = iter(documents_source(documents, variables) if documents is not None else ())
         ns = f"{ctx.db}.$cmd.aggregate"

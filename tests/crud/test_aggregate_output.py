@@ -219,3 +219,9 @@ def test_documents_errors(client):
     assert code_of(lambda: db.aggregate([{"$documents": [{}]}, {"$documents": [{}]}])) == 40602
     assert code_of(lambda: db.aggregate([{"$documents": 5}])) == 5858203
     assert code_of(lambda: db.aggregate([{"$documents": [1]}])) == 40228
+
+
+def test_an_explained_out_writes_nothing(client, src):
+    client.ao.command({"aggregate": "src", "pipeline": [{"$out": "ex"}], "explain": True})
+    client.ao.command({"aggregate": "src", "pipeline": [{"$merge": {"into": "ex"}}], "explain": True})
+    assert "ex" not in client.ao.list_collection_names()
