@@ -60,9 +60,7 @@ class FaultInjector:
         node.cursors.kill_all(MongoError("InterruptedAtShutdown", "interrupted at shutdown"))
         node.oplog._lot.unpark_all()
         node.progress.unpark_all()
-        for state in list(node.sessions._sessions.values()):
-            if state.txn is not None and state.txn.state in ("in_progress", "prepared"):
-                state.txn.abort(None)
+        abort_open_transactions(node)
         node.catalog.snapshots.expire(float("inf"))
         node.log(E.noop_op("new primary"))
 
@@ -113,6 +111,13 @@ class FaultInjector:
             self.clear(shard)
             done.append("clear")
         return {"applied": done, "ok": 1.0}
+
+
+def abort_open_transactions(node: Any) -> None:
+    """Abort every transaction open (or prepared) on a node, as a restart or a test reset does."""
+    for state in list(node.sessions._sessions.values()):
+        if state.txn is not None and state.txn.state in ("in_progress", "prepared"):
+            state.txn.abort(None)
 
 
 # -- the command's arguments -------------------------------------------------------------------------
