@@ -206,7 +206,7 @@ def _run_serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
             trace_out = open(args.trace, "w", encoding="utf-8", buffering=1)  # line-buffered: `tail -f` works
         except OSError as err:
             parser.error(f"argument --trace: cannot write {args.trace}: {err.strerror}")
-    from mongosim import command_log
+    from mongosim import command_log  # noqa: I001 (a submodule)
     from mongosim.malloc_tuning import keep_freed_memory
 
     keep_freed_memory()

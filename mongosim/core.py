@@ -17,8 +17,8 @@ from typing import Any, AsyncIterator
 
 import trio
 
-from mongosim import command_log
-from mongosim import status as _status  # noqa: F401  (registers the mongosimStatus router command)
+import mongosim.status  # noqa: F401  (registers the mongosimStatus router command)
+from mongosim.command_log import CommandLog, enabled as command_log_enabled
 from mongosim.oplog.clock import TimeSource
 from mongosim.router import handshake
 from mongosim.router.replset import ReplSetFrontend
@@ -158,8 +158,8 @@ class ClusterCore:
                 from mongosim.shardsim.persistence import DurableService
 
                 service = DurableService(self.frontend, self.store)
-            if command_log.enabled():  # `mongosim serve -v`: every command as a mongod-style JSON line
-                service = command_log.CommandLog(service)
+            if command_log_enabled():  # `mongosim serve -v`: every command as a mongod-style JSON line
+                service = CommandLog(service)
             self.port = await self.nursery.start(partial(serve_tcp, ssl_context=ssl_context),
                                                  service, self.opts.host, self.opts.port)
             self.frontend.identity.port = self.port

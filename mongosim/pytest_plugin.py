@@ -137,7 +137,7 @@ def import_server_modules() -> None:
 
 
 def start_cluster(options: dict[str, Any]) -> Any:
-    from mongosim import Cluster
+    from mongosim.cluster import Cluster
 
     import_server_modules()
     return Cluster(**options).start()
