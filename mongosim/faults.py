@@ -43,13 +43,17 @@ class FaultInjector:
             raise MongoError("ShardNotFound", f"Shard {shard} not found") from None
 
     def delay(self, shard: str, seconds: float) -> None:
+        """Every command the router sends to `shard` waits `seconds` first (0: no delay)."""
         self._remote(shard).set_delay(float(seconds))
 
     def fail(self, shard: str, times: int, code: int, labels: list[str] | None = None,
              commands: list[str] | None = None) -> None:
+        """The shard's next `times` commands (only those named in `commands`, if given) fail with error
+        `code` and these error labels, as the shard's reply."""
         self._remote(shard).fail(int(times), int(code), labels, commands)
 
     def drop_connection(self, shard: str, times: int = 1) -> None:
+        """The router's next `times` commands to the shard fail as a dropped connection (a network error)."""
         self._remote(shard).drop_connection(int(times))
 
     def restart(self, shard: str) -> None:
@@ -65,12 +69,15 @@ class FaultInjector:
         node.log(E.noop_op("new primary"))
 
     def pause_noop(self, shard: str, paused: bool = True) -> None:
+        """Stop (or, with paused=False, restart) the node's periodic noop writer: a cold shard stays cold."""
         self._node(shard).noop_paused = paused
 
     def skew(self, shard: str, seconds: float) -> None:
+        """The node's wall clock runs `seconds` ahead (negative: behind)."""
         self._node(shard).wall.skew = float(seconds)
 
     def clear(self, shard: str | None = None) -> None:
+        """Remove the faults of one shard (or of every node): delays, failures, drops, paused noops."""
         names = [shard] if shard else list(self.core.nodes)
         for name in names:
             node = self.core.nodes[name]
