@@ -23,37 +23,8 @@ import pymongo
 
 from benchmarks import harness as H
 
-FOUR_TESTS = '''
-def test_insert_event(mongosim_client):
-    orders = mongosim_client.shop.orders
-    with orders.watch() as stream:
-        orders.insert_one({"_id": 1, "total": 10})
-        assert stream.next()["operationType"] == "insert"
-
-def test_update_event(mongosim_client):
-    orders = mongosim_client.shop.orders
-    orders.insert_one({"_id": 1, "total": 10})
-    with orders.watch(full_document="updateLookup") as stream:
-        orders.update_one({"_id": 1}, {"$set": {"total": 12}})
-        assert stream.next()["fullDocument"]["total"] == 12
-
-def test_sharded_collection(mongosim_client):
-    mongosim_client.admin.command("enableSharding", "shop")
-    mongosim_client.admin.command("shardCollection", "shop.orders", key={"_id": "hashed"})
-    orders = mongosim_client.shop.orders
-    with orders.watch() as stream:
-        orders.insert_many([{"_id": i} for i in range(10)])
-        assert sorted(stream.next()["documentKey"]["_id"] for _ in range(10)) == list(range(10))
-
-def test_resume(mongosim_client):
-    orders = mongosim_client.shop.orders
-    with orders.watch() as stream:
-        orders.insert_one({"_id": 1})
-        token = stream.next()["_id"]
-        orders.insert_one({"_id": 2})
-    with orders.watch(resume_after=token) as stream:
-        assert stream.next()["documentKey"] == {"_id": 2}
-'''
+# the user's test file of the pytest plugin's own test
+FOUR_TESTS = (H.ROOT / "tests" / "plugin" / "four_change_stream_tests.py").read_text()
 
 
 def _mess(client: pymongo.MongoClient, cluster, i: int) -> tuple:

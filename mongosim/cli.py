@@ -49,6 +49,12 @@ def _examples(*lines: str) -> str:
     return "examples:\n" + "\n".join(f"  {line}" for line in lines)
 
 
+def _command(sub: Any, name: str, help: str, description: str, *examples: str) -> argparse.ArgumentParser:
+    """A subcommand whose --help ends with its examples (kept as written)."""
+    return sub.add_parser(name, help=help, description=description, epilog=_examples(*examples),
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
 # -- argument types: a bad value is refused with the reason -----------------------------------------
 
 
@@ -98,18 +104,16 @@ def _readable_file(text: str) -> str:
 
 
 def _serve_parser(sub: Any) -> argparse.ArgumentParser:
-    p = sub.add_parser(
-        "serve", help="run an emulated cluster until Ctrl-C",
-        description="Run an emulated sharded cluster (or replica set) that drivers, mongosh and Spark connect to. "
-                    "Ctrl-C (or SIGTERM) stops it cleanly.",
-        epilog=_examples("mongosim serve                                  # 2 shards on 127.0.0.1:27017",
-                         "mongosim serve --shards 3 --port 27018 --instant-hwm",
-                         "mongosim serve --topology replset               # one node, a replica-set primary",
-                         "mongosim serve -v                               # log every command (JSON lines)",
-                         "mongosim serve --trace merge.jsonl              # the merge trace of every stream",
-                         "mongosim serve --auth --users users.json        # SCRAM users (see README)",
-                         "mongosim serve --data-dir ./data                # survive restarts"),
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = _command(sub, "serve", "run an emulated cluster until Ctrl-C",
+                 "Run an emulated sharded cluster (or replica set) that drivers, mongosh and Spark connect to. "
+                 "Ctrl-C (or SIGTERM) stops it cleanly.",
+                 "mongosim serve                                  # 2 shards on 127.0.0.1:27017",
+                 "mongosim serve --shards 3 --port 27018 --instant-hwm",
+                 "mongosim serve --topology replset               # one node, a replica-set primary",
+                 "mongosim serve -v                               # log every command (JSON lines)",
+                 "mongosim serve --trace merge.jsonl              # the merge trace of every stream",
+                 "mongosim serve --auth --users users.json        # SCRAM users (see README)",
+                 "mongosim serve --data-dir ./data                # survive restarts")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=_port, default=27017, help="port to listen on, 0-65535 (default 27017; 0 = any free port)")
     p.add_argument("--shards", type=_at_least(1), default=2, help="number of shards, >= 1 (default 2)")
@@ -280,16 +284,14 @@ class _Server:
 
 
 def _fault_parser(sub: Any) -> argparse.ArgumentParser:
-    p = sub.add_parser(
-        "fault", help="inject a fault into a running mongosim cluster",
-        description="Inject a fault on one shard of a running `mongosim serve` (the mongosimFault test command).",
-        epilog=_examples("mongosim fault shard01 --delay 0.5            # every command to shard01 waits 0.5 s",
-                         "mongosim fault shard01 --fail 6 --times 2     # its next 2 commands fail (HostUnreachable)",
-                         "mongosim fault shard00 --restart              # its cursors are lost",
-                         "mongosim fault shard01 --pause-noop           # a cold shard stays cold",
-                         "mongosim fault shard01 --clear",
-                         "mongosim fault shard01 --drop --uri mongodb://127.0.0.1:27018/"),
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = _command(sub, "fault", "inject a fault into a running mongosim cluster",
+                 "Inject a fault on one shard of a running `mongosim serve` (the mongosimFault test command).",
+                 "mongosim fault shard01 --delay 0.5            # every command to shard01 waits 0.5 s",
+                 "mongosim fault shard01 --fail 6 --times 2     # its next 2 commands fail (HostUnreachable)",
+                 "mongosim fault shard00 --restart              # its cursors are lost",
+                 "mongosim fault shard01 --pause-noop           # a cold shard stays cold",
+                 "mongosim fault shard01 --clear",
+                 "mongosim fault shard01 --drop --uri mongodb://127.0.0.1:27018/")
     p.add_argument("shard", help="the shard, e.g. shard01")
     p.add_argument("--uri", default=DEFAULT_URI, help=f"the cluster (default {DEFAULT_URI})")
     p.add_argument("--delay", type=float, help="seconds every command to the shard waits")
@@ -334,14 +336,12 @@ def _run_fault(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
 
 
 def _status_parser(sub: Any) -> argparse.ArgumentParser:
-    p = sub.add_parser(
-        "status", help="show a running cluster: shards, chunks per collection, open change streams and their gates",
-        description="Ask a running `mongosim serve` what it holds: its shards, the chunks of each sharded collection "
-                    "per shard, and every open change stream with its remotes' buffers and promises and its gate "
-                    "(whom the merge waits on).",
-        epilog=_examples("mongosim status", "mongosim status --uri mongodb://127.0.0.1:27018/",
-                         "mongosim status --json"),
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = _command(sub, "status", "show a running cluster: shards, chunks per collection, open change streams and their gates",
+                 "Ask a running `mongosim serve` what it holds: its shards, the chunks of each sharded collection "
+                 "per shard, and every open change stream with its remotes' buffers and promises and its gate "
+                 "(whom the merge waits on).",
+                 "mongosim status", "mongosim status --uri mongodb://127.0.0.1:27018/",
+                 "mongosim status --json")
     p.add_argument("--uri", default=DEFAULT_URI, help=f"the cluster (default {DEFAULT_URI})")
     p.add_argument("--json", action="store_true", help="print the status document (extended JSON)")
     return p
@@ -421,15 +421,13 @@ def _run_status(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
 
 
 def _demo_parser(sub: Any) -> argparse.ArgumentParser:
-    p = sub.add_parser(
-        "demo", help="run a scenario that shows how mongos merges change streams",
-        description="Run a deterministic scenario (virtual time) and tell, step by step, what the "
-                    "shards and the router's merge do. Without SCENARIO: list the scenarios.",
-        epilog=_examples("mongosim demo                                   # the scenarios",
-                         "mongosim demo cold-shard                        # the story in the terminal",
-                         "mongosim demo cold-shard --html cold-shard.html # the timeline page",
-                         "mongosim demo new-shard --trace new-shard.jsonl # the raw trace"),
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = _command(sub, "demo", "run a scenario that shows how mongos merges change streams",
+                 "Run a deterministic scenario (virtual time) and tell, step by step, what the "
+                 "shards and the router's merge do. Without SCENARIO: list the scenarios.",
+                 "mongosim demo                                   # the scenarios",
+                 "mongosim demo cold-shard                        # the story in the terminal",
+                 "mongosim demo cold-shard --html cold-shard.html # the timeline page",
+                 "mongosim demo new-shard --trace new-shard.jsonl # the raw trace")
     p.add_argument("scenario", nargs="?", help="the scenario to run (see the list)")
     p.add_argument("--list", action="store_true", help="list the scenarios and their lessons")
     p.add_argument("--html", metavar="FILE", help="also write the timeline page (self-contained HTML)")
@@ -523,16 +521,14 @@ def _run_demo(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
 
 def _explain_parser(sub: Any) -> argparse.ArgumentParser:
-    p = sub.add_parser(
-        "explain", help="show the shard pipeline and merge pipeline of a watch()",
-        description="Explain a change stream on an in-process sharded cluster: which stages run on "
-                    "every shard and which on mongos.",
-        epilog=_examples("mongosim explain shop.orders                    # a collection stream",
-                         "mongosim explain shop                           # a database stream",
-                         "mongosim explain                                # the whole cluster",
-                         "mongosim explain shop.orders --pipeline '[{\"$match\": {\"operationType\": \"insert\"}}]'",
-                         "mongosim explain shop.orders --full-document updateLookup --json"),
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = _command(sub, "explain", "show the shard pipeline and merge pipeline of a watch()",
+                 "Explain a change stream on an in-process sharded cluster: which stages run on "
+                 "every shard and which on mongos.",
+                 "mongosim explain shop.orders                    # a collection stream",
+                 "mongosim explain shop                           # a database stream",
+                 "mongosim explain                                # the whole cluster",
+                 "mongosim explain shop.orders --pipeline '[{\"$match\": {\"operationType\": \"insert\"}}]'",
+                 "mongosim explain shop.orders --full-document updateLookup --json")
     p.add_argument("ns", nargs="?", default=None,
                    help="db.collection (collection stream), db (database stream), or nothing (the whole cluster)")
     p.add_argument("--pipeline", help='stages after $changeStream, as JSON, e.g. \'[{"$match": {"operationType": "insert"}}]\'')
