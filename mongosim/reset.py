@@ -53,10 +53,19 @@ async def reset_cluster(core: Any) -> list[str]:
         node.noop_paused = False
         node.wall.skew = core.opts.skews.get(name, 0.0)
     frontend.failpoints = FailPoints()
-    # 4. user databases
-    client = AsyncClient(frontend)
-    listed = await client.admin({"listDatabases": 1, "nameOnly": True})
-    dropped = [d["name"] for d in listed["databases"] if d["name"] not in SYSTEM_DATABASES]
-    for name in dropped:
-        await client.command(name, {"dropDatabase": 1})
+    # 4. user databases, dropped by the cluster itself: with --auth its own commands are not checked
+    # (nothing else runs meanwhile: the fixtures reset between tests, with the last test's clients closed)
+    auth = getattr(frontend, "auth", None)
+    enforced = auth is not None and auth.enabled
+    if enforced:
+        auth.enabled = False
+    try:
+        client = AsyncClient(frontend)
+        listed = await client.admin({"listDatabases": 1, "nameOnly": True})
+        dropped = [d["name"] for d in listed["databases"] if d["name"] not in SYSTEM_DATABASES]
+        for name in dropped:
+            await client.command(name, {"dropDatabase": 1})
+    finally:
+        if enforced:
+            auth.enabled = True
     return dropped
