@@ -221,3 +221,18 @@ def test_every_command_help_has_examples(capsys, command):
     out = capsys.readouterr().out
     examples = out.split("examples:\n", 1)[1]
     assert f"mongosim {command}" in examples
+
+
+def test_status_of_a_quiet_cluster_and_of_a_replica_set(capsys):
+    from mongosim import Cluster
+
+    with Cluster(shards=2) as sharded:
+        assert main(["status", "--uri", sharded.uri]) == 0
+        out = capsys.readouterr().out
+        assert "shards (2):" in out and "sharded collections: none" in out and "open change streams: none" in out
+    with Cluster(topology="replset") as replset:
+        with pymongo.MongoClient(replset.uri) as client:
+            client.shop.orders.insert_one({"_id": 1})
+        assert main(["status", "--uri", replset.uri]) == 0
+        out = capsys.readouterr().out
+        assert out.startswith("mongosim replica set rs0 at ") and "databases:" in out and "shop" in out
