@@ -126,11 +126,11 @@ def _serve_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--event-cache", type=_at_least(0), default=16_384,
                    help="change events rendered once and shared by all streams, per node (default 16384; 0: off)")
     p.add_argument("--auth", action="store_true", help="require authentication (SCRAM-SHA-256/SHA-1)")
-    p.add_argument("--users", dest="users_file", type=_readable_file, default=None,
+    p.add_argument("--users", dest="users_file", metavar="FILE", type=_readable_file, default=None,
                    help="JSON file of users to create at start-up (format: README, 'Users file')")
-    p.add_argument("--tls-cert-file", type=_readable_file, default=None, help="PEM certificate (and key) to serve TLS")
-    p.add_argument("--tls-key-file", type=_readable_file, default=None, help="PEM key, if not in the certificate file")
-    p.add_argument("--data-dir", default=None, help="persist oplogs, documents and config here")
+    p.add_argument("--tls-cert-file", metavar="PEM", type=_readable_file, default=None, help="PEM certificate (and key) to serve TLS")
+    p.add_argument("--tls-key-file", metavar="PEM", type=_readable_file, default=None, help="PEM key, if not in the certificate file")
+    p.add_argument("--data-dir", metavar="DIR", default=None, help="persist oplogs, documents and config here")
     p.add_argument("--trace", metavar="FILE", default=None,
                    help="write the merge trace of every change stream to FILE as JSON lines (mongosim/trace.py)")
     p.add_argument("-v", "--verbose", action="store_true",
@@ -600,7 +600,7 @@ def _unexpected(exc: BaseException) -> str:
 
 
 def build_parser() -> _Parser:
-    parser = _Parser(prog="mongosim", description=__doc__.split("\n\n")[0],
+    parser = _Parser(prog="mongosim", description="mongosim: an emulated sharded MongoDB cluster, for change streams.",
                      epilog=_examples("mongosim serve --shards 3 --instant-hwm", "mongosim status",
                                       "mongosim fault shard01 --delay 0.5", "mongosim demo cold-shard",
                                       "mongosim explain shop.orders", "mongosim serve --help"),
