@@ -234,8 +234,7 @@ def find(ctx, coll: Collection, a: Args) -> RootDocuments:
     filter_ = a.required("filter")
     kwargs = a.options(session="session", sort="sort", skip="skip", limit="limit", batchSize="batch_size",
                        projection="projection", allowDiskUse="allow_disk_use", collation="collation",
-                       comment="comment", let="let", hint="hint", maxTimeMS="max_time_ms", min="min", max="max",
-                       returnKey="return_key", showRecordId="show_record_id")
+                       comment="comment", let="let", hint="hint", maxTimeMS="max_time_ms")
     return RootDocuments(a.call(lambda: coll.find(filter_, **kwargs).to_list()))
 
 
