@@ -28,6 +28,7 @@ from mongosim.router.failpoints import (
     FailPoints,
     app_name_of,
     apply_fail_command,
+    attach_write_concern_error,
     fail_get_more_after_checkout,
 )
 from mongosim.router.remote import ShardRemote
@@ -198,9 +199,7 @@ class Router:
 
     def decorate(self, reply: dict, db: str, cmd: dict, conn: ConnState) -> dict:
         op_key = reply.pop("_opTimeKey", 0) or self.clock.key
-        wce = conn.extra.pop("writeConcernError", None)
-        if wce is not None and reply.get("ok"):
-            reply["writeConcernError"] = wce
+        attach_write_concern_error(reply, conn)  # (a mongos adds no label of its own to it)
         reply["operationTime"] = key_ts(op_key)
         reply["$clusterTime"] = handshake.cluster_time_doc(self.clock.now())
         return reply

@@ -9,12 +9,8 @@ and the transaction's readConcern on first contact).  `commitTransaction`:
   logs applyOps with `prepare: true` and returns its prepareTimestamp), then
   `commitTransaction` with `commitTimestamp = max(prepare timestamps)` on each.
 
-Any error inside the transaction aborts it on every participant.  Labels as
-the server puts them (error_labels.cpp): TransientTransactionError for
-WriteConflict, NoSuchTransaction, LockTimeout, network and not-primary errors
-inside a transaction; UnknownTransactionCommitResult for commit errors whose
-outcome is unknown; RetryableWriteError for retryable writes failing with a
-retriable code.
+Any error inside the transaction aborts it on every participant.  Errors get
+the labels the server's ErrorLabelBuilder gives them (router/error_labels.py).
 """
 
 from __future__ import annotations
@@ -23,8 +19,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import trio
-from mongosim.oplog.errors import MongoError, in_category
+from mongosim.oplog.errors import MongoError
 from mongosim.router.command_registry import router_command
+from mongosim.router.error_labels import error_labels
 from mongosim.router.request import Request
 from mongosim.shardsim.node import WOULD_CHANGE_OWNING_SHARD
 from mongosim.shardsim.sessions import named_sessions, session_key, user_digest
@@ -37,22 +34,10 @@ WRITE_COMMANDS = {"insert", "update", "delete", "findAndModify", "findandmodify"
 TXN_FIELDS = ("lsid", "txnNumber", "autocommit")
 
 
-def transaction_labels(err: MongoError, name: str, cmd: dict) -> None:
-    """Add the transaction and retryable-write labels the server would add."""
-    code = err.code
-    if cmd.get("autocommit") is False:
-        transient = code in (112, 251, 24) or in_category(code, "NetworkError") or in_category(code, "NotPrimaryError") \
-            or in_category(code, "ShutdownError")
-        if name == "commitTransaction":
-            if code == 251:
-                err.add_label("TransientTransactionError")
-            elif in_category(code, "RetriableError") or in_category(code, "NetworkError") or code in (50, 64, 79, 100):
-                err.add_label("UnknownTransactionCommitResult")
-        elif transient:
-            err.add_label("TransientTransactionError")
-    elif "txnNumber" in cmd and name in WRITE_COMMANDS:
-        if in_category(code, "RetriableError") or in_category(code, "NetworkError"):
-            err.add_label("RetryableWriteError")
+def transaction_labels(err: MongoError, name: str, cmd: dict, *, is_mongos: bool = False) -> None:
+    """Add the transaction and retryable-write labels the server would add (router/error_labels.py)."""
+    for label in error_labels(name, cmd, err.code, is_mongos=is_mongos):
+        err.add_label(label)
 
 
 @dataclass
@@ -202,7 +187,7 @@ class RouterTransactions:
                 await self._abort_all(txn)
 
     def label_error(self, err: MongoError, req: Request) -> None:
-        transaction_labels(err, req.name, req.cmd)
+        transaction_labels(err, req.name, req.cmd, is_mongos=True)
 
 
 @router_command("commitTransaction")

@@ -17,18 +17,15 @@ pymongo does what the specification's tests say.
 from __future__ import annotations
 ONE_ROUTER = "needs two or more mongos routers (useMultipleMongoses: true); the cluster has one (issue 18)"
 REPLSET_ADMIN_FAILCOMMAND = "replica set: failCommand never fails ping (admin commands are answered before the failpoint check)"
-WCE_LABELS = "writeConcernError reply without the RetryableWriteError label the server adds for retryable codes: no retry"
 GRIDFS_EQ = "not the emulator: pymongo 4.20 GridFS finds the file by {_id: {$eq: id}}, the test expects {_id: id}"
 COLLATION = "collation refused for every locale (NotImplemented 238)"
 SNAPSHOT_OUTSIDE_TXN = "readConcern snapshot accepted outside transactions by commands the server refuses it on"
 LIST_LOCAL_SESSIONS = "$listLocalSessions not implemented (NotImplemented 238)"
 DDL_IN_TXN_VISIBLE = "a collection or index created in a transaction is visible outside it before commit"
-TRANSIENT_LABEL_COMMIT = "commitTransaction error 24/112/246/267 without the TransientTransactionError label: no retry"
 NO_SECONDARIES = "secondary read preference: the replica set has no secondaries (issue 18)"
 PYMONGO_PARTIAL_RESULT = "not the emulator: pymongo 4.20 sets partial_result when an ordered client bulk write's first op fails (nErrors < ops sent)"
 CLUSTERED = "clustered collections: clusteredIndex lacks v: 2 and listIndexes omits the clustered index"
 ON_PRIMARY_TXN_WRITE = "onPrimaryTransactionalWrite closes the connection on both attempts: pymongo raises AutoReconnect with no partial result, the test expects a BulkWriteError result (unverified against a real server)"
-BULK_WRITE = "no 8.0 bulkWrite command (pymongo client.bulk_write): CommandNotFound 59"
 COUNT_IN_TXN = "count allowed in a transaction (the server: OperationNotSupportedInTransaction 263)"
 MAPREDUCE = "no mapReduce command (CommandNotFound 59)"
 PREPARE_UNIQUE = "collMod index prepareUnique: IndexNotFound 27 for an existing index"
@@ -202,56 +199,6 @@ _BY_CAUSE: dict[str, list[str]] = {
         "replset/retryable-writes/handshakeError.json/collection.updateOne succeeds after retryable handshake server error (ShutdownInProgress)",
         "replset/run-command/runCommand.json/does not retry retryable errors on given command",
     ],
-    WCE_LABELS: [  # 48
-        "replset/retryable-writes/bulkWrite-errorLabels.json/BulkWrite succeeds after WriteConcernError ShutdownInProgress",
-        "replset/retryable-writes/bulkWrite-serverErrors.json/BulkWrite succeeds after retryable writeConcernError in first batch",
-        "replset/retryable-writes/deleteOne-errorLabels.json/DeleteOne succeeds after WriteConcernError ShutdownInProgress",
-        "replset/retryable-writes/findOneAndDelete-errorLabels.json/FindOneAndDelete succeeds after WriteConcernError ShutdownInProgress",
-        "replset/retryable-writes/findOneAndReplace-errorLabels.json/FindOneAndReplace succeeds after WriteConcernError ShutdownInProgress",
-        "replset/retryable-writes/findOneAndUpdate-errorLabels.json/FindOneAndUpdate succeeds after WriteConcernError ShutdownInProgress",
-        "replset/retryable-writes/insertMany-errorLabels.json/InsertMany succeeds after WriteConcernError ShutdownInProgress",
-        "replset/retryable-writes/insertOne-errorLabels.json/InsertOne fails after multiple retryable writeConcernErrors",
-        "replset/retryable-writes/insertOne-errorLabels.json/InsertOne succeeds after WriteConcernError InterruptedAtShutdown",
-        "replset/retryable-writes/insertOne-errorLabels.json/InsertOne succeeds after WriteConcernError InterruptedDueToReplStateChange",
-        "replset/retryable-writes/insertOne-errorLabels.json/InsertOne succeeds after WriteConcernError PrimarySteppedDown",
-        "replset/retryable-writes/insertOne-errorLabels.json/InsertOne succeeds after WriteConcernError ShutdownInProgress",
-        "replset/retryable-writes/insertOne-serverErrors.json/InsertOne succeeds after retryable writeConcernError",
-        "replset/retryable-writes/replaceOne-errorLabels.json/ReplaceOne succeeds after WriteConcernError ShutdownInProgress",
-        "replset/retryable-writes/updateOne-errorLabels.json/UpdateOne succeeds after WriteConcernError ShutdownInProgress",
-        "replset/transactions/error-labels-errorLabels.json/add RetryableWriteError and UnknownTransactionCommitResult labels to writeConcernError ShutdownInProgress",
-        "replset/transactions/retryable-abort-errorLabels.json/abortTransaction succeeds after WriteConcernError InterruptedAtShutdown",
-        "replset/transactions/retryable-abort-errorLabels.json/abortTransaction succeeds after WriteConcernError InterruptedDueToReplStateChange",
-        "replset/transactions/retryable-abort-errorLabels.json/abortTransaction succeeds after WriteConcernError PrimarySteppedDown",
-        "replset/transactions/retryable-abort-errorLabels.json/abortTransaction succeeds after WriteConcernError ShutdownInProgress",
-        "replset/transactions/retryable-commit-errorLabels.json/commitTransaction succeeds after WriteConcernError InterruptedAtShutdown",
-        "replset/transactions/retryable-commit-errorLabels.json/commitTransaction succeeds after WriteConcernError InterruptedDueToReplStateChange",
-        "replset/transactions/retryable-commit-errorLabels.json/commitTransaction succeeds after WriteConcernError PrimarySteppedDown",
-        "replset/transactions/retryable-commit-errorLabels.json/commitTransaction succeeds after WriteConcernError ShutdownInProgress",
-        "sharded/retryable-writes/bulkWrite-errorLabels.json/BulkWrite succeeds after WriteConcernError ShutdownInProgress",
-        "sharded/retryable-writes/bulkWrite-serverErrors.json/BulkWrite succeeds after retryable writeConcernError in first batch",
-        "sharded/retryable-writes/deleteOne-errorLabels.json/DeleteOne succeeds after WriteConcernError ShutdownInProgress",
-        "sharded/retryable-writes/findOneAndDelete-errorLabels.json/FindOneAndDelete succeeds after WriteConcernError ShutdownInProgress",
-        "sharded/retryable-writes/findOneAndReplace-errorLabels.json/FindOneAndReplace succeeds after WriteConcernError ShutdownInProgress",
-        "sharded/retryable-writes/findOneAndUpdate-errorLabels.json/FindOneAndUpdate succeeds after WriteConcernError ShutdownInProgress",
-        "sharded/retryable-writes/insertMany-errorLabels.json/InsertMany succeeds after WriteConcernError ShutdownInProgress",
-        "sharded/retryable-writes/insertOne-errorLabels.json/InsertOne fails after multiple retryable writeConcernErrors",
-        "sharded/retryable-writes/insertOne-errorLabels.json/InsertOne succeeds after WriteConcernError InterruptedAtShutdown",
-        "sharded/retryable-writes/insertOne-errorLabels.json/InsertOne succeeds after WriteConcernError InterruptedDueToReplStateChange",
-        "sharded/retryable-writes/insertOne-errorLabels.json/InsertOne succeeds after WriteConcernError PrimarySteppedDown",
-        "sharded/retryable-writes/insertOne-errorLabels.json/InsertOne succeeds after WriteConcernError ShutdownInProgress",
-        "sharded/retryable-writes/insertOne-serverErrors.json/InsertOne succeeds after retryable writeConcernError",
-        "sharded/retryable-writes/replaceOne-errorLabels.json/ReplaceOne succeeds after WriteConcernError ShutdownInProgress",
-        "sharded/retryable-writes/updateOne-errorLabels.json/UpdateOne succeeds after WriteConcernError ShutdownInProgress",
-        "sharded/transactions/error-labels-errorLabels.json/add RetryableWriteError and UnknownTransactionCommitResult labels to writeConcernError ShutdownInProgress",
-        "sharded/transactions/retryable-abort-errorLabels.json/abortTransaction succeeds after WriteConcernError InterruptedAtShutdown",
-        "sharded/transactions/retryable-abort-errorLabels.json/abortTransaction succeeds after WriteConcernError InterruptedDueToReplStateChange",
-        "sharded/transactions/retryable-abort-errorLabels.json/abortTransaction succeeds after WriteConcernError PrimarySteppedDown",
-        "sharded/transactions/retryable-abort-errorLabels.json/abortTransaction succeeds after WriteConcernError ShutdownInProgress",
-        "sharded/transactions/retryable-commit-errorLabels.json/commitTransaction succeeds after WriteConcernError InterruptedAtShutdown",
-        "sharded/transactions/retryable-commit-errorLabels.json/commitTransaction succeeds after WriteConcernError InterruptedDueToReplStateChange",
-        "sharded/transactions/retryable-commit-errorLabels.json/commitTransaction succeeds after WriteConcernError PrimarySteppedDown",
-        "sharded/transactions/retryable-commit-errorLabels.json/commitTransaction succeeds after WriteConcernError ShutdownInProgress",
-    ],
     GRIDFS_EQ: [  # 34
         "replset/retryable-reads/gridfs-download-serverErrors.json/Download fails after NotWritablePrimary when retryReads is false",
         "replset/retryable-reads/gridfs-download-serverErrors.json/Download fails after two NotWritablePrimary errors",
@@ -358,16 +305,6 @@ _BY_CAUSE: dict[str, list[str]] = {
         "sharded/transactions/create-index.json/create index on a collection created within the same transaction",
         "sharded/transactions/create-index.json/create index on a non-existing collection",
     ],
-    TRANSIENT_LABEL_COMMIT: [  # 8
-        "replset/transactions-convenient-api/commit-transienttransactionerror-4.2.json/transaction is retried after commitTransaction TransientTransactionError (PreparedTransactionInProgress)",
-        "replset/transactions-convenient-api/commit-transienttransactionerror.json/transaction is retried after commitTransaction TransientTransactionError (LockTimeout)",
-        "replset/transactions-convenient-api/commit-transienttransactionerror.json/transaction is retried after commitTransaction TransientTransactionError (SnapshotUnavailable)",
-        "replset/transactions-convenient-api/commit-transienttransactionerror.json/transaction is retried after commitTransaction TransientTransactionError (WriteConflict)",
-        "sharded/transactions-convenient-api/commit-transienttransactionerror-4.2.json/transaction is retried after commitTransaction TransientTransactionError (PreparedTransactionInProgress)",
-        "sharded/transactions-convenient-api/commit-transienttransactionerror.json/transaction is retried after commitTransaction TransientTransactionError (LockTimeout)",
-        "sharded/transactions-convenient-api/commit-transienttransactionerror.json/transaction is retried after commitTransaction TransientTransactionError (SnapshotUnavailable)",
-        "sharded/transactions-convenient-api/commit-transienttransactionerror.json/transaction is retried after commitTransaction TransientTransactionError (WriteConflict)",
-    ],
     NO_SECONDARIES: [  # 6
         "replset/transactions/read-pref.json/secondary readPreference",
         "replset/transactions/run-command.json/run command fails with explicit secondary read preference",
@@ -392,10 +329,6 @@ _BY_CAUSE: dict[str, list[str]] = {
         "replset/retryable-writes/bulkWrite.json/First insertOne is never committed",
         "replset/retryable-writes/bulkWrite.json/Second updateOne is never committed",
         "replset/retryable-writes/bulkWrite.json/Third updateOne is never committed",
-    ],
-    BULK_WRITE: [  # 2
-        "replset/retryable-writes/client-bulkWrite-serverErrors.json/client bulkWrite with no multi: true operations succeeds after retryable writeConcernError",
-        "sharded/retryable-writes/client-bulkWrite-serverErrors.json/client bulkWrite with no multi: true operations succeeds after retryable writeConcernError",
     ],
     COUNT_IN_TXN: [  # 2
         "replset/transactions/count.json/count",
