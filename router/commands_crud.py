@@ -22,7 +22,7 @@ from bson import ObjectId
 from mongosim.oplog.clock import ts_key
 from mongosim.oplog.errors import MongoError
 from mongosim.router.change_owning_shard import Outcome, change_owning_shard
-from mongosim.router.command_registry import router_command
+from mongosim.router.command_registry import ROUTER_COMMANDS, router_command
 from mongosim.router.request import GENERIC_FIELDS, Request
 from mongosim.router.sharding import critical_sections, ensure_database
 from mongosim.shardsim.cursors import DEFAULT_FIRST_BATCH, QueryCursor, cursor_reply
@@ -500,6 +500,10 @@ async def cmd_aggregate(router: Router, req: Request) -> dict:
             raise MongoError(40602, "$changeStream is only valid as the first stage in a pipeline")
     if req.cmd.get("cursor") is None and not req.cmd.get("explain"):
         raise MongoError("FailedToParse", "The 'cursor' option is required, except for aggregate with the explain argument")
+    if req.cmd.get("explain"):  # the legacy form: explain at verbosity queryPlanner (router.cluster_explain)
+        inner = {k: v for k, v in req.cmd.items() if k not in ("explain", "$db", "$clusterTime", "$readPreference")}
+        return await ROUTER_COMMANDS["explain"](router, Request(req.db, {"explain": inner, "verbosity": "queryPlanner"},
+                                                                req.conn, "explain"))
     from mongosim.shardsim.query.stages import run_pipeline
 
     target = req.cmd["aggregate"]

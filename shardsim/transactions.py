@@ -52,6 +52,7 @@ from mongosim.shardsim.sessions import lsid_with_uid
 APPLY_OPS_LIMIT = bsonutil.MAX_BSON_OBJECT_SIZE - 64 * 1024
 
 _DELETED = object()
+_NOT_WRITTEN = object()
 
 
 def write_conflict(msg: str = "Write conflict during plan execution and yielding is disabled.") -> MongoError:
@@ -95,6 +96,22 @@ class Transaction:
             d = self.overlay[k]
             return None if d is _DELETED else d
         return self._visible(coll, idk)
+
+    def fetch(self, coll: Collection, idk: Any) -> dict | None:
+        """The document with id key `idk` as this transaction sees it (an index plan's FETCH)."""
+        d = self.overlay.get((coll.ns, idk), _NOT_WRITTEN)
+        if d is not _NOT_WRITTEN:
+            return None if d is _DELETED else d
+        return self._visible(coll, idk)
+
+    def changed_ids(self, coll: Collection) -> set:
+        """Id keys whose document this transaction may see differently from the committed data
+        (its own writes, and writes committed since its snapshot): an index plan reads them too."""
+        ns = coll.ns
+        out = {idk for (n, idk) in self.overlay if n == ns}
+        if self.snapshot is not None and coll.versions:
+            out.update(coll.versions)
+        return out
 
     def scan(self, coll: Collection) -> Iterator[dict]:
         ns = coll.ns

@@ -20,6 +20,7 @@ from mongosim.oplog import entry as E
 from mongosim.oplog.errors import MongoError
 from mongosim.oplog.oplog import EntryTooLarge
 from mongosim.shardsim.catalog import Collection
+from mongosim.shardsim import get_executor
 from mongosim.shardsim.command_registry import command
 from mongosim.shardsim.create_collection import check_namespace, ensure_collection
 from mongosim.shardsim.operation_context import OpCtx
@@ -65,6 +66,12 @@ class WriteSession:
 
     def scan(self, coll: Collection):
         return self.txn.scan(coll) if self.txn is not None else coll.scan()
+
+    def fetch(self, coll: Collection, idk: Any) -> dict | None:
+        return self.txn.fetch(coll, idk) if self.txn is not None else coll.docs.get(idk)
+
+    def changed_ids(self, coll: Collection) -> Any:
+        return self.txn.changed_ids(coll) if self.txn is not None else ()
 
     def insert(self, coll: Collection, doc: dict) -> None:
         self.txn.insert(coll, doc) if self.txn is not None else coll.insert(doc)
@@ -246,17 +253,18 @@ _NO = object()
 
 
 def matching_documents(coll: Collection | None, q: dict, matcher: Matcher | None = None,
-                       view: "WriteSession | Any | None" = None) -> Iterable[dict]:
-    """Documents of `coll` matching `q`, as `view` (a transaction, or committed data) sees them."""
+                       view: "WriteSession | Any | None" = None, *, hint: Any = None, limit: int | None = None,
+                       sort: dict | None = None) -> Iterable[dict]:
+    """Documents of `coll` matching `q`, as `view` (a transaction, or committed data) sees them
+    (planned like a find: an index serves the filter and the sort when one can)."""
     if coll is None:
         return []
-    idv = _id_equality(q)
-    if idv is not _NO:
-        d = view.get(coll, idv) if view is not None else coll.get(idv)
-        return [d] if d is not None else []
-    m = matcher or Matcher(q)
-    docs = view.scan(coll) if view is not None else coll.scan()
-    return [d for d in docs if m.matches(d)]
+    if hint is None and sort is None:
+        idv = _id_equality(q)
+        if idv is not _NO:
+            d = view.get(coll, idv) if view is not None else coll.get(idv)
+            return [d] if d is not None else []
+    return get_executor.matching(coll, q, matcher, view, hint=hint, limit=limit, sort=sort)
 
 
 def check_shard_key_change(node: Node, ctx: OpCtx, coll: Collection, old: dict, new: dict, multi: bool) -> None:
@@ -357,8 +365,10 @@ async def cmd_update(node: Node, ctx: OpCtx) -> dict:
             if multi and classify_update(u) == "replacement":
                 raise MongoError("FailedToParse", "multi update is not supported for replacement-style update")
             matcher = Matcher(q)
+            hint = st.get("hint")
             coll, targets = await ws.settled_targets(
-                ctx.db, name, lambda c: list(matching_documents(c, q, matcher, ws))[:None if multi else 1])
+                ctx.db, name, lambda c: list(matching_documents(c, q, matcher, ws, hint=hint,
+                                                                limit=None if multi else 1)))
             if targets:
                 modified = 0
                 for doc in targets:
@@ -418,8 +428,10 @@ async def cmd_delete(node: Node, ctx: OpCtx) -> dict:
             limit = st.get("limit", 0)
             if limit not in (0, 1):
                 raise MongoError("FailedToParse", "The limit field in delete objects must be 0 or 1. Got " + str(limit))
+            hint = st.get("hint")
             coll, targets = await ws.settled_targets(
-                ctx.db, name, lambda c: list(matching_documents(c, q, None, ws))[:1 if limit == 1 else None])
+                ctx.db, name, lambda c: list(matching_documents(c, q, None, ws, hint=hint,
+                                                                limit=1 if limit == 1 else None)))
             for doc in targets:
                 delete_document(node, ctx, coll, doc, ws, i)
             n += len(targets)
@@ -460,10 +472,10 @@ async def cmd_find_and_modify(node: Node, ctx: OpCtx) -> dict:
     matcher = Matcher(q)
 
     def first(c: Collection | None) -> list[dict]:
-        targets = list(matching_documents(c, q, matcher, ws))
-        if cmd.get("sort"):
-            targets.sort(key=sort_key_fn(cmd["sort"]))
-        return targets[:1]
+        if c is None and cmd.get("sort"):
+            sort_key_fn(cmd["sort"])  # (a bad sort is an error even with nothing to sort)
+        return list(matching_documents(c, q, matcher, ws, hint=cmd.get("hint"), limit=1,
+                                       sort=cmd.get("sort") or None))
 
     coll, targets = await ws.settled_targets(ctx.db, name, first)
     doc = targets[0] if targets else None
