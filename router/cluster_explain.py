@@ -99,6 +99,8 @@ async def _ask(router: Router, req: Request, shards: list[str], db: str, cmd: di
         try:
             out[s] = await router.shard(s).command(db, {**cmd, **session})
         except MongoError as err:
+            if err.code == 169:  # (a view: the caller explains its aggregate)
+                raise
             raise MongoError(err.code, f"Explain command on shard {s} failed :: caused by :: {err.errmsg}") from None
     return out
 
@@ -203,6 +205,22 @@ async def cmd_explain(router: Router, req: Request) -> dict:
             sub = Request(db, {**inner, "explain": True, **{k: req.cmd[k] for k in _SESSION if k in req.cmd}},
                           req.conn, "aggregate")
             return await open_cluster_change_stream(router, sub)
+    try:
+        return await _explain(router, req, db, name, inner, verbosity)
+    except MongoError as err:
+        resolved = err.extra.get("resolvedView") if err.code == 169 else None
+        if resolved is None:
+            raise
+    # a view: explain the aggregate on its backing namespace (what a read on it runs)
+    from mongosim.shardsim.views import as_pipeline
+
+    extra = list(inner.get("pipeline") or []) if name == "aggregate" else as_pipeline(name, inner)
+    agg = {"aggregate": resolved["ns"].split(".", 1)[1], "pipeline": [*resolved["pipeline"], *extra], "cursor": {}}
+    return await explain_aggregate(router, req, db, agg, verbosity)
+
+
+async def _explain(router: Router, req: Request, db: str, name: str, inner: dict, verbosity: str) -> dict:
+    if name == "aggregate":
         if not isinstance(inner.get("aggregate"), str):
             raise MongoError("InvalidNamespace", "aggregate target must be a collection name")
         return await explain_aggregate(router, req, db, inner, verbosity)

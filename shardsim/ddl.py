@@ -29,14 +29,16 @@ from typing import TYPE_CHECKING, Any
 from bson import Binary
 from mongosim.oplog import entry as E
 from mongosim.oplog.errors import MongoError
-from mongosim.shardsim.catalog import Collection, index_name
+from mongosim.shardsim.catalog import Collection
 from mongosim.shardsim.command_registry import command
 from mongosim.shardsim.create_collection import (
     check_namespace,
     create_collection,
     ensure_collection,
 )
+from mongosim.shardsim.index_key_validate import validate_index_spec
 from mongosim.shardsim.operation_context import OpCtx
+from mongosim.shardsim.query.values import hashable
 
 if TYPE_CHECKING:
     from mongosim.shardsim.node import Node
@@ -169,16 +171,15 @@ def cmd_rename(node: Node, ctx: OpCtx) -> dict:
 
 
 def normalize_index_spec(spec: Any) -> dict:
-    if not isinstance(spec, dict) or not isinstance(spec.get("key"), dict) or not spec["key"]:
-        raise MongoError("CannotCreateIndex" if isinstance(spec, dict) else "TypeMismatch",
-                         "The 'key' field is a required property of an index specification")
-    out: dict[str, Any] = {"v": 2, "key": dict(spec["key"])}
-    name = spec.get("name") or index_name(spec["key"])
-    out["name"] = name
-    for k, v in spec.items():
-        if k not in ("v", "key", "name", "ns"):
-            out[k] = v
-    return out
+    """The stored form of an index spec (`shardsim.index_key_validate`)."""
+    return validate_index_spec(spec)
+
+
+def _same_key(a: dict, b: dict) -> bool:
+    """Key patterns equal as BSON: same fields in the same order, equal values (1 == 1.0)."""
+    return list(a) == list(b) and all(
+        (a[k] == b[k]) if isinstance(a[k], str) or isinstance(b[k], str) else hashable(a[k]) == hashable(b[k])
+        for k in a)
 
 
 @command("createIndexes")
@@ -203,13 +204,26 @@ def cmd_create_indexes(node: Node, ctx: OpCtx) -> dict:
                 raise MongoError("IndexOptionsConflict", f"An equivalent index already exists with the same name but different options. Requested index: {spec}, existing index: {same_name}")
             continue
         for existing in coll.indexes:
-            if existing["key"] == spec["key"] and existing.get("unique", False) == spec.get("unique", False):
+            if _same_key(existing["key"], spec["key"]) and bool(existing.get("unique")) == bool(spec.get("unique")) \
+                    and all(existing.get(o) == spec.get(o) for o in ("partialFilterExpression", "weights")):
                 raise MongoError("IndexOptionsConflict", f"Index already exists with a different name: {existing['name']}")
+        if "_fts" in spec["key"]:
+            text = [s for s in coll.indexes + new_specs if "_fts" in s["key"]]
+            if text:
+                raise MongoError("CannotCreateIndex", "only one text index per collection allowed, found existing "
+                                                      f"text index \"{text[0]['name']}\"")
         new_specs.append(spec)
     if not new_specs:
         return {"numIndexesBefore": before, "numIndexesAfter": before, "note": "all indexes already exist", "ok": 1.0}
-    for spec in new_specs:
-        coll.add_index(spec)  # raises DuplicateKey for a unique index that does not hold
+    added = []
+    try:
+        for spec in new_specs:
+            coll.add_index(spec)  # raises DuplicateKey for a unique index that does not hold
+            added.append(spec)
+    except MongoError:
+        for spec in added:  # (all or nothing, as one write unit on the server)
+            coll.drop_index(spec["name"])
+        raise
     fm = _from_migrate(ctx)
     if len(coll) == 0:
         for spec in new_specs:
@@ -279,6 +293,8 @@ def cmd_coll_mod(node: Node, ctx: OpCtx) -> dict:
             for k2, v2 in v.items():
                 if k2 not in ("name", "keyPattern"):
                     spec[k2] = v2
+            if spec.get("unique"):
+                coll.index_access(spec["name"])  # (a unique index is kept materialized: every write checks it)
         elif k in KNOWN_CREATE_OPTIONS:
             coll.options[k] = v
         else:

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from mongosim.oplog import bsonutil
 from mongosim.oplog.errors import MongoError
-from mongosim.shardsim import get_executor
+from mongosim.shardsim import get_executor, views
 from mongosim.shardsim.build_info import GIT_VERSION, SERVER_VERSION
 from mongosim.shardsim.command_registry import command
 from mongosim.shardsim.create_collection import check_namespace
@@ -384,6 +384,9 @@ async def cmd_explain(node: Node, ctx: OpCtx) -> dict:
             sub = OpCtx(ctx.db, {**inner, "explain": True, **{k: ctx.cmd[k] for k in ("$_needsMerge",) if k in ctx.cmd}},
                         from_router=ctx.from_router)
             return await open_change_stream(node, sub)
+    as_view = views.as_aggregate(node, ctx, name, inner)
+    if as_view is not None:  # a read on a view explains as the aggregate on its backing collection
+        return _finish(explain_aggregate(node, ctx, as_view, verbosity), node, ctx.db, inner)
     out = _EXPLAINERS[name](node, ctx, inner, verbosity)
     return _finish(out, node, ctx.db, inner)
 

@@ -103,9 +103,12 @@ def pipeline_query(coll, ns: str, pipeline: list, hint: Any) -> tuple[CanonicalQ
     flt: dict = {}
     sort = None
     limit = None
-    if k < len(pipeline) and _only(pipeline[k], "$match") and isinstance(pipeline[k]["$match"], dict):
-        flt = pipeline[k]["$match"]
+    matches = []
+    while k < len(pipeline) and _only(pipeline[k], "$match") and isinstance(pipeline[k]["$match"], dict):
+        matches.append(pipeline[k]["$match"])  # (adjacent $match stages coalesce, as the server's optimizer does)
         k += 1
+    if matches:
+        flt = matches[0] if len(matches) == 1 else {"$and": matches}
     if k < len(pipeline) and _only(pipeline[k], "$sort") and isinstance(pipeline[k]["$sort"], dict):
         sort = pipeline[k]["$sort"]
         k += 1
