@@ -56,6 +56,7 @@ class Collection:
     _validated: list[IndexAccessMethod] = field(default_factory=list, repr=False, compare=False)
     rids: dict[Any, int] | None = field(default=None, repr=False, compare=False)  # id key -> RecordId
     _next_rid: int = field(default=1, repr=False, compare=False)
+    _checked: Any = field(default=None, repr=False, compare=False)  # (doc, its keys per maintained index)
 
     def __post_init__(self) -> None:
         for spec in self.indexes:
@@ -110,12 +111,16 @@ class Collection:
             raise duplicate_key_error(self.ns, "_id_", {"_id": 1}, (doc["_id"],))
         for ix in self._validated:
             ix.validate(doc)
-        for ix in self._maintained:
-            keys = ix.keys(doc)
-            if ix.unique and keys and ix is not self.access.get("_id_"):
-                dup = ix.duplicate_of(keys, idk)
-                if dup is not None:
-                    raise duplicate_key_error(self.ns, ix.name, ix.key_pattern, dup)
+        if self._maintained:
+            computed = []
+            for ix in self._maintained:
+                keys = ix.keys(doc)
+                if ix.unique and keys and not ix.is_id:
+                    dup = ix.duplicate_of(keys, idk)
+                    if dup is not None:
+                        raise duplicate_key_error(self.ns, ix.name, ix.key_pattern, dup)
+                computed.append(keys)
+            self._checked = (doc, computed)  # (the insert that follows reuses the keys)
 
     def insert(self, doc: dict, *, checked: bool = False) -> None:
         """A document was inserted (the one call every insert path makes)."""
@@ -130,8 +135,14 @@ class Collection:
             rid = self._next_rid
             self._next_rid = rid + 1
             self.rids[idk] = rid
-            for ix in self._maintained:
-                ix.add(doc, rid, idk)
+            checked = self._checked
+            if checked is not None and checked[0] is doc and len(checked[1]) == len(self._maintained):
+                for ix, keys in zip(self._maintained, checked[1]):
+                    ix.add(doc, rid, idk, keys)
+            else:
+                for ix in self._maintained:
+                    ix.add(doc, rid, idk)
+        self._checked = None
 
     def replace(self, old: dict, new: dict) -> None:
         """A document was replaced by `new` (same `_id`): an update, a replacement, a transaction's commit."""

@@ -138,7 +138,7 @@ def _pre_key_of(doc: dict) -> tuple:
 # -- snapshots ------------------------------------------------------------------------------
 _COLL_SKIP = {"db", "name", "uuid", "options", "indexes", "docs", "shard_key", "_unique",
               "history", "versions",  # (open transactions' snapshots do not survive a restart)
-              "access", "_maintained", "_validated", "rids", "_next_rid"}  # (indexes are rebuilt from the documents)
+              "access", "_maintained", "_validated", "rids", "_next_rid", "_checked"}  # (indexes are rebuilt from the documents)
 
 
 def _collection_record(node_name: str, coll: Collection) -> dict:

@@ -313,29 +313,36 @@ class Fetch(PlanStage):
     def rows(self, ctx):
         m = self.matcher.matches if self.matcher.filter else None
         changed = ctx.changed
-        seen = set() if changed else None
         fetch = ctx.fetch
-        for idk in self.child.run(ctx):
-            if seen is not None:
-                seen.add(idk)
-            doc = fetch(idk)
-            self.docs_examined += 1
-            if doc is None or (m is not None and not m(doc)):
-                self.need_time += 1
-                continue
-            yield doc
-        if changed:
-            for idk in changed:  # documents the view changed: the committed index does not know them
-                if idk in seen:
-                    continue
+        if not changed:
+            for idk in self.child.run(ctx):
                 doc = fetch(idk)
-                if doc is None:
-                    continue
                 self.docs_examined += 1
-                if m is not None and not m(doc):
+                if doc is None or (m is not None and not m(doc)):
                     self.need_time += 1
                     continue
                 yield doc
+            return
+        # the view changed documents the committed index does not know about: read them too, then
+        # put everything in the order the index would give as the view sees it
+        out = []
+        seen = set()
+        for idk in [*self.child.run(ctx), *changed]:
+            if idk in seen:
+                continue
+            seen.add(idk)
+            doc = fetch(idk)
+            if doc is None:
+                continue
+            self.docs_examined += 1
+            if m is not None and not m(doc):
+                self.need_time += 1
+                continue
+            out.append(doc)
+        scan = self.child if isinstance(self.child, IndexScan) else None
+        if scan is not None:
+            out.sort(key=lambda d: _order_key(scan, d, ctx), reverse=scan.direction < 0)
+        yield from out
 
 
 class ExpressIxscan(PlanStage):
@@ -590,6 +597,12 @@ class ReturnKey(PlanStage):
                 if rid is not None:
                     out["$recordId"] = Int64(rid)
             yield out
+
+
+def _order_key(scan: IndexScan, doc: dict, ctx: ExecContext) -> tuple:
+    """Where the index scan would meet `doc`: its key in bounds, then its RecordId."""
+    rids = ctx.coll.rids or {}
+    return scan.ix.encode(_key_in_bounds(scan, doc)) + (rids.get(hashable(doc["_id"]), 1 << 62),)
 
 
 def _key_in_bounds(scan: IndexScan, doc: dict) -> tuple:

@@ -19,12 +19,14 @@ from hypothesis import strategies as st
 
 from mongosim.oplog import bsonutil
 from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.canonical_query import CanonicalQuery
 from mongosim.shardsim.catalog import Collection
 from mongosim.shardsim.get_executor import execute
 from mongosim.shardsim.index_access_method import IndexAccessMethod
 from mongosim.shardsim.query.matcher import Matcher
 from mongosim.shardsim.query.sorting import sort_key_fn
-from mongosim.shardsim.canonical_query import CanonicalQuery
+from mongosim.shardsim.snapshot_reads import SnapshotView
+from mongosim.shardsim.snapshots import Snapshots
 from tests.query._settings import QUERY_SETTINGS
 from tests.query.strategies import filters, leaf_conditions, values
 
@@ -171,14 +173,19 @@ def write_scripts(draw):
 
 
 @QUERY_SETTINGS
-@given(specs=index_specs(), script=write_scripts(), q=queries())
-def test_indexes_follow_every_write(specs, script, q):
+@given(specs=index_specs(), script=write_scripts(), q=queries(), snap_at=st.integers(0, 15))
+def test_indexes_follow_every_write(specs, script, q, snap_at):
     coll = _collection([], specs)
     assume(coll is not None)
+    snapshots = Snapshots()
+    coll.history = snapshots
+    seq = None
     for name in list(coll.access):  # materialize half of them at once, the others lazily later
         if hash(name) % 2 == 0:
             coll.index_access(name)
-    for kind, i, body in script:
+    for step, (kind, i, body) in enumerate(script):
+        if step == snap_at:
+            seq = snapshots.open()  # a snapshot read (or a transaction) opened here sees the data as it is now
         doc = {"_id": i, **body}
         cur = coll.get(i)
         try:
@@ -209,6 +216,11 @@ def test_indexes_follow_every_write(specs, script, q):
     want = _reference(list(coll.docs.values()), flt, sort, skip, limit)
     got, _sol, _ctx = execute(coll, CanonicalQuery("db.c", flt, m, sort=sort, skip=skip, limit=limit))
     _check(got, want, sort, skip, limit)
+    if seq is not None:  # through the snapshot: the committed indexes, corrected by what it sees
+        view = SnapshotView(seq)
+        want = _reference(view.scan(coll), flt, sort, skip, limit)
+        got, _sol, _ctx = execute(coll, CanonicalQuery("db.c", flt, m, sort=sort, skip=skip, limit=limit), view)
+        _check(got, want, sort, skip, limit)
 
 
 @pytest.mark.parametrize("doc,paths,keys", [
