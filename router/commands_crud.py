@@ -454,6 +454,10 @@ async def cmd_kill_cursors(router: Router, req: Request) -> dict:
     return router.cursors.kill(f"{req.db}.{req.cmd['killCursors']}", ids)
 
 
+def _hint(req: Request) -> dict:
+    return {"hint": req.cmd["hint"]} if "hint" in req.cmd else {}
+
+
 @router_command("count")
 async def cmd_count(router: Router, req: Request) -> dict:
     db, coll, ns = _ns(req)
@@ -462,7 +466,8 @@ async def cmd_count(router: Router, req: Request) -> dict:
     limit = int_arg(req.cmd, "limit", "count", None, allow_negative=True)
     total = 0
     for shard in _read_targets(router, req, ns, q):
-        reply = await _run_txn_aware(router, req, shard, db, {"count": coll, "query": q, **_session_fields(req)})
+        reply = await _run_txn_aware(router, req, shard, db, {"count": coll, "query": q, **_hint(req),
+                                                              **_session_fields(req)})
         total += reply["n"]
     total = max(total - skip, 0)
     if limit:
@@ -478,7 +483,8 @@ async def cmd_distinct(router: Router, req: Request) -> dict:
     q = req.cmd.get("query") or {}
     seen: dict = {}
     for shard in _read_targets(router, req, ns, q):
-        reply = await _run_txn_aware(router, req, shard, db, {"distinct": coll, "key": req.cmd.get("key"), "query": q, **_session_fields(req)})
+        reply = await _run_txn_aware(router, req, shard, db, {"distinct": coll, "key": req.cmd.get("key"), "query": q,
+                                                              **_hint(req), **_session_fields(req)})
         for v in reply["values"]:
             seen.setdefault(hashable(v), v)
     return {"values": sorted(seen.values(), key=sort_key), "ok": 1.0}
@@ -526,6 +532,13 @@ async def cmd_aggregate(router: Router, req: Request) -> dict:
             results.extend(more["cursor"]["nextBatch"])
             cid = more["cursor"]["id"]
     else:
-        docs = await _gather(router, req, db, shards, {"find": target, **_session_fields(req)})
-        results = list(run_pipeline(iter(docs), pipeline))
+        # the leading $match stages run on the shards (where indexes serve them), the rest here
+        k = 0
+        while k < len(pipeline) and isinstance(pipeline[k], dict) and list(pipeline[k]) == ["$match"] \
+                and isinstance(pipeline[k]["$match"], dict):
+            k += 1
+        flt = {"$and": [st["$match"] for st in pipeline[:k]]} if k > 1 else (pipeline[0]["$match"] if k else {})
+        docs = await _gather(router, req, db, shards, {"find": target, "filter": flt, **_hint(req),
+                                                       **_session_fields(req)})
+        results = list(run_pipeline(iter(docs), pipeline[k:]))
     return _serve(router, ns, results, batch_size)
