@@ -108,6 +108,7 @@ class CanonicalQuery:
     show_record_id: bool = False
     batch_size: int | None = None
     count: bool = False  # a count: no SORT, no projection, COUNT on top
+    variables: dict | None = None  # the command's `let` variables, $$NOW, $$CLUSTER_TIME (projections use them)
     leaves: list[Leaf] = field(default_factory=list)
     residual: list[dict] = field(default_factory=list)
 

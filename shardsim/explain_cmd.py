@@ -186,19 +186,27 @@ def _finish(out: dict, node: Node, db: str, inner: dict) -> dict:
 
 
 # -- the commands ---------------------------------------------------------------------------------
+def _variables(node: Node, ctx: OpCtx, inner: dict) -> dict:
+    """The explained command's variables (its `let`, $$NOW...)."""
+    from mongosim.shardsim.query.variables import for_command
+
+    return for_command(node, OpCtx(ctx.db, inner, from_router=ctx.from_router))
+
+
 def _find(node: Node, ctx: OpCtx, inner: dict, verbosity: str) -> dict:
     name = check_namespace(ctx.db, inner["find"])
     flt = inner.get("filter") or {}
     if not isinstance(flt, dict):
         raise MongoError("TypeMismatch", "BSON field 'FindCommandRequest.filter' is the wrong type, expected type 'object'")
-    matcher = Matcher(flt)
+    variables = _variables(node, ctx, inner)
+    matcher = Matcher(flt, variables)
     skip = int_arg(inner, "skip", "find", 0) or 0
     limit = int_arg(inner, "limit", "find", None, allow_negative=True)
     if limit is not None and limit < 0:  # (legacy hard limit: singleBatch)
         limit = -limit
     ns = f"{ctx.db}.{name}"
     cq = get_executor.find_query(ns, inner, flt, matcher, skip=skip, limit=limit,
-                                 batch_size=int_arg(inner, "batchSize", "find", None))
+                                 batch_size=int_arg(inner, "batchSize", "find", None), variables=variables)
     return explain_query(node, ctx, ns, node.catalog.collection(ctx.db, name), cq, verbosity)
 
 
@@ -280,8 +288,9 @@ def _matched(sol: Solution | None) -> int:
 
 
 def _update_one(node: Node, ctx: OpCtx, ns: str, coll, q: dict, multi: bool, upsert: bool, hint, sort,
-                verbosity: str) -> dict:
-    cq = CanonicalQuery(ns, q, Matcher(q), hint=check_hint(hint), limit=None if multi else 1, sort=sort or None)
+                verbosity: str, variables: dict | None = None) -> dict:
+    cq = CanonicalQuery(ns, q, Matcher(q, variables), hint=check_hint(hint), limit=None if multi else 1,
+                        sort=sort or None)
 
     def counters(sol):
         n = _matched(sol)
@@ -290,8 +299,10 @@ def _update_one(node: Node, ctx: OpCtx, ns: str, coll, q: dict, multi: bool, ups
     return explain_query(node, ctx, ns, coll, cq, verbosity, wrap=_write_stage("UPDATE", counters))
 
 
-def _delete_one(node: Node, ctx: OpCtx, ns: str, coll, q: dict, multi: bool, hint, sort, verbosity: str) -> dict:
-    cq = CanonicalQuery(ns, q, Matcher(q), hint=check_hint(hint), limit=None if multi else 1, sort=sort or None)
+def _delete_one(node: Node, ctx: OpCtx, ns: str, coll, q: dict, multi: bool, hint, sort, verbosity: str,
+                variables: dict | None = None) -> dict:
+    cq = CanonicalQuery(ns, q, Matcher(q, variables), hint=check_hint(hint), limit=None if multi else 1,
+                        sort=sort or None)
     return explain_query(node, ctx, ns, coll, cq, verbosity,
                          wrap=_write_stage("DELETE", lambda sol: {"nWouldDelete": _matched(sol)}))
 
@@ -310,7 +321,8 @@ def _update(node: Node, ctx: OpCtx, inner: dict, verbosity: str) -> dict:
     st = _single_statement(inner, "updates")
     q = st.get("q") or {}
     return _update_one(node, ctx, f"{ctx.db}.{name}", node.catalog.collection(ctx.db, name), q,
-                       bool(st.get("multi")), bool(st.get("upsert")), st.get("hint"), st.get("sort"), verbosity)
+                       bool(st.get("multi")), bool(st.get("upsert")), st.get("hint"), st.get("sort"), verbosity,
+                       _variables(node, ctx, inner))
 
 
 def _delete(node: Node, ctx: OpCtx, inner: dict, verbosity: str) -> dict:
@@ -318,7 +330,7 @@ def _delete(node: Node, ctx: OpCtx, inner: dict, verbosity: str) -> dict:
     st = _single_statement(inner, "deletes")
     q = st.get("q") or {}
     return _delete_one(node, ctx, f"{ctx.db}.{name}", node.catalog.collection(ctx.db, name), q,
-                       st.get("limit", 0) == 0, st.get("hint"), None, verbosity)
+                       st.get("limit", 0) == 0, st.get("hint"), None, verbosity, _variables(node, ctx, inner))
 
 
 def _find_and_modify(node: Node, ctx: OpCtx, inner: dict, verbosity: str) -> dict:
@@ -327,10 +339,11 @@ def _find_and_modify(node: Node, ctx: OpCtx, inner: dict, verbosity: str) -> dic
     q = inner.get("query") or {}
     ns = f"{ctx.db}.{name}"
     coll = node.catalog.collection(ctx.db, name)
+    variables = _variables(node, ctx, inner)
     if inner.get("remove"):
-        return _delete_one(node, ctx, ns, coll, q, False, inner.get("hint"), inner.get("sort"), verbosity)
+        return _delete_one(node, ctx, ns, coll, q, False, inner.get("hint"), inner.get("sort"), verbosity, variables)
     return _update_one(node, ctx, ns, coll, q, False, bool(inner.get("upsert")), inner.get("hint"),
-                       inner.get("sort"), verbosity)
+                       inner.get("sort"), verbosity, variables)
 
 
 def explain_aggregate(node: Node, ctx: OpCtx, inner: dict, verbosity: str) -> dict:
@@ -343,7 +356,8 @@ def explain_aggregate(node: Node, ctx: OpCtx, inner: dict, verbosity: str) -> di
     name = check_namespace(ctx.db, target)
     ns = f"{ctx.db}.{name}"
     coll = node.catalog.collection(ctx.db, name)
-    cq, rest = get_executor.pipeline_query(coll, ns, pipeline, inner.get("hint"))
+    variables = _variables(node, ctx, inner)
+    cq, rest = get_executor.pipeline_query(coll, ns, pipeline, inner.get("hint"), variables)
     if cq is None:
         cq = CanonicalQuery(ns, {}, Matcher({}))
     from mongosim.shardsim.query.stages import run_pipeline
@@ -359,7 +373,8 @@ def explain_aggregate(node: Node, ctx: OpCtx, inner: dict, verbosity: str) -> di
     if verbosity != "queryPlanner":
         docs = get_executor.execute(coll, cq, ctx.view)[0] if coll is not None else []
         for st in rest:
-            docs = list(run_pipeline(iter(docs), [st]))
+            if not ({"$out", "$merge"} & set(st)):  # (an explained $out or $merge writes nothing)
+                docs = list(run_pipeline(iter(docs), [st], variables=variables))
             stages.append({**st, "nReturned": len(docs), "executionTimeMillisEstimate": 0})
     else:
         stages.extend(rest)

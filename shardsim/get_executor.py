@@ -49,7 +49,7 @@ def _type(v: Any) -> str:
 
 
 def find_query(ns: str, cmd: dict, flt: dict, matcher: Matcher, *, skip: int = 0, limit: int | None = None,
-               batch_size: int | None = None) -> CanonicalQuery:
+               batch_size: int | None = None, variables: dict | None = None) -> CanonicalQuery:
     """The canonical query of a find command (its options validated as the server does)."""
     hint = check_hint(cmd.get("hint"))
     mn, mx = _obj_arg(cmd, "min"), _obj_arg(cmd, "max")
@@ -64,7 +64,7 @@ def find_query(ns: str, cmd: dict, flt: dict, matcher: Matcher, *, skip: int = 0
     sort = cmd.get("sort")
     return CanonicalQuery(ns, flt, matcher, sort=sort or None, projection=proj or None, skip=skip, limit=limit,
                           hint=hint, min=mn, max=mx, return_key=_bool_arg(cmd, "returnKey"),
-                          show_record_id=_bool_arg(cmd, "showRecordId"), batch_size=batch_size)
+                          show_record_id=_bool_arg(cmd, "showRecordId"), batch_size=batch_size, variables=variables)
 
 
 def execute(coll, cq: CanonicalQuery, view: Any = None, *, explain: bool = False) -> tuple[list, Solution, ExecContext]:
@@ -95,7 +95,8 @@ def count(coll, flt: dict, view: Any = None, *, hint: Any = None, skip: int = 0,
     return sol.root.n_counted
 
 
-def pipeline_query(coll, ns: str, pipeline: list, hint: Any) -> tuple[CanonicalQuery | None, list]:
+def pipeline_query(coll, ns: str, pipeline: list, hint: Any, variables: dict | None = None
+                   ) -> tuple[CanonicalQuery | None, list]:
     """The query layer's part of a pipeline (its leading `$match`, then `$sort`, then `$limit`, and the
     `hint`) as a canonical query, and the stages left; None when a plain collection scan feeds it."""
     hint = check_hint(hint)
@@ -118,7 +119,8 @@ def pipeline_query(coll, ns: str, pipeline: list, hint: Any) -> tuple[CanonicalQ
             k += 1
     if not flt and sort is None and hint is None:
         return None, pipeline
-    return CanonicalQuery(ns, flt, Matcher(flt), sort=sort, limit=limit, hint=hint), pipeline[k:]
+    return CanonicalQuery(ns, flt, Matcher(flt, variables), sort=sort, limit=limit, hint=hint,
+                          variables=variables), pipeline[k:]
 
 
 def _only(stage: Any, name: str) -> bool:

@@ -350,12 +350,14 @@ class ExpressIxscan(PlanStage):
 
     stage = "EXPRESS_IXSCAN"
 
-    def __init__(self, ix: IndexAccessMethod | None, value, projection: dict | None, limit: int | None = None):
+    def __init__(self, ix: IndexAccessMethod | None, value, projection: dict | None, limit: int | None = None,
+                 variables: dict | None = None):
         super().__init__()
         self.ix = ix
         self.value = value
         self.projection = projection
         self.limit = limit
+        self.variables = variables
         self.keys_examined = 0
         self.docs_examined = 0
 
@@ -373,7 +375,7 @@ class ExpressIxscan(PlanStage):
     def rows(self, ctx):
         from mongosim.shardsim.query.projection import compile_projection
 
-        project = compile_projection(self.projection) if self.projection else None
+        project = compile_projection(self.projection, variables=self.variables) if self.projection else None
         if self.ix is None:
             idk = hashable(self.value)
             self.keys_examined = 1
@@ -538,11 +540,13 @@ def projection_stage_name(spec: dict) -> str:
 
 
 class Projection(PlanStage):
-    def __init__(self, child: PlanStage, spec: dict | None, matcher=None, show_record_id: bool = False) -> None:
+    def __init__(self, child: PlanStage, spec: dict | None, matcher=None, show_record_id: bool = False,
+                 variables: dict | None = None) -> None:
         super().__init__(child)
         self.spec = spec
         self.matcher = matcher
         self.show_record_id = show_record_id
+        self.variables = variables
         self.stage = projection_stage_name(spec) if spec else "PROJECTION_SIMPLE"
 
     def explain(self, stats: bool = False) -> dict:
@@ -556,7 +560,7 @@ class Projection(PlanStage):
     def rows(self, ctx):
         from mongosim.shardsim.query.projection import compile_projection
 
-        project = compile_projection(self.spec) if self.spec else None
+        project = compile_projection(self.spec, variables=self.variables) if self.spec else None
         positional = bool(self.spec) and any(k.endswith(".$") or k == "$" for k in self.spec)
         rids = ctx.coll.ensure_rids() if (self.show_record_id and ctx.coll is not None) else None
         for doc in self.child.run(ctx):

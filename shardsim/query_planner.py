@@ -398,10 +398,11 @@ def plan_query(coll, cq: CanonicalQuery, *, view_changed: bool = False, sharded:
     if hinted is None and not cq.count:
         idv = _express_id(cq)
         if idv is not _NO:
-            return Solution(ExpressIxscan(None, idv, cq.projection), express=True)
+            return Solution(ExpressIxscan(None, idv, cq.projection, variables=cq.variables), express=True)
         ex = _express_equality(coll, cq) if not view_changed else None
         if ex is not None:
-            return Solution(ExpressIxscan(ex, cq.leaves[0].value, cq.projection, limit=cq.limit), express=True)
+            return Solution(ExpressIxscan(ex, cq.leaves[0].value, cq.projection, limit=cq.limit,
+                                          variables=cq.variables), express=True)
     sort = _sort_fields(cq)
     if hinted == "natural":
         direction = check_hint(cq.hint)["$natural"]
@@ -512,7 +513,7 @@ def _finish(root: PlanStage, cq: CanonicalQuery, sorted_by_index: bool, sharded:
     if cq.return_key:
         root = ReturnKey(root, cq.show_record_id)
     elif cq.projection or cq.show_record_id:
-        root = Projection(root, cq.projection, cq.matcher, cq.show_record_id)
+        root = Projection(root, cq.projection, cq.matcher, cq.show_record_id, cq.variables)
     if cq.limit and not (cq.has_sort and not sorted_by_index):
         root = Limit(root, cq.limit)
     return root

@@ -112,12 +112,14 @@ async def run_on_view(node: Node, ctx: OpCtx, command: str, name: str) -> dict |
         raise MongoError("CommandOnShardedViewNotSupportedOnMongod", "Resolved views on sharded collections must be "
                          "executed by mongos", resolvedView={"ns": f"{ctx.db}.{backing}", "pipeline": pipeline})
     from mongosim.shardsim.query.stages import run_pipeline
+    from mongosim.shardsim.query.variables import for_command
     from mongosim.shardsim.reads import pipeline_source
 
+    variables = for_command(node, ctx)
     extra = list(ctx.cmd.get("pipeline") or []) if command == "aggregate" else as_pipeline(command, ctx.cmd)
     coll = node.catalog.collection(ctx.db, backing)
-    docs, rest = pipeline_source(coll, f"{ctx.db}.{backing}", pipeline + extra, ctx.view, None)  # (indexes serve it)
-    results = run_pipeline(docs, rest)
+    docs, rest = pipeline_source(coll, f"{ctx.db}.{backing}", pipeline + extra, ctx.view, None, variables)
+    results = run_pipeline(docs, rest, variables=variables)
     return finish_view_read(node, command, ctx.cmd, f"{ctx.db}.{name}", results)
 
 
