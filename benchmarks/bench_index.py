@@ -4,7 +4,9 @@ mongosim (`serve`, 2 shards) holds two unsharded collections with an index on
 ``name``: ``big`` (100k documents; 50k in the quick run) and ``small`` (1k).
 The client (pymongo, one connection, in this process) runs
 ``find_one({"name": ...})`` and ``find_one({"_id": ...})`` on random existing
-keys, in runs that alternate, repeated; each figure is the median rate.
+keys, in blocks of 25 calls that alternate between the three kinds (so the
+machine's other load falls on each alike), repeated; each figure is the median
+rate.
 
 index_point_ratio = find_one by name / find_one by _id        (big collection)
 index_scaling     = find_one by name on big / on small          (cost flat in size)
@@ -35,20 +37,24 @@ def _load(c: pymongo.MongoClient, coll: str, n: int) -> None:
         col.insert_many([_doc(i) for i in range(start, min(n, start + batch))], ordered=False)
 
 
-def _rate(col, field: str, keys: list, seconds: float) -> float:
-    """find_one calls per second over about `seconds`."""
-    n = 0
-    t0 = time.perf_counter()
-    deadline = t0 + seconds
-    while True:
-        for k in keys:
-            doc = col.find_one({field: k})
-            if doc is None:
-                raise RuntimeError(f"no document with {field} = {k!r}")
-            n += 1
-        if time.perf_counter() >= deadline:
-            break
-    return n / (time.perf_counter() - t0)
+def _interleaved(kinds: dict[str, tuple], seconds: float, block: int = 25) -> dict[str, float]:
+    """find_one rates of each kind, measured in small alternating blocks so that the machine's
+    other load falls on every kind alike: name -> calls per second."""
+    spent = {k: 0.0 for k in kinds}
+    calls = {k: 0 for k in kinds}
+    pos = {k: 0 for k in kinds}
+    deadline = time.perf_counter() + seconds * len(kinds)
+    while time.perf_counter() < deadline:
+        for name, (col, field, keys) in kinds.items():
+            i = pos[name]
+            t0 = time.perf_counter()
+            for j in range(block):
+                if col.find_one({field: keys[(i + j) % len(keys)]}) is None:
+                    raise RuntimeError(f"no document with {field} = {keys[(i + j) % len(keys)]!r}")
+            spent[name] += time.perf_counter() - t0
+            calls[name] += block
+            pos[name] = (i + block) % len(keys)
+    return {k: calls[k] / spent[k] for k in kinds}
 
 
 def run_index(big_n: int, seconds: float, reps: int, results: dict) -> None:
@@ -68,14 +74,13 @@ def run_index(big_n: int, seconds: float, reps: int, results: dict) -> None:
         plan = big.find({"name": _doc(big_ids[0])["name"]}).limit(1).explain()
         stage = _winning_stage(plan)
         H.say(f"  plan of find_one by name: {stage}")
-        runs: dict[str, list[float]] = {"id_big": [], "name_big": [], "name_small": []}
-        for name, col, field, keys in (("id_big", big, "_id", big_ids), ("name_big", big, "name", big_ids),
-                                       ("name_small", small, "name", small_ids)):
-            _rate(col, field, _keys(field, keys[:20]), 0.2)  # warm
+        kinds = {"id_big": (big, "_id", _keys("_id", big_ids)), "name_big": (big, "name", _keys("name", big_ids)),
+                 "name_small": (small, "name", _keys("name", small_ids))}
+        _interleaved(kinds, 0.2)  # warm (the first query through an index builds it)
+        runs: dict[str, list[float]] = {k: [] for k in kinds}
         for _ in range(reps):
-            runs["id_big"].append(_rate(big, "_id", _keys("_id", big_ids), seconds))
-            runs["name_big"].append(_rate(big, "name", _keys("name", big_ids), seconds))
-            runs["name_small"].append(_rate(small, "name", _keys("name", small_ids), seconds))
+            for k, rate in _interleaved(kinds, seconds).items():
+                runs[k].append(rate)
         med = {k: H.median(v) for k, v in runs.items()}
         point = med["name_big"] / med["id_big"]
         scaling = med["name_big"] / med["name_small"]
