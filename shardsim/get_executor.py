@@ -15,6 +15,7 @@ from typing import Any
 from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.plan_executor import Count, ExecContext, view_changes
 from mongosim.shardsim.query.matcher import Matcher
+from mongosim.shardsim.query.values import describe_type
 from mongosim.shardsim.canonical_query import CanonicalQuery, check_hint
 from mongosim.shardsim.query_planner import Solution, plan_query
 
@@ -25,7 +26,7 @@ def _obj_arg(cmd: dict, name: str) -> dict | None:
         return None
     if not isinstance(v, dict):
         raise MongoError("TypeMismatch", f"BSON field 'FindCommandRequest.{name}' is the wrong type "
-                                         f"'{_type(v)}', expected type 'object'")
+                                         f"'{describe_type(v)}', expected type 'object'")
     return v or None
 
 
@@ -35,17 +36,8 @@ def _bool_arg(cmd: dict, name: str) -> bool:
         if isinstance(v, (int, float)) and not isinstance(v, bool):
             return bool(v)
         raise MongoError("TypeMismatch", f"BSON field 'FindCommandRequest.{name}' is the wrong type "
-                                         f"'{_type(v)}', expected types '[bool, long, int, decimal, double]'")
+                                         f"'{describe_type(v)}', expected types '[bool, long, int, decimal, double]'")
     return v
-
-
-def _type(v: Any) -> str:
-    from mongosim.shardsim.query.values import type_name
-
-    try:
-        return type_name(v)
-    except TypeError:
-        return type(v).__name__
 
 
 def find_query(ns: str, cmd: dict, flt: dict, matcher: Matcher, *, skip: int = 0, limit: int | None = None,

@@ -30,6 +30,7 @@ from typing import Any, Iterator
 from sortedcontainers import SortedList
 
 from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.index_key_validate import plugin_name
 from mongosim.shardsim.query.index_keys import btree_keys, key_hash
 from mongosim.shardsim.query.paths import split
 from mongosim.shardsim.query.values import MISSING, hashable
@@ -105,12 +106,7 @@ TOP = _Top()
 
 def index_type(key_pattern: dict) -> str:
     """The server's plugin name of a key pattern: "btree", "hashed", "text", "2dsphere", "wildcard"..."""
-    for field, v in key_pattern.items():
-        if isinstance(v, str):
-            return "hashed" if v == "hashed" else v
-        if field == "$**" or field.endswith(".$**"):
-            return "wildcard"
-    return "btree"
+    return plugin_name(key_pattern) or "btree"
 
 
 def _path_has_array(doc: dict, path: str) -> bool:

@@ -27,6 +27,7 @@ from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.query.fmt import bson_str
 from mongosim.shardsim.query.index_keys import index_name
 from mongosim.shardsim.query.matcher import Matcher
+from mongosim.shardsim.query.values import describe_type
 
 PLUGINS = ("2d", "2dsphere", "2dsphere_bucket", "text", "hashed", "wildcard")
 TEXT_DEFAULTS = {"default_language": "english", "language_override": "language"}
@@ -57,9 +58,7 @@ def validate_key_pattern(key: dict) -> None:
         raise MongoError("CannotCreateIndex", f"Unknown index plugin '{plugin}'")
     for field, v in key.items():
         if isinstance(v, bool) or not isinstance(v, (int, float, Int64, Decimal128, str)):
-            from mongosim.shardsim.query.values import type_name
-
-            raise MongoError("CannotCreateIndex", f"Values in v:2 index key pattern cannot be of type {type_name(v)}. "
+            raise MongoError("CannotCreateIndex", f"Values in v:2 index key pattern cannot be of type {describe_type(v)}. "
                                                   "Only numbers > 0, numbers < 0, and strings are allowed.")
         if not isinstance(v, str):
             x = float(v.to_decimal()) if isinstance(v, Decimal128) else float(v)
@@ -177,7 +176,7 @@ def _check_partial(flt: dict, level: int) -> None:
 def validate_partial_filter(pfe: Any) -> None:
     if not isinstance(pfe, dict):
         raise MongoError("TypeMismatch", "The field 'partialFilterExpression' must be an object, but got "
-                                         f"{_type(pfe)}")
+                                         f"{describe_type(pfe)}")
     for banned, code in (("$expr", "QueryFeatureNotAllowed"), ("$where", "BadValue"), ("$text", "BadValue"),
                          ("$jsonSchema", "QueryFeatureNotAllowed")):
         if _mentions(pfe, banned):
@@ -192,15 +191,6 @@ def _mentions(v: Any, op: str) -> bool:
     if isinstance(v, list):
         return any(_mentions(x, op) for x in v)
     return False
-
-
-def _type(v: Any) -> str:
-    from mongosim.shardsim.query.values import type_name
-
-    try:
-        return type_name(v)
-    except TypeError:
-        return type(v).__name__
 
 
 # -- text indexes ---------------------------------------------------------------------------------
@@ -303,13 +293,13 @@ def validate_index_spec(spec: Any) -> dict:
         if key is None:
             raise MongoError("FailedToParse", "The 'key' field is a required property of an index specification")
         if not isinstance(key, dict):
-            raise MongoError("TypeMismatch", f"The field 'key' must be an object, but got {_type(key)}")
+            raise MongoError("TypeMismatch", f"The field 'key' must be an object, but got {describe_type(key)}")
         if not key:
             raise MongoError("CannotCreateIndex", "Index keys cannot be empty.")
         validate_key_pattern(key)
         name = spec.get("name")
         if name is not None and not isinstance(name, str):
-            raise MongoError("TypeMismatch", f"The field 'name' must be a string, but got {_type(name)}")
+            raise MongoError("TypeMismatch", f"The field 'name' must be a string, but got {describe_type(name)}")
         if name == "":
             raise MongoError("CannotCreateIndex", "index name cannot be empty")
     except MongoError as err:

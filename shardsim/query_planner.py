@@ -126,7 +126,7 @@ class IndexPlan:
     whole: bool = False  # a whole-index scan (hint, or sort only)
     keys: int = 0  # keys it would examine
     position: int = 0
-
+    min_max: tuple | None = None  # (min key, max key) of a min/max scan
 
 def _field_leaves(cq: CanonicalQuery, path: str) -> list[Leaf]:
     return [lf for lf in cq.leaves if lf.path == path]
@@ -385,9 +385,7 @@ def _express_equality(coll, cq: CanonicalQuery) -> IndexAccessMethod | None:
 
 def plan_query(coll, cq: CanonicalQuery, *, view_changed: bool = False, sharded: bool = False) -> Solution:
     """The winning plan for `cq` on `coll` (None: the collection does not exist)."""
-    hinted = _hinted_index(coll, cq) if (coll is not None and cq.hint is not None) else None
-    if cq.hint is not None and coll is None and check_hint(cq.hint) is not None:
-        pass  # (no collection: EOF, whatever the hint)
+    hinted = _hinted_index(coll, cq) if (coll is not None and cq.hint is not None) else None  # (no collection: EOF)
     if cq.min or cq.max:
         if not isinstance(hinted, IndexAccessMethod):
             if coll is None:
@@ -478,13 +476,13 @@ def _min_max_plan(ix: IndexAccessMethod, cq: CanonicalQuery) -> IndexPlan:
     if lo is not None and hi is not None and not lo < hi:
         raise MongoError(51175, "The value provided for min() does not come before the value provided for max() "
                                 "in the hinted index")
-    plan.min_max = (lo, hi)  # type: ignore[attr-defined]
+    plan.min_max = (lo, hi)
     return plan
 
 
 def _build(plan: IndexPlan, cq: CanonicalQuery, sharded: bool, view_changed: bool = False) -> PlanStage:
     """IXSCAN (+ FETCH) for an index plan, then the rest of the plan."""
-    mm = getattr(plan, "min_max", None)
+    mm = plan.min_max
     ranges, pinned = scan_ranges(plan.ix, plan.bounds) if mm is None else (None, 0)
     scan = IndexScan(plan.ix, plan.bounds, plan.direction, ranges, pinned, min_max=mm, min_doc=cq.min,
                      max_doc=cq.max)

@@ -78,6 +78,17 @@ def test_equality_range_in_and_compound_prefix_plans(coll):
     assert stages(p) == ["COLLSCAN"] and p["filter"] == {"s": {"$eq": "x01"}}
 
 
+def test_id_ranges_and_sorts_use_the_id_index(coll):
+    p = plan_of(coll.find({"_id": {"$gte": 25}}).explain())
+    assert stages(p) == ["FETCH", "IXSCAN"] and ixscan(p)["indexName"] == "_id_" and ixscan(p)["isUnique"] is True
+    assert ixscan(p)["indexBounds"] == {"_id": ["[25, inf.0]"]}
+    coll.insert_one({"_id": 26.5})
+    assert [d["_id"] for d in coll.find({"_id": {"$gte": 25, "$lt": 100}})] == [25, 26, 26.5, 27, 28, 29]
+    p = plan_of(coll.find({}).sort("_id", -1).limit(2).explain())
+    assert stages(p) == ["LIMIT", "FETCH", "IXSCAN"] and ixscan(p)["direction"] == "backward"
+    assert [d["_id"] for d in coll.find({}).sort("_id", -1).limit(2)] == [103, 102]
+
+
 def test_sort_from_an_index_and_blocking_sorts(coll):
     coll.create_index("b")
     coll.create_index("tags")
