@@ -115,7 +115,7 @@ class Collection:
             computed = []
             for ix in self._maintained:
                 keys = ix.keys(doc)
-                if ix.unique and keys and not ix.is_id:
+                if ix.enforces_unique and keys and not ix.is_id:
                     dup = ix.duplicate_of(keys, idk)
                     if dup is not None:
                         raise duplicate_key_error(self.ns, ix.name, ix.key_pattern, dup)
@@ -158,7 +158,7 @@ class Collection:
             new_keys = ix.keys(new)
             if [ix.encode(k) for k in old_keys] == [ix.encode(k) for k in new_keys]:
                 continue
-            if ix.unique and new_keys:
+            if ix.enforces_unique and new_keys:
                 dup = ix.duplicate_of(new_keys, idk)
                 if dup is not None:
                     raise duplicate_key_error(self.ns, ix.name, ix.key_pattern, dup)
@@ -228,7 +228,7 @@ class Collection:
     def _attach(self, spec: dict) -> IndexAccessMethod:
         ix = IndexAccessMethod(spec)
         self.access[spec["name"]] = ix
-        if ix.usable and ix.unique:
+        if ix.usable and ix.enforces_unique:
             self._materialize(ix)
         elif ix.validates:
             self._validated.append(ix)

@@ -163,6 +163,12 @@ class IndexAccessMethod:
         return bool(self.spec.get("unique")) or self.is_id
 
     @property
+    def enforces_unique(self) -> bool:
+        """Whether a write must not add a key another document holds: unique, or prepareUnique (collMod's
+        first step to a unique index: new duplicates are refused, existing ones stay)."""
+        return self.unique or bool(self.spec.get("prepareUnique"))
+
+    @property
     def hidden(self) -> bool:
         return bool(self.spec.get("hidden"))
 

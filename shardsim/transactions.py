@@ -160,7 +160,7 @@ class Transaction:
         """What the collection's indexes refuse, as this transaction sees the data: keys they cannot
         hold (parallel arrays...), and unique keys another document it sees already has."""
         for ix in coll.secondary_access():
-            if not (ix.unique and ix.usable):
+            if not (ix.enforces_unique and ix.usable):
                 ix.validate(doc)
                 continue
             keys = ix.keys(doc)

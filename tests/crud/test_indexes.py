@@ -313,3 +313,33 @@ def test_snapshot_reads_use_indexes_and_see_their_time(client, coll):
         coll.insert_one({"_id": 300, "b": -1})
         assert [d["_id"] for d in coll.find({"b": {"$lt": 3}}, session=s)] == [0, 1, 2]
     assert sorted(d["_id"] for d in coll.find({"b": {"$lt": 3}})) == [0, 2, 300]
+
+
+def test_coll_mod_converts_an_index_to_unique(coll):
+    db = coll.database
+    coll.create_index("a")
+    with pytest.raises(OperationFailure) as e:
+        db.command("collMod", "c", index={"keyPattern": {"a": 1}, "unique": True})
+    assert e.value.code == 72  # InvalidOptions: prepareUnique first
+    reply = db.command("collMod", "c", index={"keyPattern": {"a": 1}, "prepareUnique": True})
+    assert reply["prepareUnique_new"] is True
+    with pytest.raises(DuplicateKeyError):  # new duplicates are refused ...
+        coll.insert_one({"a": 3})
+    coll.insert_one({"a": 77})  # ... new keys are fine
+    with pytest.raises(OperationFailure) as e:  # ... existing duplicates stay, so no conversion yet
+        db.command("collMod", "c", index={"keyPattern": {"a": 1}, "unique": True})
+    assert e.value.code == 359 and e.value.details["codeName"] == "CannotConvertIndexToUnique"
+    violations = e.value.details["violations"]
+    assert sorted(v["ids"] for v in violations)[0] == [0, 5, 10, 15, 20, 25]
+    coll.delete_many({"_id": {"$lt": 30}})
+    coll.delete_many({"a": {"$exists": False}})
+    db.command("collMod", "c", index={"keyPattern": {"a": 1}, "unique": True}, dryRun=True)
+    assert not any(ix.get("unique") for ix in coll.list_indexes() if ix["name"] == "a_1")
+    assert db.command("collMod", "c", index={"name": "a_1", "unique": True})["unique_new"] is True
+    assert [ix.get("unique") for ix in coll.list_indexes() if ix["name"] == "a_1"] == [True]
+    with pytest.raises(DuplicateKeyError):
+        coll.insert_one({"a": 77})
+    assert db.command("collMod", "c", index={"name": "a_1", "forceNonUnique": True})["forceNonUnique_new"] is True
+    coll.insert_one({"a": 77})
+    assert db.command("collMod", "c", index={"name": "a_1", "hidden": True})["hidden_new"] is True
+    assert stages(plan_of(coll.find({"a": 77}).explain())) == ["COLLSCAN"]  # a hidden index is not used
