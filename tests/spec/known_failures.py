@@ -28,7 +28,6 @@ CLUSTERED = "clustered collections: clusteredIndex lacks v: 2 and listIndexes om
 ON_PRIMARY_TXN_WRITE = "onPrimaryTransactionalWrite closes the connection on both attempts: pymongo raises AutoReconnect with no partial result, the test expects a BulkWriteError result (unverified against a real server)"
 COUNT_IN_TXN = "count allowed in a transaction (the server: OperationNotSupportedInTransaction 263)"
 MAPREDUCE = "no mapReduce command (CommandNotFound 59)"
-PREPARE_UNIQUE = "collMod index prepareUnique: IndexNotFound 27 for an existing index"
 TAILABLE = "a tailable find on a capped collection returns cursor id 0 (the cursor must stay open)"
 TIMESERIES = "time-series collection refuses duplicate _id values (DuplicateKey 11000)"
 UNSATISFIABLE_WC = "unsatisfiable write concern (w: 10) ignored instead of a writeConcernError (100)"
@@ -337,10 +336,6 @@ _BY_CAUSE: dict[str, list[str]] = {
     MAPREDUCE: [  # 2
         "replset/retryable-reads/mapReduce.json/MapReduce succeeds with retry on",
         "sharded/retryable-reads/mapReduce.json/MapReduce succeeds with retry on",
-    ],
-    PREPARE_UNIQUE: [  # 2
-        "replset/collection-management/modifyCollection-errorResponse.json/modifyCollection prepareUnique violations are accessible",
-        "sharded/collection-management/modifyCollection-errorResponse.json/modifyCollection prepareUnique violations are accessible",
     ],
     TAILABLE: [  # 2
         "replset/run-command/runCursorCommand.json/does not close the cursor when receiving an empty batch",
