@@ -41,6 +41,7 @@ from mongosim.shardsim.collation import refuse_collation
 from mongosim.shardsim.cursors import CursorManager
 from mongosim.shardsim.fail_point import check_max_time_always_times_out
 from mongosim.shardsim.generic_args import check_generic_arguments
+from mongosim.shardsim.transaction_validation import validate_session_options
 from mongosim.shardsim.node import Node
 
 
@@ -141,6 +142,7 @@ class Router:
         if handler is None:
             raise MongoError("CommandNotFound", f"no such command: '{name}'")
         check_generic_arguments(name, cmd)
+        validate_session_options(db, name, cmd)
         refuse_collation(name, cmd)
         check_max_time_always_times_out(self.failpoints, cmd)
         authn.authorize(self, db, cmd, conn)
