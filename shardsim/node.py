@@ -32,6 +32,7 @@ from mongosim.shardsim.fail_point import CloseConnection, FailPoints, check_max_
 from mongosim.shardsim.generic_args import check_generic_arguments
 from mongosim.shardsim.generic_args import max_time_ms as generic_max_time_ms
 from mongosim.shardsim.operation_context import OpCtx
+from mongosim.shardsim.uncommitted_catalog_updates import visible_to
 
 _WRITE_COMMANDS = {"insert", "update", "delete", "findAndModify", "findandmodify"}
 WOULD_CHANGE_OWNING_SHARD = CODES["WouldChangeOwningShard"]  # mongos handles it (router/change_owning_shard.py)
@@ -148,14 +149,11 @@ class Node:
                 self.sessions.begin(lsid, ctx.txn_number)  # the session is checked out before any wait
             await self._wait_for_prepared(db, cmd.get(name), ctx.deadline)
         try:
-            reply = None
-            target = cmd.get(name)
-            if name in views.ON_A_NAMESPACE and type(target) is str and self.catalog.collection(db, target) is None:
-                reply = await views.run_on_view(self, ctx, name, target)  # (None: not a view either)
-            if reply is None:
-                reply = handler(self, ctx)
-                if hasattr(reply, "__await__"):
-                    reply = await reply
+            if ctx.txn is None:
+                reply = await self._dispatch(handler, ctx, db, name)
+            else:
+                with visible_to(ctx.txn):  # the collections the transaction created are found by name
+                    reply = await self._dispatch(handler, ctx, db, name)
         except MongoError as err:
             if (ctx.txn is not None and name not in ("commitTransaction", "abortTransaction", "prepareTransaction")
                     and err.code != WOULD_CHANGE_OWNING_SHARD):
@@ -171,6 +169,18 @@ class Node:
             reply["_opTimeKey"] = ctx.op_time_key
         if ctx.close_connection:
             raise CloseConnection()  # (the command's writes stand; its reply is lost with the connection)
+        return reply
+
+    async def _dispatch(self, handler: Any, ctx: OpCtx, db: str, name: str) -> dict:
+        """Run the command's handler (a command on a view runs as the view's aggregate)."""
+        reply = None
+        target = ctx.cmd.get(name)
+        if name in views.ON_A_NAMESPACE and type(target) is str and self.catalog.collection(db, target) is None:
+            reply = await views.run_on_view(self, ctx, name, target)  # (None: not a view either)
+        if reply is None:
+            reply = handler(self, ctx)
+            if hasattr(reply, "__await__"):
+                reply = await reply
         return reply
 
     @property

@@ -21,12 +21,10 @@ GRIDFS_EQ = "not the emulator: pymongo 4.20 GridFS finds the file by {_id: {$eq:
 COLLATION = "collation refused for every locale (NotImplemented 238)"
 SNAPSHOT_OUTSIDE_TXN = "readConcern snapshot accepted outside transactions by commands the server refuses it on"
 LIST_LOCAL_SESSIONS = "$listLocalSessions not implemented (NotImplemented 238)"
-DDL_IN_TXN_VISIBLE = "a collection or index created in a transaction is visible outside it before commit"
 NO_SECONDARIES = "secondary read preference: the replica set has no secondaries (issue 18)"
 PYMONGO_PARTIAL_RESULT = "not the emulator: pymongo 4.20 sets partial_result when an ordered client bulk write's first op fails (nErrors < ops sent)"
 CLUSTERED = "clustered collections: clusteredIndex lacks v: 2 and listIndexes omits the clustered index"
 ON_PRIMARY_TXN_WRITE = "onPrimaryTransactionalWrite closes the connection on both attempts: pymongo raises AutoReconnect with no partial result, the test expects a BulkWriteError result (unverified against a real server)"
-COUNT_IN_TXN = "count allowed in a transaction (the server: OperationNotSupportedInTransaction 263)"
 MAPREDUCE = "no mapReduce command (CommandNotFound 59)"
 TAILABLE = "a tailable find on a capped collection returns cursor id 0 (the cursor must stay open)"
 TIMESERIES = "time-series collection refuses duplicate _id values (DuplicateKey 11000)"
@@ -294,16 +292,6 @@ _BY_CAUSE: dict[str, list[str]] = {
         "sharded/retryable-reads/handshakeError.json/database.aggregate succeeds after retryable handshake network error",
         "sharded/retryable-reads/handshakeError.json/database.aggregate succeeds after retryable handshake server error (ShutdownInProgress)",
     ],
-    DDL_IN_TXN_VISIBLE: [  # 8
-        "replset/transactions/create-collection.json/explicitly create collection using create command",
-        "replset/transactions/create-collection.json/implicitly create collection using insert",
-        "replset/transactions/create-index.json/create index on a collection created within the same transaction",
-        "replset/transactions/create-index.json/create index on a non-existing collection",
-        "sharded/transactions/create-collection.json/explicitly create collection using create command",
-        "sharded/transactions/create-collection.json/implicitly create collection using insert",
-        "sharded/transactions/create-index.json/create index on a collection created within the same transaction",
-        "sharded/transactions/create-index.json/create index on a non-existing collection",
-    ],
     NO_SECONDARIES: [  # 6
         "replset/transactions/read-pref.json/secondary readPreference",
         "replset/transactions/run-command.json/run command fails with explicit secondary read preference",
@@ -328,10 +316,6 @@ _BY_CAUSE: dict[str, list[str]] = {
         "replset/retryable-writes/bulkWrite.json/First insertOne is never committed",
         "replset/retryable-writes/bulkWrite.json/Second updateOne is never committed",
         "replset/retryable-writes/bulkWrite.json/Third updateOne is never committed",
-    ],
-    COUNT_IN_TXN: [  # 2
-        "replset/transactions/count.json/count",
-        "sharded/transactions/count.json/count",
     ],
     MAPREDUCE: [  # 2
         "replset/retryable-reads/mapReduce.json/MapReduce succeeds with retry on",
