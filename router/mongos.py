@@ -41,6 +41,7 @@ from mongosim.shardsim.collation import refuse_collation
 from mongosim.shardsim.cursors import CursorManager
 from mongosim.shardsim.fail_point import check_max_time_always_times_out
 from mongosim.shardsim.generic_args import check_generic_arguments
+from mongosim.shardsim.read_concern_support import check_read_concern_support
 from mongosim.shardsim.transaction_validation import validate_session_options
 from mongosim.shardsim.node import Node
 
@@ -143,6 +144,7 @@ class Router:
             raise MongoError("CommandNotFound", f"no such command: '{name}'")
         check_generic_arguments(name, cmd)
         validate_session_options(db, name, cmd)
+        check_read_concern_support(name, cmd)
         refuse_collation(name, cmd)
         check_max_time_always_times_out(self.failpoints, cmd)
         authn.authorize(self, db, cmd, conn)

@@ -30,6 +30,7 @@ from mongosim.shardsim.collation import refuse_collation
 from mongosim.shardsim.commands import COMMANDS
 from mongosim.shardsim.fail_point import CloseConnection, FailPoints, check_max_time_always_times_out
 from mongosim.shardsim.generic_args import check_generic_arguments
+from mongosim.shardsim.read_concern_support import check_read_concern_support
 from mongosim.shardsim.generic_args import max_time_ms as generic_max_time_ms
 from mongosim.shardsim.operation_context import OpCtx
 from mongosim.shardsim.uncommitted_catalog_updates import visible_to
@@ -130,6 +131,7 @@ class Node:
         if handler is None:
             raise MongoError("CommandNotFound", f"no such command: '{name}'")
         check_generic_arguments(name, cmd)
+        check_read_concern_support(name, cmd)
         refuse_collation(name, cmd)
         check_max_time_always_times_out(self.failpoints, cmd)
         lsid = cmd.get("lsid")

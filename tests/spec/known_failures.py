@@ -19,7 +19,6 @@ ONE_ROUTER = "needs two or more mongos routers (useMultipleMongoses: true); the 
 REPLSET_ADMIN_FAILCOMMAND = "replica set: failCommand never fails ping (admin commands are answered before the failpoint check)"
 GRIDFS_EQ = "not the emulator: pymongo 4.20 GridFS finds the file by {_id: {$eq: id}}, the test expects {_id: id}"
 COLLATION = "collation refused for every locale (NotImplemented 238)"
-SNAPSHOT_OUTSIDE_TXN = "readConcern snapshot accepted outside transactions by commands the server refuses it on"
 LIST_LOCAL_SESSIONS = "$listLocalSessions not implemented (NotImplemented 238)"
 NO_SECONDARIES = "secondary read preference: the replica set has no secondaries (issue 18)"
 PYMONGO_PARTIAL_RESULT = "not the emulator: pymongo 4.20 sets partial_result when an ordered client bulk write's first op fails (nErrors < ops sent)"
@@ -263,22 +262,6 @@ _BY_CAUSE: dict[str, list[str]] = {
         "sharded/crud/replaceOne-collation.json/ReplaceOne when one document matches with collation",
         "sharded/crud/updateMany-collation.json/UpdateMany when many documents match with collation",
         "sharded/crud/updateOne-collation.json/UpdateOne when one document matches with collation",
-    ],
-    SNAPSHOT_OUTSIDE_TXN: [  # 14
-        "replset/sessions/snapshot-sessions-unsupported-ops.json/Server returns an error on deleteOne with snapshot",
-        "replset/sessions/snapshot-sessions-unsupported-ops.json/Server returns an error on findOneAndUpdate with snapshot",
-        "replset/sessions/snapshot-sessions-unsupported-ops.json/Server returns an error on insertMany with snapshot",
-        "replset/sessions/snapshot-sessions-unsupported-ops.json/Server returns an error on insertOne with snapshot",
-        "replset/sessions/snapshot-sessions-unsupported-ops.json/Server returns an error on listCollections with snapshot",
-        "replset/sessions/snapshot-sessions-unsupported-ops.json/Server returns an error on listDatabases with snapshot",
-        "replset/sessions/snapshot-sessions-unsupported-ops.json/Server returns an error on listIndexes with snapshot",
-        "replset/sessions/snapshot-sessions-unsupported-ops.json/Server returns an error on runCommand with snapshot",
-        "replset/sessions/snapshot-sessions-unsupported-ops.json/Server returns an error on updateOne with snapshot",
-        "sharded/sessions/snapshot-sessions-unsupported-ops.json/Server returns an error on findOneAndUpdate with snapshot",
-        "sharded/sessions/snapshot-sessions-unsupported-ops.json/Server returns an error on listCollections with snapshot",
-        "sharded/sessions/snapshot-sessions-unsupported-ops.json/Server returns an error on listDatabases with snapshot",
-        "sharded/sessions/snapshot-sessions-unsupported-ops.json/Server returns an error on listIndexes with snapshot",
-        "sharded/sessions/snapshot-sessions-unsupported-ops.json/Server returns an error on runCommand with snapshot",
     ],
     LIST_LOCAL_SESSIONS: [  # 10
         "replset/crud/db-aggregate-rawdata.json/Aggregate with rawData option on less than 8.2.0 - ignore argument",
