@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import trio
+
 from mongosim.router import logical_session_id
 from mongosim.router.auth import USER_COMMANDS, AuthManager
 
@@ -61,6 +63,17 @@ def with_session(frontend: Any, cmd: dict, conn: Any) -> dict:
     enabled = auth is not None and auth.enabled
     user = auth.authenticated_user(conn_auth(frontend, conn)) if enabled else None
     return logical_session_id.with_session(cmd, user, enabled)
+
+
+def vivify_session(frontend: Any, cmd: dict, conn: Any) -> None:
+    """The command's session (its lsid resolved) becomes known to the front door's logical session
+    cache, with the authenticated user's name (shardsim/logical_session_cache.py)."""
+    lsid = cmd.get("lsid")
+    if not isinstance(lsid, dict) or "uid" not in lsid:
+        return
+    auth = frontend.auth
+    user = auth.authenticated_user(conn_auth(frontend, conn)) if auth is not None and auth.enabled else None
+    frontend.session_cache.vivify(lsid, str(user) if user is not None else None, trio.current_time())
 
 
 def note_cursor_owner(frontend: Any, reply: dict, conn: Any) -> None:

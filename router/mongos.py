@@ -41,6 +41,7 @@ from mongosim.shardsim.collation import refuse_collation
 from mongosim.shardsim.cursors import CursorManager
 from mongosim.shardsim.fail_point import check_max_time_always_times_out
 from mongosim.shardsim.generic_args import check_generic_arguments
+from mongosim.shardsim.logical_session_cache import LogicalSessionCache
 from mongosim.shardsim.read_concern_support import check_read_concern_support
 from mongosim.shardsim.transaction_validation import validate_session_options
 from mongosim.shardsim.node import Node
@@ -106,6 +107,7 @@ class Router:
         self.tracer = None  # callable(dict) receiving merge trace events, or None
         self.auth = authn.make_auth(False)  # replaced by the cluster when --auth
         self.txns = RouterTransactions(self)  # the transaction coordinator
+        self.session_cache = LogicalSessionCache()  # the sessions this mongos has seen ($listLocalSessions)
         self._ddl_lock = trio.Lock()
         for node in [config, *shards.values()]:
             self.clock.advance(node.clock.key)
@@ -149,6 +151,7 @@ class Router:
         check_max_time_always_times_out(self.failpoints, cmd)
         authn.authorize(self, db, cmd, conn)
         cmd = authn.with_session(self, cmd, conn)
+        authn.vivify_session(self, cmd, conn)
         req = Request(db, cmd, conn, name)
         at_cluster_time = await self._snapshot_read_time(req) if snapshot_reads.is_snapshot_read(name, cmd) else 0
         # decided before running: a failing getMore may remove its cursor

@@ -31,7 +31,7 @@ ADMIN_COMMANDS = {
     "hello", "isMaster", "ismaster", "ping", "buildInfo", "buildinfo", "getParameter", "getCmdLineOpts",
     "serverStatus", "connectionStatus", "whatsmyuri", "endSessions", "killSessions", "refreshSessions",
     "killAllSessions", "killAllSessionsByPattern", "startSession", "configureFailPoint", "getDefaultRWConcern",
-    "hostInfo", "logout", "listCommands", "saslStart", "saslContinue",
+    "hostInfo", "logout", "listCommands", "saslStart", "saslContinue", "refreshLogicalSessionCacheNow",
 }
 
 
@@ -46,6 +46,7 @@ class ReplSetFrontend:
         self.auth = authn.make_auth(False)
         self.txns = None
         self.cursors = node.cursors
+        self.session_cache = node.session_cache  # a member's sessions are its node's
 
     async def run_command(self, db: str, cmd: dict, conn: ConnState) -> dict:
         if not cmd:
@@ -58,6 +59,7 @@ class ReplSetFrontend:
             self.node.clock.advance(ts_key(ct["clusterTime"]))
         authn.authorize(self, db, cmd, conn)
         cmd = authn.with_session(self, cmd, conn)
+        authn.vivify_session(self, cmd, conn)
         req = Request(db, cmd, conn, name)
         if name in ADMIN_COMMANDS or authn.is_user_command(name):
             return await ROUTER_COMMANDS[name](self, req)

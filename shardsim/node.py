@@ -30,6 +30,7 @@ from mongosim.shardsim.collation import refuse_collation
 from mongosim.shardsim.commands import COMMANDS
 from mongosim.shardsim.fail_point import CloseConnection, FailPoints, check_max_time_always_times_out
 from mongosim.shardsim.generic_args import check_generic_arguments
+from mongosim.shardsim.logical_session_cache import LogicalSessionCache
 from mongosim.shardsim.read_concern_support import check_read_concern_support
 from mongosim.shardsim.generic_args import max_time_ms as generic_max_time_ms
 from mongosim.shardsim.operation_context import OpCtx
@@ -72,6 +73,7 @@ class Node:
         from mongosim.shardsim.sessions import SessionTable
 
         self.sessions = SessionTable()
+        self.session_cache = LogicalSessionCache()  # the sessions clients used on this member ($listLocalSessions)
         from mongosim.shardsim.cursors import (
             CursorManager,  # local import: cursors imports node types
         )

@@ -9,7 +9,8 @@ supports (service_entry_point_common.cpp `_extractReadConcern`, strategy.cpp):
 - count accepts every level but snapshot;
 - an aggregate whose pipeline opens with `$changeStream` accepts only
   majority (a change stream reads majority-committed data; with no level it
-  upconverts by itself);
+  upconverts by itself), one with `$listLocalSessions` or `$listSessions`
+  only local;
 - the other commands keep the default of the server's Command class: local
   only.  mongosim applies that default to the commands listed in `LOCAL_ONLY`
   (writes, DDL, list commands) and leaves the others as they were.
@@ -62,9 +63,15 @@ def describe(read_concern: dict) -> str:
     return _bson_string({"readConcern": inner})
 
 
-def _is_change_stream(cmd: dict) -> bool:
+def _first_stage(cmd: dict) -> str | None:
     p = cmd.get("pipeline")
-    return isinstance(p, list) and bool(p) and isinstance(p[0], dict) and "$changeStream" in p[0]
+    if isinstance(p, list) and p and isinstance(p[0], dict) and p[0]:
+        return next(iter(p[0]))
+    return None
+
+
+# the only level a pipeline led by one of these stages accepts (onlySingleReadConcernSupported)
+_STAGE_LEVEL = {"$changeStream": "majority", "$listLocalSessions": "local", "$listSessions": "local"}
 
 
 def _unsupported_reason(name: str, cmd: dict, level: str) -> str | None:
@@ -72,9 +79,11 @@ def _unsupported_reason(name: str, cmd: dict, level: str) -> str | None:
         return _READ_CONCERN_NOT_SUPPORTED if level != "local" else None
     if name in NO_SNAPSHOT:
         return _SNAPSHOT_NOT_SUPPORTED if level == "snapshot" else None
-    if name == "aggregate" and _is_change_stream(cmd) and level != "majority":
-        return ("Aggregation stage $changeStream cannot run with a readConcern other than 'majority'. "
-                f"Current readConcern: {level}")
+    if name == "aggregate":
+        stage = _first_stage(cmd)
+        only = _STAGE_LEVEL.get(stage) if stage is not None else None
+        if only is not None and level != only:
+            return f"Aggregation stage {stage} cannot run with a readConcern other than '{only}'. Current readConcern: {level}"
     return None
 
 

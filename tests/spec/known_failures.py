@@ -19,7 +19,6 @@ ONE_ROUTER = "needs two or more mongos routers (useMultipleMongoses: true); the 
 REPLSET_ADMIN_FAILCOMMAND = "replica set: failCommand never fails ping (admin commands are answered before the failpoint check)"
 GRIDFS_EQ = "not the emulator: pymongo 4.20 GridFS finds the file by {_id: {$eq: id}}, the test expects {_id: id}"
 COLLATION = "collation refused for every locale (NotImplemented 238)"
-LIST_LOCAL_SESSIONS = "$listLocalSessions not implemented (NotImplemented 238)"
 NO_SECONDARIES = "secondary read preference: the replica set has no secondaries (issue 18)"
 PYMONGO_PARTIAL_RESULT = "not the emulator: pymongo 4.20 sets partial_result when an ordered client bulk write's first op fails (nErrors < ops sent)"
 CLUSTERED = "clustered collections: clusteredIndex lacks v: 2 and listIndexes omits the clustered index"
@@ -262,18 +261,6 @@ _BY_CAUSE: dict[str, list[str]] = {
         "sharded/crud/replaceOne-collation.json/ReplaceOne when one document matches with collation",
         "sharded/crud/updateMany-collation.json/UpdateMany when many documents match with collation",
         "sharded/crud/updateOne-collation.json/UpdateOne when one document matches with collation",
-    ],
-    LIST_LOCAL_SESSIONS: [  # 10
-        "replset/crud/db-aggregate-rawdata.json/Aggregate with rawData option on less than 8.2.0 - ignore argument",
-        "replset/crud/db-aggregate-write-readPreference.json/Database-level aggregate with $merge includes read preference for 5.0+ server",
-        "replset/crud/db-aggregate-write-readPreference.json/Database-level aggregate with $out includes read preference for 5.0+ server",
-        "replset/crud/db-aggregate.json/Aggregate with $listLocalSessions",
-        "replset/crud/db-aggregate.json/Aggregate with $listLocalSessions and allowDiskUse",
-        "sharded/crud/db-aggregate-rawdata.json/Aggregate with rawData option on less than 8.2.0 - ignore argument",
-        "sharded/crud/db-aggregate.json/Aggregate with $listLocalSessions",
-        "sharded/crud/db-aggregate.json/Aggregate with $listLocalSessions and allowDiskUse",
-        "sharded/retryable-reads/handshakeError.json/database.aggregate succeeds after retryable handshake network error",
-        "sharded/retryable-reads/handshakeError.json/database.aggregate succeeds after retryable handshake server error (ShutdownInProgress)",
     ],
     NO_SECONDARIES: [  # 6
         "replset/transactions/read-pref.json/secondary readPreference",
