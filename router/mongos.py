@@ -23,7 +23,7 @@ from mongosim.oplog.errors import MongoError
 from mongosim.router import authn, handshake
 from mongosim.router.catalog_cache import CatalogCache
 from mongosim.router.commands import ROUTER_COMMANDS
-from mongosim.router.error_labels import change_stream_labels
+from mongosim.router.error_labels import COMMIT_OR_ABORT, change_stream_labels
 from mongosim.router.failpoints import (
     FailPoints,
     app_name_of,
@@ -158,11 +158,16 @@ class Router:
         req.is_change_stream = is_change_stream_command(name, cmd, self, db)
         try:
             await apply_fail_command(self.failpoints, req)
+            if "autocommit" in cmd:
+                self.txns.begin(req)
             if name == "getMore":
                 fail_get_more_after_checkout(self.failpoints, self.cursors, db, cmd, app_name_of(conn.client))
             reply = await handler(self, req)
         except MongoError as err:
+            injected = err.extra.get("_failCommand", False)  # (failCommand fires before the transaction is touched)
             self._label(err, req)
+            if "autocommit" in cmd and name not in COMMIT_OR_ABORT and not injected:
+                await self.txns.implicitly_abort(req)
             raise
         if at_cluster_time:
             snapshot_reads.stamp_reply(name, reply, at_cluster_time)

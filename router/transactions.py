@@ -71,6 +71,12 @@ class RouterTransactions:
             raise no_such_transaction(int(txn_number), aborted=False)
         return cur
 
+    def begin(self, req: Request) -> None:
+        """A statement with startTransaction starts the router's transaction as it arrives
+        (TransactionRouter::beginOrContinueTxn), whether or not a shard is asked."""
+        if req.cmd.get("startTransaction"):
+            self._get(req)
+
     def _read_concern(self, rc: Any) -> Any:
         """The transaction's readConcern; for level snapshot, with the atClusterTime mongos picks
         (its latest cluster time), pinned on every shard now, so each participant joining later
@@ -164,10 +170,23 @@ class RouterTransactions:
         txn = self._get(req)
         if txn.state == "committed":
             raise MongoError("TransactionCommitted", f"Transaction with {{ txnNumber: {txn.txn_number} }} has been committed.")
-        if txn.state == "aborted" and not txn.participants:
-            raise no_such_transaction(txn.txn_number)
+        if not txn.participants:  # (the error a shard would give)
+            raise MongoError("NoSuchTransaction", "no known command has been sent by this router for this transaction",
+                             labels=["TransientTransactionError"])
+        if txn.state == "aborted":  # already aborted after an error: the participants say so
+            for shard in txn.participants:
+                await self.router.shard(shard).command("admin", self._cmd(txn, "abortTransaction"))
         await self._abort_all(txn)
         return {"ok": 1.0}
+
+    async def implicitly_abort(self, req: Request) -> None:
+        """A statement of the transaction failed at the router (not on a shard, which aborts it
+        there already): the transaction is aborted on every participant, as mongos's
+        implicitlyAbortTransaction does after any error that reaches the client."""
+        lsid = req.cmd.get("lsid")
+        txn = self._txns.get(session_key(lsid)) if isinstance(lsid, dict) else None
+        if txn is not None and txn.txn_number == req.cmd.get("txnNumber") and txn.state == "in_progress":
+            await self._abort_all(txn)
 
     async def abort_quietly(self, req: Request) -> None:
         """Abort the session's transaction if it is still open (cleanup after a failure)."""
