@@ -16,6 +16,7 @@ from bson import Binary
 
 from mongosim.oplog import bsonutil
 from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.query.collation import make_collator
 from mongosim.shardsim.query.index_keys import duplicate_key_error, index_key_hashes, index_keys, index_name  # noqa: F401
 from mongosim.shardsim.query.values import hashable
 from mongosim.shardsim.snapshots import Snapshots
@@ -85,9 +86,10 @@ class Collection:
         for spec in self.indexes:
             if spec.get("unique") and spec["name"] != "_id_":
                 table = self._unique.get(spec["name"], {})
-                for key, hk in zip(index_keys(doc, spec["key"]), index_key_hashes(doc, spec["key"])):
+                collator = _collator(spec)
+                for key, hk in zip(index_keys(doc, spec["key"]), index_key_hashes(doc, spec["key"], collator)):
                     if hk in table:
-                        raise duplicate_key_error(self.ns, spec["name"], spec["key"], key)
+                        raise duplicate_key_error(self.ns, spec["name"], spec["key"], key, collator)
 
     def insert(self, doc: dict, *, checked: bool = False) -> None:
         if not checked:
@@ -106,10 +108,11 @@ class Collection:
             for spec in self.indexes:
                 if spec.get("unique") and spec["name"] != "_id_":
                     table = self._unique.get(spec["name"], {})
-                    for key, hk in zip(index_keys(new, spec["key"]), index_key_hashes(new, spec["key"])):
+                    collator = _collator(spec)
+                    for key, hk in zip(index_keys(new, spec["key"]), index_key_hashes(new, spec["key"], collator)):
                         owner = table.get(hk)
                         if owner is not None and owner != idk:
-                            raise duplicate_key_error(self.ns, spec["name"], spec["key"], key)
+                            raise duplicate_key_error(self.ns, spec["name"], spec["key"], key, collator)
         except MongoError:
             self._index_add(old, idk)
             raise
@@ -130,13 +133,13 @@ class Collection:
     def _index_add(self, doc: dict, idk: Any) -> None:
         for name, table in self._unique.items():
             spec = self.index(name)
-            for hk in index_key_hashes(doc, spec["key"]):
+            for hk in index_key_hashes(doc, spec["key"], _collator(spec)):
                 table[hk] = idk
 
     def _index_remove(self, doc: dict) -> None:
         for name, table in self._unique.items():
             spec = self.index(name)
-            for hk in index_key_hashes(doc, spec["key"]):
+            for hk in index_key_hashes(doc, spec["key"], _collator(spec)):
                 table.pop(hk, None)
 
     # -- indexes -------------------------------------------------------------------
@@ -150,10 +153,11 @@ class Collection:
         """Add an index (validated by the caller); builds the unique table."""
         if spec.get("unique") and spec["name"] != "_id_":
             table: dict = {}
+            collator = _collator(spec)
             for idk, doc in self.docs.items():
-                for key, hk in zip(index_keys(doc, spec["key"]), index_key_hashes(doc, spec["key"])):
+                for key, hk in zip(index_keys(doc, spec["key"]), index_key_hashes(doc, spec["key"], collator)):
                     if hk in table and table[hk] != idk:
-                        raise duplicate_key_error(self.ns, spec["name"], spec["key"], key)
+                        raise duplicate_key_error(self.ns, spec["name"], spec["key"], key, collator)
                     table[hk] = idk
             self._unique[spec["name"]] = table
         self.indexes.append(spec)
@@ -168,6 +172,12 @@ class Collection:
 
 
 _MISSING = object()
+
+
+def _collator(spec: dict):
+    """The collator of an index (None: simple)."""
+    c = spec.get("collation")
+    return make_collator(c) if c else None
 
 
 def _get_path(doc: dict, path: str) -> Any:

@@ -31,6 +31,7 @@ from mongosim.oplog import entry as E
 from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.catalog import Collection, index_name
 from mongosim.shardsim.command_registry import command
+from mongosim.shardsim.collation import index_collation, normalise_option
 from mongosim.shardsim.create_collection import (
     check_namespace,
     create_collection,
@@ -72,7 +73,7 @@ def _options_of(cmd: dict, first: str) -> dict:
 @command("create")
 def cmd_create(node: Node, ctx: OpCtx) -> dict:
     name = check_namespace(ctx.db, ctx.cmd["create"])
-    opts = _options_of(ctx.cmd, "create")
+    opts = normalise_option(_options_of(ctx.cmd, "create"))
     existing = node.catalog.collection(ctx.db, name)
     if "viewOn" in opts:
         return _create_view(node, ctx, name, opts)
@@ -90,6 +91,8 @@ def _create_view(node: Node, ctx: OpCtx, name: str, opts: dict) -> dict:
 
     views = ensure_collection(node, ctx, ctx.db, "system.views")
     view_doc = {"_id": f"{ctx.db}.{name}", "viewOn": opts["viewOn"], "pipeline": opts.get("pipeline", [])}
+    if opts.get("collation"):
+        view_doc["collation"] = opts["collation"]  # (normalised by cmd_create)
     if views.get(view_doc["_id"]) is not None or node.catalog.collection(ctx.db, name) is not None:
         raise MongoError("NamespaceExists", f"Namespace {ctx.db}.{name} already exists")
     insert_one(node, ctx, views, view_doc, WriteSession(node, OpCtx(ctx.db, {})), 0)
@@ -191,6 +194,7 @@ def cmd_create_indexes(node: Node, ctx: OpCtx) -> dict:
         raise MongoError("BadValue", "Must specify at least one index to create")
     specs = [normalize_index_spec(s) for s in specs]
     coll = node.catalog.collection(ctx.db, name)
+    specs = [index_collation(s, coll) for s in specs]
     created_auto = coll is None
     if coll is None:
         coll = ensure_collection(node, ctx, ctx.db, name)
@@ -205,7 +209,8 @@ def cmd_create_indexes(node: Node, ctx: OpCtx) -> dict:
                 raise MongoError("IndexOptionsConflict", f"An equivalent index already exists with the same name but different options. Requested index: {spec}, existing index: {same_name}")
             continue
         for existing in coll.indexes:
-            if existing["key"] == spec["key"] and existing.get("unique", False) == spec.get("unique", False):
+            if existing["key"] == spec["key"] and existing.get("unique", False) == spec.get("unique", False) and \
+                    existing.get("collation") == spec.get("collation"):
                 raise MongoError("IndexOptionsConflict", f"Index already exists with a different name: {existing['name']}")
         new_specs.append(spec)
     if not new_specs:

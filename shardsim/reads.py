@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Iterator
 
 from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.collation import command_collator
 from mongosim.shardsim.command_registry import command
 from mongosim.shardsim.create_collection import check_namespace
 from mongosim.shardsim.cursors import DEFAULT_FIRST_BATCH, QueryCursor, cursor_reply
@@ -50,12 +51,13 @@ def run_find(node: Node, db: str, coll_name: str, cmd: dict, view=None, variable
     flt = cmd.get("filter") or {}
     if not isinstance(flt, dict):
         raise MongoError("TypeMismatch", "BSON field 'FindCommandRequest.filter' is the wrong type, expected type 'object'")
-    matcher = Matcher(flt, variables)
     coll = node.catalog.collection(db, coll_name)
-    docs = list(matching_documents(coll, flt, matcher, view))
+    collator = command_collator(cmd.get("collation"), coll, "find.collation")
+    matcher = Matcher(flt, variables, collator)
+    docs = list(matching_documents(coll, flt, matcher, view, collator))
     sort = cmd.get("sort")
     if sort:
-        docs.sort(key=sort_key_fn(sort))
+        docs.sort(key=sort_key_fn(sort, collator))
     skip = int_arg(cmd, "skip", "find", 0) or 0
     limit = int_arg(cmd, "limit", "find", None)
     if skip:
@@ -110,7 +112,9 @@ def cmd_count(node: Node, ctx: OpCtx) -> dict:
     name = check_namespace(ctx.db, cmd["count"])
     q = cmd.get("query") or {}
     coll = node.catalog.collection(ctx.db, name)
-    n = len(coll) if (coll is not None and not q and ctx.view is None) else len(list(matching_documents(coll, q, None, ctx.view)))
+    collator = command_collator(cmd.get("collation"), coll, "count.collation")
+    n = len(coll) if (coll is not None and not q and ctx.view is None) else \
+        len(list(matching_documents(coll, q, Matcher(q, None, collator) if collator else None, ctx.view, collator)))
     skip = int_arg(cmd, "skip", "count", 0) or 0
     limit = int_arg(cmd, "limit", "count", None, allow_negative=True)
     n = max(n - skip, 0)
@@ -121,22 +125,28 @@ def cmd_count(node: Node, ctx: OpCtx) -> dict:
 
 @command("distinct")
 def cmd_distinct(node: Node, ctx: OpCtx) -> dict:
-    from mongosim.shardsim.query.values import hashable
-
     cmd = ctx.cmd
     name = check_namespace(ctx.db, cmd["distinct"])
     key = cmd.get("key")
     if not isinstance(key, str):
         raise MongoError("FailedToParse", "BSON field 'distinct.key' is missing but a required field")
     coll = node.catalog.collection(ctx.db, name)
-    seen: dict[Any, Any] = {}
-    for doc in matching_documents(coll, cmd.get("query") or {}, None, ctx.view):
-        for v in _distinct_values(doc, key.split(".")):
-            seen.setdefault(hashable(v), v)
-    from mongosim.shardsim.query.values import sort_key
+    collator = command_collator(cmd.get("collation"), coll, "distinct.collation")
+    q = cmd.get("query") or {}
+    return {"values": distinct_values(matching_documents(coll, q, Matcher(q, None, collator) if collator else None,
+                                                         ctx.view, collator), key, collator), "ok": 1.0}
 
-    values = sorted(seen.values(), key=sort_key)
-    return {"values": values, "ok": 1.0}
+
+def distinct_values(docs: Iterator[dict], key: str, collator=None) -> list:
+    """The distinct values at `key` (the first of each equal set under `collation`), in BSON order."""
+    from mongosim.shardsim.query.collation import hashable_for, sort_key_for
+
+    same = hashable_for(collator)
+    seen: dict[Any, Any] = {}
+    for doc in docs:
+        for v in _distinct_values(doc, key.split(".")):
+            seen.setdefault(same(v), v)
+    return sorted(seen.values(), key=sort_key_for(collator))
 
 
 def _distinct_values(value: Any, parts: list[str]) -> Iterator[Any]:
@@ -186,12 +196,14 @@ async def cmd_aggregate(node: Node, ctx: OpCtx) -> dict:
     if target == 1:
         docs: Iterator[dict] = iter(documents_source(documents, variables) if documents is not None else ())
         ns = f"{ctx.db}.$cmd.aggregate"
+        collator = command_collator(cmd.get("collation"), None, "aggregate.collation")
     else:
         name = check_namespace(ctx.db, target)
         coll = node.catalog.collection(ctx.db, name)
+        collator = command_collator(cmd.get("collation"), coll, "aggregate.collation")
         docs = (ctx.view.scan(coll) if ctx.view is not None else coll.scan()) if coll is not None else iter(())
         ns = f"{ctx.db}.{name}"
-    results = list(run_pipeline(docs, stages, variables=variables))
+    results = list(run_pipeline(docs, stages, variables=variables, collator=collator))
     if write is not None:
         await write(node, ctx, results, variables)
         results = []
@@ -226,7 +238,8 @@ def cmd_list_collections(node: Node, ctx: OpCtx) -> dict:
             if not name_only:
                 info["options"] = dict(coll.options)
                 info["info"] = {"readOnly": False, "uuid": coll.uuid}
-                info["idIndex"] = {"v": 2, "key": {"_id": 1}, "name": "_id_"}
+                info["idIndex"] = coll.indexes[0] if coll.indexes and coll.indexes[0]["name"] == "_id_" else \
+                    {"v": 2, "key": {"_id": 1}, "name": "_id_"}
             out.append(info)
         views = database.collections.get("system.views")
         if views is not None:
@@ -235,6 +248,8 @@ def cmd_list_collections(node: Node, ctx: OpCtx) -> dict:
                 info = {"name": vname, "type": "view"}
                 if not name_only:
                     info["options"] = {"viewOn": v["viewOn"], "pipeline": v.get("pipeline", [])}
+                    if v.get("collation"):
+                        info["options"]["collation"] = v["collation"]
                     info["info"] = {"readOnly": True}
                 out.append(info)
     if flt:

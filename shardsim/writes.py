@@ -32,6 +32,7 @@ from mongosim.shardsim.query.update import (
     parse_update,
     upsert_seed,
 )
+from mongosim.shardsim.collation import command_collator, statement_collator
 from mongosim.shardsim.query.values import hashable
 from mongosim.shardsim.query.variables import for_command
 from mongosim.shardsim.sessions import lsid_with_uid
@@ -266,12 +267,13 @@ _NO = object()
 
 
 def matching_documents(coll: Collection | None, q: dict, matcher: Matcher | None = None,
-                       view: "WriteSession | Any | None" = None) -> Iterable[dict]:
-    """Documents of `coll` matching `q`, as `view` (a transaction, or committed data) sees them."""
+                       view: "WriteSession | Any | None" = None, collator: Any = None) -> Iterable[dict]:
+    """Documents of `coll` matching `q`, as `view` (a transaction, or committed data) sees them
+    (`collator`: the query's collation, which `matcher` was compiled with)."""
     if coll is None:
         return []
     idv = _id_equality(q)
-    if idv is not _NO:
+    if idv is not _NO and (collator is None or type(idv) is not str):
         d = view.get(coll, idv) if view is not None else coll.get(idv)
         return [d] if d is not None else []
     m = matcher or Matcher(q)
@@ -280,13 +282,13 @@ def matching_documents(coll: Collection | None, q: dict, matcher: Matcher | None
 
 
 def first_matching(coll: Collection | None, q: dict, matcher: Matcher, view: Any, limit: int | None,
-                   sort: dict | None = None) -> list[dict]:
+                   sort: dict | None = None, collator: Any = None) -> list[dict]:
     """The documents a statement writes: those matching `q`, in `sort` order when given, at most `limit`."""
-    docs = list(matching_documents(coll, q, matcher, view))
+    docs = list(matching_documents(coll, q, matcher, view, collator))
     if sort:
         from mongosim.shardsim.query.sorting import sort_key_fn
 
-        docs.sort(key=sort_key_fn(sort))
+        docs.sort(key=sort_key_fn(sort, collator))
     return docs[:limit]
 
 
@@ -415,9 +417,10 @@ async def cmd_update(node: Node, ctx: OpCtx) -> dict:
             if sort is not None and multi:
                 raise MongoError("FailedToParse", "Cannot specify sort with multi=true")
             parse_update(u, st.get("arrayFilters"))
-            matcher = Matcher(q, variables)
+            collator = statement_collator(st, node.catalog.collection(ctx.db, name), "update.updates")
+            matcher = Matcher(q, variables, collator)
             coll, targets = await ws.settled_targets(
-                ctx.db, name, lambda c: first_matching(c, q, matcher, ws, None if multi else 1, sort))
+                ctx.db, name, lambda c: first_matching(c, q, matcher, ws, None if multi else 1, sort, collator))
             if targets:
                 modified = 0
                 for doc in targets:
@@ -480,9 +483,10 @@ async def cmd_delete(node: Node, ctx: OpCtx) -> dict:
             limit = st.get("limit", 0)
             if limit not in (0, 1):
                 raise MongoError("FailedToParse", "The limit field in delete objects must be 0 or 1. Got " + str(limit))
-            matcher = Matcher(q, for_command(node, ctx))
+            collator = statement_collator(st, node.catalog.collection(ctx.db, name), "delete.deletes")
+            matcher = Matcher(q, for_command(node, ctx), collator)
             coll, targets = await ws.settled_targets(
-                ctx.db, name, lambda c: list(matching_documents(c, q, matcher, ws))[:1 if limit == 1 else None])
+                ctx.db, name, lambda c: list(matching_documents(c, q, matcher, ws, collator))[:1 if limit == 1 else None])
             for doc in targets:
                 delete_document(node, ctx, coll, doc, ws, i)
             n += len(targets)
@@ -522,8 +526,10 @@ async def cmd_find_and_modify(node: Node, ctx: OpCtx) -> dict:
     if saved is not None:
         return dict(saved)
     variables = for_command(node, ctx)
-    matcher = Matcher(q, variables)
-    coll, targets = await ws.settled_targets(ctx.db, name, lambda c: first_matching(c, q, matcher, ws, 1, cmd.get("sort")))
+    collator = command_collator(cmd.get("collation"), node.catalog.collection(ctx.db, name), "findAndModify.collation")
+    matcher = Matcher(q, variables, collator)
+    coll, targets = await ws.settled_targets(
+        ctx.db, name, lambda c: first_matching(c, q, matcher, ws, 1, cmd.get("sort"), collator))
     doc = targets[0] if targets else None
     fields = cmd.get("fields")
     project = compile_projection(fields, variables=variables) if fields else None

@@ -20,6 +20,7 @@ from itertools import product
 
 
 from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.query.collation import hashable_for
 from mongosim.shardsim.query.fmt import bson_str
 from mongosim.shardsim.query.paths import split
 from mongosim.shardsim.query.values import MISSING, hashable
@@ -101,9 +102,11 @@ def index_keys(doc: dict, key_pattern: dict) -> list[tuple]:
     return [tuple(k) for k in product(*per_field)]
 
 
-def index_key_hashes(doc: dict, key_pattern: dict) -> list[tuple]:
-    """Hashable forms of `index_keys` (equal iff the server's KeyString keys are equal)."""
-    return [tuple(("undef",) if v is UNDEFINED else hashable(v) for v in k) for k in index_keys(doc, key_pattern)]
+def index_key_hashes(doc: dict, key_pattern: dict, collator=None) -> list[tuple]:
+    """Hashable forms of `index_keys` (equal iff the server's KeyString keys are equal; an index with a
+    collation compares its strings under it)."""
+    same = hashable if collator is None else hashable_for(collator)
+    return [tuple(("undef",) if v is UNDEFINED else same(v) for v in k) for k in index_keys(doc, key_pattern)]
 
 
 def index_name(key_pattern: dict) -> str:
@@ -116,12 +119,16 @@ def index_name(key_pattern: dict) -> str:
     return "_".join(parts)
 
 
-def duplicate_key_error(ns: str, index: str, key_pattern: dict, key: tuple) -> MongoError:
-    """The server's DuplicateKey error for a unique-index violation."""
+def duplicate_key_error(ns: str, index: str, key_pattern: dict, key: tuple, collator=None) -> MongoError:
+    """The server's DuplicateKey error for a unique-index violation (an index with a collation names it,
+    and shows its string keys as `CollationKey(0x<hex>)`: the index holds collation keys, not strings)."""
+    if collator is not None:
+        key = tuple(f"CollationKey(0x{collator.comparison_key(v).hex()})" if type(v) is str else v for v in key)
     key_value = {}
     for field, v in zip(key_pattern, key):
         key_value[field] = None if v is UNDEFINED else v
     shown = ", ".join(f"{f}: {'undefined' if v is UNDEFINED else bson_str(v)}" for f, v in zip(key_pattern, key))
-    msg = f"E11000 duplicate key error collection: {ns} index: {index} dup key: {{ {shown} }}"
+    coll = f" collation: {bson_str(collator.spec)}" if collator is not None else ""
+    msg = f"E11000 duplicate key error collection: {ns} index: {index}{coll} dup key: {{ {shown} }}"
     kp = {k: (int(v) if isinstance(v, float) and v == int(v) else v) for k, v in key_pattern.items()}
     return MongoError("DuplicateKey", msg, keyPattern=kp, keyValue=key_value)
