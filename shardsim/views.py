@@ -111,18 +111,16 @@ async def run_on_view(node: Node, ctx: OpCtx, command: str, name: str) -> dict |
     backing, pipeline = resolved
     collator = view_collator(definition(node, ctx.db, name), ctx.cmd.get("collation"))
     if ctx.from_router:
-        resolved_view = {"ns": f"{ctx.db}.{backing}", "pipeline": pipeline}
-        if collator is not None:
-            resolved_view["collation"] = collator.spec
-        raise MongoError("CommandOnShardedViewNotSupportedOnMongod", "Resolved views on sharded collections must be "
-                         "executed by mongos", resolvedView=resolved_view)
+        raise resolved_on_mongos(ctx.db, backing, pipeline, collator)
     from mongosim.shardsim.query.stages import run_pipeline
     from mongosim.shardsim.query.variables import for_command
+    from mongosim.shardsim.reads import pipeline_source
 
+    variables = for_command(node, ctx)
     extra = list(ctx.cmd.get("pipeline") or []) if command == "aggregate" else as_pipeline(command, ctx.cmd)
     coll = node.catalog.collection(ctx.db, backing)
-    docs = (ctx.view.scan(coll) if ctx.view is not None else coll.scan()) if coll is not None else iter(())
-    results = run_pipeline(docs, pipeline + extra, variables=for_command(node, ctx), collator=collator)
+    docs, rest = pipeline_source(coll, f"{ctx.db}.{backing}", pipeline + extra, ctx.view, None, variables, collator)
+    results = run_pipeline(docs, rest, variables=variables, collator=collator)
     return finish_view_read(node, command, ctx.cmd, f"{ctx.db}.{name}", results, collator=collator)
 
 
@@ -150,3 +148,33 @@ def finish_view_read(node: Node | None, command: str, cmd: dict, view_ns: str, r
 def _opens_change_stream(cmd: dict) -> bool:
     p = cmd.get("pipeline")
     return isinstance(p, list) and bool(p) and isinstance(p[0], dict) and "$changeStream" in p[0]
+
+
+def as_aggregate(node: Node, ctx: OpCtx, command: str, cmd: dict) -> dict | None:
+    """A read on a view as the aggregate it stands for (`explain` explains that), or None if the
+    namespace is not a view; through mongos, the shard's 169 with the resolved view instead."""
+    name = cmd.get(command)
+    if command not in READS or not isinstance(name, str):
+        return None
+    resolved = resolve(node, ctx.db, name)
+    if resolved is None:
+        return None
+    backing, pipeline = resolved
+    collator = view_collator(definition(node, ctx.db, name), cmd.get("collation"))
+    if ctx.from_router:
+        raise resolved_on_mongos(ctx.db, backing, pipeline, collator)
+    extra = list(cmd.get("pipeline") or []) if command == "aggregate" else as_pipeline(command, cmd)
+    agg = {"aggregate": backing, "pipeline": pipeline + extra, "cursor": {}}
+    if collator is not None:
+        agg["collation"] = collator.spec
+    return agg
+
+
+def resolved_on_mongos(db: str, backing: str, pipeline: list, collator) -> MongoError:
+    """The shard's answer to a router's read on a view: the view resolved (with its collation), for mongos
+    to run as an aggregate across the shards."""
+    resolved_view: dict[str, Any] = {"ns": f"{db}.{backing}", "pipeline": pipeline}
+    if collator is not None:
+        resolved_view["collation"] = collator.spec
+    return MongoError("CommandOnShardedViewNotSupportedOnMongod", "Resolved views on sharded collections must be "
+                      "executed by mongos", resolvedView=resolved_view)

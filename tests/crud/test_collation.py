@@ -238,3 +238,51 @@ def test_mongos_asks_every_shard_for_a_collated_shard_key_equality(sharded_clien
     assert c.update_many({"k": "ZED"}, {"$set": {"u": 1}}, collation=EN2).modified_count == 2
     assert c.delete_one({"k": "ZED"}, collation=EN2).deleted_count == 1
     assert c.count_documents({}) == 2
+
+
+def _stages(plan: dict) -> list[str]:
+    out = []
+    while plan:
+        out.append(plan["stage"])
+        plan = plan.get("inputStage") or (plan.get("shards") or [{}])[0].get("winningPlan")
+    return out
+
+
+def _winning(explain: dict) -> dict:
+    qp = explain["queryPlanner"]
+    return qp["winningPlan"].get("shards", [qp["winningPlan"]])[0].get("winningPlan", qp["winningPlan"]) \
+        if "shards" in qp["winningPlan"] else qp["winningPlan"]
+
+
+def test_an_index_serves_strings_only_under_its_own_collation(client):
+    c = client.coll_db.ix
+    c.create_index("a", collation={"locale": "fr_CA"})
+    c.insert_many([{"_id": 1, "a": "foo"}, {"_id": 2, "a": "FOO"}, {"_id": 3, "a": 5}])
+    fr_ca = {"locale": "fr_CA"}
+    ci = {"locale": "fr_CA", "strength": 2}
+    assert "COLLSCAN" in _stages(_winning(c.find({"a": "foo"}).explain()))
+    assert "COLLSCAN" in _stages(_winning(c.find({"a": "foo"}, collation={"locale": "en_US"}).explain()))
+    explained = c.find({"a": "foo"}, collation=fr_ca).explain()
+    stages = _stages(_winning(explained))
+    assert "IXSCAN" in stages or "EXPRESS_IXSCAN" in stages
+    qp = explained["queryPlanner"]
+    shard_qp = qp["winningPlan"]["shards"][0] if "shards" in qp["winningPlan"] else qp
+    assert shard_qp["collation"]["locale"] == "fr_CA"
+    # numbers compare alike under every collation: the index bounds them for a simple query too
+    assert "IXSCAN" in _stages(_winning(c.find({"a": {"$gt": 1}}).explain()))
+    assert ids(c.find({"a": "foo"})) == [1]
+    assert ids(c.find({"a": "foo"}, collation=fr_ca)) == [1]
+    # a strength-2 query cannot use the strength-3 index's bounds, and still finds both
+    assert ids(c.find({"a": "foo"}, collation=ci)) == [1, 2]
+    assert ids(c.find({"a": {"$gte": "f"}}, collation=fr_ca, hint="a_1")) == [1, 2]
+
+
+def test_an_index_with_the_querys_collation_gives_its_order(client):
+    c = client.coll_db.ixsort
+    c.create_index("w", collation={"locale": "en"})
+    c.insert_many([{"_id": i, "w": w} for i, w in enumerate(["b", "B", "a", "A"])])
+    explained = c.find({}, sort=[("w", 1)], collation={"locale": "en"}).explain()
+    assert "SORT" not in _stages(_winning(explained))
+    assert [d["w"] for d in c.find({}, sort=[("w", 1)], collation={"locale": "en"})] == ["a", "A", "b", "B"]
+    assert "SORT" in _stages(_winning(c.find({}, sort=[("w", 1)]).explain()))
+    assert [d["w"] for d in c.find({}, sort=[("w", 1)])] == ["A", "B", "a", "b"]

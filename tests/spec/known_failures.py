@@ -30,7 +30,6 @@ ON_PRIMARY_TXN_WRITE = "onPrimaryTransactionalWrite closes the connection on bot
 BULK_WRITE = "no 8.0 bulkWrite command (pymongo client.bulk_write): CommandNotFound 59"
 COUNT_IN_TXN = "count allowed in a transaction (the server: OperationNotSupportedInTransaction 263)"
 MAPREDUCE = "no mapReduce command (CommandNotFound 59)"
-PREPARE_UNIQUE = "collMod index prepareUnique: IndexNotFound 27 for an existing index"
 TAILABLE = "a tailable find on a capped collection returns cursor id 0 (the cursor must stay open)"
 TIMESERIES = "time-series collection refuses duplicate _id values (DuplicateKey 11000)"
 UNSATISFIABLE_WC = "unsatisfiable write concern (w: 10) ignored instead of a writeConcernError (100)"
@@ -371,10 +370,6 @@ _BY_CAUSE: dict[str, list[str]] = {
     MAPREDUCE: [  # 2
         "replset/retryable-reads/mapReduce.json/MapReduce succeeds with retry on",
         "sharded/retryable-reads/mapReduce.json/MapReduce succeeds with retry on",
-    ],
-    PREPARE_UNIQUE: [  # 2
-        "replset/collection-management/modifyCollection-errorResponse.json/modifyCollection prepareUnique violations are accessible",
-        "sharded/collection-management/modifyCollection-errorResponse.json/modifyCollection prepareUnique violations are accessible",
     ],
     TAILABLE: [  # 2
         "replset/run-command/runCursorCommand.json/does not close the cursor when receiving an empty batch",

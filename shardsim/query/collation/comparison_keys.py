@@ -24,7 +24,7 @@ from bson import DBRef
 from mongosim.shardsim.query.values import R_ARR, R_OBJ, R_STR, canonical_rank, compare, hashable, sort_key
 
 __all__ = ["sort_key_for", "hashable_for", "compare_for", "equal_for", "collated_sort_key", "collation_key",
-           "collations_equal"]
+           "collations_equal", "collatable"]
 
 
 def collated_sort_key(v: Any, key: Callable[[str], bytes]) -> tuple:
@@ -87,6 +87,12 @@ def collation_key(value: Any, collator) -> Any:
     if t is list:
         return [collation_key(x, collator) for x in value]
     return value
+
+
+def collatable(v: Any) -> bool:
+    """CollationIndexKey::isCollatableType: a value whose comparison a collation may change (a string, or
+    an object or array, which may hold strings)."""
+    return isinstance(v, (str, dict, list))
 
 
 def collations_equal(a, b) -> bool:
