@@ -27,7 +27,7 @@ from mongosim.router.command_registry import ROUTER_COMMANDS, router_command
 from mongosim.router.let_parameters import router_variables
 from mongosim.router.request import GENERIC_FIELDS, Request
 from mongosim.router.sharding import critical_sections, ensure_database
-from mongosim.router.collation_targeting import collation_sensitive
+from mongosim.router.collation_targeting import collation_sensitive, effective_collation
 from mongosim.router.write_without_shard_key import first_in_sort_order, narrowed
 from mongosim.shardsim.collation import command_collator
 from mongosim.shardsim.cursors import DEFAULT_FIRST_BATCH, QueryCursor, cursor_reply
@@ -79,7 +79,7 @@ def targets_for_query(router: Router, ns: str, query: dict | None, collation: An
     if r is None:
         p = router.catalog.primary_of(db)
         return [p] if p else []
-    if collation is not None and collation_sensitive(r.pattern.fields, query, collation):
+    if collation_sensitive(r.pattern.fields, query, effective_collation(r, collation)):
         return r.shards()
     values = r.pattern.extract_from_query(query or {})
     if values is not None:
@@ -453,7 +453,7 @@ async def cmd_find(router: Router, req: Request) -> dict:
             shard_cmd["limit"] = int(limit) + int(skip)
         results = await _gather(router, req, db, shards, shard_cmd)
         if cmd.get("sort"):
-            results.sort(key=sort_key_fn(cmd["sort"], command_collator(cmd.get("collation"), None)))
+            results.sort(key=sort_key_fn(cmd["sort"], _merge_collator(router, ns, cmd)))
         if skip:
             results = results[int(skip):]
         if limit:
@@ -507,7 +507,7 @@ async def cmd_distinct(router: Router, req: Request) -> dict:
 
     db, coll, ns = _ns(req)
     q = req.cmd.get("query") or {}
-    collator = command_collator(req.cmd.get("collation"), None)
+    collator = _merge_collator(router, ns, req.cmd)
     same = hashable_for(collator)  # the shards' values merged as equal under the collation
     seen: dict = {}
     for shard in _read_targets(router, req, ns, q):
@@ -517,6 +517,12 @@ async def cmd_distinct(router: Router, req: Request) -> dict:
         for v in reply["values"]:
             seen.setdefault(same(v), v)
     return {"values": sorted(seen.values(), key=sort_key_for(collator)), "ok": 1.0}
+
+
+def _merge_collator(router: Router, ns: str, cmd: dict):
+    """The collator mongos merges the shards' results with: the command's, else the sharded collection's
+    default (an unsharded collection's primary shard applies its own)."""
+    return command_collator(effective_collation(router.catalog.routing(ns), cmd.get("collation")), None)
 
 
 def _collation_field(req: Request) -> dict:
@@ -582,7 +588,7 @@ async def cmd_aggregate(router: Router, req: Request) -> dict:
         docs = await _gather(router, req, db, shards, {"find": target, "filter": flt, **_hint(req),
                                                        **_collation_field(req), **_session_fields(req)})
         results = list(run_pipeline(iter(docs), pipeline[k:], variables=variables,
-                                    collator=command_collator(req.cmd.get("collation"), None)))
+                                    collator=_merge_collator(router, ns, req.cmd)))
     return _serve(router, ns, await _written(write, results, variables), batch_size)
 
 

@@ -286,3 +286,26 @@ def test_an_index_with_the_querys_collation_gives_its_order(client):
     assert [d["w"] for d in c.find({}, sort=[("w", 1)], collation={"locale": "en"})] == ["a", "A", "b", "B"]
     assert "SORT" in _stages(_winning(c.find({}, sort=[("w", 1)]).explain()))
     assert [d["w"] for d in c.find({}, sort=[("w", 1)])] == ["A", "B", "a", "b"]
+
+
+def test_sharding_a_collection_with_a_default_collation(sharded_client):
+    db = sharded_client.kd
+    sharded_client.admin.command("enableSharding", "kd", primaryShard="shard00")
+    db.create_collection("c", collation=EN2)
+    with pytest.raises(OperationFailure) as err:
+        sharded_client.admin.command("shardCollection", "kd.c", key={"k": 1})
+    assert err.value.code == 2 and "Must specify collation {locale: 'simple'}" in err.value.details["errmsg"]
+    with pytest.raises(OperationFailure) as err:
+        sharded_client.admin.command("shardCollection", "kd.c", key={"k": 1}, collation={"locale": "fr"})
+    assert err.value.code == 2
+    sharded_client.admin.command("shardCollection", "kd.c", key={"k": 1}, collation={"locale": "simple"})
+    meta = sharded_client.config.collections.find_one({"_id": "kd.c"})
+    assert meta["defaultCollation"]["strength"] == 2
+    key_index = next(ix for ix in db.c.list_indexes() if ix["name"] == "k_1")
+    assert "collation" not in key_index
+    sharded_client.admin.command("split", "kd.c", middle={"k": "m"})
+    sharded_client.admin.command("moveChunk", "kd.c", find={"k": "m"}, to="shard01")
+    db.c.insert_many([{"_id": 1, "k": "Zed"}, {"_id": 2, "k": "zed"}, {"_id": 3, "k": "alpha"}])
+    assert ids(db.c.find({"k": "ZED"})) == [1, 2]  # the default collation, on both shards
+    assert ids(db.c.find({"k": "ZED"}, collation={"locale": "simple"})) == []
+    assert [d["_id"] for d in db.c.find({}, sort=[("k", -1), ("_id", 1)])] == [1, 2, 3]
