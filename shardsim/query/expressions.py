@@ -41,11 +41,9 @@ from mongosim.shardsim.query.fmt import bson_str, query_error
 from mongosim.shardsim.query.regex import compile_regex
 from mongosim.shardsim.query.values import (
     MISSING,
-    compare,
     date_millis,
     is_number,
     regex_flags,
-    sort_key,
     type_name,
 )
 

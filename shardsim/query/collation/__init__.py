@@ -9,17 +9,15 @@
 * `expression_context` — the collator in force while a filter or pipeline compiles.
 """
 
-from mongosim.shardsim.query.collation.collator_factory import ICU_VERSION, is_simple, make_collator
+from mongosim.shardsim.query.collation.collator_factory import ICU_VERSION, make_collator
 from mongosim.shardsim.query.collation.collator_interface import CollatorInterface
 from mongosim.shardsim.query.collation.comparison_keys import (
-    collation_key,
-    collations_equal,
+    collatable,
     compare_for,
-    equal_for,
     hashable_for,
     sort_key_for,
 )
 from mongosim.shardsim.query.collation.expression_context import compiling, current
 
-__all__ = ["make_collator", "is_simple", "ICU_VERSION", "CollatorInterface", "sort_key_for", "hashable_for",
-           "compare_for", "equal_for", "collation_key", "collations_equal", "compiling", "current"]
+__all__ = ["make_collator", "ICU_VERSION", "CollatorInterface", "sort_key_for", "hashable_for", "compare_for",
+           "collatable", "compiling", "current"]

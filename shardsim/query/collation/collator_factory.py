@@ -29,10 +29,9 @@ from mongosim.shardsim.query.collation.locales import LOCALES, fallback_of, loca
 from mongosim.shardsim.query.fmt import bson_str
 from mongosim.shardsim.query.values import type_name
 
-__all__ = ["make_collator", "ICU_VERSION", "SIMPLE_SPEC", "is_simple"]
+__all__ = ["make_collator", "ICU_VERSION"]
 
 ICU_VERSION = "57.1"
-SIMPLE_SPEC = {"locale": "simple"}
 _FIELDS = ("locale", "caseLevel", "caseFirst", "strength", "numericOrdering", "alternate", "maxVariable",
            "normalization", "backwards", "version")
 _ENUMS = {"caseFirst": ("upper", "lower", "off"), "alternate": ("non-ignorable", "shifted"),
@@ -94,11 +93,6 @@ def _parse(spec: Any, ctx: str) -> dict:
                 raise MongoError("BadValue", f"Enumeration value '0' for field '{ctx}.strength' is not a valid value.")
         out[field] = v
     return out
-
-
-def is_simple(spec: Any) -> bool:
-    """Whether a (valid) collation document means the simple collation."""
-    return isinstance(spec, dict) and spec.get("locale") == "simple"
 
 
 def make_collator(spec: Any, ctx: str = "collation") -> CollatorInterface | None:

@@ -8,9 +8,9 @@ API the query engine, sorting, grouping and index keys use:
 
 * `sort_key_for(collator)` -> a key function (`values.sort_key` itself for the simple
   collation, so the default path pays nothing);
-* `hashable_for`, `compare_for`, `equal_for` likewise;
-* `collation_key(value, collator)`: what a collated index stores for a value (its strings
-  replaced by their comparison keys: the server's CollationIndexKey).
+* `hashable_for`, `compare_for` likewise (an index with a collation keys its entries with
+  `hashable_for`: its strings weigh as their comparison keys, the server's CollationIndexKey);
+* `collatable(value)`: whether a collation can change how a value compares.
 
 Hand-written: it is values.sort_key with one type's key replaced.
 """
@@ -23,8 +23,7 @@ from bson import DBRef
 
 from mongosim.shardsim.query.values import R_ARR, R_OBJ, R_STR, canonical_rank, compare, hashable, sort_key
 
-__all__ = ["sort_key_for", "hashable_for", "compare_for", "equal_for", "collated_sort_key", "collation_key",
-           "collations_equal", "collatable"]
+__all__ = ["sort_key_for", "hashable_for", "compare_for", "collated_sort_key", "collatable"]
 
 
 def collated_sort_key(v: Any, key: Callable[[str], bytes]) -> tuple:
@@ -69,33 +68,8 @@ def compare_for(collator) -> Callable[[Any, Any], int]:
     return cmp
 
 
-def equal_for(collator) -> Callable[[Any, Any], bool]:
-    k = sort_key_for(collator)
-    return lambda a, b: k(a) == k(b)
-
-
-def collation_key(value: Any, collator) -> Any:
-    """The value an index with `collator` stores: strings (also nested) become their comparison
-    keys, as `bytes` (CollationIndexKey::collationAwareIndexKeyAppend)."""
-    if collator is None:
-        return value
-    t = type(value)
-    if t is str:
-        return collator.comparison_key(value)
-    if t is dict:
-        return {k: collation_key(x, collator) for k, x in value.items()}
-    if t is list:
-        return [collation_key(x, collator) for x in value]
-    return value
-
-
 def collatable(v: Any) -> bool:
     """CollationIndexKey::isCollatableType: a value whose comparison a collation may change (a string, or
     an object or array, which may hold strings)."""
     return isinstance(v, (str, dict, list))
 
-
-def collations_equal(a, b) -> bool:
-    """Whether two collators (None: simple) are the same collation (an index serves a query only then,
-    for string bounds)."""
-    return a == b
