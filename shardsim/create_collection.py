@@ -36,7 +36,9 @@ def check_namespace(db: str, coll: Any) -> str:
 def create_collection(node: Node, ctx: OpCtx, db: str, name: str, options: dict, *, uuid: Binary | None = None) -> Collection:
     """Create `db.name` and log its create entry (marked fromMigrate when the command is)."""
     coll = Collection(db, name, uuid=uuid or Binary(_uuid.uuid4().bytes, 4), options=dict(options))
-    o = {"create": name, **options, "idIndex": dict(ID_INDEX)}
+    if options.get("collation"):
+        coll.indexes[0] = {**ID_INDEX, "collation": options["collation"]}  # the _id index takes the default
+    o = {"create": name, **options, "idIndex": dict(coll.indexes[0])}
     if ctx.txn is not None:  # the transaction's alone until it commits (shardsim/uncommitted_catalog_updates.py)
         return ctx.txn.uncommitted.create(ctx.txn, coll, E.command_op(db, o, ui=coll.uuid))
     node.catalog.add_collection(coll)
