@@ -11,6 +11,7 @@ from mongosim.oplog.errors import MongoError
 from mongosim.router import authn, handshake
 from mongosim.router.command_registry import ROUTER_COMMANDS, router_command
 from mongosim.router.request import Request
+from mongosim.shardsim.profiler import apply_profile_command
 
 if TYPE_CHECKING:
     from mongosim.router.mongos import Router
@@ -84,6 +85,13 @@ async def cmd_start_session(router: Router, req: Request) -> dict:
     lsid = {"id": Binary(_uuid.uuid4().bytes, 4)}
     authn.vivify_session(router, authn.with_session(router, {"lsid": lsid}, req.conn), req.conn)
     return {"id": lsid, "timeoutMinutes": handshake.LOGICAL_SESSION_TIMEOUT_MINUTES, "ok": 1.0}
+
+
+@router_command("profile")
+async def cmd_profile(router: Router, req: Request) -> dict:
+    """A mongos keeps slowms, sampleRate and per-database filters for its logs, but profiles nothing:
+    only levels -1 and 0 (shardsim/profiler.py)."""
+    return apply_profile_command(router.profile_settings, req.db, req.cmd, on_mongos=True)[0]
 
 
 @router_command("refreshLogicalSessionCacheNow")

@@ -42,6 +42,7 @@ from mongosim.shardsim.cursors import CursorManager
 from mongosim.shardsim.fail_point import check_max_time_always_times_out
 from mongosim.shardsim.generic_args import check_generic_arguments
 from mongosim.shardsim.logical_session_cache import LogicalSessionCache
+from mongosim.shardsim.profiler import ProfileSettings
 from mongosim.shardsim.read_concern_support import check_read_concern_support
 from mongosim.shardsim.transaction_validation import validate_session_options
 from mongosim.shardsim.node import Node
@@ -108,6 +109,7 @@ class Router:
         self.auth = authn.make_auth(False)  # replaced by the cluster when --auth
         self.txns = RouterTransactions(self)  # the transaction coordinator
         self.session_cache = LogicalSessionCache()  # the sessions this mongos has seen ($listLocalSessions)
+        self.profile_settings = ProfileSettings()  # slowms, sampleRate, filters: a mongos profiles nothing
         self._ddl_lock = trio.Lock()
         for node in [config, *shards.values()]:
             self.clock.advance(node.clock.key)

@@ -68,7 +68,8 @@ class ReplSetFrontend:
             await apply_fail_command(self.failpoints, req)  # same failpoint semantics as mongos
             if name == "getMore":
                 fail_get_more_after_checkout(self.failpoints, self.node.cursors, db, cmd, app_name_of(conn.client))
-            reply = await self.node.run_command(db, cmd)
+            client = authn.client_info(self, conn) if self.node.profiler.levels else None  # (for the profiler)
+            reply = await self.node.run_command(db, cmd, client=client)
             authn.note_cursor_owner(self, reply, conn)
             return reply
         except MongoError as err:

@@ -142,6 +142,8 @@ def cmd_drop_database(node: Node, ctx: OpCtx) -> dict:
             drop_collection(node, ctx, coll)
     node.log(E.command_op(ctx.db, {"dropDatabase": 1}), ctx, from_migrate=_from_migrate(ctx))
     node.catalog.databases.pop(ctx.db, None)
+    node.profiler.levels.pop(ctx.db, None)  # (its profiling settings go with it)
+    node.profiler.sizes.pop(ctx.db, None)
     return {"dropped": ctx.db, "ok": 1.0}
 
 

@@ -24,7 +24,7 @@ from mongosim.oplog.clock import LogicalClock, NodeClock, TimeSource, key_ts
 from mongosim.oplog.error_codes import CODES
 from mongosim.oplog.errors import MongoError
 from mongosim.oplog.oplog import Oplog
-from mongosim.shardsim import snapshot_reads, views
+from mongosim.shardsim import profiler, snapshot_reads, views
 from mongosim.shardsim.catalog import Catalog
 from mongosim.shardsim.collation import check_collations
 from mongosim.shardsim.commands import COMMANDS
@@ -74,6 +74,7 @@ class Node:
 
         self.sessions = SessionTable()
         self.session_cache = LogicalSessionCache()  # the sessions clients used on this member ($listLocalSessions)
+        self.profiler = profiler.ProfileSettings()  # the database profiler's settings (shardsim/profiler.py)
         from mongosim.shardsim.cursors import (
             CursorManager,  # local import: cursors imports node types
         )
@@ -124,8 +125,14 @@ class Node:
         return self.oplog.last_key
 
     # -- commands ----------------------------------------------------------------------
-    async def run_command(self, db: str, cmd: dict, *, from_router: bool = False) -> dict:
-        """Run one command; raise MongoError on failure.  The reply has `ok: 1.0`."""
+    async def run_command(self, db: str, cmd: dict, *, from_router: bool = False, client: dict | None = None) -> dict:
+        """Run one command; raise MongoError on failure.  The reply has `ok: 1.0`.  In a profiled
+        database the profiler records it (`client`: the connection's {client, appName, user})."""
+        if not self.profiler.levels:  # (profiling off everywhere: the common case costs this test)
+            return await self._run_command(db, cmd, from_router)
+        return await profiler.profiled(self, db, cmd, lambda: self._run_command(db, cmd, from_router), client)
+
+    async def _run_command(self, db: str, cmd: dict, from_router: bool) -> dict:
         if not cmd:
             raise MongoError("FailedToParse", "Empty command object")
         name = next(iter(cmd))
@@ -133,6 +140,8 @@ class Node:
         if handler is None:
             raise MongoError("CommandNotFound", f"no such command: '{name}'")
         check_generic_arguments(name, cmd)
+        if name in _WRITE_COMMANDS and not from_router:
+            profiler.check_user_write(db, name, cmd)
         check_read_concern_support(name, cmd)
         check_collations(name, cmd)
         check_max_time_always_times_out(self.failpoints, cmd)
