@@ -7,6 +7,7 @@ module imports the node back.
 
 from mongosim.shardsim import (  # noqa: F401
     bulk_write,
+    collection_validation,
     ddl,
     profiler,
     explain_cmd,
