@@ -27,8 +27,8 @@ from typing import Any, Callable
 
 import trio
 
-from bson import Binary
 from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.query.values import describe_type
 from mongosim.shardsim.sessions import session_key, user_digest
 
 STAGE = "$listLocalSessions"
@@ -98,18 +98,18 @@ def parse_spec(spec: Any, current_uid: bytes) -> set[bytes] | None:
     """The uids `{$listLocalSessions: spec}` lists (None: all), after the server's checks."""
     if not isinstance(spec, dict):
         raise MongoError("TypeMismatch", f"{STAGE} options must be specified in an object, but found: "
-                                         f"{_type_name(spec)}")
+                                         f"{describe_type(spec)}")
     for k in spec:
         if k not in ("allUsers", "users"):
             raise MongoError(40415, f"BSON field '{STAGE}.{k}' is an unknown field.")
     all_users = spec.get("allUsers", False)
     if not isinstance(all_users, bool):
         raise MongoError("TypeMismatch", f"BSON field '{STAGE}.allUsers' is the wrong type "
-                                         f"'{_type_name(all_users)}', expected type 'bool'")
+                                         f"'{describe_type(all_users)}', expected type 'bool'")
     users = spec.get("users")
     if users is not None and not isinstance(users, list):
         raise MongoError("TypeMismatch", f"BSON field '{STAGE}.users' is the wrong type "
-                                         f"'{_type_name(users)}', expected type 'array'")
+                                         f"'{describe_type(users)}', expected type 'array'")
     if all_users and users:
         raise MongoError("UnsupportedFormat", f"{STAGE} may not specify {{allUsers:true}} and {{users:[...]}} "
                                               "at the same time")
@@ -124,22 +124,6 @@ def parse_spec(spec: Any, current_uid: bytes) -> set[bytes] | None:
                              f"BSON field '{STAGE}.users.user' is missing but a required field")
         uids.add(bytes(user_digest(f"{u['user']}@{u['db']}" if u["user"] or u["db"] else "")))
     return uids
-
-
-def _type_name(v: Any) -> str:
-    if isinstance(v, bool):
-        return "bool"
-    if isinstance(v, int):
-        return "int"
-    if isinstance(v, float):
-        return "double"
-    if isinstance(v, str):
-        return "string"
-    if isinstance(v, list):
-        return "array"
-    if isinstance(v, (bytes, Binary)):
-        return "binData"
-    return "object" if isinstance(v, dict) else type(v).__name__
 
 
 def expand_list_local_sessions(target: Any, pipeline: list, cmd: dict, cache: LogicalSessionCache | None,
