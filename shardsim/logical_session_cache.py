@@ -29,7 +29,7 @@ import trio
 
 from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.query.values import describe_type
-from mongosim.shardsim.sessions import session_key, user_digest
+from mongosim.shardsim.sessions import user_digest
 
 STAGE = "$listLocalSessions"
 REFRESH_INTERVAL_S = 300.0  # logicalSessionRefreshMillis
@@ -37,13 +37,13 @@ SESSION_TIMEOUT_S = 30 * 60.0  # localLogicalSessionTimeoutMinutes
 
 
 class LogicalSessionCache:
-    """The sessions one process has seen, in order of first sight: key -> [{id, uid}, last use, user].
+    """The sessions one process has seen, in order of first sight: id -> [{id, uid}, last use, user].
 
     The last use is kept as trio time (one float per command: this runs for every command
     carrying a session) and becomes a date only when the cache is listed."""
 
     def __init__(self) -> None:
-        self._entries: dict[bytes, list] = {}
+        self._entries: dict[bytes, list] = {}  # session id -> entry
         self._ending: set[bytes] = set()
         self._last_refresh: float | None = None
 
@@ -51,8 +51,10 @@ class LogicalSessionCache:
         return len(self._entries)
 
     def vivify(self, lsid: dict, user: str | None, now: float) -> None:
-        """A command of session `lsid` (its uid resolved) arrived at trio time `now`."""
-        key = session_key(lsid) if "txnUUID" not in lsid else bytes(lsid["id"])  # a child session is its parent's
+        """A command of session `lsid` (its uid resolved) arrived at trio time `now`.  A child
+        session (mongos's internal transaction for a retryable write) counts as its parent:
+        they share the id."""
+        key = bytes(lsid["id"])  # (a bytes key hashes faster than bson's Binary)
         entry = self._entries.get(key)
         if entry is None:
             self._entries[key] = [{"id": lsid["id"], "uid": lsid["uid"]}, now, user]
@@ -63,7 +65,8 @@ class LogicalSessionCache:
 
     def end(self, lsids: list) -> None:
         """endSessions: the sessions go at the next refresh."""
-        self._ending.update(session_key(lsid) for lsid in lsids if isinstance(lsid, dict))
+        self._ending.update(bytes(lsid["id"]) for lsid in lsids
+                            if isinstance(lsid, dict) and isinstance(lsid.get("id"), bytes))
 
     def refresh(self, now: float) -> None:
         """Forget the ended sessions and those idle past the timeout."""
