@@ -22,6 +22,7 @@ from mongosim.router import handshake
 from mongosim.router.replset import ReplSetFrontend
 from mongosim.router.mongos import Router
 from mongosim.router.server import serve_tcp
+from mongosim.router.sharding_catalog_manager import ShardingCatalogManager
 from mongosim.shardsim.node import Node
 
 
@@ -120,8 +121,8 @@ class ClusterCore:
             self.config = self.make_node("config", is_config=True)
             names = [n for n in saved if n != "config"] if saved else [shard_name(i) for i in range(self.opts.shards)]
             shards = {n: self.make_node(n) for n in names}
-            self.router = Router(self.config, shards, identity=ident, shard_factory=self.make_node,
-                                 instant_hwm=self.opts.instant_hwm)
+            manager = ShardingCatalogManager(self.config, shards, shard_factory=self.make_node)
+            self.router = Router(manager, identity=ident, instant_hwm=self.opts.instant_hwm)
             from mongosim.router.sharding import config_write, shard_document
 
             if shards and not saved:

@@ -2,7 +2,9 @@
 
 The truth lives on the config server in `config.databases`, `config.collections`
 and `config.chunks`; the router keeps a routing table built from them and
-refreshes it after every metadata change it makes.  A chunk map is a
+refreshes it after every metadata change it makes, and when a shard tells it
+that it routed by a stale table (StaleConfig / StaleDbVersion: another router
+changed the metadata; router/shard_versioning.py).  A chunk map is a
 SortedKeyList of chunks ordered by their lower bound (compared in BSON order),
 so finding the chunk of a shard key is a bisection.
 """
@@ -38,6 +40,8 @@ class CollectionRouting:
     timestamp: Timestamp
     unique: bool
     chunks: SortedKeyList = field(default_factory=lambda: SortedKeyList(key=lambda c: c.min_key))
+    # each owning shard's placement version: the highest lastmod of its chunks (the shard versioning protocol)
+    placement: dict[str, Timestamp] = field(default_factory=dict)
 
     def chunk_for(self, values: tuple) -> Chunk:
         key = ShardKeyPattern.comparable(values)
@@ -97,6 +101,9 @@ class CatalogCache:
             mx = cr.pattern.values_of_bound(ch["max"])
             cr.chunks.add(Chunk(ch["_id"], ch["min"], ch["max"], ch["shard"],
                                 ShardKeyPattern.comparable(mn), ShardKeyPattern.comparable(mx), ch["lastmod"]))
+            seen = cr.placement.get(ch["shard"])
+            if seen is None or (ch["lastmod"].time, ch["lastmod"].inc) > (seen.time, seen.inc):
+                cr.placement[ch["shard"]] = ch["lastmod"]
 
     def primary_of(self, db: str) -> str | None:
         d = self.databases.get(db)

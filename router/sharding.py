@@ -25,6 +25,7 @@ from mongosim.oplog.errors import MongoError
 from mongosim.router.catalog_cache import Chunk, CollectionRouting
 from mongosim.router.command_registry import router_command
 from mongosim.router.request import Request
+from mongosim.router.sharding_catalog_manager import CriticalSections
 from mongosim.shardsim.shard_key import ShardKeyPattern
 
 if TYPE_CHECKING:
@@ -50,35 +51,9 @@ async def config_write(router: Router, cmd: dict) -> dict:
     return reply
 
 
-class CriticalSections:
-    """Per-namespace critical sections: writes to a namespace wait while one is held."""
-
-    def __init__(self) -> None:
-        self._held: dict[str, trio.Event] = {}
-
-    async def wait(self, ns: str) -> None:
-        ev = self._held.get(ns)
-        while ev is not None:
-            await ev.wait()
-            ev = self._held.get(ns)
-
-    def held(self, ns: str) -> bool:
-        return ns in self._held
-
-    def acquire(self, ns: str) -> None:
-        self._held[ns] = trio.Event()
-
-    def release(self, ns: str) -> None:
-        ev = self._held.pop(ns, None)
-        if ev is not None:
-            ev.set()
-
-
 def critical_sections(router: Router) -> CriticalSections:
-    cs = getattr(router, "_critical_sections", None)
-    if cs is None:
-        cs = router._critical_sections = CriticalSections()
-    return cs
+    """The cluster's migration critical sections (shared by every router)."""
+    return router.manager.critical_sections
 
 
 # -- databases -------------------------------------------------------------------------
@@ -101,6 +76,10 @@ async def ensure_database(router: Router, db: str, primary: str | None = None) -
     found = router.catalog.primary_of(db)
     if found is not None:
         return found
+    router.refresh_catalog()  # another router may have created it since this one last looked
+    found = router.catalog.primary_of(db)
+    if found is not None:
+        return found
     if not db or any(c in db for c in '/\\. "$\x00'):
         raise MongoError("InvalidNamespace", f"Invalid database name: '{db}'")
     for other in router.catalog.databases:
@@ -112,9 +91,15 @@ async def ensure_database(router: Router, db: str, primary: str | None = None) -
     elif primary not in router.shards:
         raise MongoError("ShardNotFound", f"Shard {primary} not found")
     version = {"uuid": Binary(_uuid.uuid4().bytes, 4), "timestamp": router.clock.now(), "lastMod": 1}
-    await config_write(router, {"insert": "databases", "documents": [{"_id": db, "primary": primary, "version": version}]})
+    try:
+        await config_write(router, {"insert": "databases",
+                                    "documents": [{"_id": db, "primary": primary, "version": version}]})
+    except MongoError as err:
+        if err.code_name != "DuplicateKey":
+            raise
+        # another router created it meanwhile: use theirs
     router.refresh_catalog()
-    return primary
+    return router.catalog.primary_of(db) or primary
 
 
 @router_command("enableSharding", "enablesharding")
@@ -144,6 +129,7 @@ async def cmd_shard_collection(router: Router, req: Request) -> dict:
     if unique and pattern.hashed:
         raise MongoError("InvalidOptions", "hashed shard keys cannot be declared unique.")
     async with router._ddl_lock:
+        router.refresh_catalog()  # DDL runs on the authoritative metadata
         existing = router.catalog.routing(ns)
         if existing is not None:
             if existing.pattern.key == pattern.key:
@@ -261,6 +247,7 @@ async def cmd_split(router: Router, req: Request) -> dict:
     _admin_only(req)
     ns = req.cmd["split"]
     async with router._ddl_lock:
+        router.refresh_catalog()  # DDL runs on the authoritative metadata
         r = _routing(router, ns)
         if "middle" in req.cmd:
             middle = req.cmd["middle"]
@@ -303,11 +290,18 @@ async def migrate_chunk(router: Router, r: CollectionRouting, chunk: Chunk, to: 
             await recipient.command(db, {"_recvChunkDocs": r.ns, "documents": clone["documents"]})
         major = max(c.lastmod.time for c in r.chunks) + 1
         now = router.clock.now()
-        await config_write(router, {"update": "chunks", "updates": [{
+        updates = [{
             "q": {"_id": chunk.id},
             "u": {"$set": {"shard": to, "lastmod": Timestamp(major, 0), "onCurrentShardSince": now},
                   "$push": {"history": {"$each": [{"validAfter": now, "shard": to}], "$position": 0}}},
-        }]})
+        }]
+        # the control chunk: one chunk left on the donor takes the new major version too, so the
+        # donor's placement version changes and a router that missed the migration is refused there
+        left = [c for c in r.chunks if c.shard == donor and c.id != chunk.id]
+        if left:
+            control = max(left, key=lambda c: (c.lastmod.time, c.lastmod.inc))
+            updates.append({"q": {"_id": control.id}, "u": {"$set": {"lastmod": Timestamp(major, 1)}}})
+        await config_write(router, {"update": "chunks", "updates": updates})
         router.refresh_catalog()
         await _delete_range(donor_remote, db, {"_deleteRange": r.ns, "key": r.pattern.key, "min": chunk.min, "max": chunk.max})
     finally:
@@ -334,6 +328,7 @@ async def cmd_move_chunk(router: Router, req: Request) -> dict:
     ns = req.cmd[req.name]
     to = req.cmd.get("to")
     async with router._ddl_lock:
+        router.refresh_catalog()  # DDL runs on the authoritative metadata
         r = _routing(router, ns)
         if "find" in req.cmd:
             chunk = _chunk_containing(r, req.cmd["find"])
@@ -354,6 +349,7 @@ async def cmd_move_range(router: Router, req: Request) -> dict:
     if mn is None:
         raise MongoError("InvalidOptions", "moveRange needs a 'min' bound")
     async with router._ddl_lock:
+        router.refresh_catalog()  # DDL runs on the authoritative metadata
         r = _routing(router, ns)
         chunk = r.find_chunk_with_min(mn)
         if chunk is None:
@@ -383,6 +379,7 @@ async def cmd_add_shard(router: Router, req: Request) -> dict:
         raise MongoError("BadValue", "addShard requires a shard name or host string")
     name = req.cmd.get("name") or spec.split("/", 1)[0].split(":", 1)[0]
     async with router._ddl_lock:
+        router.refresh_catalog()  # DDL runs on the authoritative metadata
         if name in router.shards:
             return {"shardAdded": name, "ok": 1.0}
         if router.shard_factory is None:
@@ -393,13 +390,10 @@ async def cmd_add_shard(router: Router, req: Request) -> dict:
 
 async def add_shard(router: Router, name: str) -> None:
     """Create a new empty shard and register it in `config.shards` (what running streams notice)."""
-    from mongosim.router.remote import ShardRemote
-
     node = router.shard_factory(name)
     node.clock.advance(router.clock.key)
     node.joined_key = router.clock.key + 1  # it held nothing at earlier cluster times (snapshot reads)
-    router.shards[name] = ShardRemote(name, node, router.clock)
-    router.attach_filtering_metadata(name, node)
+    router.registry.register(name, node)
     await config_write(router, {"insert": "shards", "documents": [shard_document(router, name)]})
 
 
@@ -435,6 +429,7 @@ async def cmd_refine_shard_key(router: Router, req: Request) -> dict:
     ns = req.cmd["refineCollectionShardKey"]
     new_key = req.cmd.get("key")
     async with router._ddl_lock:
+        router.refresh_catalog()  # DDL runs on the authoritative metadata
         r = _routing(router, ns)
         new = ShardKeyPattern(new_key)
         old = r.pattern
@@ -481,6 +476,7 @@ async def cmd_reshard_collection(router: Router, req: Request) -> dict:
     new = ShardKeyPattern(req.cmd.get("key"))
     unique = bool(req.cmd.get("unique", False))
     async with router._ddl_lock:
+        router.refresh_catalog()  # DDL runs on the authoritative metadata
         r = _routing(router, ns)
         db, name = ns.split(".", 1)
         primary = router.catalog.primary_of(db)

@@ -41,8 +41,9 @@ def transaction_labels(err: MongoError, name: str, cmd: dict) -> None:
     """Add the transaction and retryable-write labels the server would add."""
     code = err.code
     if cmd.get("autocommit") is False:
-        transient = code in (112, 251, 24) or in_category(code, "NetworkError") or in_category(code, "NotPrimaryError") \
-            or in_category(code, "ShutdownError")
+        transient = code in (112, 251, 24, 249) or in_category(code, "NetworkError") \
+            or in_category(code, "NotPrimaryError") or in_category(code, "ShutdownError") \
+            or in_category(code, "NeedRetargettingError")  # a stale routing table: retry the transaction
         if name == "commitTransaction":
             if code == 251:
                 err.add_label("TransientTransactionError")
@@ -183,6 +184,20 @@ class RouterTransactions:
             raise no_such_transaction(txn.txn_number)
         await self._abort_all(txn)
         return {"ok": 1.0}
+
+    async def restart_after_stale(self, req: Request) -> bool:
+        """A stale routing table met by a transaction's first statement, sent to one shard: the
+        transaction is aborted there and started afresh, and the statement runs again (the server
+        retries only then: with more participants, a retry could race with their requests)."""
+        if not req.cmd.get("startTransaction"):
+            return False
+        key = session_key(req.cmd["lsid"])
+        txn = self._txns.get(key)
+        if txn is None or txn.txn_number != req.cmd.get("txnNumber") or len(txn.participants) > 1:
+            return False
+        await self._abort_all(txn)
+        del self._txns[key]
+        return True
 
     async def abort_quietly(self, req: Request) -> None:
         """Abort the session's transaction if it is still open (cleanup after a failure)."""
