@@ -24,7 +24,7 @@ from mongosim.oplog.clock import LogicalClock, NodeClock, TimeSource, key_ts
 from mongosim.oplog.error_codes import CODES
 from mongosim.oplog.errors import MongoError
 from mongosim.oplog.oplog import Oplog
-from mongosim.shardsim import snapshot_reads
+from mongosim.shardsim import snapshot_reads, views
 from mongosim.shardsim.catalog import Catalog
 from mongosim.shardsim.collation import refuse_collation
 from mongosim.shardsim.commands import COMMANDS
@@ -149,9 +149,14 @@ class Node:
                 self.sessions.begin(lsid, ctx.txn_number)  # the session is checked out before any wait
             await self._wait_for_prepared(db, cmd.get(name), ctx.deadline)
         try:
-            reply = handler(self, ctx)
-            if hasattr(reply, "__await__"):
-                reply = await reply
+            reply = None
+            target = cmd.get(name)
+            if name in views.ON_A_NAMESPACE and type(target) is str and self.catalog.collection(db, target) is None:
+                reply = await views.run_on_view(self, ctx, name, target)  # (None: not a view either)
+            if reply is None:
+                reply = handler(self, ctx)
+                if hasattr(reply, "__await__"):
+                    reply = await reply
         except MongoError as err:
             if (ctx.txn is not None and name not in ("commitTransaction", "abortTransaction", "prepareTransaction")
                     and err.code != WOULD_CHANGE_OWNING_SHARD):

@@ -28,6 +28,7 @@ from mongosim.shardsim.query.update import (
     apply_update,
     check_id_value,
     classify_update,
+    parse_update,
     upsert_seed,
 )
 from mongosim.shardsim.query.values import hashable
@@ -167,8 +168,9 @@ def prepare_insert(doc: dict) -> dict:
 
 
 def _too_large(doc: dict) -> MongoError:
+    """fixDocumentForInsert's refusal of a document over 16 MiB (BadValue, as the server says)."""
     size = len(bsonutil.encode(doc))
-    return MongoError("BSONObjectTooLarge",
+    return MongoError("BadValue",
                       f"object to insert too large. size in bytes: {size}, max size: {bsonutil.MAX_BSON_OBJECT_SIZE}")
 
 
@@ -356,6 +358,7 @@ async def cmd_update(node: Node, ctx: OpCtx) -> dict:
             multi = bool(st.get("multi", False))
             if multi and classify_update(u) == "replacement":
                 raise MongoError("FailedToParse", "multi update is not supported for replacement-style update")
+            parse_update(u, st.get("arrayFilters"))
             matcher = Matcher(q)
             coll, targets = await ws.settled_targets(
                 ctx.db, name, lambda c: list(matching_documents(c, q, matcher, ws))[:None if multi else 1])
@@ -453,6 +456,8 @@ async def cmd_find_and_modify(node: Node, ctx: OpCtx) -> dict:
         raise MongoError("FailedToParse", "Cannot specify both upsert=true and remove=true")
     if remove and cmd.get("new"):
         raise MongoError("FailedToParse", "Cannot specify both new=true and remove=true; 'remove' always returns the deleted document")
+    if update is not None:
+        parse_update(update, cmd.get("arrayFilters"))
     ws = WriteSession(node, ctx)
     saved = ws.already(0)
     if saved is not None:
