@@ -202,6 +202,10 @@ class Router:
         except MongoError as err:
             self._label(err, req)
             raise
+        if cmd.get("autocommit") is False:
+            token = self.txns.recovery_token(req)
+            if token is not None:
+                reply["recoveryToken"] = token
         if at_cluster_time:
             snapshot_reads.stamp_reply(name, reply, at_cluster_time)
         if req.op_time_key:

@@ -1,0 +1,72 @@
+"""Transactions belong to the router that ran them; another router learns the outcome from the
+recovery shard the recoveryToken names (a commit retried on another mongos)."""
+
+from __future__ import annotations
+
+import os
+
+import bson
+import pytest
+
+from mongosim.core import open_cluster
+from mongosim.testing import AsyncClient, CommandError
+from tests.routers.conftest import another_router
+
+EPOCH = 1_700_000_000
+
+
+def _session():
+    return {"lsid": {"id": bson.Binary(os.urandom(16), 4)}, "txnNumber": 1, "autocommit": False}
+
+
+async def test_the_recovery_token_names_the_first_shard_that_wrote(autojump_clock):
+    async with open_cluster(shards=2, listen=False, epoch=EPOCH, instant_hwm=True) as core:
+        c = AsyncClient(core.router)
+        await c.admin({"enableSharding": "db", "primaryShard": "shard01"})
+        t = _session()
+        r = await c.command("db", {"find": "c", "filter": {}, "startTransaction": True, **t})
+        assert r["recoveryToken"] == {}  # read-only so far
+        r = await c.command("db", {"insert": "c", "documents": [{"_id": 1}], **t})
+        assert r["recoveryToken"] == {"recoveryShardId": "shard01"}
+        r = await c.command("admin", {"commitTransaction": 1, **t})
+        assert r["recoveryToken"] == {"recoveryShardId": "shard01"}
+
+
+async def test_a_commit_retried_on_another_router_finds_it_committed(autojump_clock):
+    async with open_cluster(shards=2, listen=False, epoch=EPOCH, instant_hwm=True) as core:
+        a, b = AsyncClient(core.router), AsyncClient(another_router(core))
+        t = _session()
+        r = await a.command("db", {"insert": "c", "documents": [{"_id": 1}], "startTransaction": True, **t})
+        token = r["recoveryToken"]
+        await a.command("admin", {"commitTransaction": 1, **t})
+        r = await b.command("admin", {"commitTransaction": 1, "recoveryToken": token, **t})
+        assert r["ok"] == 1.0
+        # without a token, the other router knows nothing of it
+        with pytest.raises(CommandError) as info:
+            await b.command("admin", {"commitTransaction": 1, **t})
+        assert info.value.code_name == "NoSuchTransaction"
+
+
+async def test_a_commit_that_never_ran_is_aborted_by_the_recovery(autojump_clock):
+    async with open_cluster(shards=2, listen=False, epoch=EPOCH, instant_hwm=True) as core:
+        a, b = AsyncClient(core.router), AsyncClient(another_router(core))
+        t = _session()
+        r = await a.command("db", {"insert": "c", "documents": [{"_id": 1}], "startTransaction": True, **t})
+        with pytest.raises(CommandError) as info:
+            await b.command("admin", {"commitTransaction": 1, "recoveryToken": r["recoveryToken"], **t})
+        err = info.value
+        assert err.code_name == "NoSuchTransaction"
+        assert err.reply["errmsg"] == "Recovering the transaction's outcome found the transaction aborted"
+        assert "TransientTransactionError" in err.labels and "UnknownTransactionCommitResult" not in err.labels
+        assert await a.find("db", "c", {}) == []
+        with pytest.raises(CommandError):  # the router that ran it finds it aborted on the shard
+            await a.command("admin", {"commitTransaction": 1, **t})
+
+
+async def test_an_empty_token_is_refused(autojump_clock):
+    async with open_cluster(shards=2, listen=False, epoch=EPOCH, instant_hwm=True) as core:
+        b = AsyncClient(another_router(core))
+        with pytest.raises(CommandError) as info:
+            await b.command("admin", {"commitTransaction": 1, "recoveryToken": {}, **_session()})
+        assert info.value.code_name == "NoSuchTransaction"
+        assert "only performed reads" in info.value.reply["errmsg"]
