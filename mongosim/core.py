@@ -66,6 +66,7 @@ class ClusterCore:
         self.faults: Any = None
         self._next_port = 27018
         self.store: Any = None  # shardsim.persistence.Store with --data-dir
+        self.balancer: Any = None  # router.balancer.Balancer (sharded clusters)
 
     @property
     def oplog_bytes(self) -> int | None:
@@ -130,6 +131,7 @@ class ClusterCore:
                                                  "documents": [shard_document(self.router, n) for n in shards]})
             self.router.refresh_catalog()
             self.router.nursery = self.nursery
+            self._start_balancer(manager)
             from mongosim.faults import FaultInjector
 
             self.faults = self.router.faults = FaultInjector(self)
@@ -158,6 +160,13 @@ class ClusterCore:
             self.port = await self.nursery.start(partial(serve_tcp, ssl_context=ssl_context),
                                                  service, self.opts.host, self.opts.port)
             self.frontend.identity.port = self.port
+
+    def _start_balancer(self, manager: ShardingCatalogManager) -> None:
+        """The config server's balancer (it drains shards being removed), with its own router."""
+        from mongosim.router.balancer import Balancer
+
+        self.balancer = Balancer(Router(manager, name="config", instant_hwm=self.opts.instant_hwm))
+        self.nursery.start_soon(self.balancer.run, name="balancer")
 
     async def _reap_cursors(self) -> None:
         while True:

@@ -57,16 +57,29 @@ def critical_sections(router: Router) -> CriticalSections:
 
 
 # -- databases -------------------------------------------------------------------------
+def draining_shards(router: Router) -> set[str]:
+    """Shards being removed (`draining: true` in config.shards): no new data goes there."""
+    shards = router.config.catalog.collection("config", "shards")
+    return {d["_id"] for d in shards.docs.values() if d.get("draining")} if shards else set()
+
+
+def placeable_shards(router: Router) -> list[str]:
+    """The shards new databases and initial chunks may go to: every shard not draining."""
+    draining = draining_shards(router)
+    return sorted(n for n in router.shards if n not in draining) or sorted(router.shards)
+
+
 async def choose_primary_shard(router: Router) -> str:
     if not router.shards:
         raise MongoError("ShardNotFound", "No shards found")
     sizes = {}
-    for name, remote in router.shards.items():
+    candidates = placeable_shards(router)
+    for name in candidates:
         total = 0
-        for coll in remote.node.catalog.all_collections():
+        for coll in router.shard(name).node.catalog.all_collections():
             total += len(coll)
         sizes[name] = total
-    return min(router.shards, key=lambda n: (sizes[n], n))
+    return min(candidates, key=lambda n: (sizes[n], n))
 
 
 async def ensure_database(router: Router, db: str, primary: str | None = None) -> str:
@@ -104,7 +117,7 @@ async def ensure_database(router: Router, db: str, primary: str | None = None) -
 
 @router_command("enableSharding", "enablesharding")
 async def cmd_enable_sharding(router: Router, req: Request) -> dict:
-    _admin_only(req)
+    admin_only(req)
     db = req.cmd[req.name]
     if not isinstance(db, str) or not db:
         raise MongoError("InvalidNamespace", f"invalid db name specified: {db!r}")
@@ -112,7 +125,7 @@ async def cmd_enable_sharding(router: Router, req: Request) -> dict:
     return {"ok": 1.0}
 
 
-def _admin_only(req: Request) -> None:
+def admin_only(req: Request) -> None:
     if req.db != "admin":
         raise MongoError("Unauthorized", f"{req.name} may only be run against the admin database.")
 
@@ -120,7 +133,7 @@ def _admin_only(req: Request) -> None:
 # -- shardCollection -------------------------------------------------------------------
 @router_command("shardCollection", "shardcollection")
 async def cmd_shard_collection(router: Router, req: Request) -> dict:
-    _admin_only(req)
+    admin_only(req)
     ns = req.cmd[req.name]
     db, name = _split_ns(ns)
     key = req.cmd.get("key")
@@ -158,8 +171,8 @@ async def cmd_shard_collection(router: Router, req: Request) -> dict:
         timestamp = router.clock.now()
         # initial chunks: one chunk on the primary; hashed keys on an empty collection get one per shard
         bounds: list[tuple[tuple, tuple, str]] = []
-        if pattern.hashed and len(coll) == 0 and len(router.shards) > 1:
-            names = sorted(router.shards)
+        if pattern.hashed and len(coll) == 0 and len(placeable_shards(router)) > 1:
+            names = placeable_shards(router)
             n = len(names)
             span = 2**64
             points = [-(2**63) + (span * i) // n for i in range(1, n)]
@@ -244,7 +257,7 @@ async def split_chunk(router: Router, r: CollectionRouting, chunk: Chunk, middle
 
 @router_command("split")
 async def cmd_split(router: Router, req: Request) -> dict:
-    _admin_only(req)
+    admin_only(req)
     ns = req.cmd["split"]
     async with router._ddl_lock:
         router.refresh_catalog()  # DDL runs on the authoritative metadata
@@ -324,7 +337,7 @@ async def _delete_range(donor: Any, db: str, cmd: dict) -> None:
 
 @router_command("moveChunk", "movechunk")
 async def cmd_move_chunk(router: Router, req: Request) -> dict:
-    _admin_only(req)
+    admin_only(req)
     ns = req.cmd[req.name]
     to = req.cmd.get("to")
     async with router._ddl_lock:
@@ -342,7 +355,7 @@ async def cmd_move_chunk(router: Router, req: Request) -> dict:
 
 @router_command("moveRange")
 async def cmd_move_range(router: Router, req: Request) -> dict:
-    _admin_only(req)
+    admin_only(req)
     ns = req.cmd["moveRange"]
     to = req.cmd.get("toShard")
     mn, mx = req.cmd.get("min"), req.cmd.get("max")
@@ -373,7 +386,7 @@ def shard_document(router: Router, name: str) -> dict:
 
 @router_command("addShard", "addshard")
 async def cmd_add_shard(router: Router, req: Request) -> dict:
-    _admin_only(req)
+    admin_only(req)
     spec = req.cmd[req.name]
     if not isinstance(spec, str) or not spec:
         raise MongoError("BadValue", "addShard requires a shard name or host string")
@@ -399,7 +412,7 @@ async def add_shard(router: Router, name: str) -> None:
 
 @router_command("listShards", "listshards")
 async def cmd_list_shards(router: Router, req: Request) -> dict:
-    _admin_only(req)
+    admin_only(req)
     coll = router.config.catalog.collection("config", "shards")
     shards = [dict(d) for d in coll.docs.values()] if coll else []
     return {"shards": shards, "ok": 1.0}
@@ -411,21 +424,11 @@ async def cmd_flush_router_config(router: Router, req: Request) -> dict:
     return {"flushed": True, "ok": 1.0}
 
 
-@router_command("balancerStatus")
-async def cmd_balancer_status(router: Router, req: Request) -> dict:
-    return {"mode": "off", "inBalancerRound": False, "numBalancerRounds": Int64(0), "ok": 1.0}
-
-
-@router_command("balancerStop", "balancerStart")
-async def cmd_balancer_toggle(router: Router, req: Request) -> dict:
-    return {"ok": 1.0}
-
-
 # -- refine and reshard ------------------------------------------------------------------
 @router_command("refineCollectionShardKey")
 async def cmd_refine_shard_key(router: Router, req: Request) -> dict:
     """Extend a shard key with more fields; chunk bounds get MinKey (MaxKey at the top) for them."""
-    _admin_only(req)
+    admin_only(req)
     ns = req.cmd["refineCollectionShardKey"]
     new_key = req.cmd.get("key")
     async with router._ddl_lock:
@@ -471,7 +474,7 @@ async def cmd_reshard_collection(router: Router, req: Request) -> dict:
     temporary collections are invisible to change streams); the primary shard
     then logs the `reshardCollection` noop under the old UUID.
     """
-    _admin_only(req)
+    admin_only(req)
     ns = req.cmd["reshardCollection"]
     new = ShardKeyPattern(req.cmd.get("key"))
     unique = bool(req.cmd.get("unique", False))
@@ -484,7 +487,7 @@ async def cmd_reshard_collection(router: Router, req: Request) -> dict:
         cs.acquire(ns)
         try:
             new_uuid = Binary(_uuid.uuid4().bytes, 4)
-            names = sorted(router.shards)
+            names = placeable_shards(router)
             if new.hashed and len(names) > 1:
                 n = len(names)
                 points = [-(2**63) + (2**64 * i) // n for i in range(1, n)]
@@ -496,7 +499,7 @@ async def cmd_reshard_collection(router: Router, req: Request) -> dict:
                 bounds = [(tuple(MinKey() for _ in new.fields), tuple(MaxKey() for _ in new.fields), primary)]
             owners = sorted({b[2] for b in bounds})
             # every document to its new owner
-            holders = [s for s in names if router.shard(s).node.catalog.collection(db, name) is not None]
+            holders = [s for s in sorted(router.shards) if router.shard(s).node.catalog.collection(db, name) is not None]
             spec = {"key": dict(new.key), "name": "_".join(f"{k}_{v}" for k, v in new.key.items())}
             for s in holders:  # built on resharding's hidden temporary collection: no event
                 await router.shard(s).command(db, {"createIndexes": name, "indexes": [spec], "fromMigrate": True})

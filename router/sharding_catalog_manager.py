@@ -27,16 +27,23 @@ if TYPE_CHECKING:
 
 
 class CriticalSections:
-    """Per-namespace critical sections: writes to a namespace wait while one is held."""
+    """Per-namespace critical sections: writes to a namespace wait while one is held on it, or on
+    its whole database (`"<db>.*"`, movePrimary)."""
 
     def __init__(self) -> None:
         self._held: dict[str, trio.Event] = {}
 
     async def wait(self, ns: str) -> None:
-        ev = self._held.get(ns)
-        while ev is not None:
-            await ev.wait()
+        if not self._held:
+            return
+        whole_db = ns.split(".", 1)[0] + ".*"
+        while True:
             ev = self._held.get(ns)
+            if ev is None:
+                ev = self._held.get(whole_db)
+                if ev is None:
+                    return
+            await ev.wait()
 
     def held(self, ns: str) -> bool:
         return ns in self._held
