@@ -28,6 +28,7 @@ from mongosim.shardsim import snapshot_reads, views
 from mongosim.shardsim.catalog import Catalog
 from mongosim.shardsim.collation import refuse_collation
 from mongosim.shardsim.commands import COMMANDS
+from mongosim.shardsim.fail_point import CloseConnection, FailPoints, check_max_time_always_times_out
 from mongosim.shardsim.generic_args import check_generic_arguments
 from mongosim.shardsim.generic_args import max_time_ms as generic_max_time_ms
 from mongosim.shardsim.operation_context import OpCtx
@@ -85,6 +86,7 @@ class Node:
         self.event_cache = EventCache()  # CRUD events rendered once per oplog entry
         self.txn_released = trio.lowlevel.ParkingLot()  # woken when a transaction ends (its locks go)
         self.epoch = secrets.token_bytes(4)
+        self.failpoints = FailPoints()  # this node's (configureFailPoint on a replica-set member)
         self.joined_key = 0  # the cluster time it joined a running cluster at (router.sharding.add_shard)
         self.log(oplog_entry.noop_op("initiating set"))
 
@@ -130,6 +132,7 @@ class Node:
             raise MongoError("CommandNotFound", f"no such command: '{name}'")
         check_generic_arguments(name, cmd)
         refuse_collation(name, cmd)
+        check_max_time_always_times_out(self.failpoints, cmd)
         if self.filtering is not None and ("shardVersion" in cmd or "databaseVersion" in cmd):
             self.filtering.check(db, cmd)  # routed by a stale routing table: StaleConfig / StaleDbVersion
         lsid = cmd.get("lsid")
@@ -168,6 +171,8 @@ class Node:
             snapshot_reads.stamp_reply(name, reply, ctx.at_cluster_time)
         if ctx.op_time_key:
             reply["_opTimeKey"] = ctx.op_time_key
+        if ctx.close_connection:
+            raise CloseConnection()  # (the command's writes stand; its reply is lost with the connection)
         return reply
 
     @property

@@ -22,6 +22,7 @@ from mongosim.oplog.oplog import EntryTooLarge
 from mongosim.shardsim.catalog import Collection
 from mongosim.shardsim.command_registry import command
 from mongosim.shardsim.create_collection import check_namespace, ensure_collection
+from mongosim.shardsim.fail_point import ON_PRIMARY_TRANSACTIONAL_WRITE
 from mongosim.shardsim.operation_context import OpCtx
 from mongosim.shardsim.query.matcher import Matcher
 from mongosim.shardsim.query.update import (
@@ -122,6 +123,21 @@ class WriteSession:
             return None
         return self.state.executed.get(self.stmt_id(index))
 
+    def before_write(self) -> None:
+        """A retryable write is about to change a document: the onPrimaryTransactionalWrite failpoint
+        may fail it before it commits (failBeforeCommitExceptionCode) and close the client's
+        connection (closeConnection, default true: after the command, which keeps its writes)."""
+        if self.state is None or not self.node.failpoints:
+            return
+        fp = self.node.failpoints.get(ON_PRIMARY_TRANSACTIONAL_WRITE)
+        if fp is None or not fp.hit():
+            return
+        if fp.data.get("closeConnection", True):
+            self.ctx.close_connection = True
+        code = fp.data.get("failBeforeCommitExceptionCode")
+        if code is not None:
+            raise MongoError(int(code), "Failing write for test due to failpoint onPrimaryTransactionalWrite")
+
     def log(self, op: dict, index: int, result: Any = True) -> None:
         if self.txn is not None:
             self.txn.log(op)
@@ -183,6 +199,7 @@ def insert_one(node: Node, ctx: OpCtx, coll: Collection, doc: dict, ws: WriteSes
         ws.log(op, index)
         return
     coll.check_insert(doc)  # DuplicateKey before anything is written
+    ws.before_write()
     try:
         ws.log(op, index)  # the entry is encoded once; too large -> nothing written
     except EntryTooLarge:
@@ -304,6 +321,7 @@ def update_document(node: Node, ctx: OpCtx, coll: Collection, doc: dict, update:
     if len(bsonutil.encode(new)) > bsonutil.MAX_BSON_OBJECT_SIZE:
         raise MongoError("BSONObjectTooLarge", "Resulting document after update is larger than 16777216")
     check_shard_key_change(node, ctx, coll, doc, new, multi)
+    ws.before_write()
     ws.replace(coll, doc, new)
     ws.log(op, index)
     ws.pre_image(coll, doc)
@@ -395,6 +413,7 @@ async def cmd_update(node: Node, ctx: OpCtx) -> dict:
 # -- delete -------------------------------------------------------------------------
 def delete_document(node: Node, ctx: OpCtx, coll: Collection, doc: dict, ws: WriteSession, index: int) -> None:
     key = coll.document_key(doc)
+    ws.before_write()
     ws.delete(coll, doc)
     ws.log(E.delete_op(coll.ns, coll.uuid, key), index)
     ws.pre_image(coll, doc)
