@@ -23,6 +23,8 @@ def _serve_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=27017, help="port to listen on (default 27017; 0 = any free port)")
     p.add_argument("--shards", type=int, default=2, help="number of shards (default 2)")
+    p.add_argument("--routers", type=int, default=1,
+                   help="number of mongos routers, on consecutive ports from --port (default 1)")
     p.add_argument("--topology", choices=["sharded", "replset"], default="sharded")
     p.add_argument("--noop-interval", type=float, default=10.0,
                    help="seconds between periodic noop writes on idle nodes (periodicNoopIntervalSecs, default 10)")
@@ -178,13 +180,15 @@ def _run_explain(args: argparse.Namespace) -> int:
 
 def _fault_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("fault", help="inject a fault into a running mongosim cluster")
-    p.add_argument("shard", help="the shard, e.g. shard01")
+    p.add_argument("shard", help="the shard, e.g. shard01, or a router, e.g. router01 (with --restart/--stop/--start)")
     p.add_argument("--uri", default="mongodb://127.0.0.1:27017/", help="the cluster (default mongodb://127.0.0.1:27017/)")
     p.add_argument("--delay", type=float, help="seconds every command to the shard waits")
     p.add_argument("--fail", type=int, metavar="CODE", help="fail the shard's next command(s) with this error code")
     p.add_argument("--times", type=int, default=1, help="how many commands --fail / --drop affect")
     p.add_argument("--drop", action="store_true", help="drop the router's connection to the shard")
-    p.add_argument("--restart", action="store_true", help="restart the shard (its cursors are lost)")
+    p.add_argument("--restart", action="store_true", help="restart the shard or router (its cursors are lost)")
+    p.add_argument("--stop", action="store_true", help="stop a router (its port closes)")
+    p.add_argument("--start", action="store_true", help="start a stopped router again")
     p.add_argument("--pause-noop", action="store_true", help="stop the shard's periodic noop writer")
     p.add_argument("--resume-noop", action="store_true", help="restart the shard's periodic noop writer")
     p.add_argument("--skew", type=float, help="seconds the shard's wall clock runs ahead (negative: behind)")
@@ -203,6 +207,10 @@ def _fault(args: argparse.Namespace) -> int:
         cmd["drop"] = args.times
     if args.restart:
         cmd["restart"] = True
+    if args.stop:
+        cmd["stop"] = True
+    if args.start:
+        cmd["start"] = True
     if args.pause_noop or args.resume_noop:
         cmd["pauseNoop"] = bool(args.pause_noop)
     if args.skew is not None:
@@ -217,6 +225,7 @@ def _fault(args: argparse.Namespace) -> int:
 
 async def _serve(opts: ClusterOptions) -> None:
     async with open_cluster(options=opts) as core:
+        _print_routers(core)  # (before the ready line, which scripts wait for)
         print(f"mongosim {opts.topology} cluster ready: {core.uri}", flush=True)
         if opts.topology == "sharded" and not opts.instant_hwm:
             print(f"  note: as on a real cluster, an idle shard delays change events by up to its noop interval "
@@ -225,6 +234,13 @@ async def _serve(opts: ClusterOptions) -> None:
         with trio.open_signal_receiver(signal.SIGTERM) as signals:
             async for _ in signals:
                 break
+
+
+def _print_routers(core) -> None:
+    """Every router's endpoint (with several routers; `mongosim fault routerNN --restart` acts on one)."""
+    if len(core.mongos) > 1:
+        for proc, uri in zip(core.mongos, core.router_uris):
+            print(f"  {proc.name}: {uri}", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -247,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
         keep_freed_memory()
         logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING)
         opts = ClusterOptions(
-            shards=args.shards, topology=args.topology, host=args.host, port=args.port,
+            shards=args.shards, routers=args.routers, topology=args.topology, host=args.host, port=args.port,
             noop_interval=args.noop_interval, instant_hwm=args.instant_hwm, oplog_size_mb=args.oplog_size_mb,
             auth=args.auth, users_file=args.users_file, tls_cert_file=args.tls_cert_file,
             tls_key_file=args.tls_key_file, data_dir=args.data_dir, event_cache=args.event_cache,

@@ -35,10 +35,10 @@ def finish_restore(core: "ClusterCore") -> None:
     if store.restored is not None:
         log.info("restored %s: %d journal records replayed%s", store.dir, n,
                  f"; stopped at {store.stopped_at}" if store.stopped_at else "")
-    if core.router is not None:
+    for router in core.routers:
         for node in core.nodes.values():
-            core.router.clock.advance(node.clock.key)
-        core.router.refresh_catalog()
+            router.clock.advance(node.clock.key)
+        router.refresh_catalog()
     core.nursery.start_soon(store.run, name="data-dir-flusher")
 
 

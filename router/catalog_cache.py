@@ -12,7 +12,7 @@ so finding the chunk of a shard key is a bisection.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from bson import ObjectId, Timestamp
 from sortedcontainers import SortedKeyList
@@ -73,12 +73,16 @@ class DatabaseRouting:
 
 
 class CatalogCache:
-    def __init__(self) -> None:
+    def __init__(self, config: Callable[[], Any] | None = None) -> None:
         self.databases: dict[str, DatabaseRouting] = {}
         self.collections: dict[str, CollectionRouting] = {}
+        self._config = config  # the config server: a database not cached is looked up there
+        self._seen = -1  # the config server's oplog position at the last refresh
 
     def refresh(self, config_catalog: Any) -> None:
         """Rebuild from the config server's catalog (`config.databases/collections/chunks`)."""
+        if self._config is not None:
+            self._seen = self._config().oplog.end
         dbs = config_catalog.collection("config", "databases")
         colls = config_catalog.collection("config", "collections")
         chunks = config_catalog.collection("config", "chunks")
@@ -107,6 +111,11 @@ class CatalogCache:
 
     def primary_of(self, db: str) -> str | None:
         d = self.databases.get(db)
+        if d is None and self._config is not None:  # not cached: look it up (another router may have made it)
+            config = self._config()
+            if config.oplog.end != self._seen:
+                self.refresh(config.catalog)
+                d = self.databases.get(db)
         return d.primary if d else None
 
     def routing(self, ns: str) -> CollectionRouting | None:

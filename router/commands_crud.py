@@ -24,7 +24,7 @@ from mongosim.oplog.errors import MongoError
 from mongosim.router.change_owning_shard import Outcome, change_owning_shard
 from mongosim.router.command_registry import router_command
 from mongosim.router.request import GENERIC_FIELDS, Request
-from mongosim.router.shard_versioning import MAX_STALE_RETRIES, is_stale, with_versions
+from mongosim.router.shard_versioning import MAX_STALE_RETRIES, is_stale, note_routing, with_versions
 from mongosim.router.sharding import critical_sections, ensure_database
 from mongosim.shardsim.cursors import DEFAULT_FIRST_BATCH, QueryCursor, cursor_reply
 from mongosim.shardsim.node import WOULD_CHANGE_OWNING_SHARD
@@ -61,7 +61,9 @@ def _read_targets(router: Router, req: Request, ns: str, query: dict | None) -> 
         if db not in ("config", "admin"):
             at = ts_key(rc["atClusterTime"])  # (set by Router._snapshot_read_time)
             return [s for s in shards_holding(router, db, coll) if existed_at(router.shard(s).node, at)]
-    return targets_for_query(router, ns, query)
+    shards = targets_for_query(router, ns, query)
+    note_routing(router, req, ns.split(".", 1)[1], shards)
+    return shards
 
 
 def targets_for_query(router: Router, ns: str, query: dict | None) -> list[str]:
@@ -69,9 +71,9 @@ def targets_for_query(router: Router, ns: str, query: dict | None) -> list[str]:
     db = ns.split(".", 1)[0]
     if db in ("config", "admin"):
         return ["config"]
+    p = router.catalog.primary_of(db)  # first: a database not cached is looked up (with its collections)
     r = router.catalog.routing(ns)
     if r is None:
-        p = router.catalog.primary_of(db)
         return [p] if p else []
     values = r.pattern.extract_from_query(query or {})
     if values is not None:
@@ -87,7 +89,7 @@ def _shard_for_doc(router: Router, ns: str, primary: str, doc: dict) -> str:
 
 
 async def _run_txn_aware(router: Router, req: Request, shard: str, db: str, cmd: dict) -> dict:
-    cmd = with_versions(router, db, cmd, shard)
+    cmd = with_versions(router, req, db, cmd, shard)
     if req.cmd.get("autocommit") is False:
         return await router.txns.run_in_transaction(req, shard, db, cmd)
     return await router.shard(shard).command(db, cmd)
@@ -165,6 +167,7 @@ async def _fan_out_writes(router: Router, req: Request, cmd_name: str, coll: str
     pending = list(range(len(items)))
     for attempt in range(MAX_STALE_RETRIES + 1):
         shards = {i: target(items[i]) for i in pending}
+        note_routing(router, req, coll, set(shards.values()))
         retry: list[int] = []
         groups = _child_batches(pending, shards, ordered)
         for g, (shard, idxs) in enumerate(groups):
@@ -226,7 +229,9 @@ async def _target_one_statement(router: Router, req: Request, ns: str, q: dict, 
     if r is not None and upsert:
         if r.pattern.extract_from_query(q) is None:
             raise MongoError("ShardKeyNotFound", f"Failed to target upsert by query :: could not extract exact shard key from query {q}")
-    return targets_for_query(router, ns, q)
+    shards = targets_for_query(router, ns, q)
+    note_routing(router, req, ns.split(".", 1)[1], shards)
+    return shards
 
 
 @router_command("update")

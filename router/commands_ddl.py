@@ -205,9 +205,6 @@ async def cmd_list_collections(router: Router, req: Request) -> dict:
         return await router.config_remote.command(req.db, _forward(req.cmd))
     primary = router.catalog.primary_of(req.db)
     if primary is None:
-        router.refresh_catalog()  # another router may have created the database
-        primary = router.catalog.primary_of(req.db)
-    if primary is None:
         return {"cursor": {"firstBatch": [], "id": 0, "ns": f"{req.db}.$cmd.listCollections"}, "ok": 1.0}
     reply = await router.shard(primary).command(req.db, with_database_version(router, req.db, _forward(req.cmd), primary))
     return store_possible_cursor(router, primary, req.db, reply)
@@ -219,9 +216,6 @@ async def cmd_list_indexes(router: Router, req: Request) -> dict:
 
     check_namespace(req.db, req.cmd["listIndexes"])  # before it is used as a name
     primary = router.catalog.primary_of(req.db)
-    if primary is None:
-        router.refresh_catalog()  # another router may have created the database
-        primary = router.catalog.primary_of(req.db)
     if primary is None:
         raise MongoError("NamespaceNotFound", f"ns does not exist: {req.db}.{req.cmd['listIndexes']}")
     holders = shards_holding(router, req.db, req.cmd["listIndexes"])

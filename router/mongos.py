@@ -25,9 +25,11 @@ from mongosim.router.catalog_cache import CatalogCache
 from mongosim.router.commands import ROUTER_COMMANDS
 from mongosim.router.error_labels import change_stream_labels
 from mongosim.router.failpoints import (
+    CloseConnection,
     FailPoints,
     app_name_of,
     apply_fail_command,
+    attach_write_concern_error,
     fail_get_more_after_checkout,
 )
 from mongosim.router.remote import ShardRemote
@@ -121,7 +123,7 @@ class Router:
         cursors, transactions or failpoints, a new process id in its topologyVersion."""
         for node in self.registry.all_nodes():
             self.clock.advance(node.clock.key)
-        self.catalog = CatalogCache()
+        self.catalog = CatalogCache(lambda: self.config)
         self.cursors = CursorManager(None)
         self.failpoints = FailPoints()
         self.txns = RouterTransactions(self)  # the transaction coordinator
@@ -179,6 +181,8 @@ class Router:
     async def run_command(self, db: str, cmd: dict, conn: ConnState) -> dict:
         if not cmd:
             raise MongoError("FailedToParse", "Empty command object")
+        if not self.up:  # stopped: connections still open (its listener is closing) are closed
+            raise CloseConnection()
         name = next(iter(cmd))
         self.connections.add(conn.id)
         ct = cmd.get("$clusterTime")
@@ -220,6 +224,7 @@ class Router:
         (router/shard_versioning.py)."""
         attempt = 0
         while True:
+            req.routing = {}
             try:
                 return await handler(self, req)
             except MongoError as err:
@@ -262,9 +267,7 @@ class Router:
 
     def decorate(self, reply: dict, db: str, cmd: dict, conn: ConnState) -> dict:
         op_key = reply.pop("_opTimeKey", 0) or self.clock.key
-        wce = conn.extra.pop("writeConcernError", None)
-        if wce is not None and reply.get("ok"):
-            reply["writeConcernError"] = wce
+        attach_write_concern_error(reply, conn)
         reply["operationTime"] = key_ts(op_key)
         reply["$clusterTime"] = handshake.cluster_time_doc(self.clock.now())
         return reply

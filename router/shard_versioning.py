@@ -23,7 +23,7 @@ that held the collection at their atClusterTime.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Iterable
 
 from mongosim.oplog.errors import MongoError, in_category
 from mongosim.router.request import Request
@@ -45,23 +45,39 @@ def is_stale(err: MongoError) -> bool:
     return in_category(err.code, "NeedRetargettingError") or err.code == STALE_DB_VERSION
 
 
-def with_versions(router: Router, db: str, cmd: dict, shard: str) -> dict:
-    """`cmd`, for `shard`, with the version this router routed it by."""
-    coll = cmd[next(iter(cmd))]
+def version_fields(router: Router, db: str, coll: Any, shard: str) -> dict:
+    """The version fields a command on `db.coll` routed to `shard` carries (none for admin, config
+    and collectionless commands)."""
     if not isinstance(coll, str) or db in ("admin", "config", "local"):
-        return cmd
-    rc = cmd.get("readConcern")
-    if isinstance(rc, dict) and rc.get("level") == "snapshot" and "autocommit" not in cmd:
-        return cmd
+        return {}
     routing = router.catalog.routing(f"{db}.{coll}")
     if routing is not None:
-        return {**cmd, "shardVersion": {"e": routing.epoch, "t": routing.timestamp,
-                                        "v": routing.placement.get(shard, ZERO_TS)}}
-    out = {**cmd, "shardVersion": unsharded_version()}
+        return {"shardVersion": {"e": routing.epoch, "t": routing.timestamp,
+                                 "v": routing.placement.get(shard, ZERO_TS)}}
+    out: dict = {"shardVersion": unsharded_version()}
     database = router.catalog.databases.get(db)
     if database is not None and database.primary == shard:
         out["databaseVersion"] = database.version
     return out
+
+
+def note_routing(router: Router, req: Request, coll: Any, shards: Iterable[str]) -> None:
+    """Remember, when the command is targeted, the versions it is targeted by: they go with its
+    requests to those shards even if the cache is refreshed meanwhile (by another command)."""
+    for shard in shards:
+        if isinstance(shard, str):
+            req.routing[shard] = version_fields(router, req.db, coll, shard)
+
+
+def with_versions(router: Router, req: Request, db: str, cmd: dict, shard: str) -> dict:
+    """`cmd`, for `shard`, with the version this router targeted it by."""
+    rc = cmd.get("readConcern")
+    if isinstance(rc, dict) and rc.get("level") == "snapshot" and "autocommit" not in cmd:
+        return cmd
+    fields = req.routing.get(shard) if db == req.db else None
+    if fields is None:
+        fields = version_fields(router, db, cmd[next(iter(cmd))], shard)
+    return {**cmd, **fields} if fields else cmd
 
 
 def with_database_version(router: Router, db: str, cmd: dict, shard: str) -> dict:

@@ -86,11 +86,7 @@ async def ensure_database(router: Router, db: str, primary: str | None = None) -
     """The primary shard of `db`, creating the database's config entry when needed."""
     if db in ("admin", "config"):
         return "config"
-    found = router.catalog.primary_of(db)
-    if found is not None:
-        return found
-    router.refresh_catalog()  # another router may have created it since this one last looked
-    found = router.catalog.primary_of(db)
+    found = router.catalog.primary_of(db)  # (not cached: looked up on the config server)
     if found is not None:
         return found
     if not db or any(c in db for c in '/\\. "$\x00'):

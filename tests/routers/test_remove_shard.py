@@ -9,7 +9,6 @@ from bson import Int64
 
 from mongosim.core import open_cluster
 from mongosim.testing import AsyncClient, CommandError
-from tests.routers.conftest import another_router
 
 EPOCH = 1_700_000_000
 
@@ -40,7 +39,7 @@ async def _until_completed(c: AsyncClient, shard: str) -> list[dict]:
 
 
 async def test_remove_shard_replies_and_the_shard_leaves(autojump_clock):
-    async with open_cluster(shards=3, listen=False, epoch=EPOCH, instant_hwm=True) as core:
+    async with open_cluster(shards=3, routers=2, listen=False, epoch=EPOCH, instant_hwm=True) as core:
         c = AsyncClient(core.router)
         await _setup(c)
         await c.admin({"balancerStop": 1})  # first look at the replies with nothing moving
@@ -71,7 +70,7 @@ async def test_remove_shard_replies_and_the_shard_leaves(autojump_clock):
 
 
 async def test_the_last_shard_cannot_leave(autojump_clock):
-    async with open_cluster(shards=2, listen=False, epoch=EPOCH, instant_hwm=True) as core:
+    async with open_cluster(shards=2, routers=2, listen=False, epoch=EPOCH, instant_hwm=True) as core:
         c = AsyncClient(core.router)
         await c.admin({"removeShard": "shard01"})
         with pytest.raises(CommandError) as info:
@@ -81,12 +80,12 @@ async def test_the_last_shard_cannot_leave(autojump_clock):
 
 
 async def test_move_primary_moves_unsharded_collections_silently(autojump_clock):
-    async with open_cluster(shards=2, listen=False, epoch=EPOCH, instant_hwm=True) as core:
+    async with open_cluster(shards=2, routers=2, listen=False, epoch=EPOCH, instant_hwm=True) as core:
         c = AsyncClient(core.router)
         await c.admin({"enableSharding": "m", "primaryShard": "shard01"})
         await c.insert("m", "u", [{"_id": 1}, {"_id": 2}])
         uuid = core.shards["shard01"].catalog.collection("m", "u").uuid
-        stale = AsyncClient(another_router(core))
+        stale = AsyncClient(core.routers[1])
         await stale.find("m", "u", {})  # it learned the old primary
         cs = c.watch("m", 1, max_await_time_ms=100)
         await cs.open()
@@ -111,7 +110,7 @@ async def test_move_primary_moves_unsharded_collections_silently(autojump_clock)
 
 
 async def test_a_stream_across_a_shards_departure_loses_nothing(autojump_clock):
-    async with open_cluster(shards=3, listen=False, epoch=EPOCH, instant_hwm=True) as core:
+    async with open_cluster(shards=3, routers=2, listen=False, epoch=EPOCH, instant_hwm=True) as core:
         c = AsyncClient(core.router)
         await _setup(c)
         cs = c.watch("admin", 1, max_await_time_ms=200)
@@ -151,7 +150,7 @@ async def test_a_stream_across_a_shards_departure_loses_nothing(autojump_clock):
 
 
 async def test_resuming_from_before_the_removal_reads_the_removed_shard(autojump_clock):
-    async with open_cluster(shards=3, listen=False, epoch=EPOCH, instant_hwm=True) as core:
+    async with open_cluster(shards=3, routers=2, listen=False, epoch=EPOCH, instant_hwm=True) as core:
         c = AsyncClient(core.router)
         await _setup(c)
         cs = c.watch("db", "c", max_await_time_ms=100)

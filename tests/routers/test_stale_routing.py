@@ -9,13 +9,12 @@ from bson import Timestamp
 from mongosim.core import open_cluster
 from mongosim.oplog.errors import MongoError
 from mongosim.testing import AsyncClient, CommandError
-from tests.routers.conftest import another_router
 
 EPOCH = 1_700_000_000
 
 
 async def _two_routers(**kw):
-    return open_cluster(shards=3, listen=False, epoch=EPOCH, instant_hwm=True, **kw)
+    return open_cluster(shards=3, routers=2, listen=False, epoch=EPOCH, instant_hwm=True, **kw)
 
 
 async def _sharded(c: AsyncClient) -> None:
@@ -36,7 +35,7 @@ async def test_a_router_that_missed_a_migration_is_refused_then_refreshes_and_wr
         a, b = core.router, None
         ca = AsyncClient(a)
         await _sharded(ca)
-        b = another_router(core)
+        b = core.routers[1]
         cb = AsyncClient(b)
         before = _placement(b)
         await ca.admin({"moveChunk": "db.c", "find": {"k": 100}, "to": "shard02"})  # b does not know
@@ -75,7 +74,7 @@ async def test_the_donor_keeping_chunks_changes_version_too(autojump_clock):
         ca = AsyncClient(core.router)
         await _sharded(ca)
         await ca.admin({"split": "db.c", "middle": {"k": 50}})
-        b = another_router(core)
+        b = core.routers[1]
         cb = AsyncClient(b)
         await ca.admin({"moveChunk": "db.c", "find": {"k": 50}, "to": "shard02"})
         a_placement = _placement(core.router)
@@ -90,7 +89,7 @@ async def test_reads_updates_and_deletes_through_a_stale_router(autojump_clock):
         ca = AsyncClient(core.router)
         await _sharded(ca)
         await ca.insert("db", "c", [{"_id": i, "k": i * 20} for i in range(10)])
-        b = another_router(core)
+        b = core.routers[1]
         cb = AsyncClient(b)
         await ca.admin({"moveChunk": "db.c", "find": {"k": 100}, "to": "shard02"})
         docs = await cb.find("db", "c", {"k": {"$gte": 100}})
@@ -109,7 +108,7 @@ async def test_a_collection_sharded_or_recreated_behind_a_routers_back(autojump_
         ca = AsyncClient(core.router)
         await ca.admin({"enableSharding": "db", "primaryShard": "shard00"})
         await ca.insert("db", "u", [{"_id": 0, "k": 5}])
-        b = another_router(core)
+        b = core.routers[1]
         cb = AsyncClient(b)
         assert [d["_id"] for d in await cb.find("db", "u", {})] == [0]
         # sharded by a, moved to shard01: b still thinks it is unsharded on shard00
@@ -126,7 +125,7 @@ async def test_a_collection_sharded_or_recreated_behind_a_routers_back(autojump_
 async def test_a_database_created_by_another_router(autojump_clock):
     async with await _two_routers() as core:
         ca = AsyncClient(core.router)
-        b = another_router(core)
+        b = core.routers[1]
         cb = AsyncClient(b)
         await ca.admin({"enableSharding": "fresh", "primaryShard": "shard02"})
         await cb.insert("fresh", "c", [{"_id": 1}])
@@ -142,7 +141,7 @@ async def test_stale_in_a_transaction(autojump_clock):
     async with await _two_routers() as core:
         ca = AsyncClient(core.router)
         await _sharded(ca)
-        b = another_router(core)
+        b = core.routers[1]
         cb = AsyncClient(b)
         await ca.admin({"moveChunk": "db.c", "find": {"k": 100}, "to": "shard02"})
         lsid = {"id": bson.Binary(os.urandom(16), 4)}

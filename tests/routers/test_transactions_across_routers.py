@@ -10,7 +10,6 @@ import pytest
 
 from mongosim.core import open_cluster
 from mongosim.testing import AsyncClient, CommandError
-from tests.routers.conftest import another_router
 
 EPOCH = 1_700_000_000
 
@@ -20,7 +19,7 @@ def _session():
 
 
 async def test_the_recovery_token_names_the_first_shard_that_wrote(autojump_clock):
-    async with open_cluster(shards=2, listen=False, epoch=EPOCH, instant_hwm=True) as core:
+    async with open_cluster(shards=2, routers=2, listen=False, epoch=EPOCH, instant_hwm=True) as core:
         c = AsyncClient(core.router)
         await c.admin({"enableSharding": "db", "primaryShard": "shard01"})
         t = _session()
@@ -33,8 +32,8 @@ async def test_the_recovery_token_names_the_first_shard_that_wrote(autojump_cloc
 
 
 async def test_a_commit_retried_on_another_router_finds_it_committed(autojump_clock):
-    async with open_cluster(shards=2, listen=False, epoch=EPOCH, instant_hwm=True) as core:
-        a, b = AsyncClient(core.router), AsyncClient(another_router(core))
+    async with open_cluster(shards=2, routers=2, listen=False, epoch=EPOCH, instant_hwm=True) as core:
+        a, b = AsyncClient(core.router), AsyncClient(core.routers[1])
         t = _session()
         r = await a.command("db", {"insert": "c", "documents": [{"_id": 1}], "startTransaction": True, **t})
         token = r["recoveryToken"]
@@ -48,8 +47,8 @@ async def test_a_commit_retried_on_another_router_finds_it_committed(autojump_cl
 
 
 async def test_a_commit_that_never_ran_is_aborted_by_the_recovery(autojump_clock):
-    async with open_cluster(shards=2, listen=False, epoch=EPOCH, instant_hwm=True) as core:
-        a, b = AsyncClient(core.router), AsyncClient(another_router(core))
+    async with open_cluster(shards=2, routers=2, listen=False, epoch=EPOCH, instant_hwm=True) as core:
+        a, b = AsyncClient(core.router), AsyncClient(core.routers[1])
         t = _session()
         r = await a.command("db", {"insert": "c", "documents": [{"_id": 1}], "startTransaction": True, **t})
         with pytest.raises(CommandError) as info:
@@ -64,8 +63,8 @@ async def test_a_commit_that_never_ran_is_aborted_by_the_recovery(autojump_clock
 
 
 async def test_an_empty_token_is_refused(autojump_clock):
-    async with open_cluster(shards=2, listen=False, epoch=EPOCH, instant_hwm=True) as core:
-        b = AsyncClient(another_router(core))
+    async with open_cluster(shards=2, routers=2, listen=False, epoch=EPOCH, instant_hwm=True) as core:
+        b = AsyncClient(core.routers[1])
         with pytest.raises(CommandError) as info:
             await b.command("admin", {"commitTransaction": 1, "recoveryToken": {}, **_session()})
         assert info.value.code_name == "NoSuchTransaction"
