@@ -168,3 +168,15 @@ def test_resume_from_event_token_and_from_pbrt():
     (sw,) = [s for s in r.trace.of("swallowed", where="router") if s.key == event_token]
     assert sw.reason == "the resume token itself"
     assert len(r.story.streams) == 3
+
+
+def test_removed_shard_leaves_without_taking_an_event():
+    r = ran("removed-shard")
+    assert (r.facts["started"], r.facts["completed"]) == ("started", "completed")
+    assert r.facts["shards"] == ["shard00", "shard01"]
+    assert [e["documentKey"]["_id"] for _t, e in r.received] == [1, 2, 3, 4]
+    swallowed = {(s.shard, s.op) for s in r.trace.of("swallowed", where="router")}
+    assert {("config", "update"), ("config", "delete")} <= swallowed  # draining, then the removal
+    # the migration off shard02 never reached the client: only fromMigrate entries, filtered on the shards
+    assert all(e["operationType"] == "insert" for _t, e in r.received)
+    assert "shard02" in r.story.lanes
