@@ -160,6 +160,11 @@ class FilteringMetadata:
         if not isinstance(received, dict):
             raise MongoError("TypeMismatch", "BSON field 'shardVersion' is the wrong type, expected type 'object'")
         meta = self.collection(ns)
+        if meta is not None:  # the common case first, without building the wanted version
+            r_v = received.get("v")
+            if (received.get("e") == meta.epoch and received.get("t") == meta.timestamp
+                    and isinstance(r_v, Timestamp) and r_v.time == meta.placement.time):
+                return
         wanted = meta.version() if meta is not None else unsharded_version()
         r_inc, w_inc = (received.get("e"), received.get("t")), (wanted["e"], wanted["t"])
         r_v, w_v = received.get("v"), wanted["v"]
