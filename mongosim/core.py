@@ -18,6 +18,8 @@ from typing import Any, AsyncIterator
 import trio
 from bson import ObjectId
 
+import mongosim.status  # noqa: F401  (registers the mongosimStatus router command)
+from mongosim.command_log import CommandLog, enabled as command_log_enabled
 from mongosim.oplog.clock import TimeSource
 from mongosim.oplog.errors import MongoError
 from mongosim.router import handshake
@@ -30,6 +32,29 @@ from mongosim.shardsim.node import Node
 
 @dataclass
 class ClusterOptions:
+    """How a cluster is built (`Cluster(**options)`, `open_cluster(**options)`, `mongosim serve` flags).
+
+    shards          number of shards (sharded topology), >= 1
+    routers         number of mongos routers (sharded topology), >= 1: router00, router01, ... on consecutive
+                    ports from `port` (each its own free port with port 0); `uri` names them all
+    topology        "sharded" (config server + shards behind a mongos) or "replset" (one node answering
+                    as a replica-set primary; drivers read its change streams directly)
+    host, port      where the wire server listens; port 0 picks a free port (read `Cluster.uri`)
+    noop_interval   seconds between a node's periodic noop writes (periodicNoopIntervalSecs): how long an
+                    idle shard can hold a merged change stream back
+    instant_hwm     idle shards promise their current cluster time at once (no cold-shard latency)
+    oplog_size_mb   cap each oplog at this many MiB (None: unbounded), like --oplogSize
+    epoch           a fixed wall-clock start for virtual time (MockClock); None: real time
+    set_name        the replica set's name (replset topology)
+    skews           {node name: seconds} each node's wall clock runs ahead (negative: behind)
+    listen          False: no TCP listener (in-process clients only, `mongosim.testing.AsyncClient`)
+    auth            require authentication (SCRAM-SHA-256 / SCRAM-SHA-1)
+    users_file      a JSON file of users created at start (README, "Users file")
+    tls_cert_file   PEM certificate (and key) to serve TLS; tls_key_file: the key, if apart
+    data_dir        persist oplogs, documents and config here (survives kill -9)
+    event_cache     CRUD change events rendered once and shared by all streams, per node (0: off)
+    """
+
     shards: int = 2
     topology: str = "sharded"  # or "replset"
     routers: int = 1  # mongos routers (sharded), on consecutive ports from `port`
@@ -166,14 +191,19 @@ class ClusterCore:
         if self.routers:
             await self._start_mongos()
         elif self.opts.listen:
-            service = self.frontend
-            if self.store is not None:
-                from mongosim.shardsim.persistence import DurableService
-
-                service = DurableService(self.frontend, self.store)
             self.port = await self.nursery.start(partial(serve_tcp, ssl_context=self._ssl_context()),
-                                                 service, self.opts.host, self.opts.port)
+                                                 self._wrap_service(self.frontend), self.opts.host, self.opts.port)
             self.frontend.identity.port = self.port
+
+    def _wrap_service(self, service: Any) -> Any:
+        """What a listener serves around a front door: --data-dir's durability, `serve -v`'s command log."""
+        if self.store is not None:
+            from mongosim.shardsim.persistence import DurableService
+
+            service = DurableService(service, self.store)
+        if command_log_enabled():  # `mongosim serve -v`: every command as a mongod-style JSON line
+            service = CommandLog(service)
+        return service
 
     def _ssl_context(self) -> Any:
         if not self.opts.tls_cert_file:
@@ -198,16 +228,11 @@ class ClusterCore:
         """Every router as a process: its listener on port p + i (or a free port), its uptime pings."""
         from mongosim.mongos_process import MongosProcess
 
-        wrap = None
-        if self.store is not None:
-            from mongosim.shardsim.persistence import DurableService
-
-            wrap = partial(DurableService, store=self.store)
         ssl_context = self._ssl_context()
         for i, router in enumerate(self.routers):
             port = self.opts.port + i if self.opts.port else 0
             proc = MongosProcess(router, self.opts.host, port, listen=self.opts.listen, ssl_context=ssl_context,
-                                 wrap=wrap)
+                                 wrap=self._wrap_service)
             self.mongos.append(proc)
             await proc.start(self.nursery)
         self.port = self.mongos[0].port if self.opts.listen else 0

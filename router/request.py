@@ -29,6 +29,7 @@ class Request:
     op_time_key: int = 0  # set by handlers that wrote: the reply's operationTime
     is_change_stream: bool = False
     routing: dict = field(default_factory=dict)  # shard -> the version fields it was targeted by
+    internal: bool = False  # made by mongos itself: its `let` may carry mongos's own $$NOW / $$CLUSTER_TIME
 
     def arg(self, key: str, default: Any = None) -> Any:
         return self.cmd.get(key, default)

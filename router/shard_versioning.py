@@ -36,8 +36,8 @@ MAX_STALE_RETRIES = 10  # kMaxNumStaleVersionRetries
 STALE_DB_VERSION = 249
 # commands run again as a whole after a stale answer
 RETRIED_WHOLE = {"find", "count", "distinct", "aggregate", "listCollections", "listIndexes",
-                 "findAndModify", "findandmodify", "insert", "update", "delete"}
-_BATCH_WRITES = {"insert", "update", "delete"}  # outside a transaction they retarget per child batch
+                 "findAndModify", "findandmodify", "insert", "update", "delete", "bulkWrite"}
+_BATCH_WRITES = {"insert", "update", "delete", "bulkWrite"}  # outside a transaction: they retarget per child
 
 
 def is_stale(err: MongoError) -> bool:

@@ -6,6 +6,7 @@ module imports the node back.
 """
 
 from mongosim.shardsim import (  # noqa: F401
+    bulk_write,
     ddl,
     reads,
     search_indexes,

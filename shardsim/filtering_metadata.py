@@ -145,9 +145,19 @@ class FilteringMetadata:
 
     # -- the shard versioning check -------------------------------------------------------------
     def check(self, db: str, cmd: dict) -> None:
-        """Refuse a command routed by a stale routing table (StaleConfig / StaleDbVersion)."""
-        received = cmd.get("shardVersion")
+        """Refuse a command routed by a stale routing table (StaleConfig / StaleDbVersion); a bulkWrite
+        carries the versions of each of its namespaces in `nsInfo`."""
         name = next(iter(cmd))
+        if name == "bulkWrite":
+            for entry in cmd.get("nsInfo") or ():
+                ns = entry.get("ns") if isinstance(entry, dict) else None
+                if isinstance(ns, str) and "." in ns:
+                    if "shardVersion" in entry:
+                        self._check_collection(ns, entry["shardVersion"])
+                    if "databaseVersion" in entry:
+                        self._check_database(ns.split(".", 1)[0], entry["databaseVersion"])
+            return
+        received = cmd.get("shardVersion")
         if received is not None:
             coll = cmd[name]
             if isinstance(coll, str):

@@ -133,7 +133,7 @@ class Node:
         check_generic_arguments(name, cmd)
         refuse_collation(name, cmd)
         check_max_time_always_times_out(self.failpoints, cmd)
-        if self.filtering is not None and ("shardVersion" in cmd or "databaseVersion" in cmd):
+        if self.filtering is not None and ("shardVersion" in cmd or "databaseVersion" in cmd or name == "bulkWrite"):
             self.filtering.check(db, cmd)  # routed by a stale routing table: StaleConfig / StaleDbVersion
         lsid = cmd.get("lsid")
         txn = cmd.get("txnNumber")

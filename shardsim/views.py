@@ -112,11 +112,12 @@ async def run_on_view(node: Node, ctx: OpCtx, command: str, name: str) -> dict |
         raise MongoError("CommandOnShardedViewNotSupportedOnMongod", "Resolved views on sharded collections must be "
                          "executed by mongos", resolvedView={"ns": f"{ctx.db}.{backing}", "pipeline": pipeline})
     from mongosim.shardsim.query.stages import run_pipeline
+    from mongosim.shardsim.query.variables import for_command
 
     extra = list(ctx.cmd.get("pipeline") or []) if command == "aggregate" else as_pipeline(command, ctx.cmd)
     coll = node.catalog.collection(ctx.db, backing)
     docs = (ctx.view.scan(coll) if ctx.view is not None else coll.scan()) if coll is not None else iter(())
-    results = run_pipeline(docs, pipeline + extra)
+    results = run_pipeline(docs, pipeline + extra, variables=for_command(node, ctx))
     return finish_view_read(node, command, ctx.cmd, f"{ctx.db}.{name}", results)
 
 

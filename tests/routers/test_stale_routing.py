@@ -156,3 +156,27 @@ async def test_stale_in_a_transaction(autojump_clock):
         with pytest.raises(CommandError) as info:
             await cb.command("db", {"insert": "c", "documents": [{"_id": 3, "k": 160}], **t})
         assert info.value.code == 13388 and "TransientTransactionError" in info.value.labels
+
+
+async def test_bulk_write_through_a_stale_router(autojump_clock):
+    """A bulkWrite's nsInfo carries each namespace's version; a stale child ran nothing and its ops are
+    targeted again (a multi op only where it did not run)."""
+    async with await _two_routers() as core:
+        ca = AsyncClient(core.router)
+        await _sharded(ca)
+        await ca.insert("db", "c", [{"_id": i, "k": i * 20, "v": 0} for i in range(10)])
+        b = core.routers[1]
+        cb = AsyncClient(b)
+        await cb.find("db", "c", {})
+        for ordered in (True, False):
+            await ca.admin({"moveChunk": "db.c", "find": {"k": 100}, "to": "shard02" if ordered else "shard01"})
+            reply = await cb.command("admin", {"bulkWrite": 1, "ordered": ordered, "nsInfo": [{"ns": "db.c"}], "ops": [
+                {"insert": 0, "document": {"_id": 100 + ordered, "k": 150}},
+                {"update": 0, "filter": {}, "updateMods": {"$inc": {"v": 1}}, "multi": True},
+                {"delete": 0, "filter": {"k": 180}, "multi": False}]})
+            assert [(i["ok"], i["n"]) for i in reply["cursor"]["firstBatch"]] == \
+                [(1.0, 1), (1.0, 11), (1.0, 1 if ordered else 0)]  # (the update sees the insert before it)
+            owner = "shard02" if ordered else "shard01"
+            assert core.shards[owner].catalog.collection("db", "c").get(100 + ordered) is not None
+        docs = {d["_id"]: d.get("v") for d in await ca.find("db", "c", {})}
+        assert docs == {**{i: 2 for i in range(9)}, 101: 2, 100: 1}  # each update once per bulkWrite; _id 9 deleted
