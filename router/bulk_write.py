@@ -134,8 +134,7 @@ class ClusterBulkWrite:
             if self.stale:  # some child ran nothing: target its ops again by a fresh routing table
                 self.stale = False
                 self.stale_rounds += 1
-                self.router.refresh_catalog()
-                self.routed = {}
+                await self._refresh()
         for idx in sorted(self.items):
             self.replies.add(self.breq.ops[idx].kind, self.items[idx])
         return self.replies
@@ -228,6 +227,13 @@ class ClusterBulkWrite:
             for k in ("lsid", "txnNumber", "autocommit", "startTransaction", "readConcern", "writeConcern"):
                 cmd.pop(k, None)
         return cmd
+
+    async def _refresh(self) -> None:
+        """A fresh routing table (a database dropped meanwhile is created again, as writes do)."""
+        self.router.refresh_catalog()
+        self.routed = {}
+        for db in sorted({ns.split(".", 1)[0] for ns in self.breq.namespaces}):
+            await ensure_database(self.router, db)
 
     def _ns_info(self, ns: str, shard: str) -> dict:
         fields = self.routed.get((ns, shard))
@@ -325,8 +331,7 @@ class ClusterBulkWrite:
                 break
             except _Stale:  # target it again by a fresh table (a multi op: where it did not run yet)
                 self.stale_rounds += 1
-                self.router.refresh_catalog()
-                self.routed = {}
+                await self._refresh()
                 target = self._target(idx)
                 shards = target.shards if isinstance(target, _Special) else [target]
         if idx not in self.items:  # matched nothing anywhere

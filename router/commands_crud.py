@@ -123,7 +123,7 @@ async def cmd_insert(router: Router, req: Request) -> dict:
 
     def target(d: Any) -> str | MongoError:
         """The shard of one document, by the routing table as it is now (it may be refreshed)."""
-        p = router.catalog.primary_of(db) or primary
+        p = router.catalog.primary_of(db) or primary  # (ensure_database runs again after a refresh)
         try:
             return _shard_for_doc(router, ns, p, d) if isinstance(d, dict) else p
         except MongoError as err:
@@ -217,6 +217,7 @@ async def _fan_out_writes(router: Router, req: Request, cmd_name: str, coll: str
         if not retry:
             break
         router.refresh_catalog()
+        await ensure_database(router, req.db)  # (it may have been dropped meanwhile: writes create it again)
         pending = sorted(retry)
     out: dict[str, Any] = {"n": n}
     if cmd_name == "update":
@@ -282,6 +283,7 @@ async def _statements(router: Router, req: Request, cmd_name: str, coll: str, ns
                     if "autocommit" in req.cmd or not is_stale(err) or attempt == MAX_STALE_RETRIES:
                         raise
                     router.refresh_catalog()  # routed by a stale table: nothing was written there
+                    await ensure_database(router, req.db)
             n += got[0]
             n_modified += got[1]
             upserted.extend(got[2])

@@ -223,7 +223,9 @@ class Router:
         """Run the command; after a stale routing table, refresh and run it again when it may be
         (router/shard_versioning.py)."""
         attempt = 0
+        cmd = req.cmd  # (a handler may replace it, e.g. with `let` evaluated: each attempt starts afresh)
         while True:
+            req.cmd = cmd
             req.routing = {}
             try:
                 return await handler(self, req)

@@ -37,20 +37,25 @@ WRITE_COMMANDS = {"insert", "update", "delete", "findAndModify", "findandmodify"
 TXN_FIELDS = ("lsid", "txnNumber", "autocommit")
 
 
+def is_transient_transaction_error(code: int, has_write_concern_error: bool, commit_or_abort: bool) -> bool:
+    """The server's isTransientTransactionError (error_labels.cpp): the transaction failed with no
+    lasting effect and may be run again whole."""
+    transient = code in (112, 24, 267, 249) or in_category(code, "SnapshotError") \
+        or in_category(code, "NeedRetargettingError")  # WriteConflict, LockTimeout, PreparedTransactionInProgress
+    if commit_or_abort:
+        return transient or (code == 251 and not has_write_concern_error)
+    return transient or code == 251 or in_category(code, "RetriableError")
+
+
 def transaction_labels(err: MongoError, name: str, cmd: dict) -> None:
     """Add the transaction and retryable-write labels the server would add."""
     code = err.code
     if cmd.get("autocommit") is False:
-        transient = code in (112, 251, 24, 249) or in_category(code, "NetworkError") \
-            or in_category(code, "NotPrimaryError") or in_category(code, "ShutdownError") \
-            or in_category(code, "NeedRetargettingError")  # a stale routing table: retry the transaction
-        if name == "commitTransaction":
-            if code == 251:
-                err.add_label("TransientTransactionError")
-            elif in_category(code, "RetriableError") or in_category(code, "NetworkError") or code in (50, 64, 79, 100):
-                err.add_label("UnknownTransactionCommitResult")
-        elif transient:
+        if is_transient_transaction_error(code, False, name in ("commitTransaction", "abortTransaction")):
             err.add_label("TransientTransactionError")
+        if name == "commitTransaction" and code != 251 and (
+                in_category(code, "RetriableError") or in_category(code, "NetworkError") or code in (50, 64, 79, 100)):
+            err.add_label("UnknownTransactionCommitResult")
     elif "txnNumber" in cmd and name in WRITE_COMMANDS:
         if in_category(code, "RetriableError") or in_category(code, "NetworkError"):
             err.add_label("RetryableWriteError")

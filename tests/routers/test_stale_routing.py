@@ -180,3 +180,21 @@ async def test_bulk_write_through_a_stale_router(autojump_clock):
             assert core.shards[owner].catalog.collection("db", "c").get(100 + ordered) is not None
         docs = {d["_id"]: d.get("v") for d in await ca.find("db", "c", {})}
         assert docs == {**{i: 2 for i in range(9)}, 101: 2, 100: 1}  # each update once per bulkWrite; _id 9 deleted
+
+
+async def test_a_write_into_a_database_dropped_behind_the_routers_back_creates_it_again(autojump_clock):
+    """No orphan: the stale router learns the database is gone and creates it afresh (config.databases)."""
+    async with await _two_routers() as core:
+        ca, cb = AsyncClient(core.router), AsyncClient(core.routers[1])
+        await ca.admin({"enableSharding": "gone", "primaryShard": "shard01"})
+        await ca.insert("gone", "c", [{"_id": 1}])
+        await cb.find("gone", "c", {})  # b caches the database
+        await ca.command("gone", {"dropDatabase": 1})
+        for ops in ([{"_id": 2}], [{"_id": 3}]):
+            await cb.insert("gone", "c", ops)
+            primary = (await ca.find("config", "databases", {"_id": "gone"}))[0]["primary"]
+            holders = [n for n, node in core.shards.items() if node.catalog.collection("gone", "c") is not None]
+            assert holders == [primary]
+        assert sorted(d["_id"] for d in await ca.find("gone", "c", {})) == [2, 3]
+        await ca.command("gone", {"dropDatabase": 1})
+        assert [n for n, node in core.shards.items() if node.catalog.db("gone") is not None] == []
