@@ -99,44 +99,45 @@ class FilteringMetadata:
             self._databases.clear()
         return cfg.catalog
 
-    def collection(self, ns: str) -> CollectionMetadata | None:
-        """The sharded collection's metadata, or None when `ns` is not sharded."""
+    def _cached(self, cache: dict, key: str, read: Callable[[Any, str], Any]) -> Any:
+        """`cache[key]`, read from the config server's catalog when the config server moved."""
         catalog = self._catalog()
         try:
-            return self._collections[ns]
+            return cache[key]
         except KeyError:
-            pass
+            value = cache[key] = read(catalog, key)
+            return value
+
+    def collection(self, ns: str) -> CollectionMetadata | None:
+        """The sharded collection's metadata, or None when `ns` is not sharded."""
+        return self._cached(self._collections, ns, self._read_collection)
+
+    def _read_collection(self, catalog: Any, ns: str) -> CollectionMetadata | None:
         colls = catalog.collection("config", "collections")
         doc = colls.get(ns) if colls is not None else None
-        meta = None
-        if doc is not None:
-            pattern = ShardKeyPattern(doc["key"])
-            uuid = bytes(doc["uuid"])
-            chunks = SortedKeyList(key=lambda c: c[0])
-            placement = ZERO_TS
-            coll_chunks = catalog.collection("config", "chunks")
-            for ch in (coll_chunks.docs.values() if coll_chunks is not None else ()):
-                if bytes(ch["uuid"]) != uuid:
-                    continue
-                chunks.add((ShardKeyPattern.comparable(pattern.values_of_bound(ch["min"])), ch["shard"]))
-                if ch["shard"] == self.shard and _major_minor(ch["lastmod"]) > _major_minor(placement):
-                    placement = ch["lastmod"]
-            meta = CollectionMetadata(ns, doc["lastmodEpoch"], doc["timestamp"], pattern, chunks, placement)
-        self._collections[ns] = meta
-        return meta
+        if doc is None:
+            return None
+        pattern = ShardKeyPattern(doc["key"])
+        uuid = bytes(doc["uuid"])
+        chunks = SortedKeyList(key=lambda c: c[0])
+        placement = ZERO_TS
+        coll_chunks = catalog.collection("config", "chunks")
+        for ch in (coll_chunks.docs.values() if coll_chunks is not None else ()):
+            if bytes(ch["uuid"]) != uuid:
+                continue
+            chunks.add((ShardKeyPattern.comparable(pattern.values_of_bound(ch["min"])), ch["shard"]))
+            if ch["shard"] == self.shard and _major_minor(ch["lastmod"]) > _major_minor(placement):
+                placement = ch["lastmod"]
+        return CollectionMetadata(ns, doc["lastmodEpoch"], doc["timestamp"], pattern, chunks, placement)
 
     def database_version(self, db: str) -> dict | None:
         """The database's version when this shard is its primary (the only shard that holds one)."""
-        catalog = self._catalog()
-        try:
-            return self._databases[db]
-        except KeyError:
-            pass
+        return self._cached(self._databases, db, self._read_database_version)
+
+    def _read_database_version(self, catalog: Any, db: str) -> dict | None:
         dbs = catalog.collection("config", "databases")
         doc = dbs.get(db) if dbs is not None else None
-        version = doc.get("version") if doc is not None and doc.get("primary") == self.shard else None
-        self._databases[db] = version
-        return version
+        return doc.get("version") if doc is not None and doc.get("primary") == self.shard else None
 
     # -- filtering ---------------------------------------------------------------------------
     def owns(self, ns: str, doc: dict) -> bool:
