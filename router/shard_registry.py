@@ -47,6 +47,8 @@ class ShardRegistry:
         self.retired: dict[str, RetiredShard] = {}
         self.shard_factory = shard_factory
         self.version = 0  # bumped at every change; routers rebuild their remotes when it moves
+        self._all: list[Node] = []
+        self._all_version = -1
         for name, node in shards.items():
             self.register(name, node)
 
@@ -73,5 +75,9 @@ class ShardRegistry:
         return {name: r for name, r in self.retired.items() if r.removed_key > key}
 
     def all_nodes(self) -> list["Node"]:
-        """Every node a router may still talk to: the config server, the shards, the retired shards."""
-        return [self.config, *self.nodes.values(), *(r.node for r in self.retired.values())]
+        """Every node a router may still talk to: the config server, the shards, the retired shards
+        (kept until the registry changes: instant-HWM gossip asks at every advance of cluster time)."""
+        if self._all_version != self.version:
+            self._all = [self.config, *self.nodes.values(), *(r.node for r in self.retired.values())]
+            self._all_version = self.version
+        return self._all

@@ -71,6 +71,7 @@ def _nbytes(event) -> int:
 
 class ClusterChangeStreamCursor:
     is_change_stream = True
+    interrupt: MongoError | None = None  # set when the router stops under an in-flight getMore
 
     def __init__(self, router: Router, ns: str, db: str, target: Any, spec_bson: dict, user_stages: list,
                  client_token: Any) -> None:
@@ -257,6 +258,8 @@ class ClusterChangeStreamCursor:
     async def get_more(self, batch_size: int | None, max_time_ms: int | None):
         limit = batch_size if batch_size else 2**31
         batch = await self.next_batch(limit, max_time_ms if max_time_ms is not None else DEFAULT_AWAIT_MS)
+        if self.interrupt is not None:  # the router stopped meanwhile: an error, not the end of the stream
+            raise self.interrupt
         pbrt = self.current_pbrt()
         if self.trace:
             self.trace_reply(batch, pbrt)

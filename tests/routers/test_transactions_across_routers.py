@@ -69,3 +69,26 @@ async def test_an_empty_token_is_refused(autojump_clock):
             await b.command("admin", {"commitTransaction": 1, "recoveryToken": {}, **_session()})
         assert info.value.code_name == "NoSuchTransaction"
         assert "only performed reads" in info.value.reply["errmsg"]
+
+
+async def test_a_router_stopping_under_a_waiting_get_more_fails_it_resumably(autojump_clock):
+    """A getMore parked in the merge when its router stops gets InterruptedAtShutdown (resumable), not
+    an empty last batch with cursor id 0 (which a driver reads as the end of the stream)."""
+    import trio
+
+    async with open_cluster(shards=2, routers=2, listen=False, epoch=EPOCH, instant_hwm=True) as core:
+        c = AsyncClient(core.routers[1])
+        await c.insert("db", "c", [{"_id": 0}])
+        reply = await c.command("db", {"aggregate": "c", "pipeline": [{"$changeStream": {}}], "cursor": {}})
+        cid = reply["cursor"]["id"]
+        got = []
+
+        async def get_more():
+            got.append(await c.command("db", {"getMore": cid, "collection": "c", "maxTimeMS": 5000}, check=False))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(get_more)
+            await trio.sleep(1)
+            core.routers[1].stop()
+        assert got[0]["ok"] == 0 and got[0]["code"] == 11600
+        assert "ResumableChangeStreamError" in got[0].get("errorLabels", [])
