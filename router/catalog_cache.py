@@ -42,6 +42,7 @@ class CollectionRouting:
     chunks: SortedKeyList = field(default_factory=lambda: SortedKeyList(key=lambda c: c.min_key))
     # each owning shard's placement version: the highest lastmod of its chunks (the shard versioning protocol)
     placement: dict[str, Timestamp] = field(default_factory=dict)
+    default_collation: dict | None = None  # config.collections' defaultCollation (None: simple)
 
     def chunk_for(self, values: tuple) -> Chunk:
         key = ShardKeyPattern.comparable(values)
@@ -95,6 +96,7 @@ class CatalogCache:
             cr = CollectionRouting(
                 c["_id"], c["uuid"], ShardKeyPattern(c["key"]), c["lastmodEpoch"], c["timestamp"], bool(c.get("unique"))
             )
+            cr.default_collation = c.get("defaultCollation") or None
             self.collections[c["_id"]] = cr
             by_uuid[bytes(c["uuid"])] = cr
         for ch in (chunks.docs.values() if chunks else ()):

@@ -39,7 +39,7 @@ from mongosim.router.sharding_catalog_manager import ShardingCatalogManager
 from mongosim.router.sharding import critical_sections
 from mongosim.router.transactions import RouterTransactions
 from mongosim.shardsim import snapshot_reads
-from mongosim.shardsim.collation import refuse_collation
+from mongosim.shardsim.collation import check_collations
 from mongosim.shardsim.cursors import CursorManager
 from mongosim.shardsim.fail_point import check_max_time_always_times_out
 from mongosim.shardsim.generic_args import check_generic_arguments
@@ -192,7 +192,7 @@ class Router:
         if handler is None:
             raise MongoError("CommandNotFound", f"no such command: '{name}'")
         check_generic_arguments(name, cmd)
-        refuse_collation(name, cmd)
+        check_collations(name, cmd)
         check_max_time_always_times_out(self.failpoints, cmd)
         authn.authorize(self, db, cmd, conn)
         cmd = authn.with_session(self, cmd, conn)
