@@ -171,3 +171,28 @@ def test_a_stream_across_router_restarts_and_a_shard_leaving(server):
     assert client.config.databases.find_one({"_id": "shop"})["primary"] == "shard00"
     assert client.shop.orders.count_documents({}) == len([i for i in ids if i % 5]) + 1
     client.close()
+
+
+def test_a_removed_shard_stays_removed_across_a_restart(tmp_path):
+    import mongosim
+
+    d = str(tmp_path / "data")
+    with mongosim.Cluster(shards=3, port=0, instant_hwm=True, data_dir=d) as cluster:
+        client = pymongo.MongoClient(cluster.uri)
+        client.admin.command("enableSharding", "keep", primaryShard="shard02")
+        client.keep.c.insert_one({"_id": 1})
+        deadline = time.time() + 30
+        while client.admin.command("removeShard", "shard02")["state"] != "completed":
+            r = client.admin.command("removeShard", "shard02")
+            if r["state"] == "ongoing" and r["dbsToMove"]:
+                client.admin.command("movePrimary", "keep", to="shard00")
+            assert time.time() < deadline
+            time.sleep(0.1)
+        client.close()
+    with mongosim.Cluster(shards=3, port=0, instant_hwm=True, data_dir=d) as cluster:
+        client = pymongo.MongoClient(cluster.uri)
+        assert [s["_id"] for s in client.admin.command("listShards")["shards"]] == ["shard00", "shard01"]
+        assert sorted(cluster.core.router.shards) == ["shard00", "shard01"]
+        assert client.keep.c.find_one() == {"_id": 1}
+        client.keep.c.insert_one({"_id": 2})
+        client.close()
