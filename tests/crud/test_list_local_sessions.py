@@ -129,3 +129,28 @@ def test_with_authentication_each_user_lists_their_own(auth_cluster):
     assert _ids(_sessions(admin, {"users": [{"user": "app", "db": "shop"}]})) >= _ids(mine)
     admin.close()
     app.close()
+
+
+async def test_each_router_lists_its_own_sessions(autojump_clock):
+    """Every mongos has its own session cache: a session used through one is not listed by another,
+    and a restarted mongos starts with an empty cache."""
+    import os
+
+    from mongosim.core import open_cluster
+    from mongosim.testing import AsyncClient
+
+    async with open_cluster(shards=1, routers=2, listen=False, epoch=1_700_000_000, instant_hwm=True) as core:
+        a, b = AsyncClient(core.routers[0]), AsyncClient(core.routers[1])
+        lsid = {"id": Binary(os.urandom(16), 4)}
+        await a.command("db", {"insert": "c", "documents": [{"_id": 1}], "lsid": lsid})
+
+        async def listed(client) -> set[bytes]:
+            reply = await client.command("admin", {"aggregate": 1, "pipeline": [{"$listLocalSessions": {"allUsers": True}}],
+                                                   "cursor": {}})
+            return {bytes(r["_id"]["id"]) for r in reply["cursor"]["firstBatch"]}
+
+        assert bytes(lsid["id"]) in await listed(a)
+        assert bytes(lsid["id"]) not in await listed(b)
+        core.routers[0].stop()
+        core.routers[0].start()
+        assert bytes(lsid["id"]) not in await listed(a)
