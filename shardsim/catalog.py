@@ -41,6 +41,8 @@ class Collection:
     # before-images they need of this collection's documents (id key -> [(seq, before)])
     history: Any = field(default=None, repr=False, compare=False)
     versions: dict[Any, list] = field(default_factory=dict, repr=False, compare=False)
+    # derived from `options` by shardsim.collection_options.refresh (not dataclass fields: never persisted)
+    validator = None  # shardsim.document_validation.Validator when the collection validates its documents
 
     @property
     def ns(self) -> str:

@@ -16,6 +16,7 @@ from bson import Binary
 from mongosim.oplog import entry as E
 from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.catalog import ID_INDEX, Collection
+from mongosim.shardsim.collection_options import refresh
 from mongosim.shardsim.operation_context import OpCtx
 
 if TYPE_CHECKING:
@@ -35,7 +36,7 @@ def check_namespace(db: str, coll: Any) -> str:
 
 def create_collection(node: Node, ctx: OpCtx, db: str, name: str, options: dict, *, uuid: Binary | None = None) -> Collection:
     """Create `db.name` and log its create entry (marked fromMigrate when the command is)."""
-    coll = Collection(db, name, uuid=uuid or Binary(_uuid.uuid4().bytes, 4), options=dict(options))
+    coll = refresh(Collection(db, name, uuid=uuid or Binary(_uuid.uuid4().bytes, 4), options=dict(options)))
     node.catalog.add_collection(coll)
     o = {"create": name, **options, "idIndex": dict(ID_INDEX)}
     node.log(E.command_op(db, o, ui=coll.uuid), ctx, from_migrate=bool(ctx.cmd.get("fromMigrate")))

@@ -30,12 +30,14 @@ from bson import Binary
 from mongosim.oplog import entry as E
 from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.catalog import Collection, index_name
+from mongosim.shardsim.collection_options import refresh
 from mongosim.shardsim.command_registry import command
 from mongosim.shardsim.create_collection import (
     check_namespace,
     create_collection,
     ensure_collection,
 )
+from mongosim.shardsim.document_validation import check_options
 from mongosim.shardsim.operation_context import OpCtx
 
 if TYPE_CHECKING:
@@ -73,6 +75,7 @@ def _options_of(cmd: dict, first: str) -> dict:
 def cmd_create(node: Node, ctx: OpCtx) -> dict:
     name = check_namespace(ctx.db, ctx.cmd["create"])
     opts = _options_of(ctx.cmd, "create")
+    check_options("create", ctx.db, name, opts)
     existing = node.catalog.collection(ctx.db, name)
     if "viewOn" in opts:
         return _create_view(node, ctx, name, opts)
@@ -164,7 +167,7 @@ def cmd_rename(node: Node, ctx: OpCtx) -> dict:
     coll.db, coll.name = ddb, dname
     if not cmd.get("stayTemp"):
         coll.options.pop("temp", None)  # a temporary collection renamed without stayTemp is kept
-    node.catalog.add_collection(coll)
+    node.catalog.add_collection(refresh(coll))
     o = {"renameCollection": src, "to": dst, "stayTemp": bool(cmd.get("stayTemp", False)), "dropTarget": drop_target}
     node.log(E.command_op(sdb, o, ui=coll.uuid), ctx, from_migrate=_from_migrate(ctx))
     return {"ok": 1.0}
@@ -270,6 +273,7 @@ def cmd_coll_mod(node: Node, ctx: OpCtx) -> dict:
     if coll is None:
         raise MongoError("NamespaceNotFound", f"ns does not exist: {ctx.db}.{name}")
     changes = {k: v for k, v in ctx.cmd.items() if k != "collMod" and k not in _GENERIC_ARGS}
+    check_options("collMod", ctx.db, name, changes)
     old_options = {"uuid": coll.uuid, **coll.options}
     o2: dict[str, Any] = {"collectionOptions_old": old_options}
     for k, v in changes.items():
@@ -285,5 +289,6 @@ def cmd_coll_mod(node: Node, ctx: OpCtx) -> dict:
             coll.options[k] = v
         else:
             raise MongoError(40415, f"BSON field 'collMod.{k}' is an unknown field.")
+    refresh(coll)
     node.log(E.command_op(ctx.db, {"collMod": name, **changes}, ui=coll.uuid, o2=o2), ctx, from_migrate=_from_migrate(ctx))
     return {"ok": 1.0}
