@@ -136,6 +136,8 @@ class Router:
         ct = cmd.get("$clusterTime")
         if isinstance(ct, dict) and isinstance(ct.get("clusterTime"), Timestamp):
             self.clock.advance(ts_key(ct["clusterTime"]))
+        if db == "local":
+            raise MongoError("IllegalOperation", "Can't use 'local' database through mongos")
         handler = ROUTER_COMMANDS.get(name)  # command names are case-sensitive (aliases are registered)
         if handler is None:
             raise MongoError("CommandNotFound", f"no such command: '{name}'")

@@ -43,6 +43,7 @@ class Collection:
     versions: dict[Any, list] = field(default_factory=dict, repr=False, compare=False)
     # derived from `options` by shardsim.collection_options.refresh (not dataclass fields: never persisted)
     validator = None  # shardsim.document_validation.Validator when the collection validates its documents
+    capped = None  # shardsim.capped.CappedState of a capped collection
 
     @property
     def ns(self) -> str:

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from bson import Binary
 from mongosim.oplog import entry as E
 from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.capped import normalize_options
 from mongosim.shardsim.catalog import Collection, index_name
 from mongosim.shardsim.collection_options import refresh
 from mongosim.shardsim.command_registry import command
@@ -76,6 +77,7 @@ def cmd_create(node: Node, ctx: OpCtx) -> dict:
     name = check_namespace(ctx.db, ctx.cmd["create"])
     opts = _options_of(ctx.cmd, "create")
     check_options("create", ctx.db, name, opts)
+    opts = normalize_options(opts)
     existing = node.catalog.collection(ctx.db, name)
     if "viewOn" in opts:
         return _create_view(node, ctx, name, opts)

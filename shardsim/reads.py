@@ -16,6 +16,7 @@ from mongosim.shardsim.create_collection import check_namespace
 from mongosim.shardsim.cursors import DEFAULT_FIRST_BATCH, QueryCursor, cursor_reply
 from mongosim.shardsim.operation_context import OpCtx
 from mongosim.shardsim.merge_stage import parse_merge, run_merge
+from mongosim.shardsim.oplog_collection import is_oplog
 from mongosim.shardsim.out_stage import parse_out, run_out
 from mongosim.shardsim.query.documents_stage import documents_source
 from mongosim.shardsim.query.matcher import Matcher
@@ -69,6 +70,21 @@ def run_find(node: Node, db: str, coll_name: str, cmd: dict, view=None, variable
     return iter(docs)
 
 
+def tailable_find(node: Node, ctx: OpCtx, name: str) -> dict:
+    """A find that follows new records: tailable on a capped collection, or on `local.oplog.rs`."""
+    from mongosim.shardsim import oplog_collection, tailable_cursor
+    from mongosim.shardsim.query.projection import compile_projection
+
+    cmd = ctx.cmd
+    tailable_cursor.check_find_options(cmd)
+    variables = for_command(node, ctx)
+    matcher = Matcher(cmd.get("filter") or {}, variables)
+    project = compile_projection(cmd["projection"], variables=variables) if cmd.get("projection") else None
+    if is_oplog(ctx.db, name):
+        return oplog_collection.find(node, cmd, matcher.matches, project)
+    return tailable_cursor.find(node, ctx.db, name, cmd, matcher.matches, project)
+
+
 def serve_cursor(node: Node, ns: str, results: Iterator[dict], batch_size: int | None, single_batch: bool = False) -> dict:
     cur = QueryCursor(ns, results)
     batch = cur.take(batch_size if batch_size is not None else DEFAULT_FIRST_BATCH) if batch_size != 0 else []
@@ -82,6 +98,8 @@ def serve_cursor(node: Node, ns: str, results: Iterator[dict], batch_size: int |
 def cmd_find(node: Node, ctx: OpCtx) -> dict:
     cmd = ctx.cmd
     name = check_namespace(ctx.db, cmd["find"])
+    if cmd.get("tailable") or cmd.get("awaitData") or is_oplog(ctx.db, name):
+        return tailable_find(node, ctx, name)
     batch_size = int_arg(cmd, "batchSize", "find", None)
     limit = int_arg(cmd, "limit", "find", None)
     results = run_find(node, ctx.db, name, cmd, ctx.view, for_command(node, ctx))

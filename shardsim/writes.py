@@ -19,6 +19,7 @@ from mongosim.oplog import bsonutil
 from mongosim.oplog import entry as E
 from mongosim.oplog.errors import MongoError
 from mongosim.oplog.oplog import EntryTooLarge
+from mongosim.shardsim import capped
 from mongosim.shardsim.catalog import Collection
 from mongosim.shardsim.command_registry import command
 from mongosim.shardsim.create_collection import check_namespace, ensure_collection
@@ -197,6 +198,8 @@ def insert_one(node: Node, ctx: OpCtx, coll: Collection, doc: dict, ws: WriteSes
         check_insert(coll.validator, ctx.cmd, doc, ws.from_migrate)
     op = E.insert_op(coll.ns, coll.uuid, doc, coll.document_key(doc))
     if ws.txn is not None:
+        if coll.capped is not None:
+            capped.refuse_in_transaction(coll)
         if len(bsonutil.encode(doc)) > bsonutil.MAX_BSON_OBJECT_SIZE:
             raise _too_large(doc)
         ws.insert(coll, doc)
@@ -209,6 +212,8 @@ def insert_one(node: Node, ctx: OpCtx, coll: Collection, doc: dict, ws: WriteSes
     except EntryTooLarge:
         raise _too_large(doc) from None
     coll.insert(doc, checked=True)
+    if coll.capped is not None:
+        capped.after_insert(node, ctx, coll, doc, hashable(doc["_id"]))
 
 
 def _write_concern_reply(reply: dict, errors: list[dict]) -> dict:
