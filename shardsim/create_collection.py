@@ -38,7 +38,9 @@ def create_collection(node: Node, ctx: OpCtx, db: str, name: str, options: dict,
     """Create `db.name` and log its create entry (marked fromMigrate when the command is)."""
     coll = refresh(Collection(db, name, uuid=uuid or Binary(_uuid.uuid4().bytes, 4), options=dict(options)))
     node.catalog.add_collection(coll)
-    o = {"create": name, **options, "idIndex": dict(ID_INDEX)}
+    o = {"create": name, **options}
+    if "clusteredIndex" not in options:  # (a clustered collection has no separate _id index)
+        o["idIndex"] = dict(ID_INDEX)
     node.log(E.command_op(db, o, ui=coll.uuid), ctx, from_migrate=bool(ctx.cmd.get("fromMigrate")))
     return coll
 

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from bson import Binary
 from mongosim.oplog import entry as E
 from mongosim.oplog.errors import MongoError
+from mongosim.shardsim import clustered, timeseries, views
 from mongosim.shardsim.capped import normalize_options
 from mongosim.shardsim.catalog import Collection, index_name
 from mongosim.shardsim.collection_options import refresh
@@ -77,7 +78,9 @@ def cmd_create(node: Node, ctx: OpCtx) -> dict:
     name = check_namespace(ctx.db, ctx.cmd["create"])
     opts = _options_of(ctx.cmd, "create")
     check_options("create", ctx.db, name, opts)
-    opts = normalize_options(opts)
+    opts = clustered.normalize_options(normalize_options(opts))
+    if "timeseries" in opts:
+        return _create_timeseries(node, ctx, name, opts)
     existing = node.catalog.collection(ctx.db, name)
     if "viewOn" in opts:
         return _create_view(node, ctx, name, opts)
@@ -87,6 +90,18 @@ def cmd_create(node: Node, ctx: OpCtx) -> dict:
         raise MongoError("NamespaceExists", f"Collection {ctx.db}.{name} already exists with different options: {existing.options}")
     uuid = ctx.cmd.get("$uuid")  # internal: the router makes a sharded collection's UUID equal on every shard
     create_collection(node, ctx, ctx.db, name, opts, uuid=uuid)
+    return {"ok": 1.0}
+
+
+def _create_timeseries(node: Node, ctx: OpCtx, name: str, opts: dict) -> dict:
+    opts = timeseries.normalize_options(ctx.db, name, opts)
+    view = views.definition(node, ctx.db, name)
+    if view is not None or node.catalog.collection(ctx.db, name) is not None:
+        existing = timeseries.options_of(node, ctx.db, view) if view is not None else None
+        if existing is not None and existing.get("timeseries") == opts["timeseries"]:
+            return {"ok": 1.0}
+        raise MongoError("NamespaceExists", f"Namespace {ctx.db}.{name} already exists")
+    timeseries.create(node, ctx, ctx.db, name, opts)
     return {"ok": 1.0}
 
 
@@ -119,6 +134,9 @@ def cmd_drop(node: Node, ctx: OpCtx) -> dict:
     coll = node.catalog.collection(ctx.db, name)
     if coll is None:
         views = node.catalog.collection(ctx.db, "system.views")
+        buckets = node.catalog.collection(ctx.db, timeseries.buckets_of(name))
+        if buckets is not None and "timeseries" in buckets.options:  # a time-series collection: both go
+            drop_collection(node, ctx, buckets)
         if views is not None and views.get(f"{ctx.db}.{name}") is not None:
             from mongosim.shardsim.writes import WriteSession, delete_document
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Iterator
 
 from mongosim.oplog.errors import MongoError
+from mongosim.shardsim import timeseries
+from mongosim.shardsim.clustered import index_specs, is_clustered
 from mongosim.shardsim.command_registry import command
 from mongosim.shardsim.create_collection import check_namespace
 from mongosim.shardsim.cursors import DEFAULT_FIRST_BATCH, QueryCursor, cursor_reply
@@ -238,17 +240,23 @@ def cmd_list_collections(node: Node, ctx: OpCtx) -> dict:
     database = node.catalog.db(ctx.db)
     if database is not None:
         for coll in database.collections.values():
-            if coll.name.startswith("system.") and coll.name != "system.views":
+            if coll.name.startswith("system.") and coll.name != "system.views" and \
+                    not coll.name.startswith(timeseries.BUCKETS):
                 continue
             info: dict[str, Any] = {"name": coll.name, "type": "collection"}
             if not name_only:
                 info["options"] = dict(coll.options)
                 info["info"] = {"readOnly": False, "uuid": coll.uuid}
-                info["idIndex"] = {"v": 2, "key": {"_id": 1}, "name": "_id_"}
+                if not is_clustered(coll.options):
+                    info["idIndex"] = {"v": 2, "key": {"_id": 1}, "name": "_id_"}
             out.append(info)
         views = database.collections.get("system.views")
         if views is not None:
             for v in views.docs.values():
+                ts_info = timeseries.list_entry(node, ctx.db, v, name_only)
+                if ts_info is not None:
+                    out.append(ts_info)
+                    continue
                 vname = v["_id"].split(".", 1)[1]
                 info = {"name": vname, "type": "view"}
                 if not name_only:
@@ -267,7 +275,7 @@ def cmd_list_indexes(node: Node, ctx: OpCtx) -> dict:
     coll = node.catalog.collection(ctx.db, name)
     if coll is None:
         raise MongoError("NamespaceNotFound", f"ns does not exist: {ctx.db}.{name}")
-    return serve_cursor(node, f"{ctx.db}.$cmd.listIndexes.{name}", iter([dict(s) for s in coll.indexes]),
+    return serve_cursor(node, f"{ctx.db}.$cmd.listIndexes.{name}", iter(index_specs(coll.options, coll.indexes)),
                         (ctx.cmd.get("cursor") or {}).get("batchSize"))
 
 
