@@ -30,7 +30,6 @@ ON_PRIMARY_TXN_WRITE = "onPrimaryTransactionalWrite closes the connection on bot
 BULK_WRITE = "no 8.0 bulkWrite command (pymongo client.bulk_write): CommandNotFound 59"
 COUNT_IN_TXN = "count allowed in a transaction (the server: OperationNotSupportedInTransaction 263)"
 MAPREDUCE = "no mapReduce command (CommandNotFound 59)"
-PREPARE_UNIQUE = "collMod index prepareUnique: IndexNotFound 27 for an existing index"
 UNSATISFIABLE_WC = "unsatisfiable write concern (w: 10) ignored instead of a writeConcernError (100)"
 CHECK_METADATA = "no checkMetadataConsistency command (CommandNotFound 59)"
 
@@ -394,10 +393,6 @@ _BY_CAUSE: dict[str, list[str]] = {
     MAPREDUCE: [  # 2
         "replset/retryable-reads/mapReduce.json/MapReduce succeeds with retry on",
         "sharded/retryable-reads/mapReduce.json/MapReduce succeeds with retry on",
-    ],
-    PREPARE_UNIQUE: [  # 2
-        "replset/collection-management/modifyCollection-errorResponse.json/modifyCollection prepareUnique violations are accessible",
-        "sharded/collection-management/modifyCollection-errorResponse.json/modifyCollection prepareUnique violations are accessible",
     ],
     UNSATISFIABLE_WC: [  # 2
         "replset/transactions/commit.json/write concern error on commit",
