@@ -7,10 +7,12 @@ import it, nothing imports it back, and no command module imports the router.
 
 from mongosim.router import (  # noqa: F401
     bulk_write,
+    check_metadata_consistency,
     cluster_explain,
     commands_admin,
     commands_crud,
     commands_ddl,
+    map_reduce,
     search_indexes,
     sharding,
     transactions,

@@ -8,8 +8,10 @@ module imports the node back.
 from mongosim.shardsim import (  # noqa: F401
     bulk_write,
     ddl,
+    map_reduce,
     explain_cmd,
     reads,
+    script_engine,
     search_indexes,
     sharding_ops,
     txn_commands,

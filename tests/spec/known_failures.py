@@ -29,9 +29,8 @@ PYMONGO_PARTIAL_RESULT = "not the emulator: pymongo 4.20 sets partial_result whe
 ON_PRIMARY_TXN_WRITE = "onPrimaryTransactionalWrite closes the connection on both attempts: pymongo raises AutoReconnect with no partial result, the test expects a BulkWriteError result (unverified against a real server)"
 BULK_WRITE = "no 8.0 bulkWrite command (pymongo client.bulk_write): CommandNotFound 59"
 COUNT_IN_TXN = "count allowed in a transaction (the server: OperationNotSupportedInTransaction 263)"
-MAPREDUCE = "no mapReduce command (CommandNotFound 59)"
+MAPREDUCE = "no JavaScript engine (a deployment with security.javascriptEnabled: false): the map function fails with 31246"
 UNSATISFIABLE_WC = "unsatisfiable write concern (w: 10) ignored instead of a writeConcernError (100)"
-CHECK_METADATA = "no checkMetadataConsistency command (CommandNotFound 59)"
 
 _BY_CAUSE: dict[str, list[str]] = {
     ONE_ROUTER: [  # 106
@@ -397,9 +396,6 @@ _BY_CAUSE: dict[str, list[str]] = {
     UNSATISFIABLE_WC: [  # 2
         "replset/transactions/commit.json/write concern error on commit",
         "sharded/transactions/commit.json/write concern error on commit",
-    ],
-    CHECK_METADATA: [  # 1
-        "sharded/run-command/runCursorCommand.json/successfully executes checkMetadataConsistency cursor creating command",
     ],
 }
 
