@@ -9,6 +9,8 @@ from mongosim.router import (  # noqa: F401
     bulk_write,
     check_metadata_consistency,
     cluster_explain,
+    cluster_profile,
+    cluster_validate,
     commands_admin,
     commands_crud,
     commands_ddl,

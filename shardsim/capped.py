@@ -118,8 +118,9 @@ def refuse_in_transaction(coll: Collection) -> None:
                      "collections.")
 
 
-def after_insert(node: Node, ctx: OpCtx, coll: Collection, doc: dict, idk: Any) -> None:
-    """Record the insert; delete the oldest documents while the collection is over its limits."""
+def after_insert(node: Node, ctx: OpCtx, coll: Collection, doc: dict, idk: Any, *, replicated: bool = True) -> None:
+    """Record the insert; delete the oldest documents while the collection is over its limits
+    (logged as deletes, unless the collection is not replicated: system.profile)."""
     state = coll.capped
     just_inserted = state.add(idk, doc)
     while state.data_size > state.size or (state.max and len(coll.docs) > state.max):
@@ -135,6 +136,9 @@ def after_insert(node: Node, ctx: OpCtx, coll: Collection, doc: dict, idk: Any) 
         state.evicted_through = seq
         old = coll.docs.get(old_idk)
         if old is None:
+            continue
+        if not replicated:
+            del coll.docs[old_idk]
             continue
         coll.delete(old)
         node.log(E.delete_op(coll.ns, coll.uuid, coll.document_key(old)), ctx)

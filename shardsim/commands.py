@@ -9,12 +9,14 @@ from mongosim.shardsim import (  # noqa: F401
     bulk_write,
     ddl,
     map_reduce,
+    profiler,
     explain_cmd,
     reads,
     script_engine,
     search_indexes,
     sharding_ops,
     txn_commands,
+    validate_cmd,
     writes,
 )
 from mongosim.shardsim.changestream import aggregate  # noqa: F401

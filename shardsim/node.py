@@ -24,7 +24,7 @@ from mongosim.oplog.clock import LogicalClock, NodeClock, TimeSource, key_ts
 from mongosim.oplog.error_codes import CODES
 from mongosim.oplog.errors import MongoError
 from mongosim.oplog.oplog import Oplog
-from mongosim.shardsim import snapshot_reads, views
+from mongosim.shardsim import profiler, snapshot_reads, views
 from mongosim.shardsim.catalog import Catalog
 from mongosim.shardsim.collation import refuse_collation
 from mongosim.shardsim.commands import COMMANDS
@@ -131,6 +131,7 @@ class Node:
         check_generic_arguments(name, cmd)
         refuse_collation(name, cmd)
         check_max_time_always_times_out(self.failpoints, cmd)
+        started = trio.current_time() if profiler.active(self) else 0.0
         lsid = cmd.get("lsid")
         txn = cmd.get("txnNumber")
         ctx = OpCtx(db, cmd, lsid=lsid, txn_number=int(txn) if txn is not None else None, from_router=from_router)
@@ -165,6 +166,8 @@ class Node:
             raise
         if ctx.txn is not None and any(e.get("code") != WOULD_CHANGE_OWNING_SHARD for e in reply.get("writeErrors", ())):
             ctx.txn.abort(ctx)  # (WouldChangeOwningShard is mongos's to handle: the transaction goes on)
+        if profiler.active(self):
+            profiler.record(self, db, cmd, reply, started)
         if ctx.at_cluster_time:
             snapshot_reads.stamp_reply(name, reply, ctx.at_cluster_time)
         if ctx.op_time_key:

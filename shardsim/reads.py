@@ -258,7 +258,7 @@ def cmd_list_collections(node: Node, ctx: OpCtx) -> dict:
     database = node.catalog.db(ctx.db)
     if database is not None:
         for coll in database.collections.values():
-            if coll.name.startswith("system.") and coll.name != "system.views" and \
+            if coll.name.startswith("system.") and coll.name not in ("system.views", "system.profile") and \
                     not coll.name.startswith(timeseries.BUCKETS):
                 continue
             info: dict[str, Any] = {"name": coll.name, "type": "collection"}

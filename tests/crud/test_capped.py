@@ -166,3 +166,30 @@ def test_the_local_database_is_refused_through_mongos(sharded_client):
     with pytest.raises(OperationFailure) as e:
         sharded_client.local["oplog.rs"].find_one()
     assert (e.value.code, str(e.value).split(",")[0]) == (20, "Can't use 'local' database through mongos")
+
+
+def test_the_profiler_records_operations_with_their_comment(replset_client):
+    db = replset_client.cap_profile
+    replset_client.drop_database(db.name)
+    assert db.command("profile", 2)["was"] == 0
+    db.c.insert_one({"_id": 1})
+    list(db.c.find({"_id": 1}, comment="find me"))
+    db.c.update_one({"_id": 1}, {"$set": {"x": 1}})
+    assert db.command("profile", -1)["was"] == 2
+    db.command("profile", 0)
+    [info] = db.list_collections(filter={"name": "system.profile"})
+    assert info["options"] == {"capped": True, "size": 1048576}
+    entries = list(db["system.profile"].find({"ns": f"{db.name}.c"}))
+    assert [e["op"] for e in entries] == ["insert", "query", "update"]
+    query = entries[1]
+    assert query["command"]["comment"] == "find me" and query["command"]["filter"] == {"_id": 1}
+    assert query["nreturned"] == 1 and "_id" not in query and isinstance(query["millis"], int)
+    assert entries[2]["nModified"] == 1
+    assert db["system.profile"].find_one({"command.comment": "find me"})["op"] == "query"
+
+
+def test_mongos_only_keeps_the_logging_settings(sharded_client):
+    assert sharded_client.cap_profile.command("profile", -1)["was"] == 0
+    with pytest.raises(OperationFailure) as e:
+        sharded_client.cap_profile.command("profile", 2)
+    assert e.value.code == 2 and "Profiling is not permitted on mongoS" in str(e.value)

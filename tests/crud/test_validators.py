@@ -173,3 +173,19 @@ def test_every_shard_of_a_sharded_collection_validates(sharded_client):
     with pytest.raises(WriteError):
         db.c.update_one({"_id": 2, "k": 200}, {"$set": {"y": 1}})
     assert db.c.find_one({"_id": 2}) == {"_id": 2, "k": 200}
+
+
+def test_validate_counts_the_documents_the_validator_rejects(db, client):
+    db.c.insert_many([{"_id": 1, "x": 1}, {"_id": 2, "x": -1}])
+    db.command("collMod", "c", validator={"x": {"$gt": 0}})
+    reply = db.command("validate", "c")
+    result = next(iter(reply["raw"].values())) if "raw" in reply else reply
+    assert reply["valid"] is True and result["nNonCompliantDocuments"] == 1 and result["nrecords"] == 2
+    assert result["warnings"] == ["Detected one or more documents not compliant with the collection's schema. "
+                                  "Check logs for log id 5363500."]
+    assert result["keysPerIndex"] == {"_id_": 2} and result["indexDetails"] == {"_id_": {"valid": True}}
+    if "raw" not in reply:
+        assert list(reply)[:5] == ["ns", "uuid", "nInvalidDocuments", "nNonCompliantDocuments", "nrecords"]
+    with pytest.raises(OperationFailure) as e:
+        db.command("validate", "nothing")
+    assert e.value.code == 26
