@@ -25,6 +25,7 @@ from mongosim.router.replset import ReplSetFrontend
 from mongosim.router.mongos import Router
 from mongosim.router.server import serve_tcp
 from mongosim.shardsim.node import Node
+from mongosim.shardsim.ttl_monitor import run_ttl_monitor
 
 
 @dataclass
@@ -114,6 +115,7 @@ class ClusterCore:
             self.store.adopt(node)  # restore its saved state (--data-dir), journal it from now on
         self.nursery.start_soon(node.run_noop_writer, name=f"noop-writer-{name}")
         self.nursery.start_soon(node.run_transaction_reaper, name=f"transaction-reaper-{name}")
+        self.nursery.start_soon(run_ttl_monitor, node, name=f"ttl-monitor-{name}")
         return node
 
     @property

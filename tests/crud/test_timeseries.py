@@ -127,3 +127,27 @@ def test_clustered_collection_errors(db):
     with pytest.raises(OperationFailure) as e:
         db.create_collection("c", expireAfterSeconds=10)
     assert e.value.code == 72
+
+
+def _ttl_pass(client) -> int:
+    from mongosim.shardsim.ttl_monitor import run_once
+
+    cluster = client.mongosim_cluster
+    return sum(cluster.call(run_once, node) for node in cluster.core.nodes.values())
+
+
+def test_the_ttl_monitor_expires_clustered_documents_buckets_and_ttl_indexes(db, client):
+    old, new = datetime.datetime(2000, 1, 1), datetime.datetime.utcnow()
+    db.create_collection("c", clusteredIndex={"key": {"_id": 1}, "unique": True}, expireAfterSeconds=3600)
+    db.c.insert_many([{"_id": old}, {"_id": new}, {"_id": 5}])
+    db.create_collection("w", timeseries={"timeField": "time"}, expireAfterSeconds=3600)
+    db.w.insert_many([{"time": old}, {"time": new}])
+    db.plain.create_index("at", expireAfterSeconds=60)
+    db.plain.insert_many([{"_id": 1, "at": old}, {"_id": 2, "at": [new, old]}, {"_id": 3, "at": new}, {"_id": 4}])
+    with db.watch() as stream:
+        assert _ttl_pass(client) == 4
+        deleted = sorted(str(stream.next()["documentKey"]["_id"]) for _ in range(3))  # (buckets are system.*)
+    assert deleted == sorted([str(old), "1", "2"])
+    assert [d["_id"] for d in db.c.find()] == [new.replace(microsecond=new.microsecond // 1000 * 1000), 5]
+    assert [d["time"].year for d in db.w.find()] == [new.year]
+    assert sorted(d["_id"] for d in db.plain.find()) == [3, 4]
