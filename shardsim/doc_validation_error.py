@@ -554,28 +554,25 @@ def _pre_match_array_index(gen: _Generator, node: Node) -> None:
         gen.child_input = ({js.PLACEHOLDER: v[node.arg]}, gen.top.inverted)
 
 
-def _pre_num_items(gen: _Generator, node: Node) -> None:
+def _array_keyword_error(gen: _Generator, node: Node, reason: str, extra: str, value_of) -> None:
+    """minItems/maxItems/uniqueItems: the whole array considered, and what is wrong with it."""
     gen.push(node)
     ok, v = gen.keyword_value(node, _ARRAY)
     if not ok:
         gen.set_state(NO_ERROR)
         return
     gen.error_details(node)
-    gen.reason("array did not match specified length", "")
+    gen.reason(reason, "")
     gen.top.obj["consideredValue"] = v
-    gen.top.obj["numberOfItems"] = len(v)
+    gen.top.obj[extra] = value_of(v)
+
+
+def _pre_num_items(gen: _Generator, node: Node) -> None:
+    _array_keyword_error(gen, node, "array did not match specified length", "numberOfItems", len)
 
 
 def _pre_unique_items(gen: _Generator, node: Node) -> None:
-    gen.push(node)
-    ok, v = gen.keyword_value(node, _ARRAY)
-    if not ok:
-        gen.set_state(NO_ERROR)
-        return
-    gen.error_details(node)
-    gen.reason("found a duplicate item", "")
-    gen.top.obj["consideredValue"] = v
-    gen.top.obj["duplicatedValue"] = js.first_duplicate(v)
+    _array_keyword_error(gen, node, "found a duplicate item", "duplicatedValue", js.first_duplicate)
 
 
 def _pre_num_props(gen: _Generator, node: Node) -> None:

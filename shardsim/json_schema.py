@@ -229,6 +229,16 @@ def _top_level(tag: str, spec: dict) -> Node:
     return Node("true", tag, spec)
 
 
+def _count_keyword(path: str, kw: dict, key: str, is_min: bool, kind: str, restriction: _TypeSet,
+                   stated: Node | None, out: list) -> None:
+    """minLength/maxLength, minItems/maxItems: a bound on a count, for one type of value."""
+    if key in kw:
+        n = _non_negative(key, kw[key])
+        spec = {key: kw[key]}
+        out.append(_restriction(path, restriction, Node(kind, key, spec, path=path, arg=(n, is_min)), stated)
+                   if path else _top_level(key, spec))
+
+
 def _scalar_keywords(path: str, kw: dict, stated: Node | None, out: list) -> None:
     if "pattern" in kw:
         p = kw["pattern"]
@@ -239,11 +249,7 @@ def _scalar_keywords(path: str, kw: dict, stated: Node | None, out: list) -> Non
         out.append(_restriction(path, _STRING, leaf("regex", "pattern", path, spec, {path: {"$regex": p}}), stated)
                    if path else _top_level("pattern", spec))
     for key, is_min in (("maxLength", False), ("minLength", True)):
-        if key in kw:
-            n = _non_negative(key, kw[key])
-            spec = {key: kw[key]}
-            out.append(_restriction(path, _STRING, Node("str_len", key, spec, path=path, arg=(n, is_min)), stated)
-                       if path else _top_level(key, spec))
+        _count_keyword(path, kw, key, is_min, "str_len", _STRING, stated, out)
     if "multipleOf" in kw:
         m = kw["multipleOf"]
         if not _is_number(m):
@@ -277,11 +283,7 @@ def _scalar_keywords(path: str, kw: dict, stated: Node | None, out: list) -> Non
 
 def _array_keywords(path: str, kw: dict, stated: Node | None, out: list) -> None:
     for key, is_min in (("minItems", True), ("maxItems", False)):
-        if key in kw:
-            n = _non_negative(key, kw[key])
-            spec = {key: kw[key]}
-            out.append(_restriction(path, _ARRAY, Node("num_items", key, spec, path=path, arg=(n, is_min)), stated)
-                       if path else _top_level(key, spec))
+        _count_keyword(path, kw, key, is_min, "num_items", _ARRAY, stated, out)
     if "uniqueItems" in kw:
         u = kw["uniqueItems"]
         if not isinstance(u, bool):
@@ -314,18 +316,22 @@ def _array_keywords(path: str, kw: dict, stated: Node | None, out: list) -> None
                                         f"{_bson_type_name(items)}")
     if "additionalItems" in kw:
         extra = kw["additionalItems"]
-        if isinstance(extra, bool):
-            otherwise = Node("true" if extra else "false", mode=IGNORE)
-        elif isinstance(extra, dict):
-            otherwise = _parse(PLACEHOLDER, extra)
-        else:
-            raise _fail("TypeMismatch", "$jsonSchema keyword 'additionalItems' must be either an object or a boolean, "
-                                        f"but got a {_bson_type_name(extra)}")
+        otherwise = _otherwise(extra, "$jsonSchema keyword 'additionalItems' must be either an object or a boolean, "
+                                      f"but got a {_bson_type_name(extra)}")
         if start is not None:
             spec = {"additionalItems": extra}
             out.append(_restriction(path, _ARRAY, Node("all_elem_from", "additionalItems", spec, path=path, arg=start,
                                                        children=[otherwise]), stated)
                        if path else Node("true", "additionalItems", spec))
+
+
+def _otherwise(extra: Any, error: str) -> Node:
+    """additionalItems / additionalProperties: what the other items or fields must match (true, false, a schema)."""
+    if isinstance(extra, bool):
+        return Node("true" if extra else "false", mode=IGNORE)
+    if isinstance(extra, dict):
+        return _parse(PLACEHOLDER, extra)
+    raise _fail("TypeMismatch", error)
 
 
 def _encrypt_keywords(path: str, kw: dict, out: list) -> None:
@@ -408,12 +414,7 @@ def _allowed_properties(kw: dict) -> Node:
         subs.append(_parse(PLACEHOLDER, sub))
     if "additionalProperties" in kw:
         extra = kw["additionalProperties"]
-        if isinstance(extra, bool):
-            otherwise = Node("true" if extra else "false", mode=IGNORE)
-        elif isinstance(extra, dict):
-            otherwise = _parse(PLACEHOLDER, extra)
-        else:
-            raise _fail("TypeMismatch", "$jsonSchema keyword 'additionalProperties' must be an object or a boolean")
+        otherwise = _otherwise(extra, "$jsonSchema keyword 'additionalProperties' must be an object or a boolean")
         spec = {"additionalProperties": extra}
     else:
         otherwise, spec = Node("true", mode=IGNORE), {}
