@@ -97,7 +97,7 @@ class ClusterBulkWrite:
                 and routing.pattern.extract_from_query(q) is None:
             raise MongoError("ShardKeyNotFound", "Failed to target upsert by query :: could not extract exact "
                                                  f"shard key from query {q}")
-        shards = targets_for_query(self.router, ns, q)
+        shards = targets_for_query(self.router, ns, q, op.spec.get("collation"))
         return shards[0] if len(shards) == 1 else _Special(shards)
 
     # -- running ----------------------------------------------------------------------
@@ -313,7 +313,7 @@ class ClusterBulkWrite:
         db, coll, _ns = self._ns(op)
         try:
             found = await first_in_sort_order(self.router, self.req, db, coll, op.spec["filter"], op.spec["sort"],
-                                              shards, self.req.cmd.get("let"))
+                                              shards, self.req.cmd.get("let"), op.spec.get("collation"))
         except MongoError as err:
             if self.in_txn:
                 raise

@@ -38,6 +38,7 @@ class CollectionRouting:
     timestamp: Timestamp
     unique: bool
     chunks: SortedKeyList = field(default_factory=lambda: SortedKeyList(key=lambda c: c.min_key))
+    default_collation: dict | None = None  # config.collections' defaultCollation (None: simple)
 
     def chunk_for(self, values: tuple) -> Chunk:
         key = ShardKeyPattern.comparable(values)
@@ -87,6 +88,7 @@ class CatalogCache:
             cr = CollectionRouting(
                 c["_id"], c["uuid"], ShardKeyPattern(c["key"]), c["lastmodEpoch"], c["timestamp"], bool(c.get("unique"))
             )
+            cr.default_collation = c.get("defaultCollation") or None
             self.collections[c["_id"]] = cr
             by_uuid[bytes(c["uuid"])] = cr
         for ch in (chunks.docs.values() if chunks else ()):

@@ -23,12 +23,14 @@ from mongosim.oplog.clock import ts_key
 from mongosim.oplog.errors import MongoError
 from mongosim.router.aggregate_output import output_writer
 from mongosim.router.change_owning_shard import Outcome, change_owning_shard
+from mongosim.router.collation_targeting import collation_sensitive, effective_collation
 from mongosim.router.command_registry import ROUTER_COMMANDS, router_command
 from mongosim.router.let_parameters import router_variables
 from mongosim.router.request import GENERIC_FIELDS, Request
 from mongosim.router.sharding import critical_sections, ensure_database
 from mongosim.router.store_possible_cursor import store_possible_cursor
 from mongosim.router.write_without_shard_key import first_in_sort_order, narrowed
+from mongosim.shardsim.collation import command_collator
 from mongosim.shardsim.cursors import DEFAULT_FIRST_BATCH, QueryCursor, cursor_reply
 from mongosim.shardsim.node import WOULD_CHANGE_OWNING_SHARD
 from mongosim.shardsim.query.documents_stage import documents_source
@@ -66,11 +68,11 @@ def _read_targets(router: Router, req: Request, ns: str, query: dict | None) -> 
         if db not in ("config", "admin"):
             at = ts_key(rc["atClusterTime"])  # (set by Router._snapshot_read_time)
             return [s for s in shards_holding(router, db, coll) if existed_at(router.shard(s).node, at)]
-    return targets_for_query(router, ns, query)
+    return targets_for_query(router, ns, query, req.cmd.get("collation"))
 
 
-def targets_for_query(router: Router, ns: str, query: dict | None) -> list[str]:
-    """Shards that may hold documents matching `query`."""
+def targets_for_query(router: Router, ns: str, query: dict | None, collation: Any = None) -> list[str]:
+    """Shards that may hold documents matching `query` (compared under `collation`, a command's field)."""
     db = ns.split(".", 1)[0]
     if db in ("config", "admin"):
         return ["config"]
@@ -78,6 +80,8 @@ def targets_for_query(router: Router, ns: str, query: dict | None) -> list[str]:
     if r is None:
         p = router.catalog.primary_of(db)
         return [p] if p else []
+    if collation_sensitive(r.pattern.fields, query, effective_collation(r, collation)):
+        return r.shards()
     values = r.pattern.extract_from_query(query or {})
     if values is not None:
         return [r.shard_for(values)]
@@ -193,12 +197,13 @@ async def _fan_out_writes(router: Router, req: Request, cmd_name: str, coll: str
     return out
 
 
-async def _target_one_statement(router: Router, req: Request, ns: str, q: dict, multi: bool, upsert: bool) -> list[str]:
+async def _target_one_statement(router: Router, req: Request, ns: str, q: dict, multi: bool, upsert: bool,
+                                collation: Any = None) -> list[str]:
     r = router.catalog.routing(ns)
     if r is not None and upsert:
         if r.pattern.extract_from_query(q) is None:
             raise MongoError("ShardKeyNotFound", f"Failed to target upsert by query :: could not extract exact shard key from query {q}")
-    return targets_for_query(router, ns, q)
+    return targets_for_query(router, ns, q, collation)
 
 
 @router_command("update")
@@ -236,9 +241,10 @@ async def _statements(router: Router, req: Request, cmd_name: str, coll: str, ns
                 raise MongoError("TypeMismatch", f"BSON field '{cmd_name}.{field}' element must be an object")
             q = st.get("q") or {}
             multi = is_multi(st)
-            shards = await _target_one_statement(router, req, ns, q, multi, bool(st.get("upsert")))
+            shards = await _target_one_statement(router, req, ns, q, multi, bool(st.get("upsert")), st.get("collation"))
             if not multi and st.get("sort") and len(shards) > 1:  # the document the sort puts first
-                found = await first_in_sort_order(router, req, req.db, coll, q, st["sort"], shards, req.cmd.get("let"))
+                found = await first_in_sort_order(router, req, req.db, coll, q, st["sort"], shards, req.cmd.get("let"),
+                                                  st.get("collation"))
                 if found is None:
                     continue
                 shards, st = [found[0]], {**st, "q": narrowed(q, found[1])}
@@ -331,10 +337,11 @@ async def cmd_find_and_modify(router: Router, req: Request) -> dict:
     await critical_sections(router).wait(ns)
     await ensure_database(router, db)
     q = req.cmd.get("query") or {}
-    shards = await _target_one_statement(router, req, ns, q, False, bool(req.cmd.get("upsert")))
+    shards = await _target_one_statement(router, req, ns, q, False, bool(req.cmd.get("upsert")), req.cmd.get("collation"))
     narrow: dict = {}
     if req.cmd.get("sort") and len(shards) > 1 and not req.cmd.get("upsert"):  # the document the sort puts first
-        found = await first_in_sort_order(router, req, db, coll, q, req.cmd["sort"], shards, req.cmd.get("let"))
+        found = await first_in_sort_order(router, req, db, coll, q, req.cmd["sort"], shards, req.cmd.get("let"),
+                                          req.cmd.get("collation"))
         shards, narrow = ([found[0]], {"query": narrowed(q, found[1])}) if found else ([], {})
     last = None
     for shard in shards:
@@ -450,7 +457,7 @@ async def cmd_find(router: Router, req: Request) -> dict:
             shard_cmd["limit"] = int(limit) + int(skip)
         results = await _gather(router, req, db, shards, shard_cmd)
         if cmd.get("sort"):
-            results.sort(key=sort_key_fn(cmd["sort"]))
+            results.sort(key=sort_key_fn(cmd["sort"], _merge_collator(router, ns, cmd)))
         if skip:
             results = results[int(skip):]
         if limit:
@@ -489,6 +496,7 @@ async def cmd_count(router: Router, req: Request) -> dict:
     total = 0
     for shard in _read_targets(router, req, ns, q):
         reply = await _run_txn_aware(router, req, shard, db, {"count": coll, "query": q, **_hint(req),
+                                                              **_collation_field(req),
                                                               **_session_fields(req)})
         total += reply["n"]
     total = max(total - skip, 0)
@@ -499,17 +507,31 @@ async def cmd_count(router: Router, req: Request) -> dict:
 
 @router_command("distinct")
 async def cmd_distinct(router: Router, req: Request) -> dict:
-    from mongosim.shardsim.query.values import hashable, sort_key
+    from mongosim.shardsim.query.collation import hashable_for, sort_key_for
 
     db, coll, ns = _ns(req)
     q = req.cmd.get("query") or {}
+    collator = _merge_collator(router, ns, req.cmd)
+    same = hashable_for(collator)  # the shards' values merged as equal under the collation
     seen: dict = {}
     for shard in _read_targets(router, req, ns, q):
         reply = await _run_txn_aware(router, req, shard, db, {"distinct": coll, "key": req.cmd.get("key"), "query": q,
-                                                              **_hint(req), **_session_fields(req)})
+                                                              **_hint(req), **_collation_field(req),
+                                                              **_session_fields(req)})
         for v in reply["values"]:
-            seen.setdefault(hashable(v), v)
-    return {"values": sorted(seen.values(), key=sort_key), "ok": 1.0}
+            seen.setdefault(same(v), v)
+    return {"values": sorted(seen.values(), key=sort_key_for(collator)), "ok": 1.0}
+
+
+def _merge_collator(router: Router, ns: str, cmd: dict):
+    """The collator mongos merges the shards' results with: the command's, else the sharded collection's
+    default (an unsharded collection's primary shard applies its own)."""
+    return command_collator(effective_collation(router.catalog.routing(ns), cmd.get("collation")), None)
+
+
+def _collation_field(req: Request) -> dict:
+    """The command's collation, passed on to the shards."""
+    return {"collation": req.cmd["collation"]} if "collation" in req.cmd else {}
 
 
 @router_command("aggregate")
@@ -568,8 +590,9 @@ async def cmd_aggregate(router: Router, req: Request) -> dict:
             k += 1
         flt = {"$and": [st["$match"] for st in pipeline[:k]]} if k > 1 else (pipeline[0]["$match"] if k else {})
         docs = await _gather(router, req, db, shards, {"find": target, "filter": flt, **_hint(req),
-                                                       **_session_fields(req)})
-        results = list(run_pipeline(iter(docs), pipeline[k:], variables=variables))
+                                                       **_collation_field(req), **_session_fields(req)})
+        results = list(run_pipeline(iter(docs), pipeline[k:], variables=variables,
+                                    collator=_merge_collator(router, ns, req.cmd)))
     return _serve(router, ns, await _written(write, results, variables), batch_size)
 
 

@@ -36,7 +36,7 @@ from mongosim.router.server import ConnState
 from mongosim.router.sharding import critical_sections
 from mongosim.router.transactions import RouterTransactions
 from mongosim.shardsim import snapshot_reads
-from mongosim.shardsim.collation import refuse_collation
+from mongosim.shardsim.collation import check_collations
 from mongosim.shardsim.cursors import CursorManager
 from mongosim.shardsim.fail_point import check_max_time_always_times_out
 from mongosim.shardsim.generic_args import check_generic_arguments
@@ -142,7 +142,7 @@ class Router:
         if handler is None:
             raise MongoError("CommandNotFound", f"no such command: '{name}'")
         check_generic_arguments(name, cmd)
-        refuse_collation(name, cmd)
+        check_collations(name, cmd)
         check_max_time_always_times_out(self.failpoints, cmd)
         authn.authorize(self, db, cmd, conn)
         cmd = authn.with_session(self, cmd, conn)

@@ -23,6 +23,7 @@ import trio
 from bson import Binary, Int64, MaxKey, MinKey, ObjectId, Timestamp
 from mongosim.oplog.errors import MongoError
 from mongosim.router.catalog_cache import Chunk, CollectionRouting
+from mongosim.router.collation_targeting import check_default_collation, check_shard_collection_collation
 from mongosim.router.command_registry import router_command
 from mongosim.router.request import Request
 from mongosim.shardsim.shard_key import ShardKeyPattern
@@ -143,6 +144,7 @@ async def cmd_shard_collection(router: Router, req: Request) -> dict:
     unique = bool(req.cmd.get("unique", False))
     if unique and pattern.hashed:
         raise MongoError("InvalidOptions", "hashed shard keys cannot be declared unique.")
+    check_shard_collection_collation(req.cmd.get("collation"))
     async with router._ddl_lock:
         existing = router.catalog.routing(ns)
         if existing is not None:
@@ -157,8 +159,10 @@ async def cmd_shard_collection(router: Router, req: Request) -> dict:
         if coll is None:
             await router.shard(primary).command(db, {"create": name})
             coll = pnode.catalog.collection(db, name)
-        # the shard key index
-        has_index = any(list(s["key"]) [: len(pattern.fields)] == pattern.fields and
+        default_collation = coll.options.get("collation")
+        check_default_collation(default_collation, req.cmd.get("collation"))
+        # the shard key index (chunks hold binary ranges: only an index of the simple collation serves)
+        has_index = any(list(s["key"]) [: len(pattern.fields)] == pattern.fields and "collation" not in s and
                         all(s["key"][f] == pattern.key[f] for f in pattern.fields) for s in coll.indexes)
         if not has_index and not (pattern.fields == ["_id"] and not pattern.hashed):
             if len(coll) and not req.cmd.get("_createIndexIfMissing", True):
@@ -166,6 +170,8 @@ async def cmd_shard_collection(router: Router, req: Request) -> dict:
             spec: dict[str, Any] = {"key": dict(pattern.key), "name": "_".join(f"{k}_{v}" for k, v in pattern.key.items())}
             if unique:
                 spec["unique"] = True
+            if default_collation:
+                spec["collation"] = {"locale": "simple"}
             await router.shard(primary).command(db, {"createIndexes": name, "indexes": [spec]})
         uuid = coll.uuid
         epoch = ObjectId()
@@ -198,6 +204,7 @@ async def cmd_shard_collection(router: Router, req: Request) -> dict:
         await config_write(router, {"insert": "collections", "documents": [{
             "_id": ns, "lastmodEpoch": epoch, "lastmod": _now(), "timestamp": timestamp, "uuid": uuid,
             "key": dict(pattern.key), "unique": unique, "noBalance": False,
+            **({"defaultCollation": default_collation} if default_collation else {}),
         }]})
         chunk_docs = []
         for i, (lo, hi, shard_name) in enumerate(bounds):

@@ -26,7 +26,7 @@ from mongosim.oplog.errors import MongoError
 from mongosim.oplog.oplog import Oplog
 from mongosim.shardsim import profiler, snapshot_reads, views
 from mongosim.shardsim.catalog import Catalog
-from mongosim.shardsim.collation import refuse_collation
+from mongosim.shardsim.collation import check_collations
 from mongosim.shardsim.commands import COMMANDS
 from mongosim.shardsim.fail_point import CloseConnection, FailPoints, check_max_time_always_times_out
 from mongosim.shardsim.generic_args import check_generic_arguments
@@ -129,7 +129,7 @@ class Node:
         if handler is None:
             raise MongoError("CommandNotFound", f"no such command: '{name}'")
         check_generic_arguments(name, cmd)
-        refuse_collation(name, cmd)
+        check_collations(name, cmd)
         check_max_time_always_times_out(self.failpoints, cmd)
         started = trio.current_time() if profiler.active(self) else 0.0
         lsid = cmd.get("lsid")

@@ -19,7 +19,6 @@ ONE_ROUTER = "needs two or more mongos routers (useMultipleMongoses: true); the 
 REPLSET_ADMIN_FAILCOMMAND = "replica set: failCommand never fails ping (admin commands are answered before the failpoint check)"
 WCE_LABELS = "writeConcernError reply without the RetryableWriteError label the server adds for retryable codes: no retry"
 GRIDFS_EQ = "not the emulator: pymongo 4.20 GridFS finds the file by {_id: {$eq: id}}, the test expects {_id: id}"
-COLLATION = "collation refused for every locale (NotImplemented 238)"
 SNAPSHOT_OUTSIDE_TXN = "readConcern snapshot accepted outside transactions by commands the server refuses it on"
 LIST_LOCAL_SESSIONS = "$listLocalSessions not implemented (NotImplemented 238)"
 DDL_IN_TXN_VISIBLE = "a collection or index created in a transaction is visible outside it before commit"
@@ -281,38 +280,6 @@ _BY_CAUSE: dict[str, list[str]] = {
         "sharded/retryable-reads/gridfs-download.json/Download fails on second attempt",
         "sharded/retryable-reads/gridfs-download.json/Download succeeds on first attempt",
         "sharded/retryable-reads/gridfs-download.json/Download succeeds on second attempt",
-    ],
-    COLLATION: [  # 30
-        "replset/crud/aggregate-collation.json/Aggregate with collation",
-        "replset/crud/bulkWrite-collation.json/BulkWrite with delete operations and collation",
-        "replset/crud/bulkWrite-collation.json/BulkWrite with update operations and collation",
-        "replset/crud/count-collation.json/Count documents with collation",
-        "replset/crud/count-collation.json/Deprecated count with collation",
-        "replset/crud/deleteMany-collation.json/DeleteMany when many documents match with collation",
-        "replset/crud/deleteOne-collation.json/DeleteOne when many documents matches with collation",
-        "replset/crud/distinct-collation.json/Distinct with a collation",
-        "replset/crud/find-collation.json/Find with a collation",
-        "replset/crud/findOneAndDelete-collation.json/FindOneAndDelete when one document matches with collation",
-        "replset/crud/findOneAndReplace-collation.json/FindOneAndReplace when one document matches with collation returning the document after modification",
-        "replset/crud/findOneAndUpdate-collation.json/FindOneAndUpdate when many documents match with collation returning the document before modification",
-        "replset/crud/replaceOne-collation.json/ReplaceOne when one document matches with collation",
-        "replset/crud/updateMany-collation.json/UpdateMany when many documents match with collation",
-        "replset/crud/updateOne-collation.json/UpdateOne when one document matches with collation",
-        "sharded/crud/aggregate-collation.json/Aggregate with collation",
-        "sharded/crud/bulkWrite-collation.json/BulkWrite with delete operations and collation",
-        "sharded/crud/bulkWrite-collation.json/BulkWrite with update operations and collation",
-        "sharded/crud/count-collation.json/Count documents with collation",
-        "sharded/crud/count-collation.json/Deprecated count with collation",
-        "sharded/crud/deleteMany-collation.json/DeleteMany when many documents match with collation",
-        "sharded/crud/deleteOne-collation.json/DeleteOne when many documents matches with collation",
-        "sharded/crud/distinct-collation.json/Distinct with a collation",
-        "sharded/crud/find-collation.json/Find with a collation",
-        "sharded/crud/findOneAndDelete-collation.json/FindOneAndDelete when one document matches with collation",
-        "sharded/crud/findOneAndReplace-collation.json/FindOneAndReplace when one document matches with collation returning the document after modification",
-        "sharded/crud/findOneAndUpdate-collation.json/FindOneAndUpdate when many documents match with collation returning the document before modification",
-        "sharded/crud/replaceOne-collation.json/ReplaceOne when one document matches with collation",
-        "sharded/crud/updateMany-collation.json/UpdateMany when many documents match with collation",
-        "sharded/crud/updateOne-collation.json/UpdateOne when one document matches with collation",
     ],
     SNAPSHOT_OUTSIDE_TXN: [  # 14
         "replset/sessions/snapshot-sessions-unsupported-ops.json/Server returns an error on deleteOne with snapshot",

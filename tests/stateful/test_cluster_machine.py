@@ -10,8 +10,9 @@ everything committed on its namespace, and:
 - every resume token it observed (event ids and PBRTs) is monotone;
 - resuming from any token it saw yields exactly the rest (rule `resume_check`).
 
-Reads through the shard-key index (rule `indexed_read`) see exactly the documents written; a capped
-collection (rule `insert_capped`) keeps its newest three, and streams show the evictions as deletes.
+Reads through the shard-key index (rule `indexed_read`, also under a collation) see exactly the
+documents written; a capped collection (rule `insert_capped`) keeps its newest three, and streams show
+the evictions as deletes.
 """
 
 from __future__ import annotations
@@ -292,14 +293,18 @@ class ClusterMachine(RuleBasedStateMachine):
         assert {d["_id"]: d["k"] for d in reply["cursor"]["firstBatch"]} == seen
 
     # -- index reads ------------------------------------------------------------------------
-    @rule(lo=st.integers(0, 399), span=st.integers(1, 250), desc=st.booleans())
-    def indexed_read(self, lo: int, span: int, desc: bool) -> None:
+    @rule(lo=st.integers(0, 399), span=st.integers(1, 250), desc=st.booleans(), collated=st.booleans())
+    def indexed_read(self, lo: int, span: int, desc: bool, collated: bool) -> None:
         """A range read through the shard-key index {k: 1}, sorted by it: every write path so far
         (inserts, updates, deletes, shard-key changes, transactions, migrations' clones and range
-        deletions, restarts) kept the index in step with the documents."""
+        deletions, restarts) kept the index in step with the documents.  Under a collation (numbers
+        compare alike under every one) the simple index still bounds the range, a SORT stage orders
+        by the collation and mongos merges by it: the same documents in the same order."""
+        extra = {"collation": {"locale": "en", "strength": 1}} if collated else {}
+
         async def read():
             return await self.client.find("db", "c", {"k": {"$gte": lo, "$lt": lo + span}}, hint={"k": 1},
-                                          sort={"k": -1 if desc else 1})
+                                          sort={"k": -1 if desc else 1}, **extra)
 
         try:
             docs = self.portal.call(read)
