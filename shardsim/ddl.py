@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from bson import Binary
 from mongosim.oplog import entry as E
 from mongosim.oplog.errors import MongoError
-from mongosim.shardsim import clustered, timeseries, views
+from mongosim.shardsim import clustered, timeseries
 from mongosim.shardsim.capped import normalize_options
 from mongosim.shardsim.catalog import Collection
 from mongosim.shardsim.collation import index_collation, normalise_option
@@ -98,7 +98,8 @@ def cmd_create(node: Node, ctx: OpCtx) -> dict:
 
 def _create_timeseries(node: Node, ctx: OpCtx, name: str, opts: dict) -> dict:
     opts = timeseries.normalize_options(ctx.db, name, opts)
-    view = views.definition(node, ctx.db, name)
+    system_views = node.catalog.collection(ctx.db, "system.views")
+    view = system_views.get(f"{ctx.db}.{name}") if system_views is not None else None
     if view is not None or node.catalog.collection(ctx.db, name) is not None:
         existing = timeseries.options_of(node, ctx.db, view) if view is not None else None
         if existing is not None and existing.get("timeseries") == opts["timeseries"]:
