@@ -6,6 +6,7 @@ import it, nothing imports it back, and no command module imports the router.
 """
 
 from mongosim.router import (  # noqa: F401
+    balancer,
     bulk_write,
     check_metadata_consistency,
     cluster_explain,
@@ -15,6 +16,8 @@ from mongosim.router import (  # noqa: F401
     commands_crud,
     commands_ddl,
     map_reduce,
+    move_primary,
+    remove_shard,
     search_indexes,
     sharding,
     transactions,

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from mongosim.router.collation_targeting import effective_collation
 from mongosim.router.request import Request
+from mongosim.router.shard_versioning import with_versions
 from mongosim.shardsim.collation import command_collator
 from mongosim.shardsim.query.sorting import sort_key_fn
 
@@ -37,6 +38,7 @@ async def first_in_sort_order(router: Router, req: Request, db: str, coll: str, 
             cmd["let"] = let
         if collation is not None:
             cmd["collation"] = collation
+        cmd = with_versions(router, req, db, cmd, shard)
         if req.cmd.get("autocommit") is False:
             reply = await router.txns.run_in_transaction(req, shard, db, cmd)
         else:
