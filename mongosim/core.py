@@ -27,8 +27,8 @@ from mongosim.router.replset import ReplSetFrontend
 from mongosim.router.mongos import Router
 from mongosim.router.server import serve_tcp
 from mongosim.router.sharding_catalog_manager import ShardingCatalogManager
+from mongosim.shardsim import ttl_monitor
 from mongosim.shardsim.node import Node
-from mongosim.shardsim.ttl_monitor import run_ttl_monitor
 
 
 @dataclass
@@ -128,7 +128,6 @@ class ClusterCore:
             self.store.adopt(node)  # restore its saved state (--data-dir), journal it from now on
         self.nursery.start_soon(node.run_noop_writer, name=f"noop-writer-{name}")
         self.nursery.start_soon(node.run_transaction_reaper, name=f"transaction-reaper-{name}")
-        self.nursery.start_soon(run_ttl_monitor, node, name=f"ttl-monitor-{name}")
         return node
 
     @property
@@ -265,6 +264,7 @@ class ClusterCore:
             await trio.sleep(60)
             for node in list(self.nodes.values()):
                 node.cursors.reap_idle()
+                ttl_monitor.run_once(node)  # (ttlMonitorSleepSecs is 60 s too: one periodic task for both)
             for router in self.routers:
                 router.cursors.reap_idle()
 

@@ -1,5 +1,8 @@
 """The TTL monitor: every 60 s (ttlMonitorSleepSecs), delete what has expired.
 
+`run_once` is one pass over a node; the cluster's periodic reaper (mongosim/core.py, every 60 s)
+runs it on every node.
+
 What expires, for a collection's `expireAfterSeconds` (E) at wall time now:
 
 * a TTL index (`{key: {<field>: 1}, expireAfterSeconds: E}`, one field): a
@@ -18,7 +21,6 @@ from __future__ import annotations
 import datetime
 from typing import TYPE_CHECKING, Any
 
-import trio
 from bson import ObjectId
 
 from mongosim.shardsim.catalog import Collection
@@ -27,9 +29,6 @@ from mongosim.shardsim.writes import WriteSession, delete_document
 
 if TYPE_CHECKING:
     from mongosim.shardsim.node import Node
-
-SLEEP_S = 60.0  # ttlMonitorSleepSecs
-
 
 def _earliest_date(value: Any) -> datetime.datetime | None:
     if isinstance(value, datetime.datetime):
@@ -91,9 +90,3 @@ def run_once(node: Node) -> int:
                     deleted += 1
                     break
     return deleted
-
-
-async def run_ttl_monitor(node: Node) -> None:
-    while True:
-        await trio.sleep(SLEEP_S)
-        run_once(node)
