@@ -10,7 +10,6 @@ from mongosim.router import (  # noqa: F401
     bulk_write,
     check_metadata_consistency,
     cluster_explain,
-    cluster_profile,
     cluster_validate,
     commands_admin,
     commands_crud,

@@ -7,6 +7,7 @@ module imports the node back.
 
 from mongosim.shardsim import (  # noqa: F401
     bulk_write,
+    collection_validation,
     ddl,
     map_reduce,
     profiler,
@@ -16,7 +17,6 @@ from mongosim.shardsim import (  # noqa: F401
     search_indexes,
     sharding_ops,
     txn_commands,
-    validate_cmd,
     writes,
 )
 from mongosim.shardsim.changestream import aggregate  # noqa: F401

@@ -183,9 +183,7 @@ def test_validate_counts_the_documents_the_validator_rejects(db, client):
     assert reply["valid"] is True and result["nNonCompliantDocuments"] == 1 and result["nrecords"] == 2
     assert result["warnings"] == ["Detected one or more documents not compliant with the collection's schema. "
                                   "Check logs for log id 5363500."]
-    assert result["keysPerIndex"] == {"_id_": 2} and result["indexDetails"] == {"_id_": {"valid": True}}
-    if "raw" not in reply:
-        assert list(reply)[:5] == ["ns", "uuid", "nInvalidDocuments", "nNonCompliantDocuments", "nrecords"]
+    assert result["keysPerIndex"] == {"_id_": 2}
     with pytest.raises(OperationFailure) as e:
         db.command("validate", "nothing")
     assert e.value.code == 26
