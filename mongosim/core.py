@@ -27,6 +27,7 @@ from mongosim.router.replset import ReplSetFrontend
 from mongosim.router.mongos import Router
 from mongosim.router.server import serve_tcp
 from mongosim.router.sharding_catalog_manager import ShardingCatalogManager
+from mongosim.shardsim import ttl_monitor
 from mongosim.shardsim.node import Node
 
 
@@ -263,6 +264,7 @@ class ClusterCore:
             await trio.sleep(60)
             for node in list(self.nodes.values()):
                 node.cursors.reap_idle()
+                ttl_monitor.run_once(node)  # (ttlMonitorSleepSecs is 60 s too: one periodic task for both)
             for router in self.routers:
                 router.cursors.reap_idle()
 

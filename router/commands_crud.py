@@ -23,12 +23,13 @@ from mongosim.oplog.clock import ts_key
 from mongosim.oplog.errors import MongoError
 from mongosim.router.aggregate_output import output_writer
 from mongosim.router.change_owning_shard import Outcome, change_owning_shard
+from mongosim.router.collation_targeting import collation_sensitive, effective_collation
 from mongosim.router.command_registry import ROUTER_COMMANDS, router_command
 from mongosim.router.let_parameters import router_variables
 from mongosim.router.request import GENERIC_FIELDS, Request
 from mongosim.router.shard_versioning import MAX_STALE_RETRIES, is_stale, note_routing, with_versions
 from mongosim.router.sharding import critical_sections, ensure_database
-from mongosim.router.collation_targeting import collation_sensitive, effective_collation
+from mongosim.router.store_possible_cursor import store_possible_cursor
 from mongosim.router.write_without_shard_key import first_in_sort_order, narrowed
 from mongosim.shardsim.collation import command_collator
 from mongosim.shardsim.cursors import DEFAULT_FIRST_BATCH, QueryCursor, cursor_reply
@@ -500,6 +501,9 @@ async def cmd_find(router: Router, req: Request) -> dict:
     if not isinstance(flt, dict):
         raise MongoError("TypeMismatch", "BSON field 'FindCommandRequest.filter' is the wrong type, expected type 'object'")
     shards = _read_targets(router, req, ns, flt)
+    if cmd.get("tailable") and len(shards) == 1:  # a capped collection is never sharded: its one shard's cursor
+        reply = await router.shard(shards[0]).command(db, {k: v for k, v in cmd.items() if k not in GENERIC_FIELDS})
+        return store_possible_cursor(router, shards[0], db, reply)
     batch_size = cmd.get("batchSize")
     limit = cmd.get("limit")
     skip = cmd.get("skip") or 0

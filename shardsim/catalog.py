@@ -62,6 +62,9 @@ class Collection:
     rids: dict[Any, int] | None = field(default=None, repr=False, compare=False)  # id key -> RecordId
     _next_rid: int = field(default=1, repr=False, compare=False)
     _checked: Any = field(default=None, repr=False, compare=False)  # (doc, its keys per maintained index)
+    # derived from `options` by shardsim.collection_options.refresh (not dataclass fields: never persisted)
+    validator = None  # shardsim.document_validation.Validator when the collection validates its documents
+    capped = None  # shardsim.capped.CappedState of a capped collection
 
     def __post_init__(self) -> None:
         for spec in self.indexes:

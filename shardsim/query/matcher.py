@@ -61,6 +61,9 @@ _NUMT = frozenset({int, float, Int64})
 
 Pred = Callable[[Any, Any], bool]  # (doc, details|None) -> bool
 
+# Top-level operators compiled by modules of their own (`$jsonSchema`: shardsim.json_schema registers here).
+TOP_LEVEL_EXTENSIONS: dict[str, Callable[[Any], Pred]] = {}
+
 
 class Matcher:
     """A compiled filter.  Construction validates (raising MongoError like the server)."""
@@ -176,6 +179,8 @@ def _compile_top_op(key: str, val, variables: dict | None = None) -> Pred:
         return _true
     if key == "$alwaysFalse":
         return _false
+    if key in TOP_LEVEL_EXTENSIONS:
+        return TOP_LEVEL_EXTENSIONS[key](val)
     if key in _TOP_LEVEL_OK:
         raise MongoError("NotImplemented", f"{key} is not supported by mongosim")
     raise MongoError(

@@ -54,13 +54,17 @@ _KNOWN_OTHER = frozenset({
 })
 
 
+# Stages other modules implement over the whole stream (`$_internalUnpackBucket`: shardsim.timeseries).
+STREAM_STAGES: dict[str, Callable[[Iterable[dict], Any], Iterable[dict]]] = {}
+
+
 def _stage_name(stage) -> tuple[str, Any]:
     if not isinstance(stage, dict):
         raise MongoError(40323, "A pipeline stage specification object must contain exactly one field.")
     if len(stage) != 1:
         raise MongoError(40323, "A pipeline stage specification object must contain exactly one field.")
     name, spec = next(iter(stage.items()))
-    if name not in DOC_STAGES and name not in _KNOWN_OTHER:
+    if name not in DOC_STAGES and name not in _KNOWN_OTHER and name not in STREAM_STAGES:
         raise MongoError(40324, f"Unrecognized pipeline stage name: '{name}'")
     refuse_search_stage(name)
     return name, spec
@@ -305,6 +309,8 @@ def _run_pipeline(docs, pipeline, now, variables, collator) -> Iterator[dict]:
             stream = _unwind(stream, spec)
         elif name == "$sortByCount":
             stream = _sort_by_count(stream, spec, variables, checked, collator)
+        elif name in STREAM_STAGES:
+            stream = STREAM_STAGES[name](stream, spec)
         else:
             raise MongoError("NotImplemented", f"{name} is not supported by mongosim")
     return iter(stream)
