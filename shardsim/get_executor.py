@@ -14,6 +14,7 @@ from typing import Any
 
 from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.plan_executor import Count, ExecContext, view_changes
+from mongosim.shardsim.query.extensions_callback import NEAR_OPS, mentions, near_not_allowed
 from mongosim.shardsim.query.matcher import Matcher
 from mongosim.shardsim.query.values import describe_type
 from mongosim.shardsim.canonical_query import CanonicalQuery, check_hint
@@ -116,8 +117,12 @@ def pipeline_query(coll, ns: str, pipeline: list, hint: Any, variables: dict | N
             k += 1
     if not flt and sort is None and hint is None:
         return None, pipeline
-    return CanonicalQuery(ns, flt, Matcher(flt, variables, collator), sort=sort, limit=limit, hint=hint,
-                          variables=variables, collator=collator), pipeline[k:]
+    if mentions(flt, NEAR_OPS):
+        raise near_not_allowed()
+    cq = CanonicalQuery(ns, flt, Matcher(flt, variables, collator), sort=sort, limit=limit, hint=hint,
+                        variables=variables, collator=collator)
+    cq.want_text_score = cq.text is not None  # (later stages may read it)
+    return cq, pipeline[k:]
 
 
 def _only(stage: Any, name: str) -> bool:
