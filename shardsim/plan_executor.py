@@ -498,6 +498,27 @@ class Sort(PlanStage):
         return iter(docs)
 
 
+class SortKeyGenerator(PlanStage):
+    """Attaches each document's sort key as metadata (`$sortKey` for mongos's merge); not shown by explain."""
+
+    stage = "SORT_KEY_GENERATOR"
+
+    def __init__(self, child: PlanStage, pattern: dict, collator=None) -> None:
+        super().__init__(child)
+        self.pattern = pattern
+        self.collator = collator
+
+    def explain(self, stats: bool = False) -> dict:
+        return self.child.explain(stats)
+
+    def rows(self, ctx):
+        from mongosim.shardsim.query.document_metadata import SORT_KEY, with_meta
+        from mongosim.shardsim.query.sorting import sort_key_values
+
+        for doc in self.child.run(ctx):
+            yield with_meta(doc, **{SORT_KEY: sort_key_values(doc, self.pattern, self.collator)})
+
+
 class Skip(PlanStage):
     stage = "SKIP"
 

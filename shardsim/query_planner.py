@@ -61,6 +61,7 @@ from mongosim.shardsim.plan_executor import (
     ShardingFilter,
     Skip,
     Sort,
+    SortKeyGenerator,
 )
 from mongosim.shardsim.canonical_query import (
     CanonicalQuery,
@@ -591,6 +592,8 @@ def _finish(root: PlanStage, cq: CanonicalQuery, sorted_by_index: bool, sharded:
         root = Sort(root, cq.sort, limit, cq.collator)
     if cq.skip:
         root = Skip(root, cq.skip)
+    if cq.projection and cq.has_sort and cq.projection.get("$sortKey") == {"$meta": "sortKey"}:
+        root = SortKeyGenerator(root, cq.sort, cq.collator)
     if cq.return_key:
         root = ReturnKey(root, cq.show_record_id)
     elif cq.projection or cq.show_record_id:

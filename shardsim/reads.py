@@ -27,7 +27,7 @@ from mongosim.shardsim import get_executor
 from mongosim.shardsim.canonical_query import check_hint
 from mongosim.shardsim.get_executor import execute, find_query
 from mongosim.shardsim.geo.geo_near_stage import GeoNearStage
-from mongosim.shardsim.query.document_metadata import to_wire
+from mongosim.shardsim.query.document_metadata import strip, to_wire
 
 if TYPE_CHECKING:
     from mongosim.shardsim.node import Node
@@ -230,7 +230,7 @@ async def cmd_aggregate(node: Node, ctx: OpCtx) -> dict:
     if cmd.get("needsMerge"):  # (for mongos: the documents' metadata goes with them)
         results = [to_wire(d) for d in results]
     if write is not None:
-        await write(node, ctx, results, variables)
+        await write(node, ctx, strip(results), variables)
         results = []
     batch_size = (cursor_opt or {}).get("batchSize")
     return serve_cursor(node, ns, iter(results), batch_size)

@@ -29,7 +29,7 @@ def values_along(doc: Any, parts: list[str], i: int = 0) -> list:
     """extractAllElementsAlongPath without expanding an array at the end of the path."""
     if i == len(parts):
         return [doc]
-    if type(doc) is dict:
+    if isinstance(doc, dict):
         v = doc.get(parts[i], MISSING)
         if v is MISSING:
             return []

@@ -60,6 +60,11 @@ def carry(src: Any, out: Any) -> Any:
     return out
 
 
+def strip(docs: list) -> list:
+    """The documents without their metadata (before they are written anywhere)."""
+    return [dict(d) if type(d) is MetaDoc else d for d in docs]
+
+
 def parse_meta(arg: Any) -> str:
     """The name of `{$meta: arg}` (17308 if unknown)."""
     if not isinstance(arg, str) or arg not in META_NAMES:

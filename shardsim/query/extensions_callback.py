@@ -44,6 +44,16 @@ def check_match_stage(spec: dict) -> None:
         raise near_not_allowed()
 
 
+def check_pipeline(pipeline: list) -> None:
+    """A `$text` may only be in a pipeline's first `$match` (17313), a `$near` in none."""
+    for i, st in enumerate(pipeline):
+        if isinstance(st, dict) and len(st) == 1 and "$match" in st:
+            if i and mentions(st["$match"], TEXT_OPS):
+                raise MongoError(17313, "$match with $text is only allowed as the first pipeline stage")
+            if mentions(st["$match"], NEAR_OPS):
+                raise near_not_allowed()
+
+
 @dataclass(frozen=True)
 class TextParams:
     query: str

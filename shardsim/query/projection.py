@@ -120,6 +120,9 @@ def compile_projection(spec: dict | None, *, find: bool = True, variables: dict 
             set_mode(_INC, path)
             insert(base, ("positional",))
             continue
+        if path == "$sortKey" and isinstance(v, dict) and list(v) == ["$meta"]:
+            metas.append((path, parse_meta(v["$meta"])))  # (what mongos asks of a shard to merge by)
+            continue
         if path.startswith("$"):
             raise MongoError(16410, "FieldPath field names may not start with '$'. Consider using $getField or $setField.")
         if isinstance(v, dict) and v and next(iter(v)).startswith("$"):

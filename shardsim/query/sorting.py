@@ -105,6 +105,24 @@ def _field_key(doc, parts, direction, value_key=sort_key):
     return min(keys) if direction > 0 else max(keys)
 
 
+def sort_key_values(doc, spec, collator=None) -> list:
+    """A document's sort key as values (the server's `$sortKey`): per sort field, the value it sorts by
+    (an array's least element ascending, its greatest descending; null when missing), or the metadata."""
+    from mongosim.shardsim.query.document_metadata import meta_value
+
+    value_key = comparison_keys.sort_key_for(collator if collator is not None else expression_context.current())
+    out = []
+    for k, v in spec.items():
+        if isinstance(v, dict):
+            m = meta_value(doc, v["$meta"])
+            out.append(None if m is MISSING else m)
+            continue
+        vals, _was_array = multikey_values(doc, tuple(split(k)))
+        vals = [None if x is UNDEFINED else x for x in vals] or [None]
+        out.append(min(vals, key=value_key) if v >= 0 else max(vals, key=value_key))
+    return out
+
+
 def sort_key_fn(spec, collator=None) -> Callable[[dict], Any]:
     """`collator`: strings compare under it (None: the collation in force while compiling, by default
     the simple one)."""
