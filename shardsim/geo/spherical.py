@@ -138,7 +138,8 @@ class Loop:
             for a, b in list(self.edges())[:4]:
                 n = normalize(cross(a, b))
                 m = normalize((a[0] + b[0], a[1] + b[1], a[2] + b[2]))
-                refs.append(normalize((m[0] + 1e-7 * n[0], m[1] + 1e-7 * n[1], m[2] + 1e-7 * n[2])))
+                step = min(1e-7, angle(a, b) * 1e-3)  # (well inside, however small the loop)
+                refs.append(normalize((m[0] + step * n[0], m[1] + step * n[1], m[2] + step * n[2])))
             self._refs = refs
         return self._refs
 
@@ -146,11 +147,15 @@ class Loop:
         """Whether p is in the interior: the parity of the edges crossed on the way from a point known to be
         inside (a path through a vertex is retried from another reference point)."""
         for ref in self._reference_points():
+            n = cross(ref, p)
+            nn = norm(n)
+            if nn == 0.0:
+                return dot(ref, p) > 0
             crossings = 0
             degenerate = False
             for a, b in self.edges():
-                if abs(ccw(ref, p, a)) < 1e-18 and dot(ref, a) > 0 and dot(p, a) > 0:
-                    degenerate = True
+                if abs(dot(n, a)) <= 1e-15 * nn and dot(cross(ref, a), n) >= 0 and dot(cross(a, p), n) >= 0:
+                    degenerate = True  # (the path passes through a vertex: try another)
                     break
                 if simple_crossing(ref, p, a, b):
                     crossings += 1
