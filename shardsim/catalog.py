@@ -218,7 +218,7 @@ class Collection:
             if name != "_id_" or self.index("_id_") is None:
                 return None
             ix = self.access["_id_"] = IndexAccessMethod(self.index("_id_"))
-        if ix.entries is None and ix.usable:
+        if ix.entries is None and ix.materializable:
             self._materialize(ix)
         return ix
 

@@ -29,6 +29,8 @@ from mongosim.shardsim.query.variables import for_command
 from mongosim.shardsim import get_executor
 from mongosim.shardsim.canonical_query import check_hint
 from mongosim.shardsim.get_executor import execute, find_query
+from mongosim.shardsim.geo.geo_near_stage import GeoNearStage
+from mongosim.shardsim.query.document_metadata import strip, to_wire
 
 if TYPE_CHECKING:
     from mongosim.shardsim.node import Node
@@ -85,6 +87,9 @@ def pipeline_source(coll, ns: str, pipeline: list, view, hint, variables: dict |
                     ) -> tuple[Iterator[dict], list]:
     """The documents a pipeline starts from, and the stages left to run on them (its leading
     `$match`/`$sort`/`$limit` run as a planned query: `get_executor.pipeline_query`)."""
+    if pipeline and isinstance(pipeline[0], dict) and len(pipeline[0]) == 1 and "$geoNear" in pipeline[0]:
+        stage = GeoNearStage(pipeline[0]["$geoNear"])
+        return iter(stage.run(coll, ns, view, variables, collator)), pipeline[1:]
     cq, rest = get_executor.pipeline_query(coll, ns, pipeline, hint, variables, collator)
     if coll is None:
         return iter(()), pipeline
@@ -242,8 +247,10 @@ async def cmd_aggregate(node: Node, ctx: OpCtx) -> dict:
         collator = command_collator(cmd.get("collation"), coll, "aggregate.collation")
         docs, stages = pipeline_source(coll, ns, stages, ctx.view, cmd.get("hint"), variables, collator)
     results = list(run_pipeline(docs, stages, variables=variables, collator=collator))
+    if cmd.get("needsMerge"):  # (for mongos: the documents' metadata goes with them)
+        results = [to_wire(d) for d in results]
     if write is not None:
-        await write(node, ctx, results, variables)
+        await write(node, ctx, strip(results), variables)
         results = []
     batch_size = (cursor_opt or {}).get("batchSize")
     return serve_cursor(node, ns, iter(results), batch_size)
