@@ -24,6 +24,7 @@ from mongosim.shardsim.changestream.cursor import (  # noqa: F401
 )
 from mongosim.shardsim.changestream.pipeline import build_stages
 from mongosim.shardsim.changestream.spec import parse_spec, validate
+from mongosim.shardsim.changestream.token_version import regenerate_high_water_mark
 from mongosim.shardsim.changestream.user_stages import validate_user_pipeline
 from mongosim.shardsim.cursors import DEFAULT_FIRST_BATCH, cursor_reply
 from mongosim.shardsim.operation_context import OpCtx
@@ -40,6 +41,7 @@ def build_cursor(node: Node, db: str, cmd: dict, *, needs_merge: bool) -> Change
     if not (target == 1 or isinstance(target, str)):
         raise MongoError("FailedToParse", "Invalid aggregate namespace")
     level = validate(spec, db, target, in_router=False)
+    regenerate_high_water_mark(spec)
     user_stages, split = validate_user_pipeline(pipeline[1:])
     token = spec.token_data()
     if token is not None:
