@@ -259,8 +259,10 @@ class ClusterCore:
         self.nursery.start_soon(self.balancer.run, name="balancer")
 
     async def _reap_cursors(self) -> None:
+        """The cursor monitor: every 4 s (clientCursorMonitorFrequencySecs) cursors idle for longer than
+        cursorTimeoutMillis (10 minutes) are killed, on every node and router."""
         while True:
-            await trio.sleep(60)
+            await trio.sleep(4)
             for node in list(self.nodes.values()):
                 node.cursors.reap_idle()
             for router in self.routers:

@@ -67,6 +67,3 @@ def build_stages(ctx: ChangeStreamContext, user_stages: list[dict], split: bool)
         top = add(EnsureResumeTokenPresent(top, ctx, ctx.client_token))
     return source, top, stages
 
-
-def explain_stages(stages: list[Stage]) -> list[dict]:
-    return [s.explain() for s in stages]
