@@ -163,11 +163,9 @@ class ClusterCore:
             shards = {n: self.make_node(n) for n in names}
             manager = ShardingCatalogManager(self.config, shards, shard_factory=self.make_node)
             self._make_routers(manager, ident)
-            from mongosim.router.sharding import config_write, shard_document
+            from mongosim.router.config_initialization import initialize_config_database
 
-            if shards and not saved:
-                await config_write(self.router, {"insert": "shards",
-                                                 "documents": [shard_document(self.router, n) for n in shards]})
+            await initialize_config_database(self.router, [] if saved else list(shards))
             self.router.refresh_catalog()
             self._start_balancer(manager)
             from mongosim.faults import FaultInjector
