@@ -16,6 +16,13 @@ def _names(stages: list[dict]) -> list[str]:
     return [s["$changeStream"]["stage"] if "$changeStream" in s else next(iter(s)) for s in stages]
 
 
+def _first_token(coll) -> dict:
+    """The resume token of a first insert into `coll`."""
+    with coll.watch() as stream:
+        coll.insert_one({"_id": 1})
+        return read(stream, 1)[0]["_id"]
+
+
 def _explain(db, spec: dict) -> dict:
     pipeline = [{"$changeStream": spec}, {"$project": {"x": 0}}, {"$changeStreamSplitLargeEvent": {}}]
     return db.command("aggregate", "c", pipeline=pipeline, explain=True)
@@ -23,10 +30,7 @@ def _explain(db, spec: dict) -> dict:
 
 @pytest.mark.mongosim(topology="replset")
 def test_replica_set_stage_order(mongosim_client):
-    coll = mongosim_client.ex.c
-    with coll.watch() as stream:
-        coll.insert_one({"_id": 1})
-        token = read(stream, 1)[0]["_id"]
+    token = _first_token(mongosim_client.ex.c)
     spec = {"resumeAfter": token, "fullDocument": "updateLookup", "fullDocumentBeforeChange": "whenAvailable"}
     doc = _explain(mongosim_client.ex, spec)
     stages = doc["stages"]
@@ -46,10 +50,7 @@ def test_replica_set_stage_order(mongosim_client):
 
 @pytest.mark.mongosim(topology="sharded")
 def test_sharded_split_keeps_ensure_resume_token_present_on_the_router(mongosim_client):
-    coll = mongosim_client.ex.c
-    with coll.watch() as stream:
-        coll.insert_one({"_id": 1})
-        token = read(stream, 1)[0]["_id"]
+    token = _first_token(mongosim_client.ex.c)
     doc = _explain(mongosim_client.ex, {"resumeAfter": token})
     shards_part = _names(doc["splitPipeline"]["shardsPart"])
     assert shards_part == ["internalOplogMatch", "internalUnwindTransaction", "internalTransform",

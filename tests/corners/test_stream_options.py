@@ -11,7 +11,7 @@ from mongosim.core import open_cluster
 from mongosim.oplog.bsonutil import plain
 from mongosim.testing import AsyncClient
 from tests.corners.conftest import BOTH, read
-from tests.corners.test_update_lookup import first_events, raw_stream
+from tests.corners.test_update_lookup import raw_stream
 
 
 @BOTH
@@ -21,7 +21,7 @@ def test_show_raw_update_description(mongosim_client, topology):
     with raw_stream(coll, {"showRawUpdateDescription": True}) as cursor:
         coll.update_one({"_id": 1}, {"$set": {"a": 2, "arr.1": 5}, "$unset": {"gone": 1}})
         coll.replace_one({"_id": 1}, {"b": 1})
-        update, replace = first_events(cursor, 2)
+        update, replace = read(cursor, 2)
     assert list(update)[-2:] == ["documentKey", "rawUpdateDescription"] and "updateDescription" not in update
     # the oplog entry's own `o`: a $v:2 diff
     assert update["rawUpdateDescription"] == {"$v": 2, "diff": {"d": {"gone": False}, "u": {"a": 2},

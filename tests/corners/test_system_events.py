@@ -7,8 +7,7 @@ import pytest
 
 from mongosim.shardsim.changestream.context import NamespaceFilter
 from mongosim.shardsim.changestream.spec import CLUSTER, DATABASE
-from tests.corners.conftest import BOTH
-from tests.corners.test_update_lookup import first_events
+from tests.corners.conftest import BOTH, read
 
 
 def _stream(client, level: str, show_system: bool):
@@ -29,7 +28,7 @@ def test_system_js_only_with_show_system_events(mongosim_client, topology, level
         db["system.js"].update_one({"_id": "f"}, {"$set": {"value": 2}})
         db["system.js"].delete_one({"_id": "f"})
         db.plain.insert_one({"_id": 1})
-        events = first_events(cursor, 4 if show_system else 1)
+        events = read(cursor, 4 if show_system else 1)
     seen = [(e["operationType"], e["ns"]["coll"]) for e in events]
     if show_system:
         assert seen == [("insert", "system.js"), ("update", "system.js"), ("delete", "system.js"), ("insert", "plain")]

@@ -3,27 +3,15 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from bson import Timestamp
 
-from tests.corners.conftest import BOTH
+from tests.corners.conftest import BOTH, read
 
 
 def raw_stream(coll, spec: dict, pipeline: list | None = None):
     """A change stream opened with a raw `$changeStream` spec (options pymongo's watch() does not take)."""
     return coll.aggregate([{"$changeStream": spec}, *(pipeline or [])], maxAwaitTimeMS=100)
-
-
-def first_events(cursor, n: int, timeout: float = 10.0) -> list[dict]:
-    out: list[dict] = []
-    t0 = time.time()
-    while len(out) < n and time.time() - t0 < timeout:
-        doc = cursor.try_next()
-        if doc is not None:
-            out.append(doc)
-    return out
 
 
 def _operation_time(client):
@@ -46,7 +34,7 @@ def test_update_lookup_after_a_migration_reads_the_new_owner(mongosim_client):
     client.admin.command("moveChunk", "ul.c", find={"k": 150}, to="shard01")
     coll.update_one({"_id": 1, "k": 150}, {"$set": {"v": 2}})
     with raw_stream(coll, {"startAtOperationTime": start, "fullDocument": "updateLookup"}) as cursor:
-        first, second = first_events(cursor, 2)
+        first, second = read(cursor, 2)
     assert first["documentKey"] == {"k": 150, "_id": 1}
     assert first["fullDocument"] == {"_id": 1, "k": 150, "v": 2}  # the current version, on shard01
     assert second["fullDocument"] == {"_id": 1, "k": 150, "v": 2}
@@ -62,7 +50,7 @@ def test_update_lookup_of_an_unsharded_collection_after_move_primary(mongosim_cl
     coll.update_one({"_id": 1}, {"$set": {"v": 1}})
     client.admin.command("movePrimary", "ulp", to="shard01")
     with raw_stream(coll, {"startAtOperationTime": start, "fullDocument": "updateLookup"}) as cursor:
-        (event,) = first_events(cursor, 1)
+        (event,) = read(cursor, 1)
     assert event["fullDocument"] == {"_id": 1, "v": 1}
 
 
@@ -84,6 +72,6 @@ def test_match_collection_uuid_for_update_lookup(mongosim_client, topology, matc
     if match_uuid:
         spec["matchCollectionUUIDForUpdateLookup"] = True
     with raw_stream(coll, spec) as cursor:
-        update = first_events(cursor, 1)[0]
+        update = read(cursor, 1)[0]
     assert update["operationType"] == "update"
     assert update["fullDocument"] == (None if match_uuid else {"_id": 1, "gen": 2})
