@@ -33,8 +33,8 @@ serve: $(CORE)
 
 # The timeline's browser test finds a Chromium if there is one, installs Debian's only when it runs as
 # root (as CI does), and otherwise skips saying why: `make test` needs no root. The mongosh tests find
-# mongosh 2.x ($$MONGOSIM_MONGOSH, PATH, ../node_modules_mongosh) or install it into ../node_modules_mongosh
-# with npm (once per machine, ~2 min; CI's first run does it), and without npm skip saying why.
+# mongosh 2.x ($$MONGOSIM_MONGOSH, PATH, .tools/mongosh) or install it into .tools/mongosh with npm
+# (once per clone, ~2 min), and without npm skip saying why.
 test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
 

@@ -2,9 +2,9 @@
 helper, `db.c.getShardDistribution()` and `db.c.watch()`.
 
 Finding mongosh: `$MONGOSIM_MONGOSH` (the path of a mongosh binary), a `mongosh` on PATH, or one installed
-earlier into the folder `node_modules_mongosh` beside the repository.  Otherwise, when `npm` is on PATH, the
-test installs it there (`npm install --prefix ../node_modules_mongosh mongosh@2`: about 2 minutes once per
-machine, reused after); a failed install fails the tests under CI (`CI` set) and skips them elsewhere, as
+earlier into the clone's `.tools/mongosh` (ignored by git).  Otherwise, when `npm` is on PATH, the test
+installs it there (`npm install --prefix .tools/mongosh mongosh@2`: about 2 minutes once per clone, reused
+after); a failed install fails the tests under CI (`CI` set) and skips them elsewhere, as
 does a machine without npm — saying why.  A `$MONGOSIM_MONGOSH` that names no executable fails them: the
 user asked for that mongosh.
 """
@@ -22,7 +22,7 @@ import pytest
 from bson import json_util
 
 REPO = Path(__file__).resolve().parents[2]
-PREFIX = REPO.parent / "node_modules_mongosh"
+PREFIX = REPO / ".tools" / "mongosh"
 INSTALLED = PREFIX / "node_modules" / ".bin" / "mongosh"
 
 
@@ -46,7 +46,7 @@ def find_mongosh() -> str:
         return str(INSTALLED)
     npm = shutil.which("npm")
     if npm is None:
-        raise MongoshMissing("no mongosh ($MONGOSIM_MONGOSH, PATH, or ../node_modules_mongosh) and no npm to "
+        raise MongoshMissing("no mongosh ($MONGOSIM_MONGOSH, PATH, or .tools/mongosh) and no npm to "
                              "install it with")
     try:
         subprocess.run([npm, "install", "--prefix", str(PREFIX), "--no-audit", "--no-fund", "--loglevel=error",
