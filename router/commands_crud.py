@@ -486,6 +486,10 @@ async def cmd_aggregate(router: Router, req: Request) -> dict:
     pipeline = req.cmd.get("pipeline")
     if not isinstance(pipeline, list):
         raise MongoError("TypeMismatch", "'pipeline' option must be specified as an array")
+    if "$_passthroughToShard" in req.cmd:  # one shard's stream, unmerged (router/merge/passthrough_to_shard.py)
+        from mongosim.router.merge.passthrough_to_shard import open_passthrough
+
+        return await open_passthrough(router, req)
     if pipeline and isinstance(pipeline[0], dict) and "$changeStream" in pipeline[0]:
         from mongosim.router.merge.cluster_change_stream import open_cluster_change_stream
 
