@@ -9,7 +9,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 $(STAMP): pyproject.toml requirements-lock.txt
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q -c requirements-lock.txt -e '.[test,spark]'
+	$(PY) -m pip install -q -c requirements-lock.txt -e '.[test,spark]' -e ./spark-plugin
 	touch $(STAMP)
 
 install: $(STAMP)

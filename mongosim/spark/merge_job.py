@@ -51,9 +51,9 @@ _OPTION_NAMES = {
 def merge_dumps(spark: Any, path: str, **options: Any):
     """A DataFrame of the merged change stream of the dumps under `path` (keyword options in snake_case
     or as the source's option names)."""
-    from mongosim.spark import register
+    from mongosim.spark import ensure_registered
 
-    register(spark)
+    ensure_registered(spark)
     reader = spark.read.format("mongodb-oplog").option("merge", "true")
     for k, v in options.items():
         if v is None:

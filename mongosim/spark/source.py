@@ -1,7 +1,6 @@
 """`mongodb-changestream`: a Spark Structured Streaming source over MongoDB change streams.
 
-    from mongosim.spark import register
-    register(spark)
+    # no registration: Spark finds the format through the installed `pyspark_mongodb_changestream`
     events = (spark.readStream.format("mongodb-changestream")
               .option("uri", "mongodb://127.0.0.1:27017/")
               .option("database", "shop").option("collection", "orders")   # both optional

@@ -1,5 +1,9 @@
 """Spark tests: one SparkSession and one mongosim cluster for the whole run.
 
+The session never calls `mongosim.spark.register`: Spark finds both formats
+itself through the installed `pyspark_*` modules (`spark-plugin/`), so every
+test here also checks the static registration.
+
 Skipped only when pyspark is not importable (`make test` installs the `spark`
 extra, so they run there).  The Spark reader processes connect to the cluster
 over loopback; each test works in its own database.
@@ -23,8 +27,6 @@ def spark():
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
 
-    from mongosim.spark import register
-
     session = (
         SparkSession.builder.master("local[2]")
         .appName("mongosim-spark-tests")
@@ -35,7 +37,6 @@ def spark():
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
-    register(session)
     yield session
     session.stop()
 

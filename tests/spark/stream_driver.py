@@ -3,7 +3,8 @@
     python tests/spark/stream_driver.py URI DATABASE START_TOKEN CHECKPOINT SINK
 
 Streams the database's change events (5 per batch) into a parquet sink until
-it is killed.
+it is killed.  It never calls `mongosim.spark.register`: a fresh driver finds
+the format through the installed `pyspark_*` modules.
 """
 
 from __future__ import annotations
@@ -19,12 +20,9 @@ def main() -> None:
     uri, database, start, checkpoint, sink = sys.argv[1:6]
     from pyspark.sql import SparkSession
 
-    from mongosim.spark import register
-
     spark = (SparkSession.builder.master("local[2]").appName("killed-driver")
              .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
-    register(spark)
     df = (spark.readStream.format("mongodb-changestream").option("uri", uri).option("database", database)
           .option("startAfter", start).option("maxEventsPerBatch", "5").load())
     q = (df.writeStream.format("parquet").option("path", sink).option("checkpointLocation", checkpoint)

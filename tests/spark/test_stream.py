@@ -219,3 +219,20 @@ def test_a_checkpointed_token_missing_from_the_stream_fails(cluster, client):
     with pytest.raises(ChangeStreamSourceError, match="not in the stream"):
         r.latestOffset(r.initialOffset(), ReadAllAvailable())
     r.stop()
+
+
+def test_formats_are_found_with_no_register_call(spark, cluster, client, tmp_path):
+    """Static registration (issue 16): Spark imports the installed `pyspark_*` modules and registers
+    their `DefaultSource`s; nothing in this session called `mongosim.spark.register`."""
+    import pkgutil
+
+    assert {"pyspark_mongodb_changestream", "pyspark_mongodb_oplog"} <= {m.name for m in pkgutil.iter_modules()}
+    start = now_token(client)
+    client.static_reg.c.insert_many([{"_id": i} for i in range(3)])
+    q = (spark.readStream.format("mongodb-changestream").option("uri", cluster.uri).option("database", "static_reg")
+         .option("startAfter", start).load()
+         .writeStream.format("parquet").option("path", str(tmp_path / "out"))
+         .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start())
+    q.awaitTermination(120)
+    assert q.exception() is None
+    assert len(sink_tokens(spark, tmp_path / "out")) == 3
