@@ -17,6 +17,8 @@ import time
 
 import pytest
 
+from tests.spark.helpers import STREAMS, drain, workload
+
 pytest.importorskip("pyspark", reason="pyspark is not installed (pip install -e '.[spark]')")
 
 
@@ -74,3 +76,19 @@ def now_token(client, db: str | None = None) -> str:
     target = client[db] if db else client
     with target.watch(max_await_time_ms=50) as cs:
         return cs.resume_token["_data"]
+
+
+@pytest.fixture(scope="session")
+def recorded(cluster, client, tmp_path_factory):
+    """`helpers.workload` run on the cluster: the start token, the dumps, and what the router streamed."""
+    with client.watch(max_await_time_ms=50) as cs:
+        start = cs.resume_token["_data"]
+    from mongosim.spark.oplog_source import dump_oplogs
+
+    workload(client, cluster)
+    dumps = tmp_path_factory.mktemp("dumps")
+    dump_oplogs(cluster, dumps)
+    streamed = {name: drain(cluster.uri, start, target, kw) for name, target, kw, _ in STREAMS}
+    return start, dumps, streamed
+
+
