@@ -434,15 +434,16 @@ class MongoOplogReader(DataSourceReader):
         return [RangePartition(whole_dump(k, v, i).to_json()) for i, (k, v) in enumerate(sorted(self.files.items()))]
 
     def read(self, partition: DumpPartition | RangePartition) -> Iterator[tuple]:
-        rows = self.rows
         if isinstance(partition, DumpPartition):
             files = {k: Path(v) for k, v in partition.files.items()}
-            for shard, raw in replay_dumps(files, self.opts, merge=True, end_before=self.end_before):
-                yield rows.row(raw, shard)
-            return
-        rng = DumpRange.from_json(partition.rng)
-        end_key = _end_key(self.end_before)
-        extra = self.merge_columns
+            yield from self.rows.batches(
+                self.rows.row(raw, shard)
+                for shard, raw in replay_dumps(files, self.opts, merge=True, end_before=self.end_before))
+        else:
+            yield from self.rows.batches(self._range_rows(DumpRange.from_json(partition.rng)))
+
+    def _range_rows(self, rng: DumpRange) -> Iterator[tuple]:
+        rows, end_key, extra = self.rows, _end_key(self.end_before), self.merge_columns
         for key, raw, op, intact in range_events(rng, self.opts):
             if end_key is not None and key >= end_key:
                 return

@@ -69,36 +69,10 @@ from pyspark.sql.streaming.datasource import (
 from mongosim.spark import offsets as off
 from mongosim.spark.options import StreamOptions, parse_float, parse_int
 from mongosim.spark.schema import RowBuilder
+from mongosim.spark.streams import NAME, ChangeStreamSourceError, RawChangeStream, TokenStream, open_spec
+from mongosim.spark.streams import wrap_error as _wrap
 
 log = logging.getLogger("mongosim.spark.source")
-
-NAME = "mongodb-changestream"
-
-# Server errors worth a clear explanation (code -> what it means for the query).
-_EXPLAIN = {
-    286: "ChangeStreamHistoryLost: the oplog no longer reaches back to this offset (it was truncated). "
-         "The events since then are gone; start a new query (a new checkpoint) or use startAtOperationTime.",
-    280: "ChangeStreamFatalError: the offset's resume token is not in the stream any more.",
-    260: "InvalidResumeToken: the server refused the offset's resume token.",
-    47: "NoMatchingDocument: a pre- or post-image required by fullDocument/fullDocumentBeforeChange is missing.",
-}
-
-
-class ChangeStreamSourceError(RuntimeError):
-    """The query cannot go on (the message says why and where)."""
-
-
-def _wrap(exc: BaseException, what: str, offset: dict | None) -> ChangeStreamSourceError:
-    from pymongo.errors import OperationFailure
-
-    if isinstance(exc, OperationFailure):
-        code = exc.code
-        errmsg = (exc.details or {}).get("errmsg") or str(exc)
-        detail = f"{_EXPLAIN.get(code, '')} Server error {code} ({(exc.details or {}).get('codeName')}): {errmsg}"
-    else:
-        detail = f"{type(exc).__name__}: {exc}"
-    return ChangeStreamSourceError(f"{NAME}: {what} after {off.describe(offset)} failed. {detail.strip()}")
-
 
 class TokenRange(InputPartition):
     """One batch: the events after `start` up to and including `end`."""
@@ -143,38 +117,23 @@ class MongoChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
             self._client = MongoClient(self.uri, document_class=RawBSONDocument, appname="mongosim-spark")
         return self._client
 
-    def _target_of(self, client):
+    def _raw_stream(self, start: dict | None, *, probe: bool, await_ms: int, batch_size: int | None = None,
+                    extra: dict | None = None) -> RawChangeStream:
+        """A stream opened at `start` (`streams.RawChangeStream`).  The probe needs only the tokens: the
+        images do not change which events come, unless the user's stages look at them (then they stay),
+        and the user's stages are followed by a projection to `_id`.  Reading (a large batch size)
+        reads ahead."""
         o = self.opts
-        if o.collection:
-            return client[o.database][o.collection]
-        if o.database:
-            return client[o.database]
-        return client
-
-    def _watch(self, client, start: dict | None, *, probe: bool, await_ms: int, batch_size: int | None = None):
-        o = self.opts
-        kw: dict[str, Any] = {"max_await_time_ms": await_ms}
-        if batch_size:
-            kw["batch_size"] = batch_size
         pipeline = list(o.pipeline)
-        # The probe needs only the tokens.  The images do not change which events come, unless
-        # the user's stages look at them: keep the options then.
-        light = probe and not pipeline
-        if o.full_document and not light:
-            kw["full_document"] = o.full_document
-        if o.full_document_before_change and not light:
-            kw["full_document_before_change"] = o.full_document_before_change
-        if o.show_expanded_events:
-            kw["show_expanded_events"] = True
         if probe and not any("$changeStreamSplitLargeEvent" in st for st in pipeline):
             pipeline.append({"$project": {"_id": 1}})
-        if start is not None:
-            kw.update(off.watch_start_kwargs(start))
-        return self._target_of(client).watch(pipeline, **kw)
+        db = self._mongo().get_database(o.database or "admin")
+        return RawChangeStream(db, o.collection or 1, open_spec(o, start, light=probe and not o.pipeline), pipeline,
+                               batch_size=batch_size, await_ms=await_ms, extra=extra,
+                               read_ahead=(batch_size or 0) >= 1000)
 
     def _stream(self, start: dict | None, *, probe: bool, await_ms: int, batch_size: int | None = None):
-        return TokenStream(self._watch(self._mongo(), start, probe=probe, await_ms=await_ms,
-                                       batch_size=batch_size), start)
+        return TokenStream(self._raw_stream(start, probe=probe, await_ms=await_ms, batch_size=batch_size), start)
 
     # -- offsets ------------------------------------------------------------------------
     def initialOffset(self) -> dict:
@@ -192,16 +151,16 @@ class MongoChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
     def _now_offset(self) -> dict:
         """A fresh stream's starting point: its postBatchResumeToken (or the first event's time)."""
         try:
-            with self._watch(self._mongo(), None, probe=True, await_ms=self.probe_await_ms) as cs:
-                tok = cs.resume_token
-                if tok is not None:
-                    return off.token_offset(tok["_data"])
-                ev = cs.try_next()
-                if ev is not None:
-                    return off.optime_offset(off.token_cluster_time(ev["_id"]["_data"]))
-                tok = cs.resume_token
-                if tok is not None:
-                    return off.token_offset(tok["_data"])
+            cs = self._raw_stream(None, probe=True, await_ms=self.probe_await_ms)
+            try:
+                for _ in range(2):  # the aggregate's reply, then one getMore
+                    if cs.resume_token is not None:
+                        return off.token_offset(cs.resume_token["_data"])
+                    ev = cs.try_next()
+                    if ev is not None:
+                        return off.optime_offset(off.token_cluster_time(ev[0]))
+            finally:
+                cs.close()
         except Exception as exc:
             raise _wrap(exc, "opening the stream", None) from exc
         raise ChangeStreamSourceError(f"{NAME}: the server sent no postBatchResumeToken (MongoDB >= 4.0.7 needed)")
@@ -294,8 +253,7 @@ class MongoChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
     # -- reading (on an executor) -------------------------------------------------------------
     def read(self, partition: TokenRange) -> Iterator[tuple]:
         rows = self.rows
-        for raw in self.read_raw(partition.start, partition.end):
-            yield rows.row(raw)
+        yield from rows.batches(rows.row(raw) for raw in self.read_raw(partition.start, partition.end))
 
     def read_raw(self, start: dict, end: dict) -> Iterator[bytes]:
         """The raw BSON events after `start` up to and including `end`.
@@ -308,7 +266,7 @@ class MongoChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         segment = start
         try:
             while True:
-                last_key = last_op = None
+                last_key = None
                 with self._stream(segment, probe=False, await_ms=self.max_await_ms, batch_size=10_000) as ts:
                     while True:
                         ev = ts.next_event()
@@ -322,15 +280,15 @@ class MongoChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
                                     f"{NAME}: the batch after {off.describe(start)} did not reach its end "
                                     f"{off.describe(end)} within readTimeoutSeconds={self.read_timeout}")
                             continue
-                        key = ev["_id"]["_data"]
+                        key, raw = ev
                         if key > end_key:
                             log.warning("%s: end token %s not seen; stopped at %s", NAME, end_key, key)
                             return
-                        yield ev.raw
+                        yield raw
                         if key == end_key:
                             return
-                        last_key, last_op = key, ev.get("operationType")
-                if last_op != "invalidate":
+                        last_key = key
+                if last_key is None or off.token_kind(last_key) != "invalidate":
                     return
                 segment = off.token_offset(last_key)  # startAfter the invalidate: the stream goes on
         except ChangeStreamSourceError:
@@ -339,65 +297,3 @@ class MongoChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
             raise _wrap(exc, "reading the batch", start) from exc
         finally:
             self.stop()
-
-
-class TokenStream:
-    """A pymongo change stream opened at an offset, yielding only what comes after it.
-
-    The stream opens at the offset's clusterTime (see `offsets.watch_start_kwargs`);
-    events up to the offset's token are skipped here.  If the offset is an event
-    token and the stream passes it without having seen it, the token is not in
-    this stream (e.g. the pipeline changed): that fails, as the server's
-    ChangeStreamFatalError (280) would.
-    """
-
-    def __init__(self, cs: Any, start: dict | None) -> None:
-        self.cs = cs
-        self.start_key = off.offset_sort_key(start) if start is not None else None
-        self.must_see = start is not None and "token" in start and "start_after" not in off.watch_start_kwargs(start) \
-            and off.token_kind(start["token"]) == "event"
-        self.closed = False
-        self.last_key: str | None = None  # the last event pulled, skipped or not (its token, its type)
-        self.last_op: str | None = None
-
-    def __enter__(self) -> "TokenStream":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.cs.close()
-
-    @property
-    def pbrt(self) -> str | None:
-        tok = self.cs.resume_token
-        return tok["_data"] if tok is not None else None
-
-    def next_event(self):
-        """The next event after the start, or None if there is none right now."""
-        while True:
-            try:
-                ev = self.cs.try_next()
-            except StopIteration:
-                ev = None
-            if ev is None:
-                if not self.cs.alive:
-                    self.closed = True
-                return None
-            if not self.cs.alive:
-                self.closed = True
-            key = ev["_id"]["_data"]
-            self.last_key, self.last_op = key, ev.get("operationType")
-            if self.start_key is not None and key <= self.start_key:
-                if key == self.start_key:
-                    self.must_see = False
-                continue
-            if self.must_see:
-                raise ChangeStreamSourceError(
-                    f"{NAME}: the offset's token {self.start_key} is not in the stream any more (the stream "
-                    f"went on at {key} without it; was the pipeline or the namespace changed?). "
-                    "ChangeStreamFatalError: cannot resume from this checkpoint.")
-            self.start_key = None
-            return ev
-
-    def next_key(self) -> str | None:
-        ev = self.next_event()
-        return None if ev is None else ev["_id"]["_data"]

@@ -47,7 +47,6 @@ and the batches follow each other in that order.
 from __future__ import annotations
 
 import time
-from collections import deque
 from typing import Any, Iterator
 
 from bson import Timestamp
@@ -55,7 +54,9 @@ from pyspark.sql.datasource import InputPartition
 from pyspark.sql.streaming.datasource import ReadLimit, ReadMaxRows, ReadMinRows
 
 from mongosim.spark import offsets as off
-from mongosim.spark.router_reader import NAME, ChangeStreamSourceError, MongoChangeStreamReader, TokenStream, _wrap
+from mongosim.spark.router_reader import MongoChangeStreamReader
+from mongosim.spark.streams import NAME, ChangeStreamSourceError, TokenStream
+from mongosim.spark.streams import wrap_error as _wrap
 
 
 class ShardRange(InputPartition):
@@ -68,63 +69,6 @@ class ShardRange(InputPartition):
 
     def __repr__(self) -> str:
         return f"ShardRange({self.shard}: {off.describe(self.start)} .. {off.describe(self.end)})"
-
-
-class PassthroughStream:
-    """One shard's change stream through mongos (`$_passthroughToShard`), read with the part of pymongo's
-    ChangeStream interface `TokenStream` uses: `try_next`, `alive`, `resume_token`, `close`.
-
-    (pymongo's `watch()` cannot add `$_passthroughToShard` to its aggregate, so the commands are
-    sent here: the aggregate, then getMores; `resume_token` follows pymongo's rule — the last
-    event's `_id`, or the batch's postBatchResumeToken once the batch is used up.)"""
-
-    def __init__(self, db: Any, target: Any, spec: dict, pipeline: list, shard: str, batch_size: int | None,
-                 await_ms: int) -> None:
-        self.db = db
-        self.batch_size = batch_size
-        self.await_ms = await_ms
-        reply = db.command({"aggregate": target, "pipeline": [{"$changeStream": spec}, *pipeline], "cursor": {},
-                            "$_passthroughToShard": {"shard": shard}}, codec_options=db.codec_options)
-        cur = reply["cursor"]
-        self.cursor_id = int(cur["id"])
-        self.collection = cur["ns"].split(".", 1)[1]
-        self._buffer: deque = deque(cur["firstBatch"])
-        self._pbrt = cur.get("postBatchResumeToken")
-        self.resume_token = self._pbrt
-
-    @property
-    def alive(self) -> bool:
-        return self.cursor_id != 0 or bool(self._buffer)
-
-    def _pop(self):
-        ev = self._buffer.popleft()
-        self.resume_token = ev["_id"] if self._buffer else (self._pbrt or ev["_id"])
-        return ev
-
-    def try_next(self):
-        if self._buffer:
-            return self._pop()
-        if not self.cursor_id:
-            return None
-        cmd: dict[str, Any] = {"getMore": self.cursor_id, "collection": self.collection, "maxTimeMS": self.await_ms}
-        if self.batch_size:
-            cmd["batchSize"] = self.batch_size
-        cur = self.db.command(cmd, codec_options=self.db.codec_options)["cursor"]
-        self.cursor_id = int(cur["id"])
-        self._pbrt = cur.get("postBatchResumeToken") or self._pbrt
-        self._buffer.extend(cur["nextBatch"])
-        if self._buffer:
-            return self._pop()
-        self.resume_token = self._pbrt
-        return None
-
-    def close(self) -> None:
-        if self.cursor_id:
-            cid, self.cursor_id = self.cursor_id, 0
-            try:
-                self.db.command({"killCursors": self.collection, "cursors": [cid]})
-            except Exception:  # noqa: BLE001 - best effort, as a driver's close()
-                pass
 
 
 class ShardEvents:
@@ -159,32 +103,13 @@ class ShardsStreamReader(MongoChangeStreamReader):
     """The reader of shards mode (see the module doc); options as in router mode."""
 
     # -- one shard's stream -----------------------------------------------------------------
-    def _shard_events(self, shard: str, position: dict, *, probe: bool, await_ms: int,
+    def _shard_events(self, shard: str, position: dict | None, *, probe: bool, await_ms: int,
                       batch_size: int | None) -> ShardEvents:
-        from bson.codec_options import CodecOptions
-        from bson.raw_bson import RawBSONDocument
+        extra = {"$_passthroughToShard": {"shard": shard}}
 
-        o = self.opts
-        db = self._mongo().get_database(o.database or "admin",
-                                        codec_options=CodecOptions(document_class=RawBSONDocument))
-        pipeline = list(o.pipeline)
-        light = probe and not pipeline  # (as in router mode: the images do not change which events come)
-        if probe and not any("$changeStreamSplitLargeEvent" in st for st in pipeline):
-            pipeline.append({"$project": {"_id": 1}})
-
-        def open_stream(pos: dict) -> TokenStream:
-            spec = o.change_stream_spec()
-            if light:
-                spec.pop("fullDocument", None)
-                spec.pop("fullDocumentBeforeChange", None)
-            if pos is not None:
-                kw = off.watch_start_kwargs(pos)
-                if "start_after" in kw:
-                    spec["startAfter"] = kw["start_after"]
-                else:
-                    spec["startAtOperationTime"] = kw["start_at_operation_time"]
-            cs = PassthroughStream(db, o.collection or 1, spec, pipeline, shard, batch_size, await_ms)
-            return TokenStream(cs, pos)
+        def open_stream(pos: dict | None) -> TokenStream:
+            return TokenStream(self._raw_stream(pos, probe=probe, await_ms=await_ms, batch_size=batch_size,
+                                                extra=extra), pos)
 
         return ShardEvents(open_stream, position)
 
@@ -304,7 +229,7 @@ class ShardsStreamReader(MongoChangeStreamReader):
                             f"{NAME}: availableNow: {shard} did not reach the target {target} (at {pbrt}) "
                             f"within readTimeoutSeconds={self.read_timeout}")
                     continue
-                key = ev["_id"]["_data"]
+                key = ev[0]
                 if target is not None and key > target:
                     return got, target
                 got.append(key)
@@ -359,8 +284,7 @@ class ShardsStreamReader(MongoChangeStreamReader):
     # -- reading (on an executor) --------------------------------------------------------------
     def read(self, partition: ShardRange) -> Iterator[tuple]:
         rows = self.rows
-        for raw in self.read_shard(partition.shard, partition.start, partition.end):
-            yield rows.row(raw)
+        yield from rows.batches(rows.row(raw) for raw in self.read_shard(partition.shard, partition.start, partition.end))
 
     def read_shard(self, shard: str, start: dict, end: dict) -> Iterator[bytes]:
         """The raw BSON events of `shard` after `start` up to and including `end`."""
@@ -379,10 +303,10 @@ class ShardsStreamReader(MongoChangeStreamReader):
                                 f"{NAME}: {shard}'s part of the batch after {off.describe(start)} did not reach "
                                 f"{off.describe(end)} within readTimeoutSeconds={self.read_timeout}")
                         continue
-                    key = ev["_id"]["_data"]
+                    key, raw = ev
                     if key > end_key:
                         return
-                    yield ev.raw
+                    yield raw
                     if key == end_key:
                         return
             finally:
