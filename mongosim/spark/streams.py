@@ -104,6 +104,7 @@ class RawChangeStream:
         self._last_raw: bytes | None = None  # the last event handed out (to resume after it)
         self.cursor_id = 0
         self.resume_token: Any = None
+        self.resumes = 0  # how many times the stream was resumed after an error
         self._open(spec)
 
     def _command(self, cmd: dict) -> Any:
@@ -140,6 +141,7 @@ class RawChangeStream:
         spec = {k: v for k, v in self.spec.items() if k not in starts or token is None}
         if token is not None:
             spec["startAfter"] = token
+        self.resumes += 1
         self._open(spec)
 
     @property

@@ -212,3 +212,37 @@ def test_formats_are_found_with_no_register_call(spark, cluster, client, tmp_pat
     q.awaitTermination(120)
     assert q.exception() is None
     assert len(sink_tokens(spark, tmp_path / "out")) == 3
+
+
+@pytest.mark.parametrize("fault", [{"closeConnection": True},
+                                   {"errorCode": 6, "errorLabels": ["ResumableChangeStreamError"]}])
+def test_a_resumable_error_in_mid_stream_is_resumed(cluster, client, fault):
+    """A dropped connection (or an error labelled resumable) on a getMore: the reader's stream resumes
+    after the last event it handed out, as a driver's change stream does; nothing is lost or repeated."""
+    import pymongo
+
+    from mongosim.spark import offsets as off
+    from mongosim.spark.options import StreamOptions
+    from mongosim.spark.streams import RawChangeStream, open_spec
+
+    db = f"resume_err{len(fault)}"
+    start = now_token(client)
+    client[db].c.insert_many([{"_id": i} for i in range(30)])
+    expected = tokens_of(read_events(cluster.uri, start, 30, db=db))
+    c = pymongo.MongoClient(cluster.uri)
+    spec = open_spec(StreamOptions.parse({"database": db}), off.token_offset(start), light=False)
+    spec = {**{k: v for k, v in spec.items() if k != "startAtOperationTime"}, "startAfter": {"_data": start}}
+    cs = RawChangeStream(c[db], 1, spec, [], batch_size=5, await_ms=100, read_ahead=True)
+    got = [cs.try_next()[0] for _ in range(5)]  # the first batch, with the aggregate
+    client.admin.command("configureFailPoint", "failCommand", mode={"times": 1},
+                         data={"failCommands": ["getMore"], **fault})
+    try:
+        while len(got) < 30:
+            ev = cs.try_next()
+            if ev is not None:
+                got.append(ev[0])
+    finally:
+        client.admin.command("configureFailPoint", "failCommand", mode="off")
+        cs.close()
+        c.close()
+    assert got == expected and cs.resumes == 1
