@@ -91,6 +91,9 @@ class RawChangeStream:
         from bson.raw_bson import RawBSONDocument
 
         self.db = db
+        # one explicit session for the cursor's whole life: a server refuses a getMore in another
+        # session than its aggregate's (pymongo's command() would give each its own implicit one)
+        self.session = db.client.start_session(causal_consistency=False)
         self.codec = CodecOptions(document_class=RawBSONDocument)
         self.target = target
         self.spec = spec
@@ -105,10 +108,14 @@ class RawChangeStream:
         self.cursor_id = 0
         self.resume_token: Any = None
         self.resumes = 0  # how many times the stream was resumed after an error
-        self._open(spec)
+        try:
+            self._open(spec)
+        except BaseException:
+            self.close()
+            raise
 
     def _command(self, cmd: dict) -> Any:
-        return self.db.command(cmd, codec_options=self.codec)
+        return self.db.command(cmd, codec_options=self.codec, session=self.session)
 
     def _open(self, spec: dict) -> None:
         cursor = {"batchSize": self.batch_size} if self.batch_size else {}
@@ -190,12 +197,14 @@ class RawChangeStream:
             self._pending = None
         if self._pool is not None:
             self._pool.shutdown(wait=True)
-        if self.cursor_id:
-            cid, self.cursor_id = self.cursor_id, 0
-            try:
-                self.db.command({"killCursors": self.collection, "cursors": [cid]})
-            except Exception:  # noqa: BLE001 - best effort, as a driver's close()
-                pass
+        try:
+            if self.cursor_id:
+                cid, self.cursor_id = self.cursor_id, 0
+                self.db.command({"killCursors": self.collection, "cursors": [cid]}, session=self.session)
+        except Exception:  # noqa: BLE001 - best effort, as a driver's close()
+            pass
+        finally:
+            self.session.end_session()
 
 
 class TokenStream:
