@@ -6,7 +6,8 @@ Merge job.  Setup (not timed): an in-process cluster of 4 shards, a collection
 sharded on a hashed ``_id``, ``n`` inserts and ``n/4`` updates, the shards'
 oplogs dumped (``dump_oplogs``).  Each Spark master (``local[1]``, then
 ``local[2]``) runs in its own process (``python -m benchmarks.bench_spark
-merge-run``): a warm-up on the dumps' first entries, then, ``reps`` times, the
+merge-run``): a warm-up (each job on the dumps' first entries, then once on
+the whole dumps, untimed: a first full run is always slower), then, ``reps`` times, the
 distributed job (``MergeJob``: plan, shard stages, filters, sort) writing
 parquet, and the single-partition job (``merge_dumps_single_partition``) writing
 parquet; timed from the job's creation to the written output; each figure is
@@ -102,8 +103,10 @@ def merge_run(master: str, dumps: str, warm: str, partitions: int, reps: int) ->
         t = time.perf_counter() - t0
         return spark.read.parquet(f"{out}/s").count(), t
 
-    distributed(warm)
+    distributed(warm)  # Spark starts its Python workers
     single(warm)
+    distributed(dumps)  # and once on the whole dumps, untimed: the first full run is always slower
+    single(dumps)
     d_runs, s_runs = [], []
     n = 0
     for _ in range(reps):
