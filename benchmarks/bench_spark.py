@@ -4,15 +4,16 @@ Only with ``python -m benchmarks --only spark`` (it starts several JVMs: minutes
 
 Merge job.  Setup (not timed): an in-process cluster of 4 shards, a collection
 sharded on a hashed ``_id``, ``n`` inserts and ``n/4`` updates, the shards'
-oplogs dumped (``dump_oplogs``).  Each Spark master (``local[1]``, then
+oplogs dumped (``dump_oplogs``).  Each Spark master (``local[1]``,
 ``local[2]``) runs in its own process (``python -m benchmarks.bench_spark
-merge-run``): a warm-up (each job on the dumps' first entries, then once on
-the whole dumps, untimed: a first full run is always slower), then, ``reps`` times, the
-distributed job (``MergeJob``: plan, shard stages, filters, sort) writing
-parquet, and the single-partition job (``merge_dumps_single_partition``) writing
-parquet; timed from the job's creation to the written output; each figure is
-the median.  The distributed job cuts the dumps into the same ranges on both
-masters.
+merge-worker``), warmed up (each job on the dumps' first entries, then once on
+the whole dumps, untimed: a first full run is always slower).  Then, ``reps``
+times, each job runs once on each master in turn (side by side: the machine's
+other load falls on both alike): the distributed job (``MergeJob``: plan,
+shard stages, filters, sort) and the single-partition job
+(``merge_dumps_single_partition``), each writing parquet, timed from the job's
+creation to the written output; each figure is the median.  The distributed
+job cuts the dumps into the same ranges on both masters.
 
 - spark_merge_scaling = distributed events/s at local[2] / at local[1] (goal >= 1.6)
 - spark_merge_vs_single = distributed / single-partition events/s, both at local[2]
@@ -76,8 +77,9 @@ def make_dumps(n: int, directory: Path, warm: Path, warm_entries: int = 2000) ->
     return n + n // 4
 
 
-def merge_run(master: str, dumps: str, warm: str, partitions: int, reps: int) -> dict:
-    """In its own process: the distributed and the single-partition job on `master` (see the module doc)."""
+def merge_worker(master: str, dumps: str, warm: str, partitions: int) -> None:
+    """In its own process, one Spark master: warm up, print "ready", then run the job each line of stdin
+    names ("distributed" or "single") once, printing `{"job", "events", "seconds"}`."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
@@ -103,53 +105,93 @@ def merge_run(master: str, dumps: str, warm: str, partitions: int, reps: int) ->
         t = time.perf_counter() - t0
         return spark.read.parquet(f"{out}/s").count(), t
 
-    distributed(warm)  # Spark starts its Python workers
-    single(warm)
-    distributed(dumps)  # and once on the whole dumps, untimed: the first full run is always slower
-    single(dumps)
-    d_runs, s_runs = [], []
-    n = 0
-    for _ in range(reps):
-        n, t = distributed(dumps)
-        d_runs.append(n / t)
-        n2, t = single(dumps)
-        assert n2 == n, (n2, n)
-        s_runs.append(n / t)
+    jobs = {"distributed": distributed, "single": single}
+    for fn in jobs.values():
+        fn(warm)  # Spark starts its Python workers
+        fn(dumps)  # and once on the whole dumps, untimed: the first full run is always slower
+    print("ready", flush=True)
+    for line in sys.stdin:
+        name = line.strip()
+        if name not in jobs:
+            break
+        n, t = jobs[name](dumps)
+        print(json.dumps({"job": name, "events": n, "seconds": t}), flush=True)
     spark.stop()
-    return {"master": master, "events": n, "distributed": d_runs, "single": s_runs}
+
+
+class _Worker:
+    """A `merge-worker` process and its pipes."""
+
+    def __init__(self, master: str, dumps: Path, warm: Path, partitions: int) -> None:
+        self.master = master
+        self.proc = subprocess.Popen(
+            [H.PYTHON, "-m", "benchmarks.bench_spark", "merge-worker", "--master", master, "--dumps", str(dumps),
+             "--warm", str(warm), "--partitions", str(partitions)],
+            cwd=H.ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+            env={**os.environ, "PYTHONPATH": str(H.ROOT)})
+
+    def _line(self) -> str:
+        while True:
+            line = self.proc.stdout.readline()
+            if not line:
+                raise RuntimeError(f"merge-worker {self.master} exited ({self.proc.wait()})")
+            if line.startswith("{") or line.strip() == "ready":
+                return line
+
+    def wait_ready(self) -> None:
+        assert self._line().strip() == "ready"
+
+    def run(self, job: str) -> dict:
+        self.proc.stdin.write(job + "\n")
+        self.proc.stdin.flush()
+        return json.loads(self._line())
+
+    def close(self) -> None:
+        try:
+            self.proc.stdin.write("quit\n")
+            self.proc.stdin.close()
+            self.proc.wait(120)
+        except Exception:  # noqa: BLE001
+            self.proc.kill()
 
 
 def run_merge_job(n: int, reps: int, partitions: int, results: dict) -> None:
     H.say(f"spark merge job: 4 shards, {n} inserts + {n // 4} updates dumped, {partitions} ranges,"
-          f" local[1] vs local[2], {reps} runs each")
+          f" local[1] vs local[2], {reps} runs each, alternating")
     with tempfile.TemporaryDirectory() as tmp:
         t = time.perf_counter()
         dumps, warm = Path(tmp) / "dumps", Path(tmp) / "warm"
         events = make_dumps(n, dumps, warm)
         H.say(f"  {events} events dumped in {time.perf_counter() - t:.1f}s"
               f" ({sum(p.stat().st_size for p in dumps.iterdir()) >> 20} MiB)")
-        runs = {}
-        for master in ("local[1]", "local[2]"):
-            proc = subprocess.run([H.PYTHON, "-m", "benchmarks.bench_spark", "merge-run", "--master", master,
-                                   "--dumps", str(dumps), "--warm", str(warm), "--partitions", str(partitions),
-                                   "--reps", str(reps)], cwd=H.ROOT, capture_output=True, text=True,
-                                  env={**os.environ, "PYTHONPATH": str(H.ROOT)})
-            lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
-            if proc.returncode or not lines:
-                raise RuntimeError(f"merge-run {master} failed ({proc.returncode}):\n{proc.stdout[-3000:]}"
-                                   f"\n{proc.stderr[-3000:]}")
-            runs[master] = json.loads(lines[-1])
-            r = runs[master]
-            H.say(f"  {master}: distributed {H.median(r['distributed']):>7.0f} ev/s"
-                  f" (runs {[round(x) for x in r['distributed']]}), single-partition"
-                  f" {H.median(r['single']):>7.0f} ev/s (runs {[round(x) for x in r['single']]})")
-    one, two = runs["local[1]"], runs["local[2]"]
-    d1, d2 = H.median(one["distributed"]), H.median(two["distributed"])
-    s2 = H.median(two["single"])
+        t = time.perf_counter()
+        workers = {m: _Worker(m, dumps, warm, partitions) for m in ("local[1]", "local[2]")}
+        try:
+            runs: dict[tuple[str, str], list[float]] = {}
+            for w in workers.values():
+                w.wait_ready()
+            H.say(f"  both masters up and warm in {time.perf_counter() - t:.1f}s")
+            n_events = 0
+            for _ in range(reps):  # side by side: one run of each job on each master in turn
+                for job in ("distributed", "single"):
+                    for master, w in workers.items():
+                        r = w.run(job)
+                        n_events = r["events"]
+                        runs.setdefault((master, job), []).append(r["events"] / r["seconds"])
+        finally:
+            for w in workers.values():
+                w.close()
+    med = {k: H.median(v) for k, v in runs.items()}
+    for master in workers:
+        H.say(f"  {master}: distributed {med[(master, 'distributed')]:>7.0f} ev/s"
+              f" (runs {[round(x) for x in runs[(master, 'distributed')]]}), single-partition"
+              f" {med[(master, 'single')]:>7.0f} ev/s (runs {[round(x) for x in runs[(master, 'single')]]})")
+    d1, d2 = med[("local[1]", "distributed")], med[("local[2]", "distributed")]
+    s2 = med[("local[2]", "single")]
     results.update({
-        "spark_merge_events": two["events"],
+        "spark_merge_events": n_events,
         "spark_merge_events_per_s_local1": round(d1), "spark_merge_events_per_s_local2": round(d2),
-        "spark_merge_single_events_per_s_local1": round(H.median(one["single"])),
+        "spark_merge_single_events_per_s_local1": round(med[("local[1]", "single")]),
         "spark_merge_single_events_per_s_local2": round(s2),
         "spark_merge_scaling": round(d2 / d1, 3),
         "spark_merge_vs_single": round(d2 / s2, 3),
@@ -252,14 +294,13 @@ def run_spark(merge_events: int, stream_events: int, reps: int, partitions: int,
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.bench_spark")
     sub = p.add_subparsers(dest="cmd", required=True)
-    m = sub.add_parser("merge-run", help="(internal) one master's merge-job runs, printed as JSON")
+    m = sub.add_parser("merge-worker", help="(internal) one master's merge-job runs, one per line of stdin")
     m.add_argument("--master", required=True)
     m.add_argument("--dumps", required=True)
     m.add_argument("--warm", required=True)
     m.add_argument("--partitions", type=int, required=True)
-    m.add_argument("--reps", type=int, default=2)
     args = p.parse_args(argv)
-    print(json.dumps(merge_run(args.master, args.dumps, args.warm, args.partitions, args.reps)), flush=True)
+    merge_worker(args.master, args.dumps, args.warm, args.partitions)
     return 0
 
 
