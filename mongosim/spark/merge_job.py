@@ -151,9 +151,12 @@ class MergeJob:
                 raise MongoError("ChangeStreamFatalError", ID_MODIFIED_MSG)
             if cut is not None:
                 kept = kept & (key <= cut)
-        internal = [n for n, _t in MERGE_COLUMNS]
-        return (df.filter(kept).repartitionByRange(self.output_partitions, "__key", "__order")
-                .sortWithinPartitions("__key", "__order").drop("shard", *internal))
+        # Every row kept has its `_id` intact (else the job failed above), so its `token` is its sort
+        # key: the sort runs on `token` and the internal columns leave before the shuffle.
+        internal = [n for n, _t in MERGE_COLUMNS if n != "__order"]
+        return (df.filter(kept).drop("shard", *internal)
+                .repartitionByRange(self.output_partitions, "token", "__order")
+                .sortWithinPartitions("token", "__order").drop("__order"))
 
     def close(self) -> None:
         if self._events is not None:
