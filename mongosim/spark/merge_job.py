@@ -21,8 +21,9 @@ per-event step runs on the executors:
    first invalidate, the first modified `_id`) come from one aggregation,
    skipped when the stream cannot have them.
 4. **Order** — Spark's distributed sort on the sort key (the resume token's
-   `_data`, ties between shards broken by shard order like the router's
-   remote order): range partitioning, then a sort within each partition.  The
+   `_data`; equal tokens of two shards, if any, in the dumps' name order, as
+   the single-partition merge orders them): range partitioning, then a sort
+   within each partition.  The
    result is several partitions, each in token order, ordered among
    themselves: written to parquet, `part-00000`, `part-00001`, ... read in
    name order are the router's stream.
