@@ -18,13 +18,15 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from bson import Binary, Int64
-
 from mongosim.oplog.error_codes import CODES
 from mongosim.oplog.errors import MongoError
-from mongosim.router.mongos import Request, Router
+from mongosim.router.request import Request
+
+if TYPE_CHECKING:
+    from mongosim.router.mongos import Router
 
 
 @dataclass

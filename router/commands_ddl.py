@@ -10,11 +10,17 @@ to match.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mongosim.oplog.errors import MongoError
-from mongosim.router.mongos import GENERIC_FIELDS, Request, Router, router_command
+from mongosim.router.command_registry import router_command
+from mongosim.router.request import GENERIC_FIELDS, Request
+from mongosim.router.shard_versioning import with_database_version
 from mongosim.router.sharding import config_write, critical_sections, ensure_database
+from mongosim.router.store_possible_cursor import store_possible_cursor
+
+if TYPE_CHECKING:
+    from mongosim.router.mongos import Router
 
 _FORWARD_GENERIC = ("lsid", "txnNumber", "writeConcern", "comment")
 
@@ -46,12 +52,20 @@ async def _primary_then_others(router: Router, db: str, holders: list[str], cmd:
     return reply
 
 
+async def _on_shard(router: Router, req: Request, shard: str) -> dict:
+    """Run the command on `shard`: as a statement of the client's transaction when it is one."""
+    if "autocommit" in req.cmd:
+        return await router.txns.run_in_transaction(req, shard, req.db, _forward(req.cmd))
+    return await router.shard(shard).command(req.db, _forward(req.cmd))
+
+
 @router_command("create")
 async def cmd_create(router: Router, req: Request) -> dict:
+    router.refresh_catalog()  # DDL runs on the authoritative metadata (the database may have moved)
     primary = await ensure_database(router, req.db)
     if primary == "config":
         return await router.config_remote.command(req.db, _forward(req.cmd))
-    return await router.shard(primary).command(req.db, _forward(req.cmd))
+    return await _on_shard(router, req, primary)
 
 
 async def _drop_sharded_metadata(router: Router, ns: str) -> None:
@@ -72,6 +86,7 @@ async def cmd_drop(router: Router, req: Request) -> dict:
     if req.db in ("admin", "config"):
         return await router.config_remote.command(req.db, _forward(req.cmd))
     async with router._ddl_lock:
+        router.refresh_catalog()  # DDL runs on the authoritative metadata
         primary = router.catalog.primary_of(req.db)
         if primary is None:
             return {"ok": 1.0}
@@ -90,6 +105,7 @@ async def cmd_drop_database(router: Router, req: Request) -> dict:
     if req.db in ("admin", "config", "local"):
         raise MongoError("IllegalOperation", f"Cannot drop '{req.db}' database through mongos")
     async with router._ddl_lock:
+        router.refresh_catalog()  # DDL runs on the authoritative metadata
         primary = router.catalog.primary_of(req.db)
         if primary is None:
             return {"ok": 1.0}
@@ -116,6 +132,7 @@ async def cmd_rename(router: Router, req: Request) -> dict:
     sdb, scoll = src.split(".", 1)
     ddb, dcoll = dst.split(".", 1)
     async with router._ddl_lock:
+        router.refresh_catalog()  # DDL runs on the authoritative metadata
         primary = router.catalog.primary_of(sdb)
         if primary is None:
             raise MongoError("NamespaceNotFound", f"Source collection {src} does not exist")
@@ -155,6 +172,7 @@ async def _broadcast_collection_ddl(router: Router, req: Request, create_db: boo
         raise MongoError("InvalidNamespace", "collection name must be a string")
     ns = f"{req.db}.{coll}"
     await critical_sections(router).wait(ns)
+    router.refresh_catalog()  # DDL runs on the authoritative metadata
     if create_db:
         await ensure_database(router, req.db)
     primary = router.catalog.primary_of(req.db)
@@ -164,7 +182,7 @@ async def _broadcast_collection_ddl(router: Router, req: Request, create_db: boo
     reply: dict = {}
     raw: dict[str, Any] = {}
     for s in holders:
-        reply = await router.shard(s).command(req.db, _forward(req.cmd))
+        reply = await _on_shard(router, req, s)
         raw[s] = {k: v for k, v in reply.items() if k != "ok"}
     req.op_time_key = max(router.shard(s).node.oplog.last_key for s in holders)
     if len(holders) > 1:
@@ -195,12 +213,13 @@ async def cmd_list_collections(router: Router, req: Request) -> dict:
     primary = router.catalog.primary_of(req.db)
     if primary is None:
         return {"cursor": {"firstBatch": [], "id": 0, "ns": f"{req.db}.$cmd.listCollections"}, "ok": 1.0}
-    return await router.shard(primary).command(req.db, _forward(req.cmd))
+    reply = await router.shard(primary).command(req.db, with_database_version(router, req.db, _forward(req.cmd), primary))
+    return store_possible_cursor(router, primary, req.db, reply)
 
 
 @router_command("listIndexes")
 async def cmd_list_indexes(router: Router, req: Request) -> dict:
-    from mongosim.shardsim.writes import check_namespace
+    from mongosim.shardsim.create_collection import check_namespace
 
     check_namespace(req.db, req.cmd["listIndexes"])  # before it is used as a name
     primary = router.catalog.primary_of(req.db)
@@ -208,7 +227,8 @@ async def cmd_list_indexes(router: Router, req: Request) -> dict:
         raise MongoError("NamespaceNotFound", f"ns does not exist: {req.db}.{req.cmd['listIndexes']}")
     holders = shards_holding(router, req.db, req.cmd["listIndexes"])
     target = primary if (primary in holders or not holders) else holders[0]
-    return await router.shard(target).command(req.db, _forward(req.cmd))
+    reply = await router.shard(target).command(req.db, with_database_version(router, req.db, _forward(req.cmd), target))
+    return store_possible_cursor(router, target, req.db, reply)
 
 
 @router_command("listDatabases")

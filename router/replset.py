@@ -8,18 +8,22 @@ with the mongos (`router.commands_admin`); everything else goes to the node.
 
 from __future__ import annotations
 
-from typing import Any
-
 import trio
 from bson import Timestamp
-
 from mongosim.oplog.clock import key_ts, ts_key
 from mongosim.oplog.errors import MongoError
 from mongosim.router import authn, handshake
-from mongosim.router.failpoints import FailPoints, app_name_of, fail_get_more_after_checkout
-from mongosim.router.mongos import ROUTER_COMMANDS, Request, change_stream_labels
-from mongosim.router.transactions import transaction_labels
+from mongosim.router.commands import ROUTER_COMMANDS
+from mongosim.router.error_labels import change_stream_labels, label_write_concern_error
+from mongosim.router.failpoints import (
+    app_name_of,
+    apply_fail_command,
+    attach_write_concern_error,
+    fail_get_more_after_checkout,
+)
+from mongosim.router.request import Request
 from mongosim.router.server import ConnState
+from mongosim.router.transactions import transaction_labels
 from mongosim.shardsim.generic_args import check_generic_arguments
 from mongosim.shardsim.node import Node
 
@@ -27,7 +31,7 @@ ADMIN_COMMANDS = {
     "hello", "isMaster", "ismaster", "ping", "buildInfo", "buildinfo", "getParameter", "getCmdLineOpts",
     "serverStatus", "connectionStatus", "whatsmyuri", "endSessions", "killSessions", "refreshSessions",
     "killAllSessions", "killAllSessionsByPattern", "startSession", "configureFailPoint", "getDefaultRWConcern",
-    "hostInfo", "logout", "listCommands", "saslStart", "saslContinue",
+    "hostInfo", "logout", "listCommands", "saslStart", "saslContinue", "refreshLogicalSessionCacheNow",
 }
 
 
@@ -35,13 +39,14 @@ class ReplSetFrontend:
     def __init__(self, node: Node, identity: handshake.ServerIdentity) -> None:
         self.node = node
         self.identity = identity
-        self.failpoints = FailPoints()
+        self.failpoints = node.failpoints  # a member's failpoints are its node's
         self.connections: set[int] = set()
         self.started_at = trio.current_time()
         self.hello_changed = trio.Event()
         self.auth = authn.make_auth(False)
         self.txns = None
         self.cursors = node.cursors
+        self.session_cache = node.session_cache  # a member's sessions are its node's
 
     async def run_command(self, db: str, cmd: dict, conn: ConnState) -> dict:
         if not cmd:
@@ -54,17 +59,17 @@ class ReplSetFrontend:
             self.node.clock.advance(ts_key(ct["clusterTime"]))
         authn.authorize(self, db, cmd, conn)
         cmd = authn.with_session(self, cmd, conn)
+        authn.vivify_session(self, cmd, conn)
         req = Request(db, cmd, conn, name)
         if name in ADMIN_COMMANDS or authn.is_user_command(name):
             return await ROUTER_COMMANDS[name](self, req)
-        from mongosim.router.mongos import Router
-
         is_cs = self._is_change_stream(name, cmd)
         try:
-            await Router._apply_fail_command(self, req)  # same failpoint semantics as mongos
+            await apply_fail_command(self.failpoints, req)  # same failpoint semantics as mongos
             if name == "getMore":
                 fail_get_more_after_checkout(self.failpoints, self.node.cursors, db, cmd, app_name_of(conn.client))
-            reply = await self.node.run_command(db, cmd)
+            client = authn.client_info(self, conn) if self.node.profiler.levels else None  # (for the profiler)
+            reply = await self.node.run_command(db, cmd, client=client)
             authn.note_cursor_owner(self, reply, conn)
             return reply
         except MongoError as err:
@@ -91,9 +96,8 @@ class ReplSetFrontend:
 
     def decorate(self, reply: dict, db: str, cmd: dict, conn: ConnState) -> dict:
         op_key = reply.pop("_opTimeKey", 0) or self.node.clock.key
-        wce = conn.extra.pop("writeConcernError", None)
-        if wce is not None and reply.get("ok"):
-            reply["writeConcernError"] = wce
+        if not attach_write_concern_error(reply, conn) and cmd:
+            label_write_concern_error(reply, next(iter(cmd)), cmd)
         reply["operationTime"] = key_ts(op_key)
         reply["$clusterTime"] = handshake.cluster_time_doc(self.node.clock.now())
         return reply

@@ -14,65 +14,30 @@ does; that is what lets an idle shard's high-water mark advance.
 
 from __future__ import annotations
 
-import math
 import secrets
-from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable
+from typing import Any, Callable
 
 import trio
 from bson import Timestamp
-
 from mongosim.oplog import entry as oplog_entry
 from mongosim.oplog.clock import LogicalClock, NodeClock, TimeSource, key_ts
 from mongosim.oplog.error_codes import CODES
 from mongosim.oplog.errors import MongoError
 from mongosim.oplog.oplog import Oplog
+from mongosim.shardsim import profiler, snapshot_reads, views
 from mongosim.shardsim.catalog import Catalog
-from mongosim.shardsim import snapshot_reads
-from mongosim.shardsim.collation import refuse_collation
+from mongosim.shardsim.collation import check_collations
+from mongosim.shardsim.commands import COMMANDS
+from mongosim.shardsim.fail_point import CloseConnection, FailPoints, check_max_time_always_times_out
 from mongosim.shardsim.generic_args import check_generic_arguments
+from mongosim.shardsim.logical_session_cache import LogicalSessionCache
+from mongosim.shardsim.read_concern_support import check_read_concern_support
 from mongosim.shardsim.generic_args import max_time_ms as generic_max_time_ms
+from mongosim.shardsim.operation_context import OpCtx
+from mongosim.shardsim.uncommitted_catalog_updates import visible_to
 
-
-@dataclass
-class OpCtx:
-    """Per-command context: session info and the optime of the last write made."""
-
-    db: str
-    cmd: dict
-    lsid: dict | None = None
-    txn_number: int | None = None
-    op_time_key: int = 0
-    stmt_ids: list[int] = field(default_factory=list)
-    # internal flags set by the router for shard-side behaviour
-    from_router: bool = False
-    txn: Any = None  # the open multi-document transaction this command runs in
-    deadline: float = math.inf  # trio time when maxTimeMS runs out (a getMore's maxTimeMS is its await time)
-    snapshot: Any = None  # a readConcern snapshot read's view (shardsim.snapshot_reads)
-    at_cluster_time: int = 0  # ... and the cluster time it reads at
-
-    @property
-    def view(self) -> Any:
-        """What a read sees: the transaction, a snapshot, or (None) the committed data."""
-        return self.txn if self.txn is not None else self.snapshot
-
-
-Handler = Callable[["Node", OpCtx], Awaitable[dict] | dict]
 _WRITE_COMMANDS = {"insert", "update", "delete", "findAndModify", "findandmodify"}
 WOULD_CHANGE_OWNING_SHARD = CODES["WouldChangeOwningShard"]  # mongos handles it (router/change_owning_shard.py)
-
-_COMMANDS: dict[str, Handler] = {}
-
-
-def command(*names: str):
-    """Register a node command handler under one or more (case-sensitive) names."""
-
-    def deco(fn: Handler) -> Handler:
-        for n in names:
-            _COMMANDS[n] = fn
-        return fn
-
-    return deco
 
 
 TXN_LIFETIME_LIMIT_S = 60.0  # the server's transactionLifetimeLimitSeconds default
@@ -101,14 +66,20 @@ class Node:
         self.is_config = is_config
         self.noop_interval = noop_interval
         self.instant_hwm = instant_hwm
-        # filtering metadata: does this shard own a document's shard-key value? (set by the router)
+        # filtering metadata (shardsim/filtering_metadata.py; set when the node joins a cluster as a shard):
+        # the shard-version check of routed commands, and does this shard own a document's shard-key value?
+        self.filtering: Any = None
         self.owns: Callable[[str, dict], bool] | None = None
         self.noop_paused = False
         self.preimages: dict[tuple[bytes, int, int], dict] = {}
         from mongosim.shardsim.sessions import SessionTable
 
         self.sessions = SessionTable()
-        from mongosim.shardsim.cursors import CursorManager  # local import: cursors imports node types
+        self.session_cache = LogicalSessionCache()  # the sessions clients used on this member ($listLocalSessions)
+        self.profiler = profiler.ProfileSettings()  # the database profiler's settings (shardsim/profiler.py)
+        from mongosim.shardsim.cursors import (
+            CursorManager,  # local import: cursors imports node types
+        )
 
         self.cursors = CursorManager(self)
         self.tracer = None  # set to a callable(dict) to trace the change-stream stages
@@ -120,6 +91,7 @@ class Node:
         self.event_cache = EventCache()  # CRUD events rendered once per oplog entry
         self.txn_released = trio.lowlevel.ParkingLot()  # woken when a transaction ends (its locks go)
         self.epoch = secrets.token_bytes(4)
+        self.failpoints = FailPoints()  # this node's (configureFailPoint on a replica-set member)
         self.joined_key = 0  # the cluster time it joined a running cluster at (router.sharding.add_shard)
         self.log(oplog_entry.noop_op("initiating set"))
 
@@ -155,16 +127,28 @@ class Node:
         return self.oplog.last_key
 
     # -- commands ----------------------------------------------------------------------
-    async def run_command(self, db: str, cmd: dict, *, from_router: bool = False) -> dict:
-        """Run one command; raise MongoError on failure.  The reply has `ok: 1.0`."""
+    async def run_command(self, db: str, cmd: dict, *, from_router: bool = False, client: dict | None = None) -> dict:
+        """Run one command; raise MongoError on failure.  The reply has `ok: 1.0`.  In a profiled
+        database the profiler records it (`client`: the connection's {client, appName, user})."""
+        if not self.profiler.levels:  # (profiling off everywhere: the common case costs this test)
+            return await self._run_command(db, cmd, from_router)
+        return await profiler.profiled(self, db, cmd, lambda: self._run_command(db, cmd, from_router), client)
+
+    async def _run_command(self, db: str, cmd: dict, from_router: bool) -> dict:
         if not cmd:
             raise MongoError("FailedToParse", "Empty command object")
         name = next(iter(cmd))
-        handler = _COMMANDS.get(name)  # command names are case-sensitive (aliases are registered)
+        handler = COMMANDS.get(name)  # command names are case-sensitive (aliases are registered)
         if handler is None:
             raise MongoError("CommandNotFound", f"no such command: '{name}'")
         check_generic_arguments(name, cmd)
-        refuse_collation(name, cmd)
+        if name in _WRITE_COMMANDS and not from_router:
+            profiler.check_user_write(db, name, cmd)
+        check_read_concern_support(name, cmd)
+        check_collations(name, cmd)
+        check_max_time_always_times_out(self.failpoints, cmd)
+        if self.filtering is not None and ("shardVersion" in cmd or "databaseVersion" in cmd or name == "bulkWrite"):
+            self.filtering.check(db, cmd)  # routed by a stale routing table: StaleConfig / StaleDbVersion
         lsid = cmd.get("lsid")
         txn = cmd.get("txnNumber")
         ctx = OpCtx(db, cmd, lsid=lsid, txn_number=int(txn) if txn is not None else None, from_router=from_router)
@@ -182,13 +166,17 @@ class Node:
                 self.sessions.begin(lsid, ctx.txn_number)  # the session is checked out before any wait
             await self._wait_for_prepared(db, cmd.get(name), ctx.deadline)
         try:
-            reply = handler(self, ctx)
-            if hasattr(reply, "__await__"):
-                reply = await reply
+            if ctx.txn is None:
+                reply = await self._dispatch(handler, ctx, db, name)
+            else:
+                with visible_to(ctx.txn):  # the collections the transaction created are found by name
+                    reply = await self._dispatch(handler, ctx, db, name)
         except MongoError as err:
             if (ctx.txn is not None and name not in ("commitTransaction", "abortTransaction", "prepareTransaction")
                     and err.code != WOULD_CHANGE_OWNING_SHARD):
                 ctx.txn.abort(ctx)  # an error inside a transaction aborts it, as on the server
+            if ctx.close_connection:
+                raise CloseConnection() from err  # the connection was closed before the error could be sent
             raise
         if ctx.txn is not None and any(e.get("code") != WOULD_CHANGE_OWNING_SHARD for e in reply.get("writeErrors", ())):
             ctx.txn.abort(ctx)  # (WouldChangeOwningShard is mongos's to handle: the transaction goes on)
@@ -196,6 +184,20 @@ class Node:
             snapshot_reads.stamp_reply(name, reply, ctx.at_cluster_time)
         if ctx.op_time_key:
             reply["_opTimeKey"] = ctx.op_time_key
+        if ctx.close_connection:
+            raise CloseConnection()  # (the command's writes stand; its reply is lost with the connection)
+        return reply
+
+    async def _dispatch(self, handler: Any, ctx: OpCtx, db: str, name: str) -> dict:
+        """Run the command's handler (a command on a view runs as the view's aggregate)."""
+        reply = None
+        target = ctx.cmd.get(name)
+        if name in views.ON_A_NAMESPACE and type(target) is str and self.catalog.collection(db, target) is None:
+            reply = await views.run_on_view(self, ctx, name, target)  # (None: not a view either)
+        if reply is None:
+            reply = handler(self, ctx)
+            if hasattr(reply, "__await__"):
+                reply = await reply
         return reply
 
     @property
@@ -246,13 +248,3 @@ class Node:
                 if self.tracer is not None:
                     self.tracer({"where": self.name, "step": "noop", "ts": (ts.time << 32) | ts.inc})
             last_seen = self.oplog.last_key
-
-
-# Register the command modules (they decorate handlers with @command).
-def _load_commands() -> None:
-    from mongosim.shardsim import ddl, reads, sharding_ops, txn_commands, writes  # noqa: F401
-    from mongosim.shardsim.changestream import aggregate  # noqa: F401
-
-
-def node_commands() -> dict[str, Handler]:
-    return _COMMANDS

@@ -17,7 +17,6 @@ from typing import Any
 
 import bson
 from bson import Decimal128, Int64, MaxKey, MinKey, Regex
-from bson.int64 import Int64 as _Int64
 
 from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.query.values import canonical_rank, sort_key

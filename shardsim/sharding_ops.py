@@ -14,10 +14,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from mongosim.oplog import entry as E
 from mongosim.oplog.errors import MongoError
-from mongosim.shardsim.node import Node, OpCtx, command
+from mongosim.shardsim.command_registry import command
+from mongosim.shardsim.operation_context import OpCtx
 from mongosim.shardsim.shard_key import ShardKeyPattern
+
+if TYPE_CHECKING:
+    from mongosim.shardsim.node import Node
 
 
 def _coll(node: Node, ns: str):
@@ -34,7 +40,7 @@ def cmd_set_shard_key(node: Node, ctx: OpCtx) -> dict:
     db, name = ns.split(".", 1)
     coll = node.catalog.collection(db, name)
     if coll is None:
-        from mongosim.shardsim.ddl import create_collection
+        from mongosim.shardsim.create_collection import create_collection
 
         inner = OpCtx(db, {"fromMigrate": bool(ctx.cmd.get("fromMigrate"))})
         coll = create_collection(node, inner, db, name, dict(ctx.cmd.get("options") or {}), uuid=ctx.cmd["uuid"])

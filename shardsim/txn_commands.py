@@ -10,20 +10,19 @@ the participants of a multi-shard transaction (two-phase commit).
 
 from __future__ import annotations
 
-from bson import Timestamp
+from typing import TYPE_CHECKING
 
+from bson import Timestamp
 from mongosim.oplog.clock import key_ts
 from mongosim.oplog.errors import MongoError
-from mongosim.shardsim.node import Node, OpCtx, command
+from mongosim.shardsim.command_registry import command
+from mongosim.shardsim.operation_context import OpCtx
 from mongosim.shardsim.sessions import end_open_transaction
+from mongosim.shardsim.transaction_validation import validate_session_options
 from mongosim.shardsim.transactions import Transaction, no_such_transaction
 
-ALLOWED_IN_TXN = {
-    "insert", "update", "delete", "findAndModify", "findandmodify", "find", "getMore", "killCursors", "count",
-    "distinct", "aggregate", "commitTransaction", "abortTransaction", "prepareTransaction", "create",
-    "createIndexes", "bulkWrite",
-}
-
+if TYPE_CHECKING:
+    from mongosim.shardsim.node import Node
 
 def attach_transaction(node: Node, ctx: OpCtx, name: str) -> None:
     cmd = ctx.cmd
@@ -31,8 +30,7 @@ def attach_transaction(node: Node, ctx: OpCtx, name: str) -> None:
         raise MongoError("InvalidOptions", "'autocommit' field requires a transaction number to also be specified")
     if ctx.txn_number is None:
         raise MongoError("InvalidOptions", "'autocommit' field requires a transaction number to also be specified")
-    if name not in ALLOWED_IN_TXN:
-        raise MongoError("OperationNotSupportedInTransaction", f"Cannot run '{name}' in a multi-document transaction.")
+    validate_session_options(ctx.db, name, cmd, allow_config_database=ctx.from_router)
     state = node.sessions.state(ctx.lsid)
     if cmd.get("startTransaction"):
         if ctx.txn_number < state.txn_number:
@@ -101,3 +99,32 @@ def cmd_prepare(node: Node, ctx: OpCtx) -> dict:
         raise MongoError("InvalidOptions", "prepareTransaction is an internal command of the transaction coordinator")
     key = txn.prepare(ctx)
     return {"prepareTimestamp": key_ts(key), "ok": 1.0}
+
+
+@command("coordinateCommitTransaction")
+async def cmd_coordinate_commit(node: Node, ctx: OpCtx) -> dict:
+    """A router that did not run the transaction recovers its outcome here, the shard its
+    recoveryToken names (the first participant that wrote).  mongosim's routers coordinate
+    two-phase commits themselves, so a shard only answers recovery requests (an empty
+    `participants` list), from its own participant as the server's does when it holds no
+    coordinator: committed is committed; an open transaction is aborted; a prepared one is waited
+    for; anything else is NoSuchTransaction."""
+    if not ctx.from_router or ctx.lsid is None or ctx.txn_number is None:
+        raise MongoError("InvalidOptions", "coordinateCommitTransaction is an internal command of mongos")
+    if ctx.cmd.get("participants"):
+        raise MongoError("InvalidOptions", "mongosim: two-phase commits are coordinated by the router; "
+                                           "coordinateCommitTransaction only recovers a decision")
+    state = node.sessions.state(ctx.lsid)
+
+    def mine() -> Transaction | None:
+        txn = state.txn
+        return txn if txn is not None and txn.txn_number == ctx.txn_number else None
+
+    txn = mine()
+    if txn is not None and txn.state == "in_progress":
+        txn.abort(ctx)
+    await node.park_until(lambda: mine() is None or mine().state != "prepared", float("inf"))
+    txn = mine()
+    if txn is None or txn.state != "committed":
+        raise MongoError("NoSuchTransaction", "Recovering the transaction's outcome found the transaction aborted")
+    return {"ok": 1.0}

@@ -37,7 +37,6 @@ from bson import json_util
 from bson.code import Code
 from bson.codec_options import CodecOptions, DatetimeConversion
 from bson.decimal128 import Decimal128
-from bson.int64 import Int64
 from bson.objectid import ObjectId
 from bson.timestamp import Timestamp
 

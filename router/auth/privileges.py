@@ -48,7 +48,6 @@ __all__ = [
     "is_builtin_role",
     "merge_privileges",
     "privileges_for_roles",
-    "required_privileges",
     "resolve_roles",
     "search_list",
 ]
@@ -606,10 +605,3 @@ def check(roles: Iterable[Any], actions: str | Iterable[str], resource: Resource
     """Do `roles` allow `actions` on `resource`?"""
     wanted = frozenset([actions] if isinstance(actions, str) else actions)
     return is_authorized(privileges_for_roles(roles), Privilege(resource, wanted))
-
-
-def required_privileges(db: str, cmd: Mapping[str, Any], **kwargs: Any) -> list[Any]:
-    """Re-export of `router.auth.commands.required_privileges` (kept there to avoid an import cycle)."""
-    from mongosim.router.auth.commands import required_privileges as _required  # noqa: PLC0415
-
-    return _required(db, cmd, **kwargs)

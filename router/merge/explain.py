@@ -18,6 +18,9 @@ from __future__ import annotations
 from typing import Any
 
 from mongosim.oplog.resume_token import decode_resume_token, make_high_water_mark_token
+from mongosim.router.merge.split_pipeline import (
+    shard_command,  # the same command the shards get
+)
 from mongosim.shardsim.changestream.transform import EXPANDED_ONLY
 
 _INTERNAL = "$_internalChangeStream"
@@ -57,7 +60,6 @@ def _expand_user_stages(stages: list[dict]) -> list[dict]:
 
 async def explain_change_stream(router: Any, db: str, target: Any, spec_bson: dict, user_stages: list,
                                 token: Any) -> dict:
-    from mongosim.router.merge.cluster_change_stream import shard_command  # the same command the shards get
 
     cmd = shard_command({"aggregate": target}, spec_bson, user_stages)
     cmd["explain"] = True

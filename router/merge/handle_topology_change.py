@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from bson import Timestamp
 
 from mongosim.oplog.clock import key_ts, ts_key
 from mongosim.oplog.resume_token import make_high_water_mark_token

@@ -28,20 +28,18 @@ from typing import TYPE_CHECKING, Any
 
 from mongosim.oplog.errors import MongoError
 from mongosim.router.auth.names import missing_field, type_mismatch
+from mongosim.router.command_registry import aggregate_option
+from mongosim.router.request import Request
+from mongosim.router.store_possible_cursor import ShardPassthroughCursor
 from mongosim.shardsim.cursors import cursor_reply
 
 if TYPE_CHECKING:
-    from mongosim.router.mongos import Request, Router
+    from mongosim.router.mongos import Router
 
 FIELD = "$_passthroughToShard"
 # Stages that must run on mongos (they write, or read other namespaces through the router).
 _NOT_PASSTHROUGH = ("$out", "$merge")
 _FORWARDED = ("maxTimeMS", "comment", "readConcern")
-
-
-def requested(cmd: dict) -> bool:
-    """Does this aggregate ask for a per-shard cursor?"""
-    return FIELD in cmd
 
 
 def target_shard(cmd: dict) -> str:
@@ -57,44 +55,8 @@ def target_shard(cmd: dict) -> str:
     return shard
 
 
-class PassthroughCursor:
-    """mongos's cursor in front of one shard's change-stream cursor: every getMore is forwarded."""
-
-    is_change_stream = True
-
-    def __init__(self, remote: Any, db: str, ns: str, shard_cursor_id: int, shard_ns: str) -> None:
-        self.remote = remote
-        self.db = db
-        self.ns = ns
-        self.shard_cursor_id = shard_cursor_id
-        self.shard_collection = shard_ns.split(".", 1)[1]
-        self.exhausted = shard_cursor_id == 0
-        self.last_used = 0.0
-
-    async def get_more(self, batch_size: int | None, max_time_ms: int | None):
-        cmd: dict[str, Any] = {"getMore": self.shard_cursor_id, "collection": self.shard_collection}
-        if batch_size:
-            cmd["batchSize"] = batch_size
-        if max_time_ms is not None:
-            cmd["maxTimeMS"] = max_time_ms
-        try:
-            reply = await self.remote.command(self.db, cmd)
-        except MongoError:
-            self.shard_cursor_id = 0  # the shard dropped its cursor with the error
-            raise
-        cur = reply["cursor"]
-        self.shard_cursor_id = int(cur["id"])
-        self.exhausted = self.shard_cursor_id == 0
-        return cur.get("nextBatch", []), {"postBatchResumeToken": cur.get("postBatchResumeToken")}, self.exhausted
-
-    def close(self) -> None:
-        if self.shard_cursor_id:
-            self.remote.node.cursors.remove(self.shard_cursor_id)
-            self.shard_cursor_id = 0
-        self.exhausted = True
-
-
-async def open_passthrough(router: "Router", req: "Request") -> dict:
+@aggregate_option(FIELD)
+async def open_passthrough(router: Router, req: Request) -> dict:
     """The aggregate with `$_passthroughToShard`: run it on that shard only, unmerged."""
     cmd = req.cmd
     shard = target_shard(cmd)
@@ -124,9 +86,9 @@ async def open_passthrough(router: "Router", req: "Request") -> dict:
     cur = reply["cursor"]
     target = cmd["aggregate"]
     ns = f"{req.db}.{target}" if isinstance(target, str) else f"{req.db}.$cmd.aggregate"
-    pc = PassthroughCursor(remote, req.db, ns, int(cur["id"]), cur["ns"])
     fields = {"postBatchResumeToken": cur.get("postBatchResumeToken")}
     req.op_time_key = router.clock.key
-    if pc.exhausted:
-        return cursor_reply(cur.get("firstBatch", []), 0, ns, first=True, fields=fields)
-    return cursor_reply(cur.get("firstBatch", []), router.cursors.register(pc), ns, first=True, fields=fields)
+    cursor_id = int(cur["id"])
+    if cursor_id:  # mongos's cursor in front of the shard's (the server's storePossibleCursor)
+        cursor_id = router.cursors.register(ShardPassthroughCursor(remote, req.db, cursor_id, ns, is_change_stream=True))
+    return cursor_reply(cur.get("firstBatch", []), cursor_id, ns, first=True, fields=fields)

@@ -23,8 +23,7 @@ error reply and keep the connection.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 import crc32c
 from bson.errors import BSONError

@@ -10,16 +10,26 @@ it (raw BSON, never re-encoded by the router).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from mongosim.oplog.clock import key_ts, ts_key
 from mongosim.oplog.errors import MongoError
 from mongosim.oplog.resume_token import make_high_water_mark_token
 from mongosim.shardsim.changestream.context import ChangeStreamContext
-from mongosim.shardsim.changestream.cursor import ID_INTACT_FIELD, OP_TYPES_FIELD, SORT_KEYS_FIELD, ChangeStreamCursor  # noqa: F401
+from mongosim.shardsim.changestream.cursor import (  # noqa: F401
+    ID_INTACT_FIELD,
+    OP_TYPES_FIELD,
+    SORT_KEYS_FIELD,
+    ChangeStreamCursor,
+)
 from mongosim.shardsim.changestream.pipeline import build_stages
 from mongosim.shardsim.changestream.spec import parse_spec, validate
 from mongosim.shardsim.changestream.user_stages import validate_user_pipeline
 from mongosim.shardsim.cursors import DEFAULT_FIRST_BATCH, cursor_reply
-from mongosim.shardsim.node import Node, OpCtx
+from mongosim.shardsim.operation_context import OpCtx
+
+if TYPE_CHECKING:
+    from mongosim.shardsim.node import Node
 
 
 

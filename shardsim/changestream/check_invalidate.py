@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from mongosim.shardsim.changestream.context import PAUSE, ChangeStreamContext, Event, Invalidated, Stage
 from mongosim.shardsim.changestream.spec import COLLECTION, DATABASE
-from mongosim.shardsim.changestream.transform import make_token
 from mongosim.oplog.resume_token import decode_resume_token, encode_resume_token
 from dataclasses import replace
 

@@ -11,7 +11,7 @@ cursor); the cursor ends its batch there and resumes later.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from mongosim.shardsim.changestream.spec import CLUSTER, COLLECTION, DATABASE, ChangeStreamSpec

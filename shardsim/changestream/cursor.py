@@ -25,7 +25,6 @@ from typing import Any
 import trio
 
 from mongosim.oplog import bsonutil
-from mongosim.oplog.clock import ts_key
 from mongosim.oplog.errors import MongoError
 from mongosim.oplog.resume_token import encode_high_water_mark
 from mongosim.shardsim.changestream.context import PAUSE, ChangeStreamContext, Invalidated, Stage

@@ -15,7 +15,7 @@ stored pre-image.  `required` with no image is NoMatchingDocument (47).
 from __future__ import annotations
 
 from mongosim.oplog.errors import MongoError
-from mongosim.shardsim.changestream.context import PAUSE, ChangeStreamContext, Stage
+from mongosim.shardsim.changestream.context import PAUSE, Stage
 from mongosim.shardsim.query.diff import apply_diff
 
 

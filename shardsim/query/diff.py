@@ -32,7 +32,6 @@ Hand-written: no library implements this format.
 from __future__ import annotations
 
 import datetime
-import re
 
 import bson
 from bson import Binary, Code, Decimal128, Int64, MaxKey, MinKey, ObjectId, Regex, Timestamp

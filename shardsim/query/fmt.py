@@ -14,7 +14,6 @@ Extended JSON instead.
 from __future__ import annotations
 
 import datetime
-import math
 import re
 
 from bson import Binary, Code, Decimal128, Int64, MaxKey, MinKey, ObjectId, Regex, Timestamp

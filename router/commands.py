@@ -1,0 +1,26 @@
+"""Every command the router serves: importing this module registers them all.
+
+The one place that imports the command modules (they register into
+`router.command_registry`); `router.mongos` and the replica-set front end
+import it, nothing imports it back, and no command module imports the router.
+"""
+
+from mongosim.router import (  # noqa: F401
+    balancer,
+    bulk_write,
+    cluster_explain,
+    cluster_validate,
+    commands_admin,
+    commands_crud,
+    commands_ddl,
+    move_primary,
+    remove_shard,
+    search_indexes,
+    sharding,
+    transactions,
+    views,
+)
+from mongosim.router.command_registry import ROUTER_COMMANDS
+from mongosim.router.merge import cluster_change_stream, passthrough_to_shard  # noqa: F401
+
+__all__ = ["ROUTER_COMMANDS"]

@@ -1,0 +1,35 @@
+"""A request to the router: one command, its database and the connection it came on.
+
+Router command handlers take `(router, req)`; `req.op_time_key` is how a
+handler that wrote says which optime the reply's `operationTime` names.
+`GENERIC_FIELDS` are the generic arguments every command may carry (the
+server's generic_argument.idl), which handlers do not treat as options.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from mongosim.router.server import ConnState
+
+GENERIC_FIELDS = {
+    "$db", "lsid", "$clusterTime", "txnNumber", "autocommit", "startTransaction", "readConcern",
+    "writeConcern", "$readPreference", "comment", "maxTimeMS", "apiVersion", "apiStrict",
+    "apiDeprecationErrors", "$audit", "$client", "mayBypassWriteBlocking",
+}
+
+
+@dataclass
+class Request:
+    db: str
+    cmd: dict
+    conn: ConnState
+    name: str
+    op_time_key: int = 0  # set by handlers that wrote: the reply's operationTime
+    is_change_stream: bool = False
+    routing: dict = field(default_factory=dict)  # shard -> the version fields it was targeted by
+    internal: bool = False  # made by mongos itself: its `let` may carry mongos's own $$NOW / $$CLUSTER_TIME
+
+    def arg(self, key: str, default: Any = None) -> Any:
+        return self.cmd.get(key, default)

@@ -1,0 +1,23 @@
+"""Every command a node serves: importing this module registers them all.
+
+The one place that imports the command modules (they register into
+`shardsim.command_registry`); `shardsim.node` imports it, and no command
+module imports the node back.
+"""
+
+from mongosim.shardsim import (  # noqa: F401
+    bulk_write,
+    collection_validation,
+    ddl,
+    profiler,
+    explain_cmd,
+    reads,
+    search_indexes,
+    sharding_ops,
+    txn_commands,
+    writes,
+)
+from mongosim.shardsim.changestream import aggregate  # noqa: F401
+from mongosim.shardsim.command_registry import COMMANDS
+
+__all__ = ["COMMANDS"]

@@ -1,0 +1,38 @@
+"""The operation context: what one command carries while it runs on a node.
+
+The server threads an `OperationContext` through every layer of a command
+(its session, transaction, deadline, read timestamp); `OpCtx` is that object
+here.  The node builds one per command (`Node.run_command`) and hands it to
+the command's handler.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class OpCtx:
+    """Per-command context: session info and the optime of the last write made."""
+
+    db: str
+    cmd: dict
+    lsid: dict | None = None
+    txn_number: int | None = None
+    op_time_key: int = 0
+    stmt_ids: list[int] = field(default_factory=list)
+    # internal flags set by the router for shard-side behaviour
+    from_router: bool = False
+    txn: Any = None  # the open multi-document transaction this command runs in
+    deadline: float = math.inf  # trio time when maxTimeMS runs out (a getMore's maxTimeMS is its await time)
+    snapshot: Any = None  # a readConcern snapshot read's view (shardsim.snapshot_reads)
+    at_cluster_time: int = 0  # ... and the cluster time it reads at
+    variables: dict | None = None  # $$NOW, $$CLUSTER_TIME and `let` (shardsim.query.variables.for_command)
+    close_connection: bool = False  # a failpoint closes the client's connection once the command ends
+
+    @property
+    def view(self) -> Any:
+        """What a read sees: the transaction, a snapshot, or (None) the committed data."""
+        return self.txn if self.txn is not None else self.snapshot
