@@ -69,7 +69,15 @@ from pyspark.sql.streaming.datasource import (
 from mongosim.spark import offsets as off
 from mongosim.spark.options import StreamOptions, parse_float, parse_int
 from mongosim.spark.schema import RowBuilder
-from mongosim.spark.streams import NAME, ChangeStreamSourceError, RawChangeStream, TokenStream, open_spec
+from mongosim.spark.streams import (
+    NAME,
+    ChangeStreamSourceError,
+    ContinuingStream,
+    RawChangeStream,
+    TokenStream,
+    events_through,
+    open_spec,
+)
 from mongosim.spark.streams import wrap_error as _wrap
 
 log = logging.getLogger("mongosim.spark.source")
@@ -263,34 +271,17 @@ class MongoChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         """
         end_key = off.offset_sort_key(end)
         deadline = time.monotonic() + self.read_timeout
-        segment = start
         try:
-            while True:
-                last_key = None
-                with self._stream(segment, probe=False, await_ms=self.max_await_ms, batch_size=10_000) as ts:
-                    while True:
-                        ev = ts.next_event()
-                        if ev is None:
-                            if ts.closed:
-                                break
-                            if ts.pbrt is not None and ts.pbrt >= end_key:
-                                return
-                            if time.monotonic() > deadline:
-                                raise ChangeStreamSourceError(
-                                    f"{NAME}: the batch after {off.describe(start)} did not reach its end "
-                                    f"{off.describe(end)} within readTimeoutSeconds={self.read_timeout}")
-                            continue
-                        key, raw = ev
-                        if key > end_key:
-                            log.warning("%s: end token %s not seen; stopped at %s", NAME, end_key, key)
-                            return
-                        yield raw
-                        if key == end_key:
-                            return
-                        last_key = key
-                if last_key is None or off.token_kind(last_key) != "invalidate":
-                    return
-                segment = off.token_offset(last_key)  # startAfter the invalidate: the stream goes on
+            events = ContinuingStream(
+                lambda pos: self._stream(pos, probe=False, await_ms=self.max_await_ms, batch_size=10_000), start)
+            try:
+                for _, raw in events_through(events, end_key, deadline, lambda: (
+                        f"{NAME}: the batch after {off.describe(start)} did not reach its end "
+                        f"{off.describe(end)} within readTimeoutSeconds={self.read_timeout}"), on_past=lambda key:
+                        log.warning("%s: end token %s not seen; stopped at %s", NAME, end_key, key)):
+                    yield raw
+            finally:
+                events.close()
         except ChangeStreamSourceError:
             raise
         except Exception as exc:

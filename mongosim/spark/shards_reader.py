@@ -55,7 +55,7 @@ from pyspark.sql.streaming.datasource import ReadLimit, ReadMaxRows, ReadMinRows
 
 from mongosim.spark import offsets as off
 from mongosim.spark.router_reader import MongoChangeStreamReader
-from mongosim.spark.streams import NAME, ChangeStreamSourceError, TokenStream
+from mongosim.spark.streams import NAME, ChangeStreamSourceError, ContinuingStream, TokenStream, events_through
 from mongosim.spark.streams import wrap_error as _wrap
 
 
@@ -71,47 +71,19 @@ class ShardRange(InputPartition):
         return f"ShardRange({self.shard}: {off.describe(self.start)} .. {off.describe(self.end)})"
 
 
-class ShardEvents:
-    """A shard's events after a position, going on past the shard's invalidates (`next_event` -> the
-    next event, or None when the shard has nothing more right now; `pbrt`: its current promise)."""
-
-    def __init__(self, open_stream: Any, position: dict) -> None:
-        self.open_stream = open_stream  # position -> TokenStream
-        self.ts: TokenStream = open_stream(position)
-
-    @property
-    def pbrt(self) -> str | None:
-        return self.ts.pbrt
-
-    def next_event(self):
-        while True:
-            ev = self.ts.next_event()
-            if ev is not None:
-                return ev
-            if self.ts.closed and self.ts.last_key is not None and off.token_kind(self.ts.last_key) == "invalidate":
-                after = self.ts.last_key
-                self.ts.cs.close()
-                self.ts = self.open_stream(off.token_offset(after))  # startAfter the invalidate
-                continue
-            return None
-
-    def close(self) -> None:
-        self.ts.cs.close()
-
-
 class ShardsStreamReader(MongoChangeStreamReader):
     """The reader of shards mode (see the module doc); options as in router mode."""
 
     # -- one shard's stream -----------------------------------------------------------------
     def _shard_events(self, shard: str, position: dict | None, *, probe: bool, await_ms: int,
-                      batch_size: int | None) -> ShardEvents:
+                      batch_size: int | None) -> ContinuingStream:
         extra = {"$_passthroughToShard": {"shard": shard}}
 
         def open_stream(pos: dict | None) -> TokenStream:
             return TokenStream(self._raw_stream(pos, probe=probe, await_ms=await_ms, batch_size=batch_size,
                                                 extra=extra), pos)
 
-        return ShardEvents(open_stream, position)
+        return ContinuingStream(open_stream, position)
 
     def _promise_now(self, shard: str) -> str:
         """What a stream opened on `shard` now promises after one getMore (its postBatchResumeToken): the
@@ -293,22 +265,10 @@ class ShardsStreamReader(MongoChangeStreamReader):
         try:
             se = self._shard_events(shard, start, probe=False, await_ms=self.max_await_ms, batch_size=10_000)
             try:
-                while True:
-                    ev = se.next_event()
-                    if ev is None:
-                        if se.ts.closed or (se.pbrt is not None and se.pbrt >= end_key):
-                            return
-                        if time.monotonic() > deadline:
-                            raise ChangeStreamSourceError(
-                                f"{NAME}: {shard}'s part of the batch after {off.describe(start)} did not reach "
-                                f"{off.describe(end)} within readTimeoutSeconds={self.read_timeout}")
-                        continue
-                    key, raw = ev
-                    if key > end_key:
-                        return
+                for _, raw in events_through(se, end_key, deadline, lambda: (
+                        f"{NAME}: {shard}'s part of the batch after {off.describe(start)} did not reach "
+                        f"{off.describe(end)} within readTimeoutSeconds={self.read_timeout}")):
                     yield raw
-                    if key == end_key:
-                        return
             finally:
                 se.close()
         except ChangeStreamSourceError:

@@ -17,14 +17,17 @@
   at its clusterTime), skipping the events up to the offset's token, and
   failing as ChangeStreamFatalError would if an event token it must see is
   not in the stream.
+- `ContinuingStream`: a TokenStream that goes on past an `invalidate` (reopened
+  with startAfter it), and `events_through`: its events up to a batch's end.
 """
 
 from __future__ import annotations
 
 import struct
+import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Callable, Iterator
 
 from mongosim.spark import offsets as off
 
@@ -261,6 +264,61 @@ class TokenStream:
     def next_key(self) -> str | None:
         ev = self.next_event()
         return None if ev is None else ev[0]
+
+
+class ContinuingStream:
+    """The events after a position, going on past invalidates: when a stream ends at an `invalidate`,
+    the next is opened with startAfter it (`next_event` -> the next event, or None when there is
+    nothing more right now; `pbrt`: the current promise; `closed`: ended, not at an invalidate)."""
+
+    def __init__(self, open_stream: Callable[[dict | None], TokenStream], position: dict | None) -> None:
+        self.open_stream = open_stream
+        self.ts = open_stream(position)
+
+    @property
+    def pbrt(self) -> str | None:
+        return self.ts.pbrt
+
+    @property
+    def closed(self) -> bool:
+        return self.ts.closed
+
+    def next_event(self) -> tuple[str, bytes] | None:
+        while True:
+            ev = self.ts.next_event()
+            if ev is not None:
+                return ev
+            if self.ts.closed and self.ts.last_key is not None and off.token_kind(self.ts.last_key) == "invalidate":
+                after = self.ts.last_key
+                self.ts.cs.close()
+                self.ts = self.open_stream(off.token_offset(after))  # startAfter the invalidate
+                continue
+            return None
+
+    def close(self) -> None:
+        self.ts.cs.close()
+
+
+def events_through(events: ContinuingStream, end_key: str, deadline: float, late: Callable[[], str],
+                   on_past: Callable[[str], None] | None = None) -> Iterator[tuple[str, bytes]]:
+    """(sort key, raw event) of `events` up to and including `end_key`: until that event, an event
+    past it (`on_past(its key)`), the stream's end, or a promise (postBatchResumeToken) that reaches
+    it; after `deadline` (time.monotonic()) without any of those, ChangeStreamSourceError(late())."""
+    while True:
+        ev = events.next_event()
+        if ev is None:
+            if events.closed or (events.pbrt is not None and events.pbrt >= end_key):
+                return
+            if time.monotonic() > deadline:
+                raise ChangeStreamSourceError(late())
+            continue
+        if ev[0] > end_key:
+            if on_past is not None:
+                on_past(ev[0])
+            return
+        yield ev
+        if ev[0] == end_key:
+            return
 
 
 def open_spec(opts: Any, position: dict | None, *, light: bool) -> dict:
