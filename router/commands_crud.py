@@ -24,7 +24,7 @@ from mongosim.oplog.errors import MongoError
 from mongosim.router.aggregate_output import output_writer
 from mongosim.router.change_owning_shard import Outcome, change_owning_shard
 from mongosim.router.collation_targeting import collation_sensitive, effective_collation
-from mongosim.router.command_registry import ROUTER_COMMANDS, router_command
+from mongosim.router.command_registry import AGGREGATE_OPTIONS, ROUTER_COMMANDS, router_command
 from mongosim.router.let_parameters import router_variables
 from mongosim.router.request import GENERIC_FIELDS, Request
 from mongosim.shardsim.query.document_metadata import strip
@@ -642,6 +642,9 @@ async def cmd_aggregate(router: Router, req: Request) -> dict:
     pipeline = req.cmd.get("pipeline")
     if not isinstance(pipeline, list):
         raise MongoError("TypeMismatch", "'pipeline' option must be specified as an array")
+    for option, handler in AGGREGATE_OPTIONS.items():  # e.g. $_passthroughToShard: one shard's stream, unmerged
+        if option in req.cmd:
+            return await handler(router, req)
     if pipeline and isinstance(pipeline[0], dict) and "$changeStream" in pipeline[0]:
         from mongosim.router.merge.cluster_change_stream import (
             open_cluster_change_stream,
