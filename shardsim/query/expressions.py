@@ -58,6 +58,11 @@ from mongosim.shardsim.query.expression_core import (  # noqa: F401  (re-exporte
     to_bool,
     varargs as _varargs,
 )
+from mongosim.shardsim.query.expression_numeric import (
+    as_decimal as _as_dec,
+    numeric_kind as _kind,
+    numeric_result as _num_result,
+)
 from mongosim.shardsim.query.fmt import bson_str, query_error
 from mongosim.shardsim.query.regex import compile_regex
 from mongosim.shardsim.query.values import (
@@ -205,41 +210,6 @@ def _switch(arg):
 
 def _nullish(v) -> bool:
     return v is None or v is MISSING
-
-
-def _kind(v):
-    t = type(v)
-    if t is int:
-        return 1 if -(2**31) <= v < 2**31 else 2
-    if t is Int64:
-        return 2
-    if t is float:
-        return 3
-    if t is Decimal128:
-        return 4
-    return 0
-
-
-def _num_result(r, kind):
-    """Wrap an exact result in the widest kind, overflowing int -> long -> double."""
-    if kind == 4:
-        return Decimal128(Decimal(r) if not isinstance(r, Decimal) else r)
-    if kind == 3:
-        return float(r)
-    r = int(r)
-    if kind == 1 and -(2**31) <= r < 2**31:
-        return r
-    if -(2**63) <= r < 2**63:
-        return Int64(r)
-    return float(r)
-
-
-def _as_dec(v):
-    if type(v) is Decimal128:
-        return v.to_decimal()
-    if type(v) is float:
-        return Decimal(repr(v)) if v == v and v not in (math.inf, -math.inf) else Decimal(str(v))
-    return Decimal(int(v))
 
 
 @_op("$add")
@@ -1330,3 +1300,8 @@ for _name, _fn in (
 @_op("$toHashedIndexKey")
 def _not_supported(arg):  # pragma: no cover
     raise MongoError("NotImplemented", "$toHashedIndexKey is not supported by mongosim")
+
+
+# --- the other operator families register themselves on import -------------------
+
+from mongosim.shardsim.query import expression_accumulator, expression_set  # noqa: E402,F401  (registration)
