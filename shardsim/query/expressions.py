@@ -1256,47 +1256,6 @@ def _convert(arg):
     return f
 
 
-# --- dates (the common extractors) -----------------------------------------------
-
-
-def _date_part(name, fn):
-    def build(arg):
-        if isinstance(arg, dict) and "date" in arg:
-            a = _compile(arg["date"])
-        else:
-            (a,) = _args(name, arg, 1)
-
-        def f(vs):
-            v = a(vs)
-            if _nullish(v):
-                return None
-            if isinstance(v, Timestamp):
-                v = v.as_datetime().replace(tzinfo=None)
-            if isinstance(v, ObjectId):
-                v = v.generation_time.replace(tzinfo=None)
-            if not isinstance(v, datetime.datetime):
-                raise MongoError(16006, f"can't convert from BSON type {type_name(v)} to Date")
-            return fn(v)
-
-        return f
-
-    return build
-
-
-for _name, _fn in (
-    ("$year", lambda d: d.year),
-    ("$month", lambda d: d.month),
-    ("$dayOfMonth", lambda d: d.day),
-    ("$hour", lambda d: d.hour),
-    ("$minute", lambda d: d.minute),
-    ("$second", lambda d: d.second),
-    ("$millisecond", lambda d: d.microsecond // 1000),
-    ("$dayOfWeek", lambda d: (d.isoweekday() % 7) + 1),
-    ("$dayOfYear", lambda d: d.timetuple().tm_yday),
-):
-    _OPS[_name] = _date_part(_name, _fn)
-
-
 @_op("$toHashedIndexKey")
 def _not_supported(arg):  # pragma: no cover
     raise MongoError("NotImplemented", "$toHashedIndexKey is not supported by mongosim")
@@ -1304,4 +1263,8 @@ def _not_supported(arg):  # pragma: no cover
 
 # --- the other operator families register themselves on import -------------------
 
-from mongosim.shardsim.query import expression_accumulator, expression_set  # noqa: E402,F401  (registration)
+from mongosim.shardsim.query import (  # noqa: E402,F401  (registration)
+    expression_accumulator,
+    expression_date,
+    expression_set,
+)
