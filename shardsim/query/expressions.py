@@ -64,12 +64,10 @@ from mongosim.shardsim.query.expression_numeric import (
     numeric_result as _num_result,
 )
 from mongosim.shardsim.query.fmt import bson_str, query_error
-from mongosim.shardsim.query.regex import compile_regex
 from mongosim.shardsim.query.values import (
     MISSING,
     date_millis,
     is_number,
-    regex_flags,
     type_name,
 )
 
@@ -630,29 +628,6 @@ def _index_of_build(name, by_bytes):
 
 _OPS["$indexOfBytes"] = _index_of_build("$indexOfBytes", True)
 _OPS["$indexOfCP"] = _index_of_build("$indexOfCP", False)
-
-
-@_op("$regexMatch")
-def _regex_match(arg):
-    if not isinstance(arg, dict) or "input" not in arg or "regex" not in arg:
-        raise MongoError(51105, "$regexMatch requires 'input' and 'regex' parameters")
-    inp, rx = _compile(arg["input"]), _compile(arg["regex"])
-    opts = _compile(arg["options"]) if "options" in arg else None
-
-    def f(vs):
-        s, r = inp(vs), rx(vs)
-        if _nullish(s):
-            return False
-        if type(s) is not str:
-            raise MongoError(51104, "$regexMatch needs 'input' to be of type string")
-        flags = opts(vs) if opts else ""
-        pattern = r
-        if isinstance(r, (Regex, re.Pattern)):
-            pattern = r.pattern
-            flags = (flags or "") + regex_flags(r)
-        return compile_regex(pattern, flags or "").search(s) is not None
-
-    return f
 
 
 # --- arrays ----------------------------------------------------------------------
@@ -1265,6 +1240,9 @@ def _not_supported(arg):  # pragma: no cover
 
 from mongosim.shardsim.query import (  # noqa: E402,F401  (registration)
     expression_accumulator,
+    expression_array,
     expression_date,
+    expression_math,
+    expression_regex,
     expression_set,
 )
