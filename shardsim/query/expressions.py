@@ -38,6 +38,7 @@ from decimal import Decimal
 from typing import Any, Callable
 
 from bson import Decimal128, Int64, ObjectId, Regex, Timestamp
+from mongosim.oplog.bsonutil import encode
 from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.query.document_metadata import meta_value, parse_meta
 from mongosim.shardsim.query.collation import comparison_keys, expression_context
@@ -54,6 +55,7 @@ from mongosim.shardsim.query.expression_core import (  # noqa: F401  (re-exporte
     evaluate,
     field_path_get,
     fixed_args as _args,
+    nullish as _nullish,
     register as _op,
     to_bool,
     varargs as _varargs,
@@ -204,10 +206,6 @@ def _switch(arg):
 
 
 # --- arithmetic ------------------------------------------------------------------
-
-
-def _nullish(v) -> bool:
-    return v is None or v is MISSING
 
 
 @_op("$add")
@@ -1032,6 +1030,38 @@ def _let(arg):
 def _type(arg):
     (a,) = _args("$type", arg, 1)
     return lambda vs: type_name(a(vs))
+
+
+@_op("$binarySize")
+def _binary_size(arg):
+    (a,) = _args("$binarySize", arg, 1)
+
+    def f(vs):
+        v = a(vs)
+        if _nullish(v):
+            return None
+        if type(v) is str:
+            return len(v.encode("utf-8"))
+        if isinstance(v, bytes):  # (bson.Binary is a bytes)
+            return len(v)
+        raise MongoError(51276, f"$binarySize requires a string or BinData argument, found: {type_name(v)}")
+
+    return f
+
+
+@_op("$bsonSize")
+def _bson_size(arg):
+    (a,) = _args("$bsonSize", arg, 1)
+
+    def f(vs):
+        v = a(vs)
+        if _nullish(v):
+            return None
+        if type(v) is not dict:
+            raise MongoError(31393, f"$bsonSize requires a document input, found: {type_name(v)}")
+        return len(encode(v))
+
+    return f
 
 
 @_op("$isNumber")

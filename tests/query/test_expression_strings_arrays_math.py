@@ -144,3 +144,14 @@ def test_bitwise_agrees_with_python(xs):
     for x in xs:
         and_, or_, xor = and_ & x, or_ | x, xor ^ x
     assert (ev({"$bitAnd": xs}), ev({"$bitOr": xs}), ev({"$bitXor": xs})) == (and_, or_, xor)
+
+
+def test_binary_and_bson_size():
+    from bson import Binary
+
+    assert ev({"$binarySize": "héllo"}) == 6 and ev({"$binarySize": Binary(b"abc", 0)}) == 3
+    assert ev({"$bsonSize": {"$literal": {"a": 1}}}) == 12 and ev({"$bsonSize": None}) is None
+    for expr, code in (({"$binarySize": 1}, 51276), ({"$bsonSize": 1}, 31393)):
+        with pytest.raises(MongoError) as e:
+            ev(expr)
+        assert e.value.code == code
