@@ -279,6 +279,29 @@ def _object_arg(name, arg, allowed, code_obj, code_unknown, obj_msg=None):
     return {k: compile_node(v) for k, v in arg.items()}
 
 
+_NULL = object()  # an argument evaluated to null or missing: the operator answers null
+
+
+def _zone_arg(a, vs, default=UTC_ZONE):
+    """The evaluated `timezone` argument as a Zone (`default` without one), or _NULL."""
+    if "timezone" not in a:
+        return default
+    z = a["timezone"](vs)
+    return _NULL if nullish(z) else parse_zone(z)
+
+
+def _format_arg(a, vs, op, code, default):
+    """The evaluated `format` argument (`default` without one), or _NULL."""
+    if "format" not in a:
+        return default
+    fmt = a["format"](vs)
+    if nullish(fmt):
+        return _NULL
+    if type(fmt) is not str:
+        raise MongoError(code, f"{op} requires that 'format' be a string, found: {type_name(fmt)} with value {bson_str(fmt)}")
+    return fmt
+
+
 @register("$dateToString")
 def _date_to_string(arg):
     a = _object_arg("$dateToString", arg, ("date", "format", "timezone", "onNull"), 18629, 18534)
@@ -290,19 +313,10 @@ def _date_to_string(arg):
 
     def f(vs):
         date = a["date"](vs)
-        fmt = default_fmt
-        if "format" in a:
-            fmt = a["format"](vs)
-            if nullish(fmt):
-                return None
-            if type(fmt) is not str:
-                raise MongoError(18533, f"$dateToString requires that 'format' be a string, found: {type_name(fmt)} with value {bson_str(fmt)}")
-        zone = UTC_ZONE
-        if "timezone" in a:
-            z = a["timezone"](vs)
-            if nullish(z):
-                return None
-            zone = parse_zone(z)
+        fmt = _format_arg(a, vs, "$dateToString", 18533, default_fmt)
+        zone = _NULL if fmt is _NULL else _zone_arg(a, vs)
+        if zone is _NULL:
+            return None
         if nullish(date):
             return a["onNull"](vs) if "onNull" in a else None
         return format_date(fmt, _date_arg(date), zone)
@@ -392,19 +406,10 @@ def _date_from_string(arg):
 
     def f(vs):
         s = a["dateString"](vs)
-        fmt = None
-        if "format" in a:
-            fmt = a["format"](vs)
-            if nullish(fmt):
-                return None
-            if type(fmt) is not str:
-                raise MongoError(40684, f"$dateFromString requires that 'format' be a string, found: {type_name(fmt)} with value {bson_str(fmt)}")
-        zone = None
-        if "timezone" in a:
-            z = a["timezone"](vs)
-            if nullish(z):
-                return None
-            zone = parse_zone(z)
+        fmt = _format_arg(a, vs, "$dateFromString", 40684, None)
+        zone = _NULL if fmt is _NULL else _zone_arg(a, vs, None)
+        if zone is _NULL:
+            return None
         if nullish(s):
             return a["onNull"](vs) if "onNull" in a else None
         try:
@@ -433,12 +438,9 @@ def _date_to_parts(arg):
 
     def f(vs):
         date = a["date"](vs)
-        zone = UTC_ZONE
-        if "timezone" in a:
-            z = a["timezone"](vs)
-            if nullish(z):
-                return None
-            zone = parse_zone(z)
+        zone = _zone_arg(a, vs)
+        if zone is _NULL:
+            return None
         iso = False
         if "iso8601" in a:
             iso = a["iso8601"](vs)
@@ -501,12 +503,9 @@ def _date_from_parts(arg):
                 vals[k] = _int_part(k, v)
             else:
                 vals[k] = defaults.get(k, 0)
-        zone = UTC_ZONE
-        if "timezone" in a:
-            z = a["timezone"](vs)
-            if nullish(z):
-                return None
-            zone = parse_zone(z)
+        zone = _zone_arg(a, vs)
+        if zone is _NULL:
+            return None
         try:
             if natural:
                 months = vals["year"] * 12 + vals["month"] - 1

@@ -44,6 +44,10 @@ _TRIG = {
 }
 
 
+def _as_float(v, kind) -> float:
+    return float(v.to_decimal()) if kind == 4 else float(v)
+
+
 def _fmt_bound(x):
     return "inf" if x == _INF else "-inf" if x == -_INF else repr(x).rstrip("0").rstrip(".") if isinstance(x, float) else str(x)
 
@@ -59,7 +63,7 @@ def _trig_op(name, fn, domain):
             k = numeric_kind(v)
             if not k:
                 raise MongoError(28765, f"{name} only supports numeric types, not {type_name(v)}")
-            x = float(v.to_decimal()) if k == 4 else float(v)
+            x = _as_float(v, k)
             if domain is not None and x == x:
                 lo, hi, lo_in, hi_in = domain
                 ok = (lo < x or (lo_in and x == lo)) and (x < hi or (hi_in and x == hi))
@@ -90,9 +94,7 @@ def _atan2(arg):
         ky, kx = numeric_kind(y), numeric_kind(x)
         if not ky or not kx:
             raise MongoError(51044, f"$atan2 only supports numeric types, not {type_name(y)} and {type_name(x)}")
-        fy = float(y.to_decimal()) if ky == 4 else float(y)
-        fx = float(x.to_decimal()) if kx == 4 else float(x)
-        r = math.atan2(fy, fx)
+        r = math.atan2(_as_float(y, ky), _as_float(x, kx))
         return Decimal128(Decimal(repr(r))) if 4 in (ky, kx) else r
 
     return f
