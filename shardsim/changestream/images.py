@@ -29,6 +29,7 @@ def _missing_pre_image(ev) -> MongoError:
 
 class AddPreImage(Stage):
     name = "$_internalChangeStreamAddPreImage"
+    bypassable = False  # (it adds the images)
 
     def get_next(self):
         ev = self.source.get_next()
@@ -43,6 +44,7 @@ class AddPreImage(Stage):
 
 class AddPostImage(Stage):
     name = "$_internalChangeStreamAddPostImage"
+    bypassable = False  # (it adds the images)
 
     def get_next(self):
         ev = self.source.get_next()

@@ -57,6 +57,9 @@ class SplitLargeEvent(Stage):
         self._skip_before = tok.fragment_num if tok is not None and tok.fragment_num is not None else None
         self._resume_token = tok
 
+    def skippable(self) -> bool:
+        return not self._pending  # (the run renderer leaves events over LIMIT to the pipeline)
+
     def get_next(self):
         if self._pending:
             return self._pending.pop(0)

@@ -80,6 +80,9 @@ class Transform(Stage):
         self.want_post = spec.full_document in ("whenAvailable", "required")
         self.cache = getattr(ctx.node, "event_cache", None)
 
+    def skippable(self) -> bool:
+        return not self.raw_update  # (the run renderer writes updateDescription)
+
     def get_next(self):
         e = self.source.get_next()
         if e is PAUSE:
