@@ -29,7 +29,7 @@ both over random workloads: tests/changestream/test_batch_render.py).
 
 from __future__ import annotations
 
-from struct import unpack_from
+from struct import Struct
 
 from mongosim.oplog import bsonutil
 from mongosim.oplog import entry as E
@@ -44,24 +44,25 @@ FULL = 0  # the batch holds `limit` events, or the next event would overflow its
 END = 1  # every entry of the oplog was read
 PIPELINE = 2  # the next entry is for the stage pipeline
 
-# After `o2` (or a delete's `o`): [stmtId: int32] ts t v wall ..., t and v constant (oplog.entry)
+# What to do with an entry (besides rendering it with an OpTemplate).
+SKIP = "skip"  # not the stream's
+TO_PIPELINE = "pipeline"  # the stage pipeline's
+
+# After `o2` (or a delete's `o`): [stmtId: int32] [fromMigrate: true] ts t v wall ..., t and v constant
+# (oplog.entry).  The bytes after the documentKey, by layout: ts t v wall; or stmtId ts t v wall
+# prevOpTime (a retryable write).
 _STMT_ID = b"\x10stmtId\x00"
 _TS = b"\x11ts\x00"
 _T_V_WALL = (b"\x12t\x00" + int(E.TERM).to_bytes(8, "little") + b"\x12v\x00" + int(E.VERSION).to_bytes(8, "little")
              + b"\x09wall\x00")
+_PLAIN_TAIL = 12 + 28 + 8 + 1  # ts, t v wall's name, wall, end of the entry
+_RETRYABLE_TAIL = 12 + _PLAIN_TAIL + 12 + 28  # stmtId, ..., prevOpTime {ts, t}
 _FROM_MIGRATE = b"\x08fromMigrate\x00\x01"
 _O2 = b"\x03o2\x00"
 _DELTA = b"\x10$v\x00\x02\x00\x00\x00"
-_TOKEN_END = b"\x00\x00\x04"  # ends the documentKey, the eventIdentifier, the KeyString
-_POSITIVE_INT_CTYPE = [b""] + [bytes((43 + i,)) for i in range(8)]  # KeyString: positive integer of n bytes
 _ID_INT32 = b"\x0e\x00\x00\x00\x10_id\x00"  # a documentKey {_id: <int32>}
-_ID_FIELD = b"\x1e_id\x00"  # KeyString: a number field named _id
+_I32 = Struct("<i").unpack_from
 _TOKEN_HEADS: dict[int, bytes] = {}  # `_id` element + token document up to its hex, by hex length
-_OPS = {"i": "insert", "d": "delete"}
-_ZERO = b"\x00\x00\x00\x00"
-_MISSING = object()
-_SKIP = object()  # the namespace is not the stream's
-_PIPELINE = object()  # the namespace's entries go to the pipeline
 
 
 def _token_head(n: int) -> bytes:
@@ -72,22 +73,60 @@ def _token_head(n: int) -> bytes:
     return head
 
 
-class Template:
-    """The constant pieces of one collection's entries and events (for one stream's options)."""
+class TokenTemplate:
+    """A CRUD event token's `_data` for one collection and operation type, as hex pieces:
+    `82 <clusterTime> <prefix> <documentKey's fields> 00 00 04`.  For the common documentKey
+    `{_id: <positive int32>}` the fields' KeyString is `1E "_id" 00 <CType of an n-byte positive
+    integer> <value << 1 in n bytes>`: `int_prefix` maps the value's hex length to the hex up to it."""
 
-    __slots__ = ("ui", "headers", "mid", "ns_key", "prefix", "after_token")
+    __slots__ = ("prefix", "int_prefix")
 
-    def __init__(self, ns: str, ui: bytes, expanded: bool) -> None:
+    def __init__(self, prefix: bytes) -> None:
+        self.prefix = prefix.hex().upper()
+        self.int_prefix = {}
+        for digits in range(1, 9):
+            nbytes = (digits + 1) // 2
+            self.int_prefix[digits] = self.prefix + "1E5F696400%02X" % (42 + nbytes) + "0" * (digits % 2)
+
+
+class OpTemplate:
+    """The constant pieces of one collection's entries of one kind (`op`) and of their events."""
+
+    __slots__ = ("op", "header", "hlen", "at", "ui", "mid", "ns_key", "token", "after", "replace_token",
+                 "replace_after")
+
+    def __init__(self, op: str, ns: str, ui: bytes, expanded: bool) -> None:
         ns_b = ns.encode()
-        ns_ui = (b"\x02ns\x00" + (len(ns_b) + 1).to_bytes(4, "little") + ns_b + b"\x00"
-                 + b"\x05ui\x00\x10\x00\x00\x00\x04" + ui + b"\x03o\x00")
+        self.op = op
+        self.header = (b"\x02op\x00\x02\x00\x00\x00" + op.encode() + b"\x00"
+                       + b"\x02ns\x00" + (len(ns_b) + 1).to_bytes(4, "little") + ns_b + b"\x00"
+                       + b"\x05ui\x00\x10\x00\x00\x00\x04" + ui + b"\x03o\x00")  # `op, ns, ui, o` of the entry
+        self.hlen = len(self.header)
+        self.at = 4  # where the header was last found (after the session fields of a retryable write)
         self.ui = ui
-        self.headers = {op: b"\x02op\x00\x02\x00\x00\x00" + op.encode() + b"\x00" + ns_ui for op in "iud"}
-        self.mid = (R.COLLECTION_UUID + ui if expanded else b"") + R.WALL_TIME  # between clusterTime and wall
+        self.mid = (R.COLLECTION_UUID + ui if expanded else b"") + R.WALL_TIME  # the event between clusterTime and wall
         self.ns_key = R.ns_elem(ns) + R.DOCUMENT_KEY
-        self.prefix = {t: crud_token_prefix(ui, t) for t in ("insert", "update", "replace", "delete")}
-        # end of the token document, operationType, clusterTime's name (its value follows)
-        self.after_token = {t: b"\x00\x00" + R.OP_TYPE[t] + R.CLUSTER_TIME for t in self.prefix}
+        op_type = {"i": "insert", "u": "update", "d": "delete"}[op]
+        # the token (None when its prefix has type bits); after it: its end, operationType, clusterTime's name
+        prefix = crud_token_prefix(ui, op_type)
+        self.token = TokenTemplate(prefix) if prefix is not None else None
+        self.after = b"\x00\x00" + R.OP_TYPE[op_type] + R.CLUSTER_TIME
+        prefix = crud_token_prefix(ui, "replace")
+        self.replace_token = TokenTemplate(prefix) if prefix is not None else None
+        self.replace_after = b"\x00\x00" + R.OP_TYPE["replace"] + R.CLUSTER_TIME
+
+
+class Namespace:
+    """What to do with one namespace's entries, by op: an OpTemplate (render), SKIP or TO_PIPELINE."""
+
+    __slots__ = ("ops", "ui")
+
+    def __init__(self, ui: bytes | None = None) -> None:
+        self.ops: dict[str, object] = {}
+        self.ui = ui
+
+
+_UNKNOWN = Namespace()
 
 
 class RunRenderer:
@@ -105,8 +144,7 @@ class RunRenderer:
         self.max_event = max_event
         self.cache = getattr(ctx.node, "event_cache", None)
         self.stages = cursor.stages
-        self._ns: dict[str, object] = {}  # namespace -> Template, _SKIP or _PIPELINE
-        self._cmd: dict[str, bool] = {}  # command namespace -> does the stream read it
+        self._ns: dict[str, Namespace] = {}
 
     def ready(self) -> bool:
         """Does every stage pass a CRUD event on unchanged right now?"""
@@ -115,25 +153,33 @@ class RunRenderer:
                 return False
         return True
 
-    def _namespace(self, ns: str) -> object:
+    def _decide(self, op: str, ns: str, raw: bytes) -> object:
+        """What to do with the entries of (`op`, `ns`) (the rules of oplog_match), remembered."""
         nsf = self.nsf
-        if nsf.ns(ns):
-            kind = _PIPELINE if ns.endswith(".system.views") else None
+        if op == "n":
+            what = TO_PIPELINE if ns and nsf.ns(ns) else SKIP
+        elif op == "c":
+            what = TO_PIPELINE if (nsf.cmd(ns) or ns == "admin.$cmd") else SKIP
+        elif not nsf.ns(ns):
+            what = TO_PIPELINE if (self.expanded and ns == self.views_ns) else SKIP
+        elif ns.endswith(".system.views"):
+            what = TO_PIPELINE
         else:
-            kind = _PIPELINE if (self.expanded and ns == self.views_ns) else _SKIP
-        self._ns[ns] = kind
-        return kind
+            return self._template(op, ns, raw)
+        self._ns.setdefault(ns, Namespace()).ops[op] = what
+        return what
 
-    def _template(self, ns: str, raw: bytes) -> Template | None:
-        """The template for an entry of `ns` the current one does not fit (a new collection UUID)."""
+    def _template(self, op: str, ns: str, raw: bytes) -> object:
+        """The template for a CRUD entry of `ns` that the current one (if any) does not fit: the
+        collection has a new UUID; or, with the same UUID, the entry is laid out otherwise (the pipeline's)."""
         ui = crud_layout(raw)[3]
-        if ui is None:
-            return None
         old = self._ns.get(ns)
-        if isinstance(old, Template) and old.ui == ui:
-            return None  # same collection, other layout: the pipeline's
-        t = self._ns[ns] = Template(ns, ui, self.expanded)
-        return t
+        if ui is None or (old is not None and old.ui == ui):
+            return TO_PIPELINE
+        space = self._ns[ns] = Namespace(ui)
+        for o in "iud":
+            space.ops[o] = OpTemplate(o, ns, ui, self.expanded)
+        return space.ops[op]
 
     def fill(self, batch: EventBatch, limit: int) -> int:
         """Render events into `batch` until it holds `limit`; return FULL, END or PIPELINE."""
@@ -153,39 +199,30 @@ class RunRenderer:
         out_raws, out_keys, out_ops, out_bits = batch.raws, batch.keys, batch.ops, batch.bits
         room = limit - len(out_raws)
         first = len(out_raws)
+        heads = _TOKEN_HEADS
+        add_raw, add_key, add_op = out_raws.append, out_keys.append, out_ops.append
+        # (module constants as locals: this loop runs once per event)
+        i32, id_int32, o2_name, t_v_wall, plain_tail, full_document = _I32, _ID_INT32, _O2, _T_V_WALL, _PLAIN_TAIL, R.FULL_DOCUMENT
         status = END
         last = 0
+        last_ns = last_op = t = None
         while i < n:
             if room <= 0:
                 status = FULL
                 break
-            op = ops[i]
             ns = nss[i]
-            if op == "n":
-                if ns and self.nsf.ns(ns):
-                    status = PIPELINE
-                    break
+            op = ops[i]
+            if ns is not last_ns or op is not last_op:  # (namespaces are interned by the oplog)
+                t = namespaces.get(ns, _UNKNOWN).ops.get(op) or self._decide(op, ns, raws[i])
+                last_ns, last_op = ns, op
+            if t is SKIP:
                 i += 1
                 continue
-            if op == "c":
-                reads = self._cmd.get(ns)
-                if reads is None:
-                    reads = self._cmd[ns] = self.nsf.cmd(ns) or ns == "admin.$cmd"
-                if reads:
-                    status = PIPELINE
-                    break
-                i += 1
-                continue
-            t = namespaces.get(ns, _MISSING)
-            if t is _MISSING:
-                t = self._namespace(ns)
-            if t is _SKIP:
-                i += 1
-                continue
-            if t is _PIPELINE:
+            if t is TO_PIPELINE:
                 status = PIPELINE
                 break
             raw = raws[i]
+            key = keys[i]
             if cache is not None:
                 hit = cache.get((base + i, expanded))
                 if hit is not None:
@@ -197,44 +234,60 @@ class RunRenderer:
                     tb = token.get("_typeBits")
                     if tb is not None:
                         out_bits[len(out_raws)] = bytes(tb)
-                    out_raws.append(ev)
-                    out_keys.append(token["_data"])
-                    out_ops.append(op_type)
-                    last = keys[i]
+                    add_raw(ev)
+                    add_key(token["_data"])
+                    add_op(op_type)
+                    last = key
                     budget -= size
                     room -= 1
                     i += 1
                     continue
-            p = raw.find(t.headers[op], 4) if t is not None else -1
-            if p < 0:
-                t = self._template(ns, raw)
-                p = raw.find(t.headers[op], 4) if t is not None else -1
+            # -- where o, o2 and wall are --------------------------------------------------------
+            p = t.at
+            if raw[p : p + t.hlen] != t.header:
+                p = raw.find(t.header, 4)
                 if p < 0:
-                    status = PIPELINE
-                    break
-            # -- where o, o2, ts and wall are --------------------------------------------------
-            o = p + len(t.headers[op])
-            o_end = o + unpack_from("<i", raw, o)[0]
+                    t = self._template(op, ns, raw)
+                    p = raw.find(t.header, 4) if t is not TO_PIPELINE else -1
+                    if p < 0:
+                        last_ns = None
+                        status = PIPELINE
+                        break
+                t.at = p
+            o = p + t.hlen
+            o_end = o + i32(raw, o)[0]
             if op == "d":
                 o2, k_end = o, o_end  # a delete's `o` is its documentKey
-            elif raw.startswith(_O2, o_end):
+            elif raw[o_end : o_end + 4] == o2_name:
                 o2 = o_end + 4
-                k_end = o2 + unpack_from("<i", raw, o2)[0]
+                k_end = o2 + i32(raw, o2)[0]
             else:
                 status = PIPELINE
                 break
-            # then [stmtId: int32] [fromMigrate: true] ts t v wall ...
-            w = raw.find(_TS, k_end, k_end + 40)
-            d = w - k_end
-            if not ((d == 0 or (d == 12 and raw.startswith(_STMT_ID, k_end))) and raw.startswith(_T_V_WALL, w + 12)):
-                if d >= 14 and raw.startswith(_FROM_MIGRATE, w - 14) and not self.show_migration:
-                    i += 1  # a migration's write: no event (showMigrationEvents is off)
-                    continue
+            tail = len(raw) - k_end
+            if tail == plain_tail:
+                w = k_end  # ts t v wall
+            elif tail == _RETRYABLE_TAIL and raw.startswith(_STMT_ID, k_end):
+                w = k_end + 12  # stmtId ts t v wall prevOpTime
+            else:
+                w = raw.find(_TS, k_end, k_end + 40)
+                d = w - k_end
+                if d == 14 and raw.startswith(_FROM_MIGRATE, k_end) or d == 26 and raw.startswith(_FROM_MIGRATE, k_end + 12):
+                    if not self.show_migration:
+                        i += 1  # a migration's write: no event (showMigrationEvents is off)
+                        continue
+                    status = PIPELINE
+                    break
+                if not (d == 0 or (d == 12 and raw.startswith(_STMT_ID, k_end))):
+                    status = PIPELINE
+                    break
+            if raw[w + 12 : w + 40] != t_v_wall:
                 status = PIPELINE
                 break
             key_raw = raw[o2:k_end]
             # -- the event ---------------------------------------------------------------------
             full = desc = diff = None
+            token, after = t.token, t.after
             if op == "i":
                 op_type = "insert"
                 full = raw[o:o_end]
@@ -247,30 +300,31 @@ class RunRenderer:
             else:
                 op_type = "replace"
                 full = raw[o:o_end]
-            ts_le = raw[w + 4 : w + 12]
-            prefix = t.prefix[op_type]
-            fields = None
-            if prefix is not None:
-                if len(key_raw) == 14 and key_raw.startswith(_ID_INT32) and key_raw[12] < 0x80 and key_raw[9:13] != _ZERO:
-                    v = int.from_bytes(key_raw[9:13], "little") << 1  # {_id: a positive int32}
-                    nb = (v.bit_length() + 7) >> 3
-                    fields = _ID_FIELD + _POSITIVE_INT_CTYPE[nb] + v.to_bytes(nb, "big")
+                token, after = t.replace_token, t.replace_after
+            data = None
+            if token is not None:
+                if key_raw[:9] == id_int32 and (v := i32(key_raw, 9)[0]) > 0:  # {_id: a positive int32}
+                    h = "%X" % (v << 1)
+                    data = "".join(("82%016X" % key, token.int_prefix[len(h)], h, "000004"))
                 else:
                     fields = bson_document_key_fields(key_raw)
-            if fields is not None:
-                data = (b"\x82" + ts_le[::-1] + prefix + fields + _TOKEN_END).hex().upper()
-                data_b = data.encode()
-                head, tok, tail, bits = _token_head(len(data_b)), data_b, t.after_token[op_type], None
+                    if fields is not None:
+                        data = "".join(("82%016X" % key, token.prefix, fields.hex().upper(), "000004"))
+            if data is not None:
+                tok = data.encode()
+                head = heads.get(len(tok)) or _token_head(len(tok))
+                bits = None
             else:  # a documentKey whose KeyString has type bits (a long, a double...): the general encoder
-                data, bits = encode_event_token(keys[i], 0, t.ui, op_type, bsonutil.decode(key_raw), False)
-                head, tok, tail = R.ID, R.token_bytes(data, bits), R.OP_TYPE[op_type] + R.CLUSTER_TIME
+                data, bits = encode_event_token(key, 0, t.ui, op_type, bsonutil.decode(key_raw), False)
+                head, tok, after = R.ID, R.token_bytes(data, bits), after[2:]
+            ts_le = key.to_bytes(8, "little")
             wall = raw[w + 40 : w + 48]
             if full is not None:
-                body = b"".join((head, tok, tail, ts_le, t.mid, wall, R.FULL_DOCUMENT, full, t.ns_key, key_raw, b"\x00"))
+                body = b"".join((head, tok, after, ts_le, t.mid, wall, full_document, full, t.ns_key, key_raw, b"\x00"))
             elif desc is not None:
-                body = b"".join((head, tok, tail, ts_le, t.mid, wall, t.ns_key, key_raw, desc, b"\x00"))
+                body = b"".join((head, tok, after, ts_le, t.mid, wall, t.ns_key, key_raw, desc, b"\x00"))
             else:
-                body = b"".join((head, tok, tail, ts_le, t.mid, wall, t.ns_key, key_raw, b"\x00"))
+                body = b"".join((head, tok, after, ts_le, t.mid, wall, t.ns_key, key_raw, b"\x00"))
             size = len(body) + 4
             if size > max_event or (out_raws and size > budget):
                 status = PIPELINE if size > max_event else FULL
@@ -280,10 +334,10 @@ class RunRenderer:
                 cache.put((base + i, expanded), (op_type, make_token(data, bits), ev, None, diff))
             if bits is not None:
                 out_bits[len(out_raws)] = bits
-            out_raws.append(ev)
-            out_keys.append(data)
-            out_ops.append(op_type)
-            last = keys[i]
+            add_raw(ev)
+            add_key(data)
+            add_op(op_type)
+            last = key
             budget -= size
             room -= 1
             i += 1
