@@ -6,11 +6,14 @@ import it, nothing imports it back, and no command module imports the router.
 """
 
 from mongosim.router import (  # noqa: F401
+    bulk_write,
     commands_admin,
     commands_crud,
     commands_ddl,
+    search_indexes,
     sharding,
     transactions,
+    views,
 )
 from mongosim.router.command_registry import ROUTER_COMMANDS
 from mongosim.router.merge import cluster_change_stream  # noqa: F401

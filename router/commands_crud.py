@@ -21,12 +21,17 @@ from typing import TYPE_CHECKING, Any
 from bson import ObjectId
 from mongosim.oplog.clock import ts_key
 from mongosim.oplog.errors import MongoError
+from mongosim.router.aggregate_output import output_writer
 from mongosim.router.change_owning_shard import Outcome, change_owning_shard
 from mongosim.router.command_registry import router_command
+from mongosim.router.let_parameters import router_variables
 from mongosim.router.request import GENERIC_FIELDS, Request
 from mongosim.router.sharding import critical_sections, ensure_database
+from mongosim.router.write_without_shard_key import first_in_sort_order, narrowed
 from mongosim.shardsim.cursors import DEFAULT_FIRST_BATCH, QueryCursor, cursor_reply
 from mongosim.shardsim.node import WOULD_CHANGE_OWNING_SHARD
+from mongosim.shardsim.query.documents_stage import documents_source
+from mongosim.shardsim.query.pipeline_shape import split_pipeline
 from mongosim.shardsim.reads import int_arg
 from mongosim.shardsim.snapshot_reads import existed_at
 
@@ -201,6 +206,7 @@ async def cmd_update(router: Router, req: Request) -> dict:
     stmts = req.cmd.get("updates")
     if not isinstance(stmts, list):
         raise MongoError("FailedToParse", "BSON field 'update.updates' is missing but a required field")
+    router_variables(router, req)
     return await _statements(router, req, "update", coll, ns, "updates", stmts, lambda st: bool(st.get("multi")))
 
 
@@ -210,6 +216,7 @@ async def cmd_delete(router: Router, req: Request) -> dict:
     stmts = req.cmd.get("deletes")
     if not isinstance(stmts, list):
         raise MongoError("FailedToParse", "BSON field 'delete.deletes' is missing but a required field")
+    router_variables(router, req)
     return await _statements(router, req, "delete", coll, ns, "deletes", stmts, lambda st: st.get("limit", 0) == 0)
 
 
@@ -229,6 +236,11 @@ async def _statements(router: Router, req: Request, cmd_name: str, coll: str, ns
             q = st.get("q") or {}
             multi = is_multi(st)
             shards = await _target_one_statement(router, req, ns, q, multi, bool(st.get("upsert")))
+            if not multi and st.get("sort") and len(shards) > 1:  # the document the sort puts first
+                found = await first_in_sort_order(router, req, req.db, coll, q, st["sort"], shards, req.cmd.get("let"))
+                if found is None:
+                    continue
+                shards, st = [found[0]], {**st, "q": narrowed(q, found[1])}
             if not shards:
                 continue
             for shard in shards:
@@ -314,14 +326,19 @@ class _WriteError(Exception):
 @router_command("findAndModify", "findandmodify")
 async def cmd_find_and_modify(router: Router, req: Request) -> dict:
     db, coll, ns = _ns(req)
+    router_variables(router, req)
     await critical_sections(router).wait(ns)
     await ensure_database(router, db)
     q = req.cmd.get("query") or {}
     shards = await _target_one_statement(router, req, ns, q, False, bool(req.cmd.get("upsert")))
+    narrow: dict = {}
+    if req.cmd.get("sort") and len(shards) > 1 and not req.cmd.get("upsert"):  # the document the sort puts first
+        found = await first_in_sort_order(router, req, db, coll, q, req.cmd["sort"], shards, req.cmd.get("let"))
+        shards, narrow = ([found[0]], {"query": narrowed(q, found[1])}) if found else ([], {})
     last = None
     for shard in shards:
         cmd = {k: v for k, v in req.cmd.items() if k not in ("$db", "$clusterTime", "$readPreference")}
-        cmd = {req.name: coll, **{k: v for k, v in cmd.items() if k != req.name}}
+        cmd = {req.name: coll, **{k: v for k, v in cmd.items() if k != req.name}, **narrow}
         try:
             last = await _run_txn_aware(router, req, shard, db, cmd)
         except MongoError as err:
@@ -408,6 +425,7 @@ async def cmd_find(router: Router, req: Request) -> dict:
     from mongosim.shardsim.query.sorting import sort_key_fn
 
     db, coll, ns = _ns(req)
+    variables = router_variables(router, req)
     cmd = req.cmd
     flt = cmd.get("filter") or {}
     if not isinstance(flt, dict):
@@ -434,7 +452,7 @@ async def cmd_find(router: Router, req: Request) -> dict:
         if limit:
             results = results[: int(limit)]
         if cmd.get("projection"):
-            project = compile_projection(cmd["projection"])
+            project = compile_projection(cmd["projection"], variables=variables)
             results = [project(d) for d in results]
     if limit and (batch_size is None or batch_size > limit):
         batch_size = limit
@@ -502,17 +520,24 @@ async def cmd_aggregate(router: Router, req: Request) -> dict:
         raise MongoError("FailedToParse", "The 'cursor' option is required, except for aggregate with the explain argument")
     from mongosim.shardsim.query.stages import run_pipeline
 
+    variables = router_variables(router, req)
     target = req.cmd["aggregate"]
     db = req.db
     batch_size = (req.cmd.get("cursor") or {}).get("batchSize")
+    documents, pipeline, writer = split_pipeline(target, pipeline, req.cmd)
+    write = None if req.cmd.get("explain") else output_writer(router, req, writer)
     if target == 1:
-        return _serve(router, f"{db}.$cmd.aggregate", list(run_pipeline(iter(()), pipeline)), batch_size)
+        ns = f"{db}.$cmd.aggregate"
+        results = list(run_pipeline(iter(documents_source(documents, variables) if documents is not None else ()),
+                                    pipeline, variables=variables))
+        return _serve(router, ns, await _written(write, results, variables), batch_size)
     if not isinstance(target, str):
         raise MongoError("InvalidNamespace", "aggregate target must be a collection name or 1")
     ns = f"{db}.{target}"
     shards = _read_targets(router, req, ns, None)
     if len(shards) == 1 and router.catalog.routing(ns) is None:
         cmd = {k: v for k, v in req.cmd.items() if k not in ("$db", "$clusterTime", "$readPreference")}
+        cmd["pipeline"] = pipeline  # (a $out or $merge is written from here)
         reply = await _run_txn_aware(router, req, shards[0], db, {**cmd, "cursor": {"batchSize": 2**31 - 1}})
         results = list(reply["cursor"]["firstBatch"])
         cid = reply["cursor"]["id"]
@@ -523,5 +548,13 @@ async def cmd_aggregate(router: Router, req: Request) -> dict:
             cid = more["cursor"]["id"]
     else:
         docs = await _gather(router, req, db, shards, {"find": target, **_session_fields(req)})
-        results = list(run_pipeline(iter(docs), pipeline))
-    return _serve(router, ns, results, batch_size)
+        results = list(run_pipeline(iter(docs), pipeline, variables=variables))
+    return _serve(router, ns, await _written(write, results, variables), batch_size)
+
+
+async def _written(write, results: list[dict], variables: dict) -> list[dict]:
+    """The results to return: none once a $out or $merge has written them."""
+    if write is None:
+        return results
+    await write(results, variables)
+    return []

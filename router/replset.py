@@ -16,7 +16,6 @@ from mongosim.router import authn, handshake
 from mongosim.router.commands import ROUTER_COMMANDS
 from mongosim.router.error_labels import change_stream_labels
 from mongosim.router.failpoints import (
-    FailPoints,
     app_name_of,
     apply_fail_command,
     fail_get_more_after_checkout,
@@ -39,7 +38,7 @@ class ReplSetFrontend:
     def __init__(self, node: Node, identity: handshake.ServerIdentity) -> None:
         self.node = node
         self.identity = identity
-        self.failpoints = FailPoints()
+        self.failpoints = node.failpoints  # a member's failpoints are its node's
         self.connections: set[int] = set()
         self.started_at = trio.current_time()
         self.hello_changed = trio.Event()

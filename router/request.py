@@ -28,6 +28,7 @@ class Request:
     name: str
     op_time_key: int = 0  # set by handlers that wrote: the reply's operationTime
     is_change_stream: bool = False
+    internal: bool = False  # made by mongos itself: its `let` may carry mongos's own $$NOW / $$CLUSTER_TIME
 
     def arg(self, key: str, default: Any = None) -> Any:
         return self.cmd.get(key, default)

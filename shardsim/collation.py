@@ -12,7 +12,7 @@ from typing import Any, Iterator
 
 from mongosim.oplog.errors import MongoError
 
-_STATEMENT_FIELDS = {"update": "updates", "delete": "deletes"}
+_STATEMENT_FIELDS = {"update": "updates", "delete": "deletes", "bulkWrite": "ops"}
 
 
 def _collations(name: str, cmd: dict) -> Iterator[tuple[str, Any]]:

@@ -162,6 +162,8 @@ def cmd_rename(node: Node, ctx: OpCtx) -> dict:
         drop_target = target.uuid
     node.catalog.remove_collection(sdb, sname)
     coll.db, coll.name = ddb, dname
+    if not cmd.get("stayTemp"):
+        coll.options.pop("temp", None)  # a temporary collection renamed without stayTemp is kept
     node.catalog.add_collection(coll)
     o = {"renameCollection": src, "to": dst, "stayTemp": bool(cmd.get("stayTemp", False)), "dropTarget": drop_target}
     node.log(E.command_op(sdb, o, ui=coll.uuid), ctx, from_migrate=_from_migrate(ctx))

@@ -15,7 +15,12 @@ from mongosim.shardsim.command_registry import command
 from mongosim.shardsim.create_collection import check_namespace
 from mongosim.shardsim.cursors import DEFAULT_FIRST_BATCH, QueryCursor, cursor_reply
 from mongosim.shardsim.operation_context import OpCtx
+from mongosim.shardsim.merge_stage import parse_merge, run_merge
+from mongosim.shardsim.out_stage import parse_out, run_out
+from mongosim.shardsim.query.documents_stage import documents_source
 from mongosim.shardsim.query.matcher import Matcher
+from mongosim.shardsim.query.pipeline_shape import split_pipeline
+from mongosim.shardsim.query.variables import for_command
 from mongosim.shardsim.writes import matching_documents
 
 if TYPE_CHECKING:
@@ -38,14 +43,14 @@ def int_arg(cmd: dict, name: str, cmd_name: str, default: int | None = None, *, 
     return int(v)
 
 
-def run_find(node: Node, db: str, coll_name: str, cmd: dict, view=None) -> Iterator[dict]:
+def run_find(node: Node, db: str, coll_name: str, cmd: dict, view=None, variables: dict | None = None) -> Iterator[dict]:
     from mongosim.shardsim.query.projection import compile_projection
     from mongosim.shardsim.query.sorting import sort_key_fn
 
     flt = cmd.get("filter") or {}
     if not isinstance(flt, dict):
         raise MongoError("TypeMismatch", "BSON field 'FindCommandRequest.filter' is the wrong type, expected type 'object'")
-    matcher = Matcher(flt)
+    matcher = Matcher(flt, variables)
     coll = node.catalog.collection(db, coll_name)
     docs = list(matching_documents(coll, flt, matcher, view))
     sort = cmd.get("sort")
@@ -59,7 +64,7 @@ def run_find(node: Node, db: str, coll_name: str, cmd: dict, view=None) -> Itera
         docs = docs[:limit]
     proj = cmd.get("projection")
     if proj:
-        project = compile_projection(proj)
+        project = compile_projection(proj, variables=variables)
         return (project(d) for d in docs)
     return iter(docs)
 
@@ -79,10 +84,10 @@ def cmd_find(node: Node, ctx: OpCtx) -> dict:
     name = check_namespace(ctx.db, cmd["find"])
     batch_size = int_arg(cmd, "batchSize", "find", None)
     limit = int_arg(cmd, "limit", "find", None)
-    results = run_find(node, ctx.db, name, cmd, ctx.view)
+    results = run_find(node, ctx.db, name, cmd, ctx.view, for_command(node, ctx))
     if limit and (batch_size is None or batch_size > limit):
-        batch_size = limit
-    return serve_cursor(node, f"{ctx.db}.{name}", results, batch_size, bool(cmd.get("singleBatch")) or bool(limit and batch_size == limit))
+        batch_size = limit  # (the cursor stays open when a batch stops short of 16 MB before the limit)
+    return serve_cursor(node, f"{ctx.db}.{name}", results, batch_size, bool(cmd.get("singleBatch")))
 
 
 @command("getMore")
@@ -173,17 +178,37 @@ async def cmd_aggregate(node: Node, ctx: OpCtx) -> dict:
         raise MongoError("FailedToParse", "The 'cursor' option is required, except for aggregate with the explain argument")
     from mongosim.shardsim.query.stages import run_pipeline
 
+    variables = for_command(node, ctx)
+    documents, stages, writer = split_pipeline(target, pipeline, cmd)
+    write = output_writer(ctx.db, writer)  # its spec checked before anything is read
+    if cmd.get("explain"):
+        write = None  # an explained $out or $merge writes nothing
     if target == 1:
-        docs: Iterator[dict] = iter(())
+        docs: Iterator[dict] = iter(documents_source(documents, variables) if documents is not None else ())
         ns = f"{ctx.db}.$cmd.aggregate"
     else:
         name = check_namespace(ctx.db, target)
         coll = node.catalog.collection(ctx.db, name)
         docs = (ctx.view.scan(coll) if ctx.view is not None else coll.scan()) if coll is not None else iter(())
         ns = f"{ctx.db}.{name}"
-    results = run_pipeline(docs, pipeline)
+    results = list(run_pipeline(docs, stages, variables=variables))
+    if write is not None:
+        await write(node, ctx, results, variables)
+        results = []
     batch_size = (cursor_opt or {}).get("batchSize")
-    return serve_cursor(node, ns, iter(list(results)), batch_size)
+    return serve_cursor(node, ns, iter(results), batch_size)
+
+
+def output_writer(db: str, writer: tuple[str, Any] | None):
+    """The $out or $merge ending a pipeline, as `write(node, ctx, results, variables)` (None if none)."""
+    if writer is None:
+        return None
+    name, spec = writer
+    if name == "$out":
+        target_db, coll = parse_out(spec, db)
+        return lambda node, ctx, results, variables: run_out(node, ctx, target_db, coll, results)
+    merge = parse_merge(spec, db)
+    return lambda node, ctx, results, variables: run_merge(node, ctx, merge, results, variables)
 
 
 @command("listCollections")

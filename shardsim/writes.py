@@ -22,15 +22,18 @@ from mongosim.oplog.oplog import EntryTooLarge
 from mongosim.shardsim.catalog import Collection
 from mongosim.shardsim.command_registry import command
 from mongosim.shardsim.create_collection import check_namespace, ensure_collection
+from mongosim.shardsim.fail_point import ON_PRIMARY_TRANSACTIONAL_WRITE
 from mongosim.shardsim.operation_context import OpCtx
 from mongosim.shardsim.query.matcher import Matcher
 from mongosim.shardsim.query.update import (
     apply_update,
     check_id_value,
     classify_update,
+    parse_update,
     upsert_seed,
 )
 from mongosim.shardsim.query.values import hashable
+from mongosim.shardsim.query.variables import for_command
 from mongosim.shardsim.sessions import lsid_with_uid
 
 if TYPE_CHECKING:
@@ -121,6 +124,21 @@ class WriteSession:
             return None
         return self.state.executed.get(self.stmt_id(index))
 
+    def before_write(self) -> None:
+        """A retryable write is about to change a document: the onPrimaryTransactionalWrite failpoint
+        may fail it before it commits (failBeforeCommitExceptionCode) and close the client's
+        connection (closeConnection, default true: after the command, which keeps its writes)."""
+        if self.state is None or not self.node.failpoints:
+            return
+        fp = self.node.failpoints.get(ON_PRIMARY_TRANSACTIONAL_WRITE)
+        if fp is None or not fp.hit():
+            return
+        if fp.data.get("closeConnection", True):
+            self.ctx.close_connection = True
+        code = fp.data.get("failBeforeCommitExceptionCode")
+        if code is not None:
+            raise MongoError(int(code), "Failing write for test due to failpoint onPrimaryTransactionalWrite")
+
     def log(self, op: dict, index: int, result: Any = True) -> None:
         if self.txn is not None:
             self.txn.log(op)
@@ -167,8 +185,9 @@ def prepare_insert(doc: dict) -> dict:
 
 
 def _too_large(doc: dict) -> MongoError:
+    """fixDocumentForInsert's refusal of a document over 16 MiB (BadValue, as the server says)."""
     size = len(bsonutil.encode(doc))
-    return MongoError("BSONObjectTooLarge",
+    return MongoError("BadValue",
                       f"object to insert too large. size in bytes: {size}, max size: {bsonutil.MAX_BSON_OBJECT_SIZE}")
 
 
@@ -181,6 +200,7 @@ def insert_one(node: Node, ctx: OpCtx, coll: Collection, doc: dict, ws: WriteSes
         ws.log(op, index)
         return
     coll.check_insert(doc)  # DuplicateKey before anything is written
+    ws.before_write()
     try:
         ws.log(op, index)  # the entry is encoded once; too large -> nothing written
     except EntryTooLarge:
@@ -259,6 +279,29 @@ def matching_documents(coll: Collection | None, q: dict, matcher: Matcher | None
     return [d for d in docs if m.matches(d)]
 
 
+def first_matching(coll: Collection | None, q: dict, matcher: Matcher, view: Any, limit: int | None,
+                   sort: dict | None = None) -> list[dict]:
+    """The documents a statement writes: those matching `q`, in `sort` order when given, at most `limit`."""
+    docs = list(matching_documents(coll, q, matcher, view))
+    if sort:
+        from mongosim.shardsim.query.sorting import sort_key_fn
+
+        docs.sort(key=sort_key_fn(sort))
+    return docs[:limit]
+
+
+def statement_variables(variables: dict, st: dict, update: Any) -> dict:
+    """An update statement's variables: the command's, and its constants `c` (pipeline updates only)."""
+    constants = st.get("c")
+    if constants is None:
+        return variables
+    if not isinstance(constants, dict):
+        raise MongoError("TypeMismatch", "BSON field 'update.updates.c' is the wrong type, expected type 'object'")
+    if classify_update(update) != "pipeline":
+        raise MongoError(51198, "Constant values may only be specified for pipeline updates")
+    return {**variables, **constants}
+
+
 def check_shard_key_change(node: Node, ctx: OpCtx, coll: Collection, old: dict, new: dict, multi: bool) -> None:
     """An update that changes a document's shard-key value (the server's update stage): never in
     a multi-update; only retryable or in a transaction; and if the new value belongs to another
@@ -277,12 +320,12 @@ def check_shard_key_change(node: Node, ctx: OpCtx, coll: Collection, old: dict, 
 
 def update_document(node: Node, ctx: OpCtx, coll: Collection, doc: dict, update: Any, ws: WriteSession, index: int,
                     array_filters: list | None = None, matcher: Matcher | None = None,
-                    multi: bool = False) -> dict | None:
+                    multi: bool = False, variables: dict | None = None) -> dict | None:
     """Apply `update` to `doc`; log and store it.  Returns the new doc, or None if no-op."""
     position = None
     if matcher is not None and isinstance(update, dict) and classify_update(update) == "operators":
         _ok, position = matcher.match_position(doc)
-    res = apply_update(doc, update, array_filters=array_filters, match_position=position)
+    res = apply_update(doc, update, array_filters=array_filters, match_position=position, variables=variables)
     new = res.doc
     if res.is_replacement:
         if "_id" not in new:
@@ -302,6 +345,7 @@ def update_document(node: Node, ctx: OpCtx, coll: Collection, doc: dict, update:
     if len(bsonutil.encode(new)) > bsonutil.MAX_BSON_OBJECT_SIZE:
         raise MongoError("BSONObjectTooLarge", "Resulting document after update is larger than 16777216")
     check_shard_key_change(node, ctx, coll, doc, new, multi)
+    ws.before_write()
     ws.replace(coll, doc, new)
     ws.log(op, index)
     ws.pre_image(coll, doc)
@@ -309,9 +353,16 @@ def update_document(node: Node, ctx: OpCtx, coll: Collection, doc: dict, update:
 
 
 def upsert_document(node: Node, ctx: OpCtx, db: str, name: str, q: dict, update: Any, ws: WriteSession, index: int,
-                    array_filters: list | None = None) -> dict:
-    res = apply_update(upsert_seed(q, update), update, array_filters=array_filters, upsert_query=q, is_insert=True)
-    doc = prepare_insert(res.doc)
+                    array_filters: list | None = None, variables: dict | None = None,
+                    supplied: dict | None = None) -> dict:
+    """Insert what an upsert that matched nothing inserts: the update applied to the query's
+    equality fields, or (`upsertSupplied`, as $merge asks) the document `supplied`."""
+    if supplied is not None:
+        doc = prepare_insert(dict(supplied))
+    else:
+        res = apply_update(upsert_seed(q, update), update, array_filters=array_filters, upsert_query=q,
+                           is_insert=True, variables=variables)
+        doc = prepare_insert(res.doc)
     coll = ensure_collection(node, ctx, db, name)
     if coll.shard_key and node.owns is not None and not node.owns(coll.ns, doc):
         # The server's upsert stage: the new document belongs to another shard; mongos inserts it
@@ -338,6 +389,7 @@ async def cmd_update(node: Node, ctx: OpCtx) -> dict:
     n = n_modified = 0
     upserted: list[dict] = []
     errors: list[dict] = []
+    variables = None
     for i, st in enumerate(stmts):
         try:
             saved = ws.already(i)
@@ -356,13 +408,21 @@ async def cmd_update(node: Node, ctx: OpCtx) -> dict:
             multi = bool(st.get("multi", False))
             if multi and classify_update(u) == "replacement":
                 raise MongoError("FailedToParse", "multi update is not supported for replacement-style update")
-            matcher = Matcher(q)
+            if variables is None:
+                variables = for_command(node, ctx)
+            stmt_vars = statement_variables(variables, st, u)
+            sort = st.get("sort")
+            if sort is not None and multi:
+                raise MongoError("FailedToParse", "Cannot specify sort with multi=true")
+            parse_update(u, st.get("arrayFilters"))
+            matcher = Matcher(q, variables)
             coll, targets = await ws.settled_targets(
-                ctx.db, name, lambda c: list(matching_documents(c, q, matcher, ws))[:None if multi else 1])
+                ctx.db, name, lambda c: first_matching(c, q, matcher, ws, None if multi else 1, sort))
             if targets:
                 modified = 0
                 for doc in targets:
-                    if update_document(node, ctx, coll, doc, u, ws, i, st.get("arrayFilters"), matcher, multi) is not None:
+                    if update_document(node, ctx, coll, doc, u, ws, i, st.get("arrayFilters"), matcher, multi,
+                                       stmt_vars) is not None:
                         modified += 1
                 n += len(targets)
                 n_modified += modified
@@ -371,7 +431,8 @@ async def cmd_update(node: Node, ctx: OpCtx) -> dict:
                 elif ws.state is not None:
                     ws.state.executed[ws.stmt_id(i)] = {"n": len(targets), "nModified": modified}
             elif st.get("upsert"):
-                doc = upsert_document(node, ctx, ctx.db, name, q, u, ws, i, st.get("arrayFilters"))
+                doc = upsert_document(node, ctx, ctx.db, name, q, u, ws, i, st.get("arrayFilters"), stmt_vars,
+                                      (st.get("c") or {}).get("new") if st.get("upsertSupplied") else None)
                 n += 1
                 upserted.append({"index": i, "_id": doc["_id"]})
                 if ws.state is not None:
@@ -392,6 +453,7 @@ async def cmd_update(node: Node, ctx: OpCtx) -> dict:
 # -- delete -------------------------------------------------------------------------
 def delete_document(node: Node, ctx: OpCtx, coll: Collection, doc: dict, ws: WriteSession, index: int) -> None:
     key = coll.document_key(doc)
+    ws.before_write()
     ws.delete(coll, doc)
     ws.log(E.delete_op(coll.ns, coll.uuid, key), index)
     ws.pre_image(coll, doc)
@@ -418,8 +480,9 @@ async def cmd_delete(node: Node, ctx: OpCtx) -> dict:
             limit = st.get("limit", 0)
             if limit not in (0, 1):
                 raise MongoError("FailedToParse", "The limit field in delete objects must be 0 or 1. Got " + str(limit))
+            matcher = Matcher(q, for_command(node, ctx))
             coll, targets = await ws.settled_targets(
-                ctx.db, name, lambda c: list(matching_documents(c, q, None, ws))[:1 if limit == 1 else None])
+                ctx.db, name, lambda c: list(matching_documents(c, q, matcher, ws))[:1 if limit == 1 else None])
             for doc in targets:
                 delete_document(node, ctx, coll, doc, ws, i)
             n += len(targets)
@@ -438,7 +501,6 @@ async def cmd_delete(node: Node, ctx: OpCtx) -> dict:
 @command("findAndModify", "findandmodify")
 async def cmd_find_and_modify(node: Node, ctx: OpCtx) -> dict:
     from mongosim.shardsim.query.projection import compile_projection
-    from mongosim.shardsim.query.sorting import sort_key_fn
 
     cmd = ctx.cmd
     name = check_namespace(ctx.db, cmd[next(iter(cmd))])
@@ -453,22 +515,18 @@ async def cmd_find_and_modify(node: Node, ctx: OpCtx) -> dict:
         raise MongoError("FailedToParse", "Cannot specify both upsert=true and remove=true")
     if remove and cmd.get("new"):
         raise MongoError("FailedToParse", "Cannot specify both new=true and remove=true; 'remove' always returns the deleted document")
+    if update is not None:
+        parse_update(update, cmd.get("arrayFilters"))
     ws = WriteSession(node, ctx)
     saved = ws.already(0)
     if saved is not None:
         return dict(saved)
-    matcher = Matcher(q)
-
-    def first(c: Collection | None) -> list[dict]:
-        targets = list(matching_documents(c, q, matcher, ws))
-        if cmd.get("sort"):
-            targets.sort(key=sort_key_fn(cmd["sort"]))
-        return targets[:1]
-
-    coll, targets = await ws.settled_targets(ctx.db, name, first)
+    variables = for_command(node, ctx)
+    matcher = Matcher(q, variables)
+    coll, targets = await ws.settled_targets(ctx.db, name, lambda c: first_matching(c, q, matcher, ws, 1, cmd.get("sort")))
     doc = targets[0] if targets else None
     fields = cmd.get("fields")
-    project = compile_projection(fields) if fields else None
+    project = compile_projection(fields, variables=variables) if fields else None
     last_error: dict[str, Any] = {"n": 0}
     value = None
     if remove:
@@ -477,11 +535,11 @@ async def cmd_find_and_modify(node: Node, ctx: OpCtx) -> dict:
             last_error = {"n": 1}
             value = doc
     elif doc is not None:
-        new = update_document(node, ctx, coll, doc, update, ws, 0, cmd.get("arrayFilters"), matcher)
+        new = update_document(node, ctx, coll, doc, update, ws, 0, cmd.get("arrayFilters"), matcher, False, variables)
         last_error = {"n": 1, "updatedExisting": True}
         value = (new if new is not None else doc) if cmd.get("new") else doc
     elif cmd.get("upsert"):
-        new = upsert_document(node, ctx, ctx.db, name, q, update, ws, 0, cmd.get("arrayFilters"))
+        new = upsert_document(node, ctx, ctx.db, name, q, update, ws, 0, cmd.get("arrayFilters"), variables)
         last_error = {"n": 1, "updatedExisting": False, "upserted": new["_id"]}
         value = new if cmd.get("new") else None
     if value is not None and project is not None:

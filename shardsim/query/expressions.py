@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import datetime
 import math
+import random
 import re
 from decimal import Decimal
 from typing import Any, Callable
@@ -218,7 +219,7 @@ def _compile_var(spec: str) -> Fn:
     def var(vs):
         if name not in vs:
             if name == "CLUSTER_TIME":
-                raise MongoError(51144, "$$CLUSTER_TIME is not available in this context")
+                raise MongoError(51144, "Builtin variable '$$CLUSTER_TIME' is not available")
             raise MongoError(17276, f"Use of undefined variable: {name}")
         v = vs[name]
         return field_path_get(v, parts) if parts else v
@@ -269,6 +270,14 @@ def _varargs(arg) -> list[Fn]:
 @_op("$literal")
 def _literal(arg):
     return lambda vs: arg
+
+
+@_op("$rand")
+def _rand(arg):
+    """A double in [0, 1), drawn at each evaluation (ExpressionRandom)."""
+    if arg != {}:
+        raise MongoError(3040501, "$rand does not currently accept arguments")
+    return lambda vs: random.random()
 
 
 # --- comparison ------------------------------------------------------------------

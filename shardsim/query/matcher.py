@@ -66,11 +66,11 @@ class Matcher:
 
     __slots__ = ("filter", "_fn", "matches")
 
-    def __init__(self, filter: dict | None):
+    def __init__(self, filter: dict | None, variables: dict | None = None):
         self.filter = filter or {}
         if not isinstance(self.filter, dict):
             raise MongoError("TypeMismatch", "Expected a filter to be an object")
-        self._fn = compile_filter(self.filter)
+        self._fn = compile_filter(self.filter, variables=variables)
         fn = self._fn
         self.matches: Callable[[dict], bool] = lambda doc: fn(doc, None)
 
@@ -88,11 +88,12 @@ class Matcher:
 # compilation
 
 
-def compile_filter(flt: dict, *, top: bool = True) -> Pred:
+def compile_filter(flt: dict, *, top: bool = True, variables: dict | None = None) -> Pred:
+    """`variables`: the command's variables, which `$expr` may use (checked when compiled)."""
     preds: list[Pred] = []
     for key, val in flt.items():
         if key.startswith("$"):
-            preds.append(_compile_top_op(key, val))
+            preds.append(_compile_top_op(key, val, variables))
         else:
             preds.append(_compile_path(key, val))
     if not preds:
@@ -138,7 +139,7 @@ def _not(pred: Pred) -> Pred:
     return lambda doc, details: not pred(doc, None)
 
 
-def _compile_top_op(key: str, val) -> Pred:
+def _compile_top_op(key: str, val, variables: dict | None = None) -> Pred:
     if key in LOGICAL_OPS:
         if not isinstance(val, list) or not val:
             raise MongoError("BadValue", f"{key} must be a nonempty array")
@@ -146,7 +147,7 @@ def _compile_top_op(key: str, val) -> Pred:
         for item in val:
             if not isinstance(item, dict):
                 raise MongoError("BadValue", "$or/$and/$nor entries need to be full objects")
-            subs.append(compile_filter(item, top=False))
+            subs.append(compile_filter(item, top=False, variables=variables))
         if key == "$and":
             return _and(subs)
         if key == "$or":
@@ -157,7 +158,12 @@ def _compile_top_op(key: str, val) -> Pred:
         from mongosim.shardsim.query.expressions import compile_expression, to_bool
 
         expr = compile_expression(val)
-        return lambda doc, details: to_bool(expr(doc))
+        if variables is None:
+            return lambda doc, details: to_bool(expr(doc))
+        from mongosim.shardsim.query.variables import check_references
+
+        check_references(val, variables)
+        return lambda doc, details: to_bool(expr(doc, variables))
     if key == "$comment":
         return _true
     if key == "$alwaysTrue":

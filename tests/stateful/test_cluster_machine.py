@@ -145,6 +145,49 @@ class ClusterMachine(RuleBasedStateMachine):
             self.docs[i] = k2
             self.log.append(("db.c", "insert", i))
 
+    @rule(ops=st.lists(st.tuples(st.sampled_from(["insert", "update", "delete", "insert_o"]),
+                                 st.integers(0, 399), st.integers(0, 2**16)), min_size=1, max_size=6),
+          ordered=st.booleans())
+    def bulk_write(self, ops: list, ordered: bool) -> None:
+        """A retryable bulkWrite through mongos over the sharded db.c and the unsharded db.o: mongos
+        splits it per shard; exactly the ops whose reply item is ok (and matched) committed."""
+        planned, bulk_ops = [], []
+        for kind, k, pick in ops:
+            if kind in ("update", "delete") and not self.docs:
+                kind = "insert"
+            if kind in ("insert", "insert_o"):
+                i = self.next_id
+                self.next_id += 1
+                bulk_ops.append({"insert": 1 if kind == "insert_o" else 0, "document": {"_id": i, "k": k}})
+            else:
+                i = sorted(self.docs)[pick % len(self.docs)]
+                q = {"_id": i, "k": self.docs[i]}
+                bulk_ops.append({"update": 0, "filter": q, "updateMods": {"$inc": {"v": 1}}} if kind == "update"
+                                else {"delete": 0, "filter": q, "multi": False})
+            planned.append((kind, i, k))
+        lsid = {"id": __import__("bson").Binary(os.urandom(16), 4)}
+        cmd = {"bulkWrite": 1, "ops": bulk_ops, "nsInfo": [{"ns": "db.c"}, {"ns": "db.o"}], "ordered": ordered,
+               "lsid": lsid, "txnNumber": 1}
+        try:
+            reply = self.portal.call(self.client.command, "admin", cmd)
+        except CommandError:
+            return
+        for item in reply["cursor"]["firstBatch"]:
+            kind, i, k = planned[item["idx"]]
+            if not item["ok"]:
+                continue
+            if kind == "insert":
+                self.docs[i] = k
+                self.log.append(("db.c", "insert", i))
+            elif kind == "insert_o":
+                self.other.add(i)
+                self.log.append(("db.o", "insert", i))
+            elif item["n"] == 1 and kind == "update":
+                self.log.append(("db.c", "update", i))
+            elif item["n"] == 1:
+                del self.docs[i]
+                self.log.append(("db.c", "delete", i))
+
     @rule(where=st.sampled_from(["db.o", "other.c"]))
     def insert_elsewhere(self, where: str) -> None:
         i = self.next_id
