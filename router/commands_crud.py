@@ -32,6 +32,8 @@ from mongosim.shardsim.cursors import DEFAULT_FIRST_BATCH, QueryCursor, cursor_r
 from mongosim.shardsim.node import WOULD_CHANGE_OWNING_SHARD
 from mongosim.shardsim.query.documents_stage import documents_source
 from mongosim.shardsim.query.pipeline_shape import split_pipeline
+from mongosim.shardsim.query.projection import compile_projection
+from mongosim.shardsim.query.sorting import sort_key_fn
 from mongosim.shardsim.reads import int_arg
 from mongosim.shardsim.snapshot_reads import existed_at
 
@@ -383,8 +385,6 @@ def _find_and_modify_reply(cmd: dict):
         info = outcome.info
         value = info["postImage"] if cmd.get("new") else (None if outcome.upserted else info["preImage"])
         if value is not None and cmd.get("fields"):
-            from mongosim.shardsim.query.projection import compile_projection
-
             value = compile_projection(cmd["fields"])(value)
         last_error: dict[str, Any] = {"n": 1, "updatedExisting": not outcome.upserted}
         if outcome.upserted:
@@ -403,15 +403,23 @@ def _serve(router: Router, ns: str, results: list[dict], batch_size: int | None,
     return cursor_reply(batch, router.cursors.register(cur), ns, first=True)
 
 
-async def _gather(router: Router, req: Request, db: str, shards: list[str], cmd: dict) -> list[dict]:
+class Gathered(list):
+    """The results of a find on some shards; `one_batch` when they all came in first batches."""
+
+    one_batch = True
+
+
+async def _gather(router: Router, req: Request, db: str, shards: list[str], cmd: dict) -> Gathered:
     """Run a find on `shards` and collect every result (following their cursors)."""
-    out: list[dict] = []
+    out = Gathered()
     for shard in shards:
         remote = router.shard(shard)
         reply = await _run_txn_aware(router, req, shard, db, {**cmd, "batchSize": 2**31 - 1})
         cur = reply["cursor"]
         out.extend(cur["firstBatch"])
         cid = cur["id"]
+        if cid:
+            out.one_batch = False
         while cid:
             more = await remote.command(db, {"getMore": cid, "collection": cur["ns"].split(".", 1)[1]})
             out.extend(more["cursor"]["nextBatch"])
@@ -421,9 +429,6 @@ async def _gather(router: Router, req: Request, db: str, shards: list[str], cmd:
 
 @router_command("find")
 async def cmd_find(router: Router, req: Request) -> dict:
-    from mongosim.shardsim.query.projection import compile_projection
-    from mongosim.shardsim.query.sorting import sort_key_fn
-
     db, coll, ns = _ns(req)
     variables = router_variables(router, req)
     cmd = req.cmd
@@ -440,6 +445,11 @@ async def cmd_find(router: Router, req: Request) -> dict:
             return cursor_reply([], 0, ns, first=True)
         shard_cmd = {k: v for k, v in passthrough.items() if k not in ("batchSize", "singleBatch")}
         results = await _gather(router, req, db, shards, shard_cmd)
+        first = limit if limit and (batch_size is None or batch_size > limit) else batch_size
+        if results.one_batch and 0 < len(results) <= (DEFAULT_FIRST_BATCH if first is None else first):
+            # the shard's one batch is the whole answer, within the client's first batch (and, being the
+            # shard's batch, within 16 MB): it is the reply's batch as it is
+            return cursor_reply(results, 0, ns, first=True)
     else:
         shard_cmd = {k: v for k, v in passthrough.items() if k not in ("projection", "skip", "limit", "batchSize", "singleBatch")}
         if limit:

@@ -15,6 +15,7 @@ from typing import Any, Iterator
 import trio
 from bson import Int64
 
+from mongosim.oplog import bsonutil
 from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.generic_args import max_time_ms as generic_max_time_ms
 
@@ -46,8 +47,6 @@ def _encoded_size(doc: Any) -> int:
     if raw is not None:
         return len(raw)
     try:
-        from mongosim.oplog import bsonutil
-
         return len(bsonutil.encode(doc))
     except Exception:
         return 0

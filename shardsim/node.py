@@ -128,8 +128,9 @@ class Node:
         handler = COMMANDS.get(name)  # command names are case-sensitive (aliases are registered)
         if handler is None:
             raise MongoError("CommandNotFound", f"no such command: '{name}'")
-        check_generic_arguments(name, cmd)
-        refuse_collation(name, cmd)
+        if not from_router:  # (mongos checked the client's command; what it sends on is well-formed)
+            check_generic_arguments(name, cmd)
+            refuse_collation(name, cmd)
         check_max_time_always_times_out(self.failpoints, cmd)
         lsid = cmd.get("lsid")
         txn = cmd.get("txnNumber")
@@ -143,7 +144,7 @@ class Node:
             attach_transaction(self, ctx, name)
         elif snapshot_reads.is_snapshot_read(name, cmd):
             snapshot_reads.open_view(self, ctx)
-        elif name in _WRITE_COMMANDS and self.prepared_namespaces:
+        elif name in _WRITE_COMMANDS and self.txn_locks and self.prepared_namespaces:
             if lsid is not None and ctx.txn_number is not None:
                 self.sessions.begin(lsid, ctx.txn_number)  # the session is checked out before any wait
             await self._wait_for_prepared(db, cmd.get(name), ctx.deadline)
