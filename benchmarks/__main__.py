@@ -31,6 +31,7 @@ import pymongo
 
 from benchmarks import (
     bench_breakdown,
+    bench_fixtures,
     bench_latency,
     bench_memory,
     bench_mongomock,
@@ -62,6 +63,7 @@ class Settings:
     ops_reps: int
     mongomock_sizes: tuple[int, ...]
     mongomock_seconds: float
+    reset_rounds: int
 
 
 QUICK = Settings(read_events=20_000, batch_sizes=(100, 1000), read_reps=2,
@@ -69,13 +71,15 @@ QUICK = Settings(read_events=20_000, batch_sizes=(100, 1000), read_reps=2,
                  write_seconds=1.0, write_reps=2, write_ordered=False,
                  latency_probes=300, latency_budget_s=8.0, noop_interval_s=2.0,
                  startup_runs=3, memory_entries=250_000, ops_seconds=0.5, ops_reps=2,
-                 mongomock_sizes=(20_000,), mongomock_seconds=0.5)
+                 mongomock_sizes=(20_000,), mongomock_seconds=0.5,
+                 reset_rounds=20)
 FULL = Settings(read_events=50_000, batch_sizes=(100, 1000), read_reps=3,
                 merge_events=32_000, merge_shards=(1, 4, 16, 64), merge_reps=3,
                 write_seconds=3.0, write_reps=3, write_ordered=True,
                 latency_probes=1000, latency_budget_s=45.0, noop_interval_s=2.0,
                 startup_runs=5, memory_entries=1_000_000, ops_seconds=1.5, ops_reps=3,
-                mongomock_sizes=(20_000, 100_000), mongomock_seconds=1.0)
+                mongomock_sizes=(20_000, 100_000), mongomock_seconds=1.0,
+                reset_rounds=50)
 
 # figure -> (goal text, passes?)
 GOALS: dict[str, tuple[str, Callable[[float], bool]]] = {
@@ -92,6 +96,8 @@ GOALS: dict[str, tuple[str, Callable[[float], bool]]] = {
     "cold_faithful_p99_over_noop": ("<= 2 x noop", lambda v: v <= 2.0),
     "startup_s": ("<= 0.5 s", lambda v: v <= 0.5),
     "memory_ratio": ("<= 2.0", lambda v: v <= 2.0),
+    "reset_ms": ("<= 20 ms", lambda v: v <= 20.0),
+    "plugin_four_tests_s": ("<= 2 s", lambda v: v <= 2.0),
 }
 
 
@@ -126,6 +132,10 @@ def _raw_text(name: str, r: dict) -> str:
     if name == "memory_ratio" and "memory_rss_bytes_per_entry" in r:
         return f"{r['memory_rss_bytes_per_entry']} B RSS / {r['memory_bson_bytes_per_entry']} B BSON per entry," \
                f" {r['memory_entries']} entries"
+    if name == "reset_ms" and "reset_p95_ms" in r:
+        return f"p95 {r['reset_p95_ms']} ms; the pytest fixtures' reset between tests"
+    if name == "plugin_four_tests_s" and "plugin_four_tests_wall_s" in r:
+        return f"pytest's session time, cluster start included; {r['plugin_four_tests_wall_s']} s for the process"
     return ""
 
 
@@ -211,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="a run of about two minutes")
     p.add_argument("--json", metavar="FILE", help="write the figures as JSON")
     p.add_argument("--only", default="",
-                   help="comma-separated: startup,read,breakdown,merge,write,ops,mongomock,latency,memory")
+                   help="comma-separated: startup,read,breakdown,merge,write,ops,mongomock,latency,memory,fixtures")
     p.add_argument("--check", action="store_true", help="exit 1 when a goal is missed")
     p.add_argument("--markdown", metavar="FILE", help="write the table of figures as Markdown (for the README)")
     args = p.parse_args(argv)
@@ -226,6 +236,7 @@ def main(argv: list[str] | None = None) -> int:
         "mongomock": lambda r: bench_mongomock.run_mongomock(list(st.mongomock_sizes), st.mongomock_seconds, r),
         "latency": lambda r: bench_latency.run_latency(st.latency_probes, st.latency_budget_s, st.noop_interval_s, r),
         "memory": lambda r: bench_memory.run_memory(st.memory_entries, r),
+        "fixtures": lambda r: bench_fixtures.run_fixtures(st.reset_rounds, r),
     }
     only = [x.strip() for x in args.only.split(",") if x.strip()]
     unknown = set(only) - set(benches)

@@ -17,6 +17,8 @@ from typing import Any, AsyncIterator
 
 import trio
 
+import mongosim.status  # noqa: F401  (registers the mongosimStatus router command)
+from mongosim.command_log import CommandLog, enabled as command_log_enabled
 from mongosim.oplog.clock import TimeSource
 from mongosim.router import handshake
 from mongosim.router.replset import ReplSetFrontend
@@ -27,6 +29,27 @@ from mongosim.shardsim.node import Node
 
 @dataclass
 class ClusterOptions:
+    """How a cluster is built (`Cluster(**options)`, `open_cluster(**options)`, `mongosim serve` flags).
+
+    shards          number of shards (sharded topology), >= 1
+    topology        "sharded" (config server + shards behind a mongos) or "replset" (one node answering
+                    as a replica-set primary; drivers read its change streams directly)
+    host, port      where the wire server listens; port 0 picks a free port (read `Cluster.uri`)
+    noop_interval   seconds between a node's periodic noop writes (periodicNoopIntervalSecs): how long an
+                    idle shard can hold a merged change stream back
+    instant_hwm     idle shards promise their current cluster time at once (no cold-shard latency)
+    oplog_size_mb   cap each oplog at this many MiB (None: unbounded), like --oplogSize
+    epoch           a fixed wall-clock start for virtual time (MockClock); None: real time
+    set_name        the replica set's name (replset topology)
+    skews           {node name: seconds} each node's wall clock runs ahead (negative: behind)
+    listen          False: no TCP listener (in-process clients only, `mongosim.testing.AsyncClient`)
+    auth            require authentication (SCRAM-SHA-256 / SCRAM-SHA-1)
+    users_file      a JSON file of users created at start (README, "Users file")
+    tls_cert_file   PEM certificate (and key) to serve TLS; tls_key_file: the key, if apart
+    data_dir        persist oplogs, documents and config here (survives kill -9)
+    event_cache     CRUD change events rendered once and shared by all streams, per node (0: off)
+    """
+
     shards: int = 2
     topology: str = "sharded"  # or "replset"
     host: str = "127.0.0.1"
@@ -154,6 +177,8 @@ class ClusterCore:
                 from mongosim.shardsim.persistence import DurableService
 
                 service = DurableService(self.frontend, self.store)
+            if command_log_enabled():  # `mongosim serve -v`: every command as a mongod-style JSON line
+                service = CommandLog(service)
             self.port = await self.nursery.start(partial(serve_tcp, ssl_context=ssl_context),
                                                  service, self.opts.host, self.opts.port)
             self.frontend.identity.port = self.port

@@ -15,10 +15,15 @@ From the command line (against `mongosim serve`):
 
 from __future__ import annotations
 
+import math
 from typing import Any
+
+from bson import Decimal128
 
 from mongosim.oplog import entry as E
 from mongosim.oplog.errors import MongoError
+from mongosim.router.request import GENERIC_FIELDS
+from mongosim.shardsim.generic_args import wrong_type
 
 
 class FaultInjector:
@@ -38,13 +43,17 @@ class FaultInjector:
             raise MongoError("ShardNotFound", f"Shard {shard} not found") from None
 
     def delay(self, shard: str, seconds: float) -> None:
+        """Every command the router sends to `shard` waits `seconds` first (0: no delay)."""
         self._remote(shard).set_delay(float(seconds))
 
     def fail(self, shard: str, times: int, code: int, labels: list[str] | None = None,
              commands: list[str] | None = None) -> None:
+        """The shard's next `times` commands (only those named in `commands`, if given) fail with error
+        `code` and these error labels, as the shard's reply."""
         self._remote(shard).fail(int(times), int(code), labels, commands)
 
     def drop_connection(self, shard: str, times: int = 1) -> None:
+        """The router's next `times` commands to the shard fail as a dropped connection (a network error)."""
         self._remote(shard).drop_connection(int(times))
 
     def restart(self, shard: str) -> None:
@@ -55,19 +64,20 @@ class FaultInjector:
         node.cursors.kill_all(MongoError("InterruptedAtShutdown", "interrupted at shutdown"))
         node.oplog._lot.unpark_all()
         node.progress.unpark_all()
-        for state in list(node.sessions._sessions.values()):
-            if state.txn is not None and state.txn.state in ("in_progress", "prepared"):
-                state.txn.abort(None)
+        abort_open_transactions(node)
         node.catalog.snapshots.expire(float("inf"))
         node.log(E.noop_op("new primary"))
 
     def pause_noop(self, shard: str, paused: bool = True) -> None:
+        """Stop (or, with paused=False, restart) the node's periodic noop writer: a cold shard stays cold."""
         self._node(shard).noop_paused = paused
 
     def skew(self, shard: str, seconds: float) -> None:
+        """The node's wall clock runs `seconds` ahead (negative: behind)."""
         self._node(shard).wall.skew = float(seconds)
 
     def clear(self, shard: str | None = None) -> None:
+        """Remove the faults of one shard (or of every node): delays, failures, drops, paused noops."""
         names = [shard] if shard else list(self.core.nodes)
         for name in names:
             node = self.core.nodes[name]
@@ -76,31 +86,125 @@ class FaultInjector:
                 self.core.router.shard(name).clear_faults()
 
     def apply_command(self, cmd: dict) -> dict:
-        """The `mongosimFault` test command: `{mongosimFault: <shard>, delay|fail|drop|restart|pauseNoop|skew|clear}`."""
-        shard = cmd.get("mongosimFault")
-        if not isinstance(shard, str):
-            raise MongoError("BadValue", "mongosimFault takes a shard name")
+        """The `mongosimFault` test command: `{mongosimFault: <shard>, delay|fail|drop|restart|pauseNoop|skew|clear}`.
+
+        Arguments are checked as the server's IDL parser checks a command's (TypeMismatch for a wrong
+        type, BadValue for a value out of range, IDLUnknownField for an unknown field), all before any fault is
+        applied: a bad command changes nothing."""
+        shard, args = parse_fault_command(cmd)
+        if shard not in self.core.nodes:
+            raise MongoError("ShardNotFound", f"Shard {shard} not found")
         done = []
-        if "delay" in cmd:
-            self.delay(shard, cmd["delay"])
+        if "delay" in args:
+            self.delay(shard, args["delay"])
             done.append("delay")
-        if "fail" in cmd:
-            f = cmd["fail"]
+        if "fail" in args:
+            f = args["fail"]
             self.fail(shard, f.get("times", 1), f["code"], f.get("labels"), f.get("commands"))
             done.append("fail")
-        if cmd.get("drop"):
-            self.drop_connection(shard, int(cmd["drop"]))
+        if args.get("drop"):
+            self.drop_connection(shard, int(args["drop"]))
             done.append("drop")
-        if cmd.get("restart"):
+        if args.get("restart"):
             self.restart(shard)
             done.append("restart")
-        if "pauseNoop" in cmd:
-            self.pause_noop(shard, bool(cmd["pauseNoop"]))
+        if "pauseNoop" in args:
+            self.pause_noop(shard, args["pauseNoop"])
             done.append("pauseNoop")
-        if "skew" in cmd:
-            self.skew(shard, cmd["skew"])
+        if "skew" in args:
+            self.skew(shard, args["skew"])
             done.append("skew")
-        if cmd.get("clear"):
+        if args.get("clear"):
             self.clear(shard)
             done.append("clear")
         return {"applied": done, "ok": 1.0}
+
+
+def abort_open_transactions(node: Any) -> None:
+    """Abort every transaction open (or prepared) on a node, as a restart or a test reset does."""
+    for state in list(node.sessions._sessions.values()):
+        if state.txn is not None and state.txn.state in ("in_progress", "prepared"):
+            state.txn.abort(None)
+
+
+# -- the command's arguments -------------------------------------------------------------------------
+
+_NUMBER_TYPES = "[long, int, decimal, double]"
+
+
+def _number(field: str, v: Any, *, low: float | None = None) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float, Decimal128)):
+        raise wrong_type("mongosimFault", field, v, _NUMBER_TYPES)
+    x = float(v.to_decimal()) if isinstance(v, Decimal128) else float(v)
+    if not math.isfinite(x) or (low is not None and x < low):
+        raise MongoError("BadValue", f"'{field}' must be a finite number{f' >= {low:g}' if low is not None else ''}, "
+                                     f"not {v!r}")
+    return x
+
+
+def _whole(field: str, v: Any, *, low: int) -> int:
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise wrong_type("mongosimFault", field, v, "int")
+    if v < low:
+        raise MongoError("BadValue", f"'{field}' must be >= {low}, not {v}")
+    return int(v)
+
+
+def _flag(field: str, v: Any) -> bool:
+    if not isinstance(v, bool):
+        raise wrong_type("mongosimFault", field, v, "bool")
+    return v
+
+
+def _strings(field: str, v: Any) -> list[str]:
+    if not isinstance(v, list):
+        raise wrong_type("mongosimFault", field, v, "array")
+    for i, s in enumerate(v):
+        if not isinstance(s, str):
+            raise wrong_type("mongosimFault", f"{field}.{i}", s, "string")
+    return list(v)
+
+
+def _unknown(field: str) -> MongoError:
+    return MongoError("IDLUnknownField", f"BSON field 'mongosimFault.{field}' is an unknown field.")
+
+
+_FAIL_FIELDS = {"code", "times", "labels", "commands"}
+
+
+def parse_fault_command(cmd: dict) -> tuple[str, dict]:
+    """(shard, checked arguments) of a `mongosimFault` command; the server's errors for bad ones."""
+    shard = cmd.get("mongosimFault")
+    if not isinstance(shard, str):
+        raise wrong_type("mongosimFault", "mongosimFault", shard, "string")
+    args: dict[str, Any] = {}
+    for field, v in cmd.items():
+        if field == "mongosimFault" or field in GENERIC_FIELDS:
+            continue
+        if field == "delay":
+            args[field] = _number(field, v, low=0)
+        elif field == "skew":
+            args[field] = _number(field, v)
+        elif field == "fail":
+            if not isinstance(v, dict):
+                raise wrong_type("mongosimFault", field, v, "object")
+            for sub in v:
+                if sub not in _FAIL_FIELDS:
+                    raise _unknown(f"fail.{sub}")
+            if "code" not in v:
+                raise MongoError("IDLFailedToParse", "BSON field 'mongosimFault.fail.code' is missing but a required field")
+            fail = {"code": _whole("fail.code", v["code"], low=1), "times": _whole("fail.times", v.get("times", 1), low=0)}
+            if "labels" in v:
+                fail["labels"] = _strings("fail.labels", v["labels"])
+            if "commands" in v:
+                fail["commands"] = _strings("fail.commands", v["commands"])
+            args[field] = fail
+        elif field == "drop":
+            if not isinstance(v, int):  # true (once), or how many times
+                raise wrong_type("mongosimFault", field, v, "[bool, int]")
+            args[field] = int(v) if isinstance(v, bool) else _whole(field, v, low=0)
+        elif field in ("restart", "pauseNoop", "clear"):
+            args[field] = _flag(field, v)
+        else:
+            raise _unknown(field)
+    return shard, args

@@ -66,8 +66,13 @@ async def cmd_whatsmyuri(router: Router, req: Request) -> dict:
 
 @router_command("endSessions", "killSessions", "refreshSessions", "killAllSessions", "killAllSessionsByPattern")
 async def cmd_end_sessions(router: Router, req: Request) -> dict:
-    if router.txns is not None and req.name in ("endSessions", "killSessions", "killAllSessions"):
-        await router.txns.end_sessions(req.cmd)
+    """Sessions ended or killed: their open transactions abort (on a mongos through its transaction
+    router, on a replica-set primary in its own session table)."""
+    if req.name in ("endSessions", "killSessions", "killAllSessions"):
+        if router.txns is not None:
+            await router.txns.end_sessions(req.cmd)
+        else:
+            router.node.sessions.kill(req.cmd)
     return {"ok": 1.0}
 
 

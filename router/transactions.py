@@ -27,7 +27,7 @@ from mongosim.oplog.errors import MongoError, in_category
 from mongosim.router.command_registry import router_command
 from mongosim.router.request import Request
 from mongosim.shardsim.node import WOULD_CHANGE_OWNING_SHARD
-from mongosim.shardsim.sessions import session_key
+from mongosim.shardsim.sessions import named_sessions, session_key, user_digest
 from mongosim.shardsim.transactions import no_such_transaction
 
 if TYPE_CHECKING:
@@ -191,10 +191,14 @@ class RouterTransactions:
             await self._abort_all(txn)
 
     async def end_sessions(self, cmd: dict) -> None:
-        ids = cmd.get("endSessions") or cmd.get("killSessions") or []
-        for lsid in ids if isinstance(ids, list) else []:
-            txn = self._txns.pop(session_key(lsid), None)
-            if txn is not None and txn.state == "in_progress":
+        """endSessions / killSessions / killAllSessions: the named sessions' transactions are aborted
+        on every participant shard (killAllSessions: every session's, or those of the users it names).
+        An ended session is forgotten; a killed one keeps its aborted transaction, so its next
+        statement gets NoSuchTransaction ("has been aborted") as on the shards."""
+        ended = next(iter(cmd)) == "endSessions"
+        for key in named_sessions(cmd, self._txns, lambda txn: txn.lsid.get("uid") or user_digest()):
+            txn = self._txns.pop(key) if ended else self._txns[key]
+            if txn.state == "in_progress":
                 await self._abort_all(txn)
 
     def label_error(self, err: MongoError, req: Request) -> None:

@@ -161,6 +161,8 @@ class Node:
             if (ctx.txn is not None and name not in ("commitTransaction", "abortTransaction", "prepareTransaction")
                     and err.code != WOULD_CHANGE_OWNING_SHARD):
                 ctx.txn.abort(ctx)  # an error inside a transaction aborts it, as on the server
+            if ctx.close_connection:
+                raise CloseConnection() from err  # the connection was closed before the error could be sent
             raise
         if ctx.txn is not None and any(e.get("code") != WOULD_CHANGE_OWNING_SHARD for e in reply.get("writeErrors", ())):
             ctx.txn.abort(ctx)  # (WouldChangeOwningShard is mongos's to handle: the transaction goes on)
