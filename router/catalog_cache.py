@@ -38,6 +38,7 @@ class CollectionRouting:
     timestamp: Timestamp
     unique: bool
     chunks: SortedKeyList = field(default_factory=lambda: SortedKeyList(key=lambda c: c.min_key))
+    targeting: Any = field(default=None, compare=False, repr=False)  # router.insert_targeting's cache
 
     def chunk_for(self, values: tuple) -> Chunk:
         key = ShardKeyPattern.comparable(values)

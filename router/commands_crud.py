@@ -16,14 +16,18 @@ projection, and serves the result through its own cursor.
 
 from __future__ import annotations
 
+from itertools import groupby, repeat
+from operator import contains
 from typing import TYPE_CHECKING, Any
 
 from bson import ObjectId
+from mongosim.oplog.bsonutil import DocumentSequence
 from mongosim.oplog.clock import ts_key
 from mongosim.oplog.errors import MongoError
 from mongosim.router.aggregate_output import output_writer
 from mongosim.router.change_owning_shard import Outcome, change_owning_shard
 from mongosim.router.command_registry import router_command
+from mongosim.router.insert_targeting import target_documents
 from mongosim.router.let_parameters import router_variables
 from mongosim.router.request import GENERIC_FIELDS, Request
 from mongosim.router.sharding import critical_sections, ensure_database
@@ -113,17 +117,29 @@ async def cmd_insert(router: Router, req: Request) -> dict:
     ordered = req.cmd.get("ordered", True)
     await critical_sections(router).wait(ns)
     primary = await ensure_database(router, db)
-    prepared: list[Any] = []
-    shards: list[str | MongoError] = []
-    for d in docs:
-        if isinstance(d, dict) and "_id" not in d:
-            d = {"_id": ObjectId(), **d}
-        prepared.append(d)
-        try:
-            shards.append(_shard_for_doc(router, ns, primary, d) if isinstance(d, dict) else primary)
-        except MongoError as err:
-            shards.append(err)
+    prepared = _with_ids(docs)
+    shards = target_documents(router.catalog.routing(ns), primary, prepared, prepared.raws,
+                              lambda d: _shard_for_doc(router, ns, primary, d))
     return await _fan_out_writes(router, req, "insert", coll, "documents", prepared, shards, ordered)
+
+
+def _with_ids(docs: list) -> DocumentSequence:
+    """The documents, each with an `_id` (mongos gives one to those without, first), and their bytes
+    where they came with them (a new `_id` is spliced in front of the other fields' bytes)."""
+    raws = list(getattr(docs, "raws", None) or [None] * len(docs))
+    try:
+        if all(map(contains, docs, repeat("_id"))):
+            return DocumentSequence(docs, raws)
+    except TypeError:  # not every document is an object: the shard refuses those
+        pass
+    out = list(docs)
+    for i, d in enumerate(out):
+        if isinstance(d, dict) and "_id" not in d:
+            oid = ObjectId()
+            out[i] = {"_id": oid, **d}
+            r = raws[i]
+            raws[i] = None if r is None else (len(r) + 17).to_bytes(4, "little") + b"\x07_id\x00" + oid.binary + r[4:]
+    return DocumentSequence(out, raws)
 
 
 async def _fan_out_writes(router: Router, req: Request, cmd_name: str, coll: str, field: str,
@@ -142,8 +158,12 @@ async def _fan_out_writes(router: Router, req: Request, cmd_name: str, coll: str
                 groups[-1][1].append(i)
             else:
                 groups.append((s, [i]))
+    elif all(map(isinstance, shards, repeat(str))):
+        # per shard, in the order shards first appear; each group in the items' order (a stable sort)
+        by = {s: list(g) for s, g in groupby(sorted(range(len(shards)), key=shards.__getitem__), shards.__getitem__)}
+        groups.extend((s, by[s]) for s in dict.fromkeys(shards))
     else:
-        by: dict[str, list[int]] = {}
+        by = {}
         for i, s in enumerate(shards):
             if isinstance(s, MongoError):
                 groups.append(("!", [i]))
@@ -156,7 +176,8 @@ async def _fan_out_writes(router: Router, req: Request, cmd_name: str, coll: str
             if ordered:
                 break
             continue
-        cmd = {cmd_name: coll, field: [items[i] for i in idxs], "ordered": ordered, **base}
+        subset = items.subset(idxs) if isinstance(items, DocumentSequence) else [items[i] for i in idxs]
+        cmd = {cmd_name: coll, field: subset, "ordered": ordered, **base}
         if "txnNumber" in req.cmd:
             cmd["stmtIds"] = list(idxs)
         try:

@@ -95,13 +95,18 @@ class Node:
         ts = key_ts(key)
         e = oplog_entry.finish(op, ts, self.wall.wall(), **session_fields)
         self.oplog.append(e)
+        self.logged()
+        if ctx is not None:
+            ctx.op_time_key = key
+        return ts
+
+    def logged(self) -> None:
+        """After entries were appended (by `log`, or in a batch): expire old snapshot history, wake
+        whoever waits for the oplog to move."""
         if self.catalog.snapshots.pinned:  # snapshot reads keep history for a while, not forever
             self.catalog.snapshots.expire(trio.current_time())
         if self.progress:  # anyone parked (ParkingLot.__len__)
             self.progress.unpark_all()
-        if ctx is not None:
-            ctx.op_time_key = key
-        return ts
 
     def hear_cluster_time(self, key: int) -> None:
         """Gossip arriving outside a command (instant-HWM mode): the clock moves, and change-stream

@@ -87,6 +87,12 @@ class RemoteBuffer:
     def __len__(self) -> int:
         return len(self.keys) - self.head
 
+    def __getitem__(self, i: int) -> tuple[str, dict, Any, bool, str]:
+        """The i-th buffered event as `(key, token, raw, _id intact, operationType)`."""
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        return self.event(self.head + i)
+
     def __iter__(self):
         """The buffered events as `(key, token, raw, _id intact, operationType)` (for inspection)."""
         for j in range(self.head, len(self.keys)):

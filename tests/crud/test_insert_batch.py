@@ -1,0 +1,128 @@
+"""The insert byte paths write exactly what the general paths write.
+
+Inserts arrive as mongod and mongos get them from a driver: an OP_MSG whose documents are a
+document sequence (their bytes kept, `bsonutil.DocumentSequence`).  The same random commands run on
+two clusters in virtual time: one with the byte paths (mongos targeting documents by the bytes of
+their hashed `_id`, the shard's batch insert assembling oplog entries from the documents' bytes),
+one with them switched off (targeting by decoded documents, one document at a time).  Every shard's
+oplog, bytes for bytes, its documents, and every reply are the same.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+
+import bson
+import trio
+import trio.testing
+from bson import Binary, Decimal128, Int64, ObjectId, Regex
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mongosim.core import open_cluster
+from mongosim.oplog import bsonutil
+from mongosim.router import commands_crud, insert_targeting, server, wire
+from mongosim.router.server import ConnState
+from mongosim.shardsim import writes
+
+EPOCH = 1_700_000_000
+_UI = re.compile(rb"(\x05ui\x00\x10\x00\x00\x00\x04).{16}", re.S)
+
+ids = st.one_of(st.integers(-(2**31), 2**31 - 1), st.integers(-3, 3), st.text(max_size=3), st.builds(ObjectId),
+                st.integers(2**40, 2**50).map(Int64), st.floats(-5, 5, allow_nan=False), st.just(Decimal128("2")),
+                st.booleans(), st.none(), st.just([1]), st.just(Regex("x")), st.just({"a": 1}), st.just({"$a": 1}))
+docs = st.lists(st.one_of(
+    st.builds(lambda i, v: {"_id": i, "v": v}, ids, st.integers(0, 9)),
+    st.builds(lambda v: {"v": v, "w": "x" * v}, st.integers(0, 9))),  # no _id: mongos gives one
+    min_size=1, max_size=12)
+commands = st.lists(st.tuples(docs, st.booleans(), st.booleans()), min_size=1, max_size=4)  # (docs, ordered, retryable)
+
+
+class _Sink:
+    def __init__(self) -> None:
+        self.replies: list[dict] = []
+
+    async def send_all(self, data: bytes) -> None:
+        self.replies.append(bson.decode(data[21:]))
+
+
+def _op_msg(body: dict, documents: list) -> bytes:
+    """An OP_MSG as a driver sends an insert: the body, then the documents as a kind-1 section."""
+    seq = b"documents\x00" + b"".join(bson.encode(d) for d in documents)
+    payload = b"\x00\x00\x00\x00" + b"\x00" + bson.encode(body) + b"\x01" + struct.pack("<i", len(seq) + 4) + seq
+    return struct.pack("<iiii", 16 + len(payload), 1, 0, wire.OP_MSG) + payload
+
+
+async def _run(script, sharding, byte_paths: bool) -> tuple:
+    oids = (ObjectId(b"\x00" * 8 + i.to_bytes(4, "big")) for i in range(1, 10**6))
+    real_oid = commands_crud.ObjectId
+    commands_crud.ObjectId = lambda: next(oids)  # the _ids mongos gives: the same in both runs
+    try:
+        return await _run_cluster(script, sharding)
+    finally:
+        commands_crud.ObjectId = real_oid
+
+
+async def _run_cluster(script, sharding) -> tuple:
+    async with open_cluster(shards=2, listen=False, epoch=EPOCH) as core:
+        router = core.router
+        conn = ConnState(1, "test")
+        await router.run_command("admin", {"enableSharding": "db", "primaryShard": "shard00"}, conn)
+        if sharding == "hashed":
+            await router.run_command("admin", {"shardCollection": "db.c", "key": {"_id": "hashed"}}, conn)
+        elif sharding == "range":
+            await router.run_command("admin", {"shardCollection": "db.c", "key": {"v": 1}}, conn)
+            await router.run_command("admin", {"split": "db.c", "middle": {"v": 5}}, conn)
+            await router.run_command("admin", {"moveChunk": "db.c", "find": {"v": 5}, "to": "shard01"}, conn)
+        sink = _Sink()
+        codec = wire.WireConnection()
+        lsid = {"id": Binary(b"\x05" * 16, 4)}
+        for k, (documents, ordered, retryable) in enumerate(script):
+            body = {"insert": "c", "ordered": ordered, "$db": "db"}
+            if retryable:
+                body.update(lsid=lsid, txnNumber=Int64(k + 1))
+            codec.receive_data(_op_msg(body, documents))
+            await server._handle(sink, router, conn, codec.next_message())
+        state = []
+        for name, node in sorted(core.shards.items()):
+            coll = node.catalog.collection("db", "c")
+            oplog = node.oplog
+            raws = [_UI.sub(b"\\1" + b"U" * 16, oplog.raw_at(p)) for p in range(oplog.start, oplog.end)
+                    if oplog.meta_at(p)[2] == "db.c"]  # (collection UUIDs are random: compared as a placeholder)
+            state.append((name, raws, list(coll.docs.items()) if coll else None))
+        replies = [{k: v for k, v in r.items() if k not in ("$clusterTime", "operationTime")} for r in sink.replies]
+        return state, replies
+
+
+def _check(script, sharding) -> None:
+    clock = trio.testing.MockClock(autojump_threshold=0)
+    fast = trio.run(_run, script, sharding, True, clock=clock)
+    real_batch, real_targeting = writes.try_insert_batch, insert_targeting.hashed_targeting
+    writes.try_insert_batch = lambda *a, **k: False
+    insert_targeting.hashed_targeting = lambda routing: None
+    try:
+        slow = trio.run(_run, script, sharding, False, clock=trio.testing.MockClock(autojump_threshold=0))
+    finally:
+        writes.try_insert_batch, insert_targeting.hashed_targeting = real_batch, real_targeting
+    assert fast == slow
+
+
+@given(script=commands, sharding=st.sampled_from(["none", "hashed", "range"]))
+@settings(max_examples=150, deadline=None)
+def test_byte_paths_write_what_the_general_paths_write(script, sharding):
+    _check(script, sharding)
+
+
+def test_a_batch_takes_the_byte_path():
+    """A plain batch of new documents is stored and logged by the batch path (no per-document insert)."""
+    calls = []
+    real = writes.insert_one
+    writes.insert_one = lambda *a, **k: (a[2].ns == "db.c" and calls.append(a)) or real(*a, **k)
+    try:
+        state, replies = trio.run(_run, [([{"_id": i, "v": i} for i in range(50)], False, True)], "hashed", True,
+                                  clock=trio.testing.MockClock(autojump_threshold=0))
+    finally:
+        writes.insert_one = real
+    assert replies[0]["n"] == 50 and not calls
+    assert sum(bsonutil.decode(r)["op"] == "i" for _n, raws, _d in state for r in raws) == 50
