@@ -5,7 +5,7 @@
 ``--quick`` takes about two minutes, the full run about ten.  ``--json`` writes
 the figures (``read_ratio``, ``merge_scaling``, ``write_ratio``, ``ops_ratio``, ``mongomock_insert_ratio``,
 ``latency_p50_ms``, ``latency_p99_ms``, ``cold_instant_p99_ms``, ``startup_s``,
-``memory_ratio`` and the raw rates behind them) with the machine they were
+``memory_ratio``, ``index_point_ratio``, ``index_scaling`` and the raw rates behind them) with the machine they were
 measured on.  ``--check`` exits 1 when a goal is missed (the default only fails
 when a benchmark could not run).
 
@@ -32,6 +32,7 @@ import pymongo
 from benchmarks import (
     bench_breakdown,
     bench_fixtures,
+    bench_index,
     bench_latency,
     bench_memory,
     bench_mongomock,
@@ -64,6 +65,9 @@ class Settings:
     mongomock_sizes: tuple[int, ...]
     mongomock_seconds: float
     reset_rounds: int
+    index_docs: int = 100_000
+    index_seconds: float = 1.0
+    index_reps: int = 3
 
 
 QUICK = Settings(read_events=20_000, batch_sizes=(100, 1000), read_reps=2,
@@ -72,7 +76,8 @@ QUICK = Settings(read_events=20_000, batch_sizes=(100, 1000), read_reps=2,
                  latency_probes=300, latency_budget_s=8.0, noop_interval_s=2.0,
                  startup_runs=3, memory_entries=250_000, ops_seconds=0.5, ops_reps=2,
                  mongomock_sizes=(20_000,), mongomock_seconds=0.5,
-                 reset_rounds=20)
+                 reset_rounds=20,
+                 index_docs=50_000, index_seconds=0.5, index_reps=2)
 FULL = Settings(read_events=50_000, batch_sizes=(100, 1000), read_reps=3,
                 merge_events=32_000, merge_shards=(1, 4, 16, 64), merge_reps=3,
                 write_seconds=3.0, write_reps=3, write_ordered=True,
@@ -98,6 +103,8 @@ GOALS: dict[str, tuple[str, Callable[[float], bool]]] = {
     "memory_ratio": ("<= 2.0", lambda v: v <= 2.0),
     "reset_ms": ("<= 20 ms", lambda v: v <= 20.0),
     "plugin_four_tests_s": ("<= 2 s", lambda v: v <= 2.0),
+    "index_point_ratio": (">= 0.8", lambda v: v >= 0.8),
+    "index_scaling": (">= 0.8", lambda v: v >= 0.8),
 }
 
 
@@ -129,6 +136,10 @@ def _raw_text(name: str, r: dict) -> str:
                f" {r['cold_faithful_noop_interval_s']} s"
     if name == "startup_s" and "startup_import_s" in r:
         return f"+ {r['startup_import_s']} s of imports before it"
+    if name == "index_point_ratio" and "index_name_point_per_s" in r:
+        return f"{r['index_name_point_per_s']} / {r['index_id_point_per_s']} find_one/s (name / _id), {r['index_docs']} docs"
+    if name == "index_scaling" and "index_name_point_small_per_s" in r:
+        return f"{r['index_name_point_per_s']} / {r['index_name_point_small_per_s']} find_one/s ({r['index_docs']} / 1000 docs)"
     if name == "memory_ratio" and "memory_rss_bytes_per_entry" in r:
         return f"{r['memory_rss_bytes_per_entry']} B RSS / {r['memory_bson_bytes_per_entry']} B BSON per entry," \
                f" {r['memory_entries']} entries"
@@ -221,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="a run of about two minutes")
     p.add_argument("--json", metavar="FILE", help="write the figures as JSON")
     p.add_argument("--only", default="",
-                   help="comma-separated: startup,read,breakdown,merge,write,ops,mongomock,latency,memory,fixtures")
+                   help="comma-separated: startup,read,breakdown,merge,write,ops,mongomock,latency,memory,fixtures,index")
     p.add_argument("--check", action="store_true", help="exit 1 when a goal is missed")
     p.add_argument("--markdown", metavar="FILE", help="write the table of figures as Markdown (for the README)")
     args = p.parse_args(argv)
@@ -237,6 +248,7 @@ def main(argv: list[str] | None = None) -> int:
         "latency": lambda r: bench_latency.run_latency(st.latency_probes, st.latency_budget_s, st.noop_interval_s, r),
         "memory": lambda r: bench_memory.run_memory(st.memory_entries, r),
         "fixtures": lambda r: bench_fixtures.run_fixtures(st.reset_rounds, r),
+        "index": lambda r: bench_index.run_index(st.index_docs, st.index_seconds, st.index_reps, r),
     }
     only = [x.strip() for x in args.only.split(",") if x.strip()]
     unknown = set(only) - set(benches)

@@ -7,6 +7,7 @@ import it, nothing imports it back, and no command module imports the router.
 
 from mongosim.router import (  # noqa: F401
     bulk_write,
+    cluster_explain,
     commands_admin,
     commands_crud,
     commands_ddl,

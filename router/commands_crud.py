@@ -26,7 +26,7 @@ from mongosim.oplog.clock import ts_key
 from mongosim.oplog.errors import MongoError
 from mongosim.router.aggregate_output import output_writer
 from mongosim.router.change_owning_shard import Outcome, change_owning_shard
-from mongosim.router.command_registry import router_command
+from mongosim.router.command_registry import ROUTER_COMMANDS, router_command
 from mongosim.router.insert_targeting import target_documents
 from mongosim.router.let_parameters import router_variables
 from mongosim.router.request import GENERIC_FIELDS, Request
@@ -503,6 +503,10 @@ async def cmd_kill_cursors(router: Router, req: Request) -> dict:
     return router.cursors.kill(f"{req.db}.{req.cmd['killCursors']}", ids)
 
 
+def _hint(req: Request) -> dict:
+    return {"hint": req.cmd["hint"]} if "hint" in req.cmd else {}
+
+
 @router_command("count")
 async def cmd_count(router: Router, req: Request) -> dict:
     db, coll, ns = _ns(req)
@@ -511,7 +515,8 @@ async def cmd_count(router: Router, req: Request) -> dict:
     limit = int_arg(req.cmd, "limit", "count", None, allow_negative=True)
     total = 0
     for shard in _read_targets(router, req, ns, q):
-        reply = await _run_txn_aware(router, req, shard, db, {"count": coll, "query": q, **_session_fields(req)})
+        reply = await _run_txn_aware(router, req, shard, db, {"count": coll, "query": q, **_hint(req),
+                                                              **_session_fields(req)})
         total += reply["n"]
     total = max(total - skip, 0)
     if limit:
@@ -527,7 +532,8 @@ async def cmd_distinct(router: Router, req: Request) -> dict:
     q = req.cmd.get("query") or {}
     seen: dict = {}
     for shard in _read_targets(router, req, ns, q):
-        reply = await _run_txn_aware(router, req, shard, db, {"distinct": coll, "key": req.cmd.get("key"), "query": q, **_session_fields(req)})
+        reply = await _run_txn_aware(router, req, shard, db, {"distinct": coll, "key": req.cmd.get("key"), "query": q,
+                                                              **_hint(req), **_session_fields(req)})
         for v in reply["values"]:
             seen.setdefault(hashable(v), v)
     return {"values": sorted(seen.values(), key=sort_key), "ok": 1.0}
@@ -549,6 +555,10 @@ async def cmd_aggregate(router: Router, req: Request) -> dict:
             raise MongoError(40602, "$changeStream is only valid as the first stage in a pipeline")
     if req.cmd.get("cursor") is None and not req.cmd.get("explain"):
         raise MongoError("FailedToParse", "The 'cursor' option is required, except for aggregate with the explain argument")
+    if req.cmd.get("explain"):  # the legacy form: explain at verbosity queryPlanner (router.cluster_explain)
+        inner = {k: v for k, v in req.cmd.items() if k not in ("explain", "$db", "$clusterTime", "$readPreference")}
+        return await ROUTER_COMMANDS["explain"](router, Request(req.db, {"explain": inner, "verbosity": "queryPlanner"},
+                                                                req.conn, "explain"))
     from mongosim.shardsim.query.stages import run_pipeline
 
     variables = router_variables(router, req)
@@ -578,9 +588,27 @@ async def cmd_aggregate(router: Router, req: Request) -> dict:
             results.extend(more["cursor"]["nextBatch"])
             cid = more["cursor"]["id"]
     else:
-        docs = await _gather(router, req, db, shards, {"find": target, **_session_fields(req)})
-        results = list(run_pipeline(iter(docs), pipeline, variables=variables))
+        # the leading $match stages run on the shards (where indexes serve them), the rest here
+        k = 0
+        while k < len(pipeline) and isinstance(pipeline[k], dict) and list(pipeline[k]) == ["$match"] \
+                and isinstance(pipeline[k]["$match"], dict) and not _uses_variables(pipeline[k]["$match"]):
+            k += 1
+        flt = {"$and": [st["$match"] for st in pipeline[:k]]} if k > 1 else (pipeline[0]["$match"] if k else {})
+        docs = await _gather(router, req, db, shards, {"find": target, "filter": flt, **_hint(req),
+                                                       **_session_fields(req)})
+        results = list(run_pipeline(iter(docs), pipeline[k:], variables=variables))
     return _serve(router, ns, await _written(write, results, variables), batch_size)
+
+
+def _uses_variables(v) -> bool:
+    """Whether a filter refers to `$$variables` (those stay with the router's own evaluation)."""
+    if isinstance(v, str):
+        return v.startswith("$$")
+    if isinstance(v, dict):
+        return any(_uses_variables(x) for x in v.values())
+    if isinstance(v, list):
+        return any(_uses_variables(x) for x in v)
+    return False
 
 
 async def _written(write, results: list[dict], variables: dict) -> list[dict]:

@@ -8,6 +8,7 @@ module imports the node back.
 from mongosim.shardsim import (  # noqa: F401
     bulk_write,
     ddl,
+    explain_cmd,
     reads,
     search_indexes,
     sharding_ops,

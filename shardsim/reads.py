@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Iterator
 
 from mongosim.oplog.errors import MongoError
-from mongosim.shardsim.command_registry import command
+from mongosim.shardsim.command_registry import COMMANDS, command
 from mongosim.shardsim.create_collection import check_namespace
 from mongosim.shardsim.cursors import DEFAULT_FIRST_BATCH, QueryCursor, cursor_reply
 from mongosim.shardsim.operation_context import OpCtx
@@ -21,7 +21,9 @@ from mongosim.shardsim.query.documents_stage import documents_source
 from mongosim.shardsim.query.matcher import Matcher
 from mongosim.shardsim.query.pipeline_shape import split_pipeline
 from mongosim.shardsim.query.variables import for_command
-from mongosim.shardsim.writes import matching_documents
+from mongosim.shardsim import get_executor
+from mongosim.shardsim.canonical_query import check_hint
+from mongosim.shardsim.get_executor import execute, find_query
 
 if TYPE_CHECKING:
     from mongosim.shardsim.node import Node
@@ -44,29 +46,30 @@ def int_arg(cmd: dict, name: str, cmd_name: str, default: int | None = None, *, 
 
 
 def run_find(node: Node, db: str, coll_name: str, cmd: dict, view=None, variables: dict | None = None) -> Iterator[dict]:
-    from mongosim.shardsim.query.projection import compile_projection
-    from mongosim.shardsim.query.sorting import sort_key_fn
-
+    """The find command's documents: planned (`shardsim.query_planner`) and run to the end."""
     flt = cmd.get("filter") or {}
     if not isinstance(flt, dict):
         raise MongoError("TypeMismatch", "BSON field 'FindCommandRequest.filter' is the wrong type, expected type 'object'")
     matcher = Matcher(flt, variables)
     coll = node.catalog.collection(db, coll_name)
-    docs = list(matching_documents(coll, flt, matcher, view))
-    sort = cmd.get("sort")
-    if sort:
-        docs.sort(key=sort_key_fn(sort))
     skip = int_arg(cmd, "skip", "find", 0) or 0
     limit = int_arg(cmd, "limit", "find", None)
-    if skip:
-        docs = docs[skip:]
-    if limit:
-        docs = docs[:limit]
-    proj = cmd.get("projection")
-    if proj:
-        project = compile_projection(proj, variables=variables)
-        return (project(d) for d in docs)
+    cq = find_query(f"{db}.{coll_name}", cmd, flt, matcher, skip=skip, limit=limit,
+                    batch_size=int_arg(cmd, "batchSize", "find", None), variables=variables)
+    docs, _sol, _ctx = execute(coll, cq, view)
     return iter(docs)
+
+
+def pipeline_source(coll, ns: str, pipeline: list, view, hint, variables: dict | None = None
+                    ) -> tuple[Iterator[dict], list]:
+    """The documents a pipeline starts from, and the stages left to run on them (its leading
+    `$match`/`$sort`/`$limit` run as a planned query: `get_executor.pipeline_query`)."""
+    cq, rest = get_executor.pipeline_query(coll, ns, pipeline, hint, variables)
+    if coll is None:
+        return iter(()), pipeline
+    if cq is None:
+        return (iter(view.scan(coll)) if view is not None else coll.scan()), pipeline
+    return iter(execute(coll, cq, view)[0]), rest
 
 
 def serve_cursor(node: Node, ns: str, results: Iterator[dict], batch_size: int | None, single_batch: bool = False) -> dict:
@@ -109,13 +112,20 @@ def cmd_count(node: Node, ctx: OpCtx) -> dict:
     cmd = ctx.cmd
     name = check_namespace(ctx.db, cmd["count"])
     q = cmd.get("query") or {}
+    if not isinstance(q, dict):
+        raise MongoError("TypeMismatch", "BSON field 'count.query' is the wrong type, expected type 'object'")
     coll = node.catalog.collection(ctx.db, name)
-    n = len(coll) if (coll is not None and not q and ctx.view is None) else len(list(matching_documents(coll, q, None, ctx.view)))
     skip = int_arg(cmd, "skip", "count", 0) or 0
     limit = int_arg(cmd, "limit", "count", None, allow_negative=True)
-    n = max(n - skip, 0)
-    if limit:
-        n = min(n, abs(limit))
+    hint = check_hint(cmd.get("hint"))
+    if coll is not None and not q and ctx.view is None and hint is None:
+        n = len(coll)  # (the server's RECORD_STORE_FAST_COUNT)
+        n = max(n - skip, 0)
+        if limit:
+            n = min(n, abs(limit))
+    else:
+        Matcher(q)  # (a bad query is an error even on a missing collection)
+        n = get_executor.count(coll, q, ctx.view, hint=hint, skip=skip, limit=limit)
     return {"n": n, "ok": 1.0}
 
 
@@ -130,7 +140,11 @@ def cmd_distinct(node: Node, ctx: OpCtx) -> dict:
         raise MongoError("FailedToParse", "BSON field 'distinct.key' is missing but a required field")
     coll = node.catalog.collection(ctx.db, name)
     seen: dict[Any, Any] = {}
-    for doc in matching_documents(coll, cmd.get("query") or {}, None, ctx.view):
+    query = cmd.get("query") or {}
+    if not isinstance(query, dict):
+        raise MongoError("TypeMismatch", "BSON field 'distinct.query' is the wrong type, expected type 'object'")
+    hint = check_hint(cmd.get("hint"))
+    for doc in get_executor.matching(coll, query, Matcher(query), ctx.view, hint=hint):
         for v in _distinct_values(doc, key.split(".")):
             seen.setdefault(hashable(v), v)
     from mongosim.shardsim.query.values import sort_key
@@ -176,6 +190,10 @@ async def cmd_aggregate(node: Node, ctx: OpCtx) -> dict:
     cursor_opt = cmd.get("cursor")
     if cursor_opt is None and not cmd.get("explain"):
         raise MongoError("FailedToParse", "The 'cursor' option is required, except for aggregate with the explain argument")
+    if cmd.get("explain"):  # the legacy form: explain at verbosity queryPlanner (shardsim.explain_cmd)
+        inner = {k: v for k, v in cmd.items() if k != "explain"}
+        return await COMMANDS["explain"](node, OpCtx(ctx.db, {"explain": inner, "verbosity": "queryPlanner"},
+                                                     from_router=ctx.from_router))
     from mongosim.shardsim.query.stages import run_pipeline
 
     variables = for_command(node, ctx)
@@ -189,8 +207,8 @@ async def cmd_aggregate(node: Node, ctx: OpCtx) -> dict:
     else:
         name = check_namespace(ctx.db, target)
         coll = node.catalog.collection(ctx.db, name)
-        docs = (ctx.view.scan(coll) if ctx.view is not None else coll.scan()) if coll is not None else iter(())
         ns = f"{ctx.db}.{name}"
+        docs, stages = pipeline_source(coll, ns, stages, ctx.view, cmd.get("hint"), variables)
     results = list(run_pipeline(docs, stages, variables=variables))
     if write is not None:
         await write(node, ctx, results, variables)

@@ -113,11 +113,13 @@ async def run_on_view(node: Node, ctx: OpCtx, command: str, name: str) -> dict |
                          "executed by mongos", resolvedView={"ns": f"{ctx.db}.{backing}", "pipeline": pipeline})
     from mongosim.shardsim.query.stages import run_pipeline
     from mongosim.shardsim.query.variables import for_command
+    from mongosim.shardsim.reads import pipeline_source
 
+    variables = for_command(node, ctx)
     extra = list(ctx.cmd.get("pipeline") or []) if command == "aggregate" else as_pipeline(command, ctx.cmd)
     coll = node.catalog.collection(ctx.db, backing)
-    docs = (ctx.view.scan(coll) if ctx.view is not None else coll.scan()) if coll is not None else iter(())
-    results = run_pipeline(docs, pipeline + extra, variables=for_command(node, ctx))
+    docs, rest = pipeline_source(coll, f"{ctx.db}.{backing}", pipeline + extra, ctx.view, None, variables)
+    results = run_pipeline(docs, rest, variables=variables)
     return finish_view_read(node, command, ctx.cmd, f"{ctx.db}.{name}", results)
 
 
@@ -150,3 +152,20 @@ def finish_view_read(node: Node | None, command: str, cmd: dict, view_ns: str, r
 def _opens_change_stream(cmd: dict) -> bool:
     p = cmd.get("pipeline")
     return isinstance(p, list) and bool(p) and isinstance(p[0], dict) and "$changeStream" in p[0]
+
+
+def as_aggregate(node: Node, ctx: OpCtx, command: str, cmd: dict) -> dict | None:
+    """A read on a view as the aggregate it stands for (`explain` explains that), or None if the
+    namespace is not a view; through mongos, the shard's 169 with the resolved view instead."""
+    name = cmd.get(command)
+    if command not in READS or not isinstance(name, str):
+        return None
+    resolved = resolve(node, ctx.db, name)
+    if resolved is None:
+        return None
+    backing, pipeline = resolved
+    if ctx.from_router:
+        raise MongoError("CommandOnShardedViewNotSupportedOnMongod", "Resolved views on sharded collections must be "
+                         "executed by mongos", resolvedView={"ns": f"{ctx.db}.{backing}", "pipeline": pipeline})
+    extra = list(cmd.get("pipeline") or []) if command == "aggregate" else as_pipeline(command, cmd)
+    return {"aggregate": backing, "pipeline": pipeline + extra, "cursor": {}}

@@ -20,6 +20,7 @@ from mongosim.oplog import entry as E
 from mongosim.oplog.errors import MongoError
 from mongosim.oplog.oplog import EntryTooLarge
 from mongosim.shardsim.catalog import Collection
+from mongosim.shardsim import get_executor
 from mongosim.shardsim.command_registry import command
 from mongosim.shardsim.create_collection import check_namespace, ensure_collection
 from mongosim.shardsim.fail_point import ON_PRIMARY_TRANSACTIONAL_WRITE
@@ -69,6 +70,12 @@ class WriteSession:
 
     def scan(self, coll: Collection):
         return self.txn.scan(coll) if self.txn is not None else coll.scan()
+
+    def fetch(self, coll: Collection, idk: Any) -> dict | None:
+        return self.txn.fetch(coll, idk) if self.txn is not None else coll.docs.get(idk)
+
+    def changed_ids(self, coll: Collection) -> Any:
+        return self.txn.changed_ids(coll) if self.txn is not None else ()
 
     def insert(self, coll: Collection, doc: dict) -> None:
         self.txn.insert(coll, doc) if self.txn is not None else coll.insert(doc)
@@ -269,28 +276,31 @@ _NO = object()
 
 
 def matching_documents(coll: Collection | None, q: dict, matcher: Matcher | None = None,
-                       view: "WriteSession | Any | None" = None) -> Iterable[dict]:
-    """Documents of `coll` matching `q`, as `view` (a transaction, or committed data) sees them."""
+                       view: "WriteSession | Any | None" = None, *, hint: Any = None, limit: int | None = None,
+                       sort: dict | None = None) -> Iterable[dict]:
+    """Documents of `coll` matching `q`, as `view` (a transaction, or committed data) sees them
+    (planned like a find: an index serves the filter and the sort when one can)."""
     if coll is None:
         return []
-    idv = _id_equality(q)
-    if idv is not _NO:
-        d = view.get(coll, idv) if view is not None else coll.get(idv)
-        return [d] if d is not None else []
-    m = matcher or Matcher(q)
-    docs = view.scan(coll) if view is not None else coll.scan()
-    return [d for d in docs if m.matches(d)]
+    if hint is None and sort is None:
+        idv = _id_equality(q)
+        if idv is not _NO:
+            d = view.get(coll, idv) if view is not None else coll.get(idv)
+            return [d] if d is not None else []
+    return get_executor.matching(coll, q, matcher, view, hint=hint, limit=limit, sort=sort)
 
 
 def first_matching(coll: Collection | None, q: dict, matcher: Matcher, view: Any, limit: int | None,
-                   sort: dict | None = None) -> list[dict]:
-    """The documents a statement writes: those matching `q`, in `sort` order when given, at most `limit`."""
-    docs = list(matching_documents(coll, q, matcher, view))
-    if sort:
-        from mongosim.shardsim.query.sorting import sort_key_fn
+                   sort: dict | None = None, hint: Any = None) -> list[dict]:
+    """The documents a statement writes: those matching `q`, in `sort` order when given, at most `limit`
+    (planned: an index serves the filter and the order when one can; `hint` picks it)."""
+    if coll is None:
+        if sort:
+            from mongosim.shardsim.query.sorting import sort_key_fn
 
-        docs.sort(key=sort_key_fn(sort))
-    return docs[:limit]
+            sort_key_fn(sort)  # (a bad sort is an error even with nothing to sort)
+        return []
+    return list(matching_documents(coll, q, matcher, view, hint=hint, limit=limit, sort=sort or None))
 
 
 def statement_variables(variables: dict, st: dict, update: Any) -> dict:
@@ -419,8 +429,9 @@ async def cmd_update(node: Node, ctx: OpCtx) -> dict:
                 raise MongoError("FailedToParse", "Cannot specify sort with multi=true")
             parse_update(u, st.get("arrayFilters"))
             matcher = Matcher(q, variables)
+            hint = st.get("hint")
             coll, targets = await ws.settled_targets(
-                ctx.db, name, lambda c: first_matching(c, q, matcher, ws, None if multi else 1, sort))
+                ctx.db, name, lambda c: first_matching(c, q, matcher, ws, None if multi else 1, sort, hint))
             if targets:
                 modified = 0
                 for doc in targets:
@@ -484,8 +495,9 @@ async def cmd_delete(node: Node, ctx: OpCtx) -> dict:
             if limit not in (0, 1):
                 raise MongoError("FailedToParse", "The limit field in delete objects must be 0 or 1. Got " + str(limit))
             matcher = Matcher(q, for_command(node, ctx))
+            hint = st.get("hint")
             coll, targets = await ws.settled_targets(
-                ctx.db, name, lambda c: list(matching_documents(c, q, matcher, ws))[:1 if limit == 1 else None])
+                ctx.db, name, lambda c: first_matching(c, q, matcher, ws, 1 if limit == 1 else None, None, hint))
             for doc in targets:
                 delete_document(node, ctx, coll, doc, ws, i)
             n += len(targets)
@@ -526,7 +538,8 @@ async def cmd_find_and_modify(node: Node, ctx: OpCtx) -> dict:
         return dict(saved)
     variables = for_command(node, ctx)
     matcher = Matcher(q, variables)
-    coll, targets = await ws.settled_targets(ctx.db, name, lambda c: first_matching(c, q, matcher, ws, 1, cmd.get("sort")))
+    coll, targets = await ws.settled_targets(
+        ctx.db, name, lambda c: first_matching(c, q, matcher, ws, 1, cmd.get("sort"), cmd.get("hint")))
     doc = targets[0] if targets else None
     fields = cmd.get("fields")
     project = compile_projection(fields, variables=variables) if fields else None

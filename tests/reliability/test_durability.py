@@ -79,6 +79,9 @@ def test_clean_restart_restores_every_node_exactly(tmp_path):
         assert client.d.pre.find_one({"_id": 1})["x"] == 2
         with pytest.raises(pymongo.errors.DuplicateKeyError):  # the unique index came back too
             client.d.c.insert_one({"k": 1, "v": 1050})
+        # ... and answers queries as before the restart (it was rebuilt from the restored documents)
+        assert sorted(d["k"] for d in client.d.c.find({"v": {"$gte": 1500}}).hint("v_unique")) == \
+            [k for k in range(500, 1000, 50) if k != 550]
         with client.d.c.watch(resume_after=events[19]["_id"]) as s:
             rest = [s.next() for _ in range(21)]
         assert [e["_id"] for e in rest] == [e["_id"] for e in events[20:]]

@@ -18,8 +18,11 @@ from pymongo.results import (BulkWriteResult, ClientBulkWriteResult, DeleteResul
                              InsertOneResult, UpdateResult)
 
 
-def _update(matched: int, modified: int, upserted_id: Any) -> dict:
-    doc = {"matchedCount": matched, "modifiedCount": modified, "upsertedCount": 0 if upserted_id is None else 1}
+def _update(matched: int, modified: int, upserted_id: Any, *, with_count: bool = True) -> dict:
+    """An UpdateResult; a client bulk write's per-operation result has no upsertedCount (CRUD spec)."""
+    doc = {"matchedCount": matched, "modifiedCount": modified}
+    if with_count:
+        doc["upsertedCount"] = 0 if upserted_id is None else 1
     if upserted_id is not None:
         doc["upsertedId"] = upserted_id
     return doc
@@ -58,7 +61,7 @@ def client_bulk_write_result(result: ClientBulkWriteResult) -> dict:
                  "deletedCount": result.deleted_count}
     if result.has_verbose_results:
         doc["insertResults"] = {str(i): {"insertedId": r.inserted_id} for i, r in result.insert_results.items()}
-        doc["updateResults"] = {str(i): _update(r.matched_count, r.modified_count, r.upserted_id)
+        doc["updateResults"] = {str(i): _update(r.matched_count, r.modified_count, r.upserted_id, with_count=False)
                                 for i, r in result.update_results.items()}
         doc["deleteResults"] = {str(i): {"deletedCount": r.deleted_count} for i, r in result.delete_results.items()}
     return doc

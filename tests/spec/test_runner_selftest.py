@@ -232,7 +232,7 @@ def test_client_bulk_write_results():
     assert "insertResults" not in summary and summary["insertedCount"] == 1
     verbose = result_to_document(ClientBulkWriteResult(raw, True, True))
     assert verbose["insertResults"] == {"0": {"insertedId": 1}}
-    assert verbose["updateResults"] == {"1": {"matchedCount": 1, "modifiedCount": 1, "upsertedCount": 0}}
+    assert verbose["updateResults"] == {"1": {"matchedCount": 1, "modifiedCount": 1}}  # (no upsertedCount per op)
     assert verbose["deleteResults"] == {}
 
 

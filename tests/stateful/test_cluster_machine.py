@@ -9,6 +9,8 @@ everything committed on its namespace, and:
 - it misses nothing committed on its namespace, and holds nothing else;
 - every resume token it observed (event ids and PBRTs) is monotone;
 - resuming from any token it saw yields exactly the rest (rule `resume_check`).
+
+Reads through the shard-key index (rule `indexed_read`) see exactly the documents written.
 """
 
 from __future__ import annotations
@@ -267,6 +269,24 @@ class ClusterMachine(RuleBasedStateMachine):
             assert reply.get("code") != 239 or now - then >= HISTORY_WINDOW_S or restarts != self.restarts, reply
             return
         assert {d["_id"]: d["k"] for d in reply["cursor"]["firstBatch"]} == seen
+
+    # -- index reads ------------------------------------------------------------------------
+    @rule(lo=st.integers(0, 399), span=st.integers(1, 250), desc=st.booleans())
+    def indexed_read(self, lo: int, span: int, desc: bool) -> None:
+        """A range read through the shard-key index {k: 1}, sorted by it: every write path so far
+        (inserts, updates, deletes, shard-key changes, transactions, migrations' clones and range
+        deletions, restarts) kept the index in step with the documents."""
+        async def read():
+            return await self.client.find("db", "c", {"k": {"$gte": lo, "$lt": lo + span}}, hint={"k": 1},
+                                          sort={"k": -1 if desc else 1})
+
+        try:
+            docs = self.portal.call(read)
+        except CommandError:
+            return  # an injected fault
+        want = sorted(((k, i) for i, k in self.docs.items() if lo <= k < lo + span), reverse=desc)
+        assert sorted((d["k"], d["_id"]) for d in docs) == sorted(want)
+        assert [d["k"] for d in docs] == [k for k, _i in want]
 
     # -- faults ---------------------------------------------------------------------------
     @rule(shard=st.sampled_from(["shard00", "shard01", "shard02"]), seconds=st.sampled_from([0.0, 0.2, 1.5]))

@@ -168,3 +168,36 @@ def test_resume_from_event_token_and_from_pbrt():
     (sw,) = [s for s in r.trace.of("swallowed", where="router") if s.key == event_token]
     assert sw.reason == "the resume token itself"
     assert len(r.story.streams) == 3
+
+
+def test_runs_are_deterministic_beside_another_trio_loop():
+    """A cluster running in a background thread (as a session-scoped test fixture does) shares
+    trio's scheduler random source: the scenario's story must not depend on it."""
+    import threading
+
+    import pymongo
+
+    import mongosim
+
+    with mongosim.Cluster(shards=2, port=0, instant_hwm=True) as cluster:
+        client = pymongo.MongoClient(cluster.uri)
+        stop = threading.Event()
+
+        def busy():  # a change stream over two shards: the router's loop runs several tasks at once
+            coll = client.busy.c
+            with coll.watch(max_await_time_ms=1) as stream:
+                i = 0
+                while not stop.is_set():
+                    coll.insert_many([{"_id": i}, {"_id": i + 1}])
+                    i += 2
+                    stream.try_next()
+
+        worker = threading.Thread(target=busy)
+        worker.start()
+        try:
+            runs = [render_text(demo.run("cold-shard")) for _ in range(3)]
+        finally:
+            stop.set()
+            worker.join()
+            client.close()
+    assert runs[0] == runs[1] == runs[2]
