@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from mongosim.core import open_cluster
 from mongosim.oplog import bsonutil
+from mongosim.oplog.errors import MongoError
 from mongosim.router import commands_crud, insert_targeting, server, wire
 from mongosim.router.server import ConnState
 from mongosim.shardsim import writes
@@ -54,17 +55,17 @@ def _op_msg(body: dict, documents: list) -> bytes:
     return struct.pack("<iiii", 16 + len(payload), 1, 0, wire.OP_MSG) + payload
 
 
-async def _run(script, sharding, byte_paths: bool) -> tuple:
+async def _run(script, sharding, byte_paths: bool, index: str = "none") -> tuple:
     oids = (ObjectId(b"\x00" * 8 + i.to_bytes(4, "big")) for i in range(1, 10**6))
     real_oid = commands_crud.ObjectId
     commands_crud.ObjectId = lambda: next(oids)  # the _ids mongos gives: the same in both runs
     try:
-        return await _run_cluster(script, sharding)
+        return await _run_cluster(script, sharding, index)
     finally:
         commands_crud.ObjectId = real_oid
 
 
-async def _run_cluster(script, sharding) -> tuple:
+async def _run_cluster(script, sharding, index: str) -> tuple:
     async with open_cluster(shards=2, listen=False, epoch=EPOCH) as core:
         router = core.router
         conn = ConnState(1, "test")
@@ -75,6 +76,14 @@ async def _run_cluster(script, sharding) -> tuple:
             await router.run_command("admin", {"shardCollection": "db.c", "key": {"v": 1}}, conn)
             await router.run_command("admin", {"split": "db.c", "middle": {"v": 5}}, conn)
             await router.run_command("admin", {"moveChunk": "db.c", "find": {"v": 5}, "to": "shard01"}, conn)
+        if index != "none":  # a secondary index (unique: checked; queried: maintained from then on)
+            spec = {"key": {"v": 1}, "name": "v_1", **({"unique": True} if index == "unique" else {})}
+            try:
+                await router.run_command("db", {"createIndexes": "c", "indexes": [spec]}, conn)
+            except MongoError:  # (a unique index without the shard key is refused: both runs alike)
+                pass
+            if index == "queried":
+                await router.run_command("db", {"find": "c", "filter": {"v": 3}, "hint": "v_1"}, conn)
         sink = _Sink()
         codec = wire.WireConnection()
         lsid = {"id": Binary(b"\x05" * 16, 4)}
@@ -95,23 +104,24 @@ async def _run_cluster(script, sharding) -> tuple:
         return state, replies
 
 
-def _check(script, sharding) -> None:
+def _check(script, sharding, index="none") -> None:
     clock = trio.testing.MockClock(autojump_threshold=0)
-    fast = trio.run(_run, script, sharding, True, clock=clock)
+    fast = trio.run(_run, script, sharding, True, index, clock=clock)
     real_batch, real_targeting = writes.try_insert_batch, insert_targeting.hashed_targeting
     writes.try_insert_batch = lambda *a, **k: False
     insert_targeting.hashed_targeting = lambda routing: None
     try:
-        slow = trio.run(_run, script, sharding, False, clock=trio.testing.MockClock(autojump_threshold=0))
+        slow = trio.run(_run, script, sharding, False, index, clock=trio.testing.MockClock(autojump_threshold=0))
     finally:
         writes.try_insert_batch, insert_targeting.hashed_targeting = real_batch, real_targeting
     assert fast == slow
 
 
-@given(script=commands, sharding=st.sampled_from(["none", "hashed", "range"]))
-@settings(max_examples=150, deadline=None)
-def test_byte_paths_write_what_the_general_paths_write(script, sharding):
-    _check(script, sharding)
+@given(script=commands, sharding=st.sampled_from(["none", "hashed", "range"]),
+       index=st.sampled_from(["none", "plain", "unique", "queried"]))
+@settings(max_examples=200, deadline=None)
+def test_byte_paths_write_what_the_general_paths_write(script, sharding, index):
+    _check(script, sharding, index)
 
 
 def test_a_batch_takes_the_byte_path():
