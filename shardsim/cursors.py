@@ -38,6 +38,10 @@ def cursor_reply(batch: list, cursor_id: int, ns: str, *, first: bool, fields: d
 
 
 _BATCH_BYTES = MAX_BATCH_BYTES - 64 * 1024
+# A batch's documents are the elements of an array: each costs its type byte, its index's digits
+# and a NUL beside its own bytes (FindCommon's kPerDocumentOverheadBytesUpperBound: 2 + the digits
+# of the largest index a 16 MB reply can hold).
+PER_DOCUMENT_OVERHEAD = 2 + len(str(MAX_BATCH_BYTES // 5))
 
 
 def _encoded_size(doc: Any) -> int:
@@ -75,7 +79,7 @@ class QueryCursor:
                 except StopIteration:
                     self.exhausted = True
                     break
-            size += _encoded_size(doc)
+            size += _encoded_size(doc) + PER_DOCUMENT_OVERHEAD
             if out and size > _BATCH_BYTES:  # a batch stops short of 16 MB (the reply must fit in a message)
                 self._peek.append(doc)
                 break

@@ -43,14 +43,15 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from collections import deque
 from dataclasses import dataclass, field
-from itertools import accumulate
-from operator import itemgetter
+from itertools import accumulate, repeat
+from operator import add, itemgetter
 from typing import Any, Callable
 
 from sortedcontainers import SortedList
 
 from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.changestream.event_batch import (
+    OVERHEAD,
     ID_ALTERED_FIELD,
     OP_TYPES_FIELD,
     SORT_KEYS_FIELD,
@@ -320,7 +321,7 @@ class AsyncResultsMerger:
             order = sorted(range(len(keys)), key=keys.__getitem__)
             raws = list(itemgetter(*order)(raws)) if len(order) > 1 else raws
         n = min(len(raws), limit)
-        total = list(accumulate(map(len, raws[:n])))
+        total = list(accumulate(map(add, map(len, raws[:n]), repeat(OVERHEAD))))
         fit = bisect_right(total, budget)
         if fit < n:
             n = fit if (fit or not first) else 1

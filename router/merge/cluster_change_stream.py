@@ -32,7 +32,7 @@ from mongosim.router.merge.ensure_resume_token_present import EnsureResumeTokenP
 from mongosim.router.merge.handle_topology_change import HandleTopologyChange
 from mongosim.router.merge.split_pipeline import shard_command
 from mongosim.router.request import Request
-from mongosim.shardsim.changestream.cursor import BATCH_BYTES, ID_MODIFIED_MSG
+from mongosim.shardsim.changestream.cursor import BATCH_BYTES, ID_MODIFIED_MSG, OVERHEAD
 from mongosim.shardsim.changestream.spec import parse_spec, validate
 from mongosim.shardsim.changestream.user_stages import validate_user_pipeline
 from mongosim.shardsim.cursors import cursor_reply
@@ -164,7 +164,7 @@ class ClusterChangeStreamCursor:
         events in one step each; special events, and every event while the client's token has not
         been passed or a trace is on, one by one through the merge part's stages."""
         arm = self.arm
-        size = sum(map(_nbytes, out))
+        size = sum(map(_nbytes, out)) + OVERHEAD * len(out)
         # remotes fail only while we await (their fetch tasks run then): check now and after awaits
         for rc in arm.errors():
             raise self._shard_error(rc)
@@ -174,7 +174,7 @@ class ClusterChangeStreamCursor:
                 if run is not None:
                     raws, tok = run
                     out += raws
-                    size += sum(map(len, raws))
+                    size += sum(map(len, raws)) + OVERHEAD * len(raws)
                     self.pbrt = tok
                     arm.returned(tok)
                     continue
@@ -182,7 +182,7 @@ class ClusterChangeStreamCursor:
                 return
             if out:  # a batch stops short of 16 MB, as the server's does (the reply must fit in one message)
                 _key, nxt = arm.front_event()
-                if size + _nbytes(nxt) > BATCH_BYTES:
+                if size + _nbytes(nxt) + OVERHEAD > BATCH_BYTES:
                     return
             key, tok, raw, intact, op_type, rc = arm.next_ready()
             topology_event = rc.is_config or op_type == "migrateChunkToNewShard"
@@ -206,7 +206,7 @@ class ClusterChangeStreamCursor:
             if not intact:
                 raise MongoError("ChangeStreamFatalError", ID_MODIFIED_MSG)
             out.append(raw)
-            size += _nbytes(raw)
+            size += _nbytes(raw) + OVERHEAD
             self.pbrt = tok
             arm.returned(tok)
             if op_type == "invalidate":

@@ -36,7 +36,7 @@ from mongosim.oplog import entry as E
 from mongosim.oplog.layout import crud_layout
 from mongosim.oplog.resume_token import bson_document_key_fields, crud_token_prefix, encode_event_token
 from mongosim.shardsim.changestream import render as R
-from mongosim.shardsim.changestream.event_batch import BATCH_BYTES, EventBatch, make_token
+from mongosim.shardsim.changestream.event_batch import BATCH_BYTES, OVERHEAD, EventBatch, make_token
 from mongosim.shardsim.query.diff import update_description
 
 # How a run ended.
@@ -228,7 +228,7 @@ class RunRenderer:
                 if hit is not None:
                     op_type, token, ev, _dk, _diff = hit
                     size = len(ev)
-                    if size > max_event or (out_raws and size > budget):
+                    if size > max_event or (out_raws and size + OVERHEAD > budget):
                         status = PIPELINE if size > max_event else FULL
                         break
                     tb = token.get("_typeBits")
@@ -238,7 +238,7 @@ class RunRenderer:
                     add_key(token["_data"])
                     add_op(op_type)
                     last = key
-                    budget -= size
+                    budget -= size + OVERHEAD
                     room -= 1
                     i += 1
                     continue
@@ -326,7 +326,7 @@ class RunRenderer:
             else:
                 body = b"".join((head, tok, after, ts_le, t.mid, wall, t.ns_key, key_raw, b"\x00"))
             size = len(body) + 4
-            if size > max_event or (out_raws and size > budget):
+            if size > max_event or (out_raws and size + OVERHEAD > budget):
                 status = PIPELINE if size > max_event else FULL
                 break
             ev = size.to_bytes(4, "little") + body
@@ -338,7 +338,7 @@ class RunRenderer:
             add_key(data)
             add_op(op_type)
             last = key
-            budget -= size
+            budget -= size + OVERHEAD
             room -= 1
             i += 1
         if i > start:

@@ -31,6 +31,7 @@ from mongosim.shardsim.changestream import batch_render
 from mongosim.shardsim.changestream.context import PAUSE, ChangeStreamContext, Invalidated, Stage
 from mongosim.shardsim.changestream.event_batch import (  # noqa: F401  (the router's merge reads these fields)
     BATCH_BYTES,
+    OVERHEAD,
     ID_ALTERED_FIELD,
     OP_TYPES_FIELD,
     SORT_KEYS_FIELD,
@@ -130,7 +131,7 @@ class ChangeStreamCursor:
                 raise MongoError("BSONObjectTooLarge",
                                  f"BSONObj size: {len(raw)} ({len(raw):#X}) is invalid. Size must be between 0 and "
                                  f"{MAX_EVENT_BYTES}(16MB) First element: _id: {ev.token}")
-            if len(batch) and batch.size + len(raw) > BATCH_BYTES:
+            if len(batch) and batch.size + len(raw) + OVERHEAD > BATCH_BYTES:
                 self._stash = ev
                 break
             batch.append(ev.token, raw, intact, ev.op_type)

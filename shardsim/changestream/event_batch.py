@@ -23,6 +23,7 @@ from typing import Any
 from bson import Binary
 
 from mongosim.oplog import bsonutil
+from mongosim.shardsim.cursors import PER_DOCUMENT_OVERHEAD
 
 # Internal cursor fields for the router (shard part of a sharded stream).
 SORT_KEYS_FIELD = "$_sortKeys"
@@ -30,6 +31,7 @@ TYPE_BITS_FIELD = "$_typeBits"
 ID_ALTERED_FIELD = "$_idAltered"
 OP_TYPES_FIELD = "$_opTypes"
 BATCH_BYTES = bsonutil.MAX_BSON_OBJECT_SIZE - 64 * 1024  # a batch stops short of 16 MB (its reply must fit)
+OVERHEAD = PER_DOCUMENT_OVERHEAD  # what an event costs in the reply's array beside its bytes
 
 
 def make_token(key: str, bits: bytes | None) -> dict:
@@ -46,7 +48,7 @@ class EventBatch:
         self.ops: list[str] = []
         self.bits: dict[int, bytes] = {}
         self.altered: list[int] = []
-        self.size = 0  # BSON bytes of the events
+        self.size = 0  # bytes of the events in a reply's array (each its BSON and OVERHEAD)
 
     def __len__(self) -> int:
         return len(self.raws)
@@ -62,7 +64,7 @@ class EventBatch:
             self.bits[i] = bytes(tb)
         if not intact:
             self.altered.append(i)
-        self.size += len(raw)
+        self.size += len(raw) + OVERHEAD
 
     def token(self, i: int) -> dict:
         return make_token(self.keys[i], self.bits.get(i))

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mongosim.router.merge.async_results_merger import AsyncResultsMerger, RemoteCursor
-from mongosim.shardsim.changestream.event_batch import OP_TYPES_FIELD, SORT_KEYS_FIELD, TYPE_BITS_FIELD
+from mongosim.shardsim.changestream.event_batch import OP_TYPES_FIELD, OVERHEAD, SORT_KEYS_FIELD, TYPE_BITS_FIELD
 
 remote = st.tuples(
     st.lists(st.tuples(st.integers(0, 60), st.integers(1, 40), st.sampled_from(["insert"] * 6 + ["invalidate",
@@ -41,11 +41,11 @@ def _one_by_one(arm: AsyncResultsMerger, limit: int, budget: int) -> tuple[list,
     out, size, last = [], 0, None
     while len(out) < limit and arm.ready():
         key, raw = arm.front_event()
-        if out and size + len(raw) > budget:
+        if out and size + len(raw) + OVERHEAD > budget:
             break
         _k, tok, raw, _ok, _op, _rc = arm.next_ready()
         out.append(raw)
-        size += len(raw)
+        size += len(raw) + OVERHEAD
         last = tok
     return out, last
 
@@ -57,21 +57,21 @@ def _by_runs(arm: AsyncResultsMerger, limit: int, budget: int) -> tuple[list, di
         if run is not None:
             raws, last = run
             out += raws
-            size += sum(map(len, raws))
+            size += sum(map(len, raws)) + OVERHEAD * len(raws)
             continue
         if not arm.ready():
             break
         key, raw = arm.front_event()
-        if out and size + len(raw) > budget:
+        if out and size + len(raw) + OVERHEAD > budget:
             break
         _k, last, raw, _ok, _op, _rc = arm.next_ready()  # (a special event: one by one)
         out.append(raw)
-        size += len(raw)
+        size += len(raw) + OVERHEAD
     return out, last
 
 
 @given(remotes=st.lists(remote, min_size=1, max_size=5), batches=st.integers(1, 3),
-       limits=st.lists(st.tuples(st.integers(1, 40), st.integers(1, 400)), min_size=1, max_size=6))
+       limits=st.lists(st.tuples(st.integers(1, 40), st.integers(1, 600)), min_size=1, max_size=6))
 @settings(max_examples=400)
 def test_runs_release_what_single_events_release(remotes, batches, limits):
     a, b = _merger(remotes, batches), _merger(remotes, batches)
