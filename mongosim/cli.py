@@ -109,6 +109,7 @@ def _serve_parser(sub: Any) -> argparse.ArgumentParser:
                  "Ctrl-C (or SIGTERM) stops it cleanly.",
                  "mongosim serve                                  # 2 shards on 127.0.0.1:27017",
                  "mongosim serve --shards 3 --port 27018 --instant-hwm",
+                 "mongosim serve --shards 3 --routers 2           # two mongos: 27017 and 27018",
                  "mongosim serve --topology replset               # one node, a replica-set primary",
                  "mongosim serve -v                               # log every command (JSON lines)",
                  "mongosim serve --trace merge.jsonl              # the merge trace of every stream",
@@ -117,6 +118,8 @@ def _serve_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=_port, default=27017, help="port to listen on, 0-65535 (default 27017; 0 = any free port)")
     p.add_argument("--shards", type=_at_least(1), default=2, help="number of shards, >= 1 (default 2)")
+    p.add_argument("--routers", type=_at_least(1), default=1,
+                   help="number of mongos routers, on consecutive ports from --port, >= 1 (default 1)")
     p.add_argument("--topology", choices=["sharded", "replset"], default="sharded")
     p.add_argument("--noop-interval", type=_positive, default=10.0,
                    help="seconds between periodic noop writes on idle nodes (periodicNoopIntervalSecs, default 10)")
@@ -187,12 +190,20 @@ async def _serve(opts: ClusterOptions, trace_out: Any) -> None:
                 from mongosim.trace import Trace
 
                 Trace(out=trace_out, keep=False).attach(core)
+            _print_routers(core)  # (before the ready line, which scripts wait for)
             print(f"mongosim {opts.topology} cluster ready: {core.uri}  (Ctrl-C stops it)", flush=True)
             if opts.topology == "sharded" and not opts.instant_hwm:
                 print(f"  note: as on a real cluster, an idle shard delays change events by up to its noop interval "
                       f"({opts.noop_interval:g} s); --instant-hwm removes that latency", flush=True)
             async for _ in signals:
                 break
+
+
+def _print_routers(core: Any) -> None:
+    """Every router's endpoint (with several routers; `mongosim fault routerNN --restart` acts on one)."""
+    if len(core.mongos) > 1:
+        for proc, uri in zip(core.mongos, core.router_uris):
+            print(f"  {proc.name}: {uri}", flush=True)
 
 
 def _run_serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -216,7 +227,7 @@ def _run_serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     keep_freed_memory()
     command_log.configure(args.verbose)
     opts = ClusterOptions(
-        shards=args.shards, topology=args.topology, host=args.host, port=args.port,
+        shards=args.shards, routers=args.routers, topology=args.topology, host=args.host, port=args.port,
         noop_interval=args.noop_interval, instant_hwm=args.instant_hwm, oplog_size_mb=args.oplog_size_mb,
         auth=args.auth, users_file=args.users_file, tls_cert_file=args.tls_cert_file,
         tls_key_file=args.tls_key_file, data_dir=args.data_dir, event_cache=args.event_cache,
@@ -285,20 +296,24 @@ class _Server:
 
 def _fault_parser(sub: Any) -> argparse.ArgumentParser:
     p = _command(sub, "fault", "inject a fault into a running mongosim cluster",
-                 "Inject a fault on one shard of a running `mongosim serve` (the mongosimFault test command).",
+                 "Inject a fault on one shard of a running `mongosim serve`, or stop, start or restart one of its "
+                 "routers (the mongosimFault test command).",
                  "mongosim fault shard01 --delay 0.5            # every command to shard01 waits 0.5 s",
                  "mongosim fault shard01 --fail 6 --times 2     # its next 2 commands fail (HostUnreachable)",
                  "mongosim fault shard00 --restart              # its cursors are lost",
                  "mongosim fault shard01 --pause-noop           # a cold shard stays cold",
                  "mongosim fault shard01 --clear",
+                 "mongosim fault router01 --restart             # a mongos restarts: its connections and cursors die",
                  "mongosim fault shard01 --drop --uri mongodb://127.0.0.1:27018/")
-    p.add_argument("shard", help="the shard, e.g. shard01")
+    p.add_argument("shard", help="the shard, e.g. shard01, or a router, e.g. router01 (--restart, --stop, --start)")
     p.add_argument("--uri", default=DEFAULT_URI, help=f"the cluster (default {DEFAULT_URI})")
     p.add_argument("--delay", type=float, help="seconds every command to the shard waits")
     p.add_argument("--fail", type=int, metavar="CODE", help="fail the shard's next command(s) with this error code")
     p.add_argument("--times", type=_at_least(1), default=1, help="how many commands --fail / --drop affect")
     p.add_argument("--drop", action="store_true", help="drop the router's connection to the shard")
-    p.add_argument("--restart", action="store_true", help="restart the shard (its cursors are lost)")
+    p.add_argument("--restart", action="store_true", help="restart the shard or router (its cursors are lost)")
+    p.add_argument("--stop", action="store_true", help="stop a router (its port closes)")
+    p.add_argument("--start", action="store_true", help="start a stopped router again")
     p.add_argument("--pause-noop", action="store_true", help="stop the shard's periodic noop writer")
     p.add_argument("--resume-noop", action="store_true", help="restart the shard's periodic noop writer")
     p.add_argument("--skew", type=float, help="seconds the shard's wall clock runs ahead (negative: behind)")
@@ -318,6 +333,10 @@ def _run_fault(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
         cmd["drop"] = args.times
     if args.restart:
         cmd["restart"] = True
+    if args.stop:
+        cmd["stop"] = True
+    if args.start:
+        cmd["start"] = True
     if args.pause_noop and args.resume_noop:
         parser.error("--pause-noop and --resume-noop contradict each other")
     if args.pause_noop or args.resume_noop:
@@ -327,8 +346,8 @@ def _run_fault(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     if args.clear:
         cmd["clear"] = True
     if len(cmd) == 1:
-        parser.error("nothing to do: give --delay, --fail, --drop, --restart, --pause-noop, --resume-noop, "
-                     "--skew or --clear")
+        parser.error("nothing to do: give --delay, --fail, --drop, --restart, --stop, --start, --pause-noop, "
+                     "--resume-noop, --skew or --clear")
     with _Server(args.uri, "fault") as server:
         reply = server.run(cmd)
     print(f"{args.shard}: {', '.join(reply['applied'])}")

@@ -87,6 +87,13 @@ class Cluster:
         assert self.core is not None, "cluster not started"
         return self.core.port
 
+    @property
+    def router_uris(self) -> list[str]:
+        """One URI per mongos router (router00, router01, ...), for a client that must use one router;
+        `uri` names them all."""
+        assert self.core is not None, "cluster not started"
+        return self.core.router_uris
+
     def call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run `fn(*args, **kwargs)` (sync or async) on the cluster's event loop and return its result."""
         assert self._loop is not None, "cluster not started"

@@ -16,14 +16,17 @@ from functools import partial
 from typing import Any, AsyncIterator
 
 import trio
+from bson import ObjectId
 
 import mongosim.status  # noqa: F401  (registers the mongosimStatus router command)
 from mongosim.command_log import CommandLog, enabled as command_log_enabled
 from mongosim.oplog.clock import TimeSource
+from mongosim.oplog.errors import MongoError
 from mongosim.router import handshake
 from mongosim.router.replset import ReplSetFrontend
 from mongosim.router.mongos import Router
 from mongosim.router.server import serve_tcp
+from mongosim.router.sharding_catalog_manager import ShardingCatalogManager
 from mongosim.shardsim.node import Node
 
 
@@ -32,6 +35,8 @@ class ClusterOptions:
     """How a cluster is built (`Cluster(**options)`, `open_cluster(**options)`, `mongosim serve` flags).
 
     shards          number of shards (sharded topology), >= 1
+    routers         number of mongos routers (sharded topology), >= 1: router00, router01, ... on consecutive
+                    ports from `port` (each its own free port with port 0); `uri` names them all
     topology        "sharded" (config server + shards behind a mongos) or "replset" (one node answering
                     as a replica-set primary; drivers read its change streams directly)
     host, port      where the wire server listens; port 0 picks a free port (read `Cluster.uri`)
@@ -52,6 +57,7 @@ class ClusterOptions:
 
     shards: int = 2
     topology: str = "sharded"  # or "replset"
+    routers: int = 1  # mongos routers (sharded), on consecutive ports from `port`
     host: str = "127.0.0.1"
     port: int = 0
     noop_interval: float = 10.0
@@ -73,6 +79,10 @@ def shard_name(i: int) -> str:
     return f"shard{i:02d}"
 
 
+def router_name(i: int) -> str:
+    return f"router{i:02d}"
+
+
 class ClusterCore:
     """A running cluster: its nodes, its front door, its task nursery."""
 
@@ -82,12 +92,15 @@ class ClusterCore:
         self.time = TimeSource(opts.epoch)
         self.nodes: dict[str, Node] = {}
         self.config: Node | None = None
-        self.router: Router | None = None
+        self.router: Router | None = None  # = routers[0]
+        self.routers: list[Router] = []
+        self.mongos: list[Any] = []  # mongosim.mongos_process.MongosProcess, one per router
         self.frontend: Any = None
         self.port: int = 0
         self.faults: Any = None
         self._next_port = 27018
         self.store: Any = None  # shardsim.persistence.Store with --data-dir
+        self.balancer: Any = None  # router.balancer.Balancer (sharded clusters)
 
     @property
     def oplog_bytes(self) -> int | None:
@@ -118,14 +131,19 @@ class ClusterCore:
 
     @property
     def uri(self) -> str:
+        """The cluster's URI: every router's host:port (drivers load-balance across them)."""
         host = self.opts.host if self.opts.host not in ("0.0.0.0", "::") else "127.0.0.1"
         if self.opts.topology == "replset":
             return f"mongodb://{host}:{self.port}/?replicaSet={self.opts.set_name}"
+        if len(self.mongos) > 1:
+            return "mongodb://" + ",".join(f"{host}:{p.port}" for p in self.mongos) + "/"
         return f"mongodb://{host}:{self.port}/"
 
     @property
     def shards(self) -> dict[str, Node]:
-        return {n: node for n, node in self.nodes.items() if n != "config"}
+        """The cluster's shards (not the config server, nor shards removed by removeShard)."""
+        retired = self.router.registry.retired if self.router is not None else {}
+        return {n: node for n, node in self.nodes.items() if n != "config" and n not in retired}
 
     async def start(self) -> None:
         ident = handshake.ServerIdentity(host=self.opts.host if self.opts.host not in ("0.0.0.0", "::") else "127.0.0.1",
@@ -143,53 +161,110 @@ class ClusterCore:
             self.config = self.make_node("config", is_config=True)
             names = [n for n in saved if n != "config"] if saved else [shard_name(i) for i in range(self.opts.shards)]
             shards = {n: self.make_node(n) for n in names}
-            self.router = Router(self.config, shards, identity=ident, shard_factory=self.make_node,
-                                 instant_hwm=self.opts.instant_hwm)
+            manager = ShardingCatalogManager(self.config, shards, shard_factory=self.make_node)
+            self._make_routers(manager, ident)
             from mongosim.router.sharding import config_write, shard_document
 
             if shards and not saved:
                 await config_write(self.router, {"insert": "shards",
                                                  "documents": [shard_document(self.router, n) for n in shards]})
             self.router.refresh_catalog()
-            self.router.nursery = self.nursery
+            self._start_balancer(manager)
             from mongosim.faults import FaultInjector
 
-            self.faults = self.router.faults = FaultInjector(self)
+            self.faults = FaultInjector(self)
+            for router in self.routers:
+                router.nursery = self.nursery
+                router.faults = self.faults
             self.frontend = self.router
         if self.opts.auth or self.opts.users_file:
             from mongosim.router.authn import make_auth
 
             self.frontend.auth = make_auth(self.opts.auth, self.opts.users_file)
+            for router in self.routers:
+                router.auth = self.frontend.auth  # users live on the config server: every router knows them
         if self.store is not None:
             from mongosim.durability import finish_restore
 
             finish_restore(self)
         self.nursery.start_soon(self._reap_cursors, name="cursor-reaper")
-        if self.opts.listen:
-            ssl_context = None
-            if self.opts.tls_cert_file:
-                import ssl
-
-                ssl_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-                ssl_context.load_cert_chain(self.opts.tls_cert_file, self.opts.tls_key_file)
-            service = self.frontend
-            if self.store is not None:
-                from mongosim.shardsim.persistence import DurableService
-
-                service = DurableService(self.frontend, self.store)
-            if command_log_enabled():  # `mongosim serve -v`: every command as a mongod-style JSON line
-                service = CommandLog(service)
-            self.port = await self.nursery.start(partial(serve_tcp, ssl_context=ssl_context),
-                                                 service, self.opts.host, self.opts.port)
+        if self.routers:
+            await self._start_mongos()
+        elif self.opts.listen:
+            self.port = await self.nursery.start(partial(serve_tcp, ssl_context=self._ssl_context()),
+                                                 self._wrap_service(self.frontend), self.opts.host, self.opts.port)
             self.frontend.identity.port = self.port
+
+    def _wrap_service(self, service: Any) -> Any:
+        """What a listener serves around a front door: --data-dir's durability, `serve -v`'s command log."""
+        if self.store is not None:
+            from mongosim.shardsim.persistence import DurableService
+
+            service = DurableService(service, self.store)
+        if command_log_enabled():  # `mongosim serve -v`: every command as a mongod-style JSON line
+            service = CommandLog(service)
+        return service
+
+    def _ssl_context(self) -> Any:
+        if not self.opts.tls_cert_file:
+            return None
+        import ssl
+
+        ssl_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        ssl_context.load_cert_chain(self.opts.tls_cert_file, self.opts.tls_key_file)
+        return ssl_context
+
+    def _make_routers(self, manager: ShardingCatalogManager, ident: handshake.ServerIdentity) -> None:
+        """The cluster's mongos routers, router00, router01, ... each with its own identity."""
+        from dataclasses import replace
+
+        for i in range(max(1, self.opts.routers)):
+            identity = ident if i == 0 else replace(ident, process_id=ObjectId(), parameters=dict(ident.parameters))
+            self.routers.append(Router(manager, identity=identity, instant_hwm=self.opts.instant_hwm,
+                                       name=router_name(i)))
+        self.router = self.routers[0]
+
+    async def _start_mongos(self) -> None:
+        """Every router as a process: its listener on port p + i (or a free port), its uptime pings."""
+        from mongosim.mongos_process import MongosProcess
+
+        ssl_context = self._ssl_context()
+        for i, router in enumerate(self.routers):
+            port = self.opts.port + i if self.opts.port else 0
+            proc = MongosProcess(router, self.opts.host, port, listen=self.opts.listen, ssl_context=ssl_context,
+                                 wrap=self._wrap_service)
+            self.mongos.append(proc)
+            await proc.start(self.nursery)
+        self.port = self.mongos[0].port if self.opts.listen else 0
+
+    def mongos_process(self, name: str) -> Any:
+        """The MongosProcess of router `name` (router00, router01, ...)."""
+        for proc in self.mongos:
+            if proc.name == name:
+                return proc
+        raise MongoError("ShardNotFound", f"no router named {name}")
+
+    @property
+    def router_uris(self) -> list[str]:
+        """One URI per router (mongodb://host:port/), in router order: for clients that must talk to one
+        router (the spec runner's useMultipleMongoses: false, a test pinning a router)."""
+        host = self.opts.host if self.opts.host not in ("0.0.0.0", "::") else "127.0.0.1"
+        return [f"mongodb://{host}:{p.port}/" for p in self.mongos]
+
+    def _start_balancer(self, manager: ShardingCatalogManager) -> None:
+        """The config server's balancer (it drains shards being removed), with its own router."""
+        from mongosim.router.balancer import Balancer
+
+        self.balancer = Balancer(Router(manager, name="config", instant_hwm=self.opts.instant_hwm))
+        self.nursery.start_soon(self.balancer.run, name="balancer")
 
     async def _reap_cursors(self) -> None:
         while True:
             await trio.sleep(60)
             for node in list(self.nodes.values()):
                 node.cursors.reap_idle()
-            if self.router is not None:
-                self.router.cursors.reap_idle()
+            for router in self.routers:
+                router.cursors.reap_idle()
 
 
 @asynccontextmanager

@@ -7,10 +7,13 @@
     faults.restart("shard00")             # its cursors are lost, open transactions aborted
     faults.pause_noop("shard02")          # no periodic noop: a cold shard stays cold
     faults.skew("shard01", 30)            # its wall clock runs 30 s ahead
+    faults.restart("router01")            # a mongos restarts: its connections and cursors die
+    await faults.stop_router("router01")  # ... or stops, until start_router("router01")
     faults.clear()
 
 From the command line (against `mongosim serve`):
-`mongosim fault shard01 --delay 0.5` sends the `mongosimFault` test command.
+`mongosim fault shard01 --delay 0.5` sends the `mongosimFault` test command;
+`mongosim fault router01 --restart` restarts a router (`{mongosimFault: "router01", restart: true}`).
 """
 
 from __future__ import annotations
@@ -56,9 +59,34 @@ class FaultInjector:
         """The router's next `times` commands to the shard fail as a dropped connection (a network error)."""
         self._remote(shard).drop_connection(int(times))
 
+    # -- routers ---------------------------------------------------------------------------
+    def is_router(self, name: str) -> bool:
+        return any(p.name == name for p in self.core.mongos)
+
+    async def stop_router(self, name: str) -> None:
+        """The mongos stops: its listener and connections close, its cursors die."""
+        await self.core.mongos_process(name).stop()
+
+    async def start_router(self, name: str) -> None:
+        """A stopped mongos starts again on its port, its memory empty."""
+        await self.core.mongos_process(name).start(self.core.nursery)
+
+    async def restart_router(self, name: str) -> None:
+        await self.core.mongos_process(name).restart(self.core.nursery)
+
+    def _restart_router_soon(self, name: str) -> None:
+        """Restart a router now: it stops at once; its listener is back as soon as the old one closed."""
+        proc = self.core.mongos_process(name)
+        proc.router.stop()
+        self.core.nursery.start_soon(proc.restart, self.core.nursery)
+
     def restart(self, shard: str) -> None:
         """A shard restart: cursors lost, open transactions aborted, snapshot history gone
-        (reads at an earlier atClusterTime: SnapshotTooOld); the oplog survives."""
+        (reads at an earlier atClusterTime: SnapshotTooOld); the oplog survives.
+        A router (router00, ...) restarts as a process: see `restart_router`."""
+        if self.is_router(shard):
+            self._restart_router_soon(shard)
+            return
         node = self._node(shard)
         # operations in flight fail as at shutdown; later getMores find no cursor (CursorNotFound)
         node.cursors.kill_all(MongoError("InterruptedAtShutdown", "interrupted at shutdown"))
@@ -85,15 +113,20 @@ class FaultInjector:
             if self.core.router is not None and name in self.core.router.shards:
                 self.core.router.shard(name).clear_faults()
 
-    def apply_command(self, cmd: dict) -> dict:
-        """The `mongosimFault` test command: `{mongosimFault: <shard>, delay|fail|drop|restart|pauseNoop|skew|clear}`.
+    def apply_command(self, cmd: dict, router: Any = None, conn: Any = None) -> dict:
+        """The `mongosimFault` test command: `{mongosimFault: <shard>, delay|fail|drop|restart|pauseNoop|skew|clear}`,
+        or `{mongosimFault: <router>, restart|stop|start: true}`.
 
         Arguments are checked as the server's IDL parser checks a command's (TypeMismatch for a wrong
         type, BadValue for a value out of range, IDLUnknownField for an unknown field), all before any fault is
         applied: a bad command changes nothing."""
         shard, args = parse_fault_command(cmd)
+        if self.is_router(shard):
+            return self._apply_to_router(shard, args, router, conn)
         if shard not in self.core.nodes:
             raise MongoError("ShardNotFound", f"Shard {shard} not found")
+        if "stop" in args or "start" in args:
+            raise MongoError("BadValue", f"stop and start are for routers; {shard} is a shard (restart it)")
         done = []
         if "delay" in args:
             self.delay(shard, args["delay"])
@@ -119,6 +152,27 @@ class FaultInjector:
             done.append("clear")
         return {"applied": done, "ok": 1.0}
 
+    def _apply_to_router(self, name: str, args: dict, via: Any, conn: Any) -> dict:
+        """restart / stop / start a router; asked through that very router, it acts once the reply is sent."""
+        proc = self.core.mongos_process(name)
+        actions = [a for a in ("restart", "stop", "start") if args.get(a)]
+        if set(args) - {"restart", "stop", "start"} or len(actions) > 1:
+            raise MongoError("BadValue", f"a router ({name}) takes one of restart, stop, start")
+
+        def act() -> None:
+            if "restart" in actions:
+                self._restart_router_soon(name)
+            elif "stop" in actions:
+                proc.router.stop()
+                self.core.nursery.start_soon(proc.stop)
+            elif "start" in actions:
+                self.core.nursery.start_soon(proc.start, self.core.nursery)
+
+        if via is proc.router and conn is not None:
+            conn.after_reply.append(act)
+        else:
+            act()
+        return {"applied": actions, "ok": 1.0}
 
 def abort_open_transactions(node: Any) -> None:
     """Abort every transaction open (or prepared) on a node, as a restart or a test reset does."""
@@ -203,7 +257,7 @@ def parse_fault_command(cmd: dict) -> tuple[str, dict]:
             if not isinstance(v, int):  # true (once), or how many times
                 raise wrong_type("mongosimFault", field, v, "[bool, int]")
             args[field] = int(v) if isinstance(v, bool) else _whole(field, v, low=0)
-        elif field in ("restart", "pauseNoop", "clear"):
+        elif field in ("restart", "stop", "start", "pauseNoop", "clear"):
             args[field] = _flag(field, v)
         else:
             raise _unknown(field)

@@ -18,6 +18,12 @@ evaluates `let` once (`router.let_parameters`), gives every insert without an
 - A WouldChangeOwningShard from a shard becomes mongos's delete + insert in a
   transaction (`router.change_owning_shard`), as for the update command.
 
+Each child bulkWrite carries, in its `nsInfo`, the version each namespace was
+targeted by (`shardVersion`, `databaseVersion`: router/shard_versioning.py); a
+child a shard refuses as routed by a stale table ran nothing, so its ops are
+targeted again after a refresh (a multi op only on the shards that did not
+answer yet).
+
 The shards' reply items are re-indexed to the client's ops; an ordered bulkWrite
 stops at the first error, and inside a transaction any error ends it.  The
 reply is served through mongos's own cursor (`admin.$cmd.bulkWrite`), with the
@@ -35,6 +41,7 @@ from mongosim.router.command_registry import router_command
 from mongosim.router.commands_crud import _rerun_statement, _update_result, targets_for_query
 from mongosim.router.let_parameters import router_variables
 from mongosim.router.request import Request
+from mongosim.router.shard_versioning import MAX_STALE_RETRIES, is_stale, version_fields
 from mongosim.router.sharding import critical_sections, ensure_database
 from mongosim.router.write_without_shard_key import first_in_sort_order, narrowed
 from mongosim.shardsim.bulk_write import (
@@ -64,6 +71,10 @@ class _Special:
         self.shards = shards
 
 
+class _Stale(Exception):
+    """A shard refused a child bulkWrite as routed by a stale table (nothing ran): target it again."""
+
+
 class ClusterBulkWrite:
     def __init__(self, router: Router, req: Request, breq: BulkRequest) -> None:
         self.router = router
@@ -76,6 +87,10 @@ class ClusterBulkWrite:
         self.base = {k: req.cmd[k] for k in _FORWARD if k in req.cmd}
         self.wc_errors: list[tuple[str, dict]] = []
         self.stopped = False
+        self.stale_rounds = 0  # refreshes after a stale answer (up to MAX_STALE_RETRIES)
+        self.stale = False  # a child came back stale in this round
+        self.routed: dict[tuple[str, str], dict] = {}  # (ns, shard) -> the versions it was targeted by
+        self.multi_items: dict[int, dict[str, dict]] = {}  # a multi op's items, per shard that answered
 
     # -- targeting -----------------------------------------------------------------
     def _ns(self, op: BulkOp) -> tuple[str, str, str]:
@@ -84,20 +99,31 @@ class ClusterBulkWrite:
         return db, coll, ns
 
     def _target(self, idx: int) -> str | _Special:
-        """The one shard op `idx` goes to, or the shards of an op that needs several."""
+        """The one shard op `idx` goes to, or the shards of an op that needs several (the versions they
+        are targeted by are remembered for the child bulkWrites)."""
+        target = self._target_by_cache(idx)
+        ns = self.breq.namespaces[self.breq.ops[idx].ns_index]
+        db, coll = ns.split(".", 1)
+        for shard in (target.shards if isinstance(target, _Special) else [target]):
+            if isinstance(shard, str) and (ns, shard) not in self.routed:
+                self.routed[(ns, shard)] = version_fields(self.router, db, coll, shard)
+        return target
+
+    def _target_by_cache(self, idx: int) -> str | _Special:
         op = self.breq.ops[idx]
         db, coll, ns = self._ns(op)
+        primary = self.router.catalog.primary_of(db)  # first: a database not cached is looked up
         routing = self.router.catalog.routing(ns)
         if op.kind == "insert":
             if routing is None:
-                return self.router.catalog.primary_of(db)
+                return primary
             return routing.shard_for(routing.pattern.extract(op.spec["document"]))
         q = op.spec["filter"]
         if routing is not None and op.kind == "update" and op.spec.get("upsert") \
                 and routing.pattern.extract_from_query(q) is None:
             raise MongoError("ShardKeyNotFound", "Failed to target upsert by query :: could not extract exact "
                                                  f"shard key from query {q}")
-        shards = targets_for_query(self.router, ns, q)
+        shards = targets_for_query(self.router, ns, q, op.spec.get("collation"))
         return shards[0] if len(shards) == 1 else _Special(shards)
 
     # -- running ----------------------------------------------------------------------
@@ -105,6 +131,10 @@ class ClusterBulkWrite:
         pending = list(range(len(self.breq.ops)))
         while pending and not self.stopped:
             pending = await (self._ordered_round(pending) if self.breq.ordered else self._unordered_round(pending))
+            if self.stale:  # some child ran nothing: target its ops again by a fresh routing table
+                self.stale = False
+                self.stale_rounds += 1
+                await self._refresh()
         for idx in sorted(self.items):
             self.replies.add(self.breq.ops[idx].kind, self.items[idx])
         return self.replies
@@ -148,14 +178,15 @@ class ClusterBulkWrite:
         the batch of each shard it may match, so each shard sees its ops in the client's order),
         until a single op without the shard key, which goes alone in a round of its own."""
         by_shard: dict[str, list[int]] = {}
-        multi: dict[int, list[dict]] = {}
+        multi: dict[int, dict[str, dict]] = {}
         for idx, target in self._targets(pending):
             if isinstance(target, MongoError):
                 self._record(idx, error_item(idx, target, self.breq.ops[idx].kind == "update"))
             elif isinstance(target, _Special) and self.breq.ops[idx].spec.get("multi"):
-                multi[idx] = []
+                multi[idx] = self.multi_items.setdefault(idx, {})
                 for shard in target.shards:
-                    by_shard.setdefault(shard, []).append(idx)
+                    if shard not in multi[idx]:  # (not again on a shard that answered before a stale one)
+                        by_shard.setdefault(shard, []).append(idx)
             elif isinstance(target, _Special):
                 if by_shard:
                     break
@@ -164,18 +195,22 @@ class ClusterBulkWrite:
             else:
                 by_shard.setdefault(target, []).append(idx)
         done: set[int] = set()
+        stale_multi: set[int] = set()
         for shard, batch in by_shard.items():
             if self.stopped:
                 return []
-            done |= await self._batch(shard, batch, multi)
+            ran = await self._batch(shard, batch, multi)
+            done |= ran
+            stale_multi |= {i for i in batch if i in multi and i not in ran}
         for idx, items in multi.items():
-            if items:
-                self._record(idx, _combined(idx, items, self.breq.ops[idx].kind == "update"))
-        return [i for i in pending if i not in done and i not in self.items]
+            if items and idx not in stale_multi:
+                self._record(idx, _combined(idx, list(items.values()), self.breq.ops[idx].kind == "update"))
+        return [i for i in pending if i not in self.items and (i not in done or i in stale_multi)]
 
     # -- one child bulkWrite -------------------------------------------------------------
-    def _child(self, idxs: list[int], ops: list[dict] | None = None) -> dict:
-        """The bulkWrite a shard gets for the client's ops `idxs` (their namespaces renumbered)."""
+    def _child(self, shard: str, idxs: list[int], ops: list[dict] | None = None) -> dict:
+        """The bulkWrite `shard` gets for the client's ops `idxs` (their namespaces renumbered, each with
+        the version it was targeted by)."""
         ns_index: dict[int, int] = {}
         child_ops = []
         for k, idx in enumerate(idxs):
@@ -184,7 +219,7 @@ class ClusterBulkWrite:
             spec[op.kind] = ns_index.setdefault(op.ns_index, len(ns_index))
             child_ops.append({op.kind: spec.pop(op.kind), **spec})
         cmd: dict[str, Any] = {
-            "bulkWrite": 1, "ops": child_ops, "nsInfo": [{"ns": self.breq.namespaces[i]} for i in ns_index],
+            "bulkWrite": 1, "ops": child_ops, "nsInfo": [self._ns_info(self.breq.namespaces[i], shard) for i in ns_index],
             "ordered": self.breq.ordered, "errorsOnly": False, **self.base}
         if self.retryable:
             cmd["stmtIds"] = [self.breq.stmt_id_of(i) for i in idxs]
@@ -192,6 +227,24 @@ class ClusterBulkWrite:
             for k in ("lsid", "txnNumber", "autocommit", "startTransaction", "readConcern", "writeConcern"):
                 cmd.pop(k, None)
         return cmd
+
+    async def _refresh(self) -> None:
+        """A fresh routing table (a database dropped meanwhile is created again, as writes do)."""
+        self.router.refresh_catalog()
+        self.routed = {}
+        for db in sorted({ns.split(".", 1)[0] for ns in self.breq.namespaces}):
+            await ensure_database(self.router, db)
+
+    def _ns_info(self, ns: str, shard: str) -> dict:
+        fields = self.routed.get((ns, shard))
+        if fields is None:
+            db, coll = ns.split(".", 1)
+            fields = version_fields(self.router, db, coll, shard)
+        return {"ns": ns, **fields}
+
+    def _stale(self, err: MongoError) -> bool:
+        """A stale answer to retry (never inside a transaction: there the command fails or restarts)."""
+        return not self.in_txn and is_stale(err) and self.stale_rounds < MAX_STALE_RETRIES
 
     async def _send(self, shard: str, cmd: dict) -> list[dict]:
         """Run a child bulkWrite on `shard`; its reply items (following the shard's cursor)."""
@@ -220,10 +273,13 @@ class ClusterBulkWrite:
         into `multi`, to be combined); the ops that ran (or failed)."""
         multi = multi if multi is not None else {}
         try:
-            items = await self._send(shard, self._child(idxs))
+            items = await self._send(shard, self._child(shard, idxs))
         except MongoError as err:
             if self.in_txn:
                 raise
+            if self._stale(err):
+                self.stale = True
+                return set()
             items = [error_item(k, err, self.breq.ops[idx].kind == "update")
                      for k, idx in enumerate(idxs[:1] if self.breq.ordered else idxs)]
         done = set()
@@ -231,7 +287,7 @@ class ClusterBulkWrite:
             idx = idxs[item["idx"]]
             done.add(idx)
             if idx in multi:
-                multi[idx].append({**item, "idx": idx})
+                multi[idx][shard] = {**item, "idx": idx}
             else:
                 await self._note(shard, idx, item)
         return done
@@ -264,38 +320,51 @@ class ClusterBulkWrite:
     async def _special(self, idx: int, shards: list[str]) -> None:
         op = self.breq.ops[idx]
         update = op.kind == "update"
-        if op.spec.get("multi"):
-            await self._broadcast(idx, shards)
-        elif update and op.spec.get("sort"):
-            await self._first_by_sort(idx, shards)
-        else:
-            await self._one_by_one(idx, shards)
+        while True:
+            try:
+                if op.spec.get("multi"):
+                    await self._broadcast(idx, shards)
+                elif update and op.spec.get("sort"):
+                    await self._first_by_sort(idx, shards)
+                else:
+                    await self._one_by_one(idx, shards)
+                break
+            except _Stale:  # target it again by a fresh table (a multi op: where it did not run yet)
+                self.stale_rounds += 1
+                await self._refresh()
+                target = self._target(idx)
+                shards = target.shards if isinstance(target, _Special) else [target]
         if idx not in self.items:  # matched nothing anywhere
             self._record(idx, ok_item(idx, 0, 0 if update else None))
 
     async def _one_shard(self, shard: str, idx: int, spec: dict | None = None) -> dict | None:
         """Op `idx` (or `spec` in its place) on `shard` alone: its item (None if it did not run)."""
         try:
-            items = await self._send(shard, self._child([idx], [spec] if spec is not None else None))
+            items = await self._send(shard, self._child(shard, [idx], [spec] if spec is not None else None))
         except MongoError as err:
             if self.in_txn:
                 raise
+            if self._stale(err):
+                raise _Stale() from err
             return error_item(idx, err, self.breq.ops[idx].kind == "update")
         return {**items[0], "idx": idx} if items else None
 
     async def _broadcast(self, idx: int, shards: list[str]) -> None:
         """A multi update/delete on every shard it may match: the counts summed, the first error kept."""
         update = self.breq.ops[idx].kind == "update"
-        n = n_modified = 0
+        answered = self.multi_items.setdefault(idx, {})
         for shard in shards:
+            if shard in answered:  # (it ran there before a stale answer elsewhere)
+                continue
             item = await self._one_shard(shard, idx)
             if item is None:
                 continue
             if not item["ok"]:
                 self._record(idx, item)
                 return
-            n += item.get("n", 0)
-            n_modified += item.get("nModified", 0)
+            answered[shard] = item
+        n = sum(item.get("n", 0) for item in answered.values())
+        n_modified = sum(item.get("nModified", 0) for item in answered.values())
         self._record(idx, ok_item(idx, n, n_modified if update else None))
 
     async def _one_by_one(self, idx: int, shards: list[str]) -> None:
@@ -313,10 +382,12 @@ class ClusterBulkWrite:
         db, coll, _ns = self._ns(op)
         try:
             found = await first_in_sort_order(self.router, self.req, db, coll, op.spec["filter"], op.spec["sort"],
-                                              shards, self.req.cmd.get("let"))
+                                              shards, self.req.cmd.get("let"), op.spec.get("collation"))
         except MongoError as err:
             if self.in_txn:
                 raise
+            if self._stale(err):
+                raise _Stale() from err
             self._record(idx, error_item(idx, err, True))
             return
         if found is None:

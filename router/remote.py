@@ -46,13 +46,17 @@ class Faults:
     drop_times: int = 0
     partition: bool = False
 
+    def clear(self) -> None:
+        """Back to no faults, in place: every router's remote to the shard shares this object."""
+        self.__init__()  # type: ignore[misc]
+
 
 class ShardRemote:
-    def __init__(self, name: str, node: "Node", clock: Any) -> None:
+    def __init__(self, name: str, node: "Node", clock: Any, faults: Faults | None = None) -> None:
         self.name = name
         self.node = node
         self._clock = clock  # the router's cluster clock (has .key / .advance)
-        self.faults = Faults()
+        self.faults = faults if faults is not None else Faults()  # the shard's link faults, shared by routers
         self.commands_sent = 0
 
     async def command(self, db: str, cmd: dict, *, cluster_time: int | None = None, learn: bool = True) -> dict:
@@ -98,4 +102,4 @@ class ShardRemote:
         self.faults.drop_times = times
 
     def clear_faults(self) -> None:
-        self.faults = Faults()
+        self.faults.clear()

@@ -18,6 +18,7 @@ from mongosim.router.error_labels import change_stream_labels
 from mongosim.router.failpoints import (
     app_name_of,
     apply_fail_command,
+    attach_write_concern_error,
     fail_get_more_after_checkout,
 )
 from mongosim.router.request import Request
@@ -92,9 +93,7 @@ class ReplSetFrontend:
 
     def decorate(self, reply: dict, db: str, cmd: dict, conn: ConnState) -> dict:
         op_key = reply.pop("_opTimeKey", 0) or self.node.clock.key
-        wce = conn.extra.pop("writeConcernError", None)
-        if wce is not None and reply.get("ok"):
-            reply["writeConcernError"] = wce
+        attach_write_concern_error(reply, conn)
         reply["operationTime"] = key_ts(op_key)
         reply["$clusterTime"] = handshake.cluster_time_doc(self.node.clock.now())
         return reply

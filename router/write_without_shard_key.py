@@ -14,7 +14,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from mongosim.router.collation_targeting import effective_collation
 from mongosim.router.request import Request
+from mongosim.router.shard_versioning import with_versions
+from mongosim.shardsim.collation import command_collator
 from mongosim.shardsim.query.sorting import sort_key_fn
 
 if TYPE_CHECKING:
@@ -22,14 +25,20 @@ if TYPE_CHECKING:
 
 
 async def first_in_sort_order(router: Router, req: Request, db: str, coll: str, q: dict, sort: dict,
-                              shards: list[str], let: dict | None = None) -> tuple[str, dict] | None:
-    """(shard, document) of the first document matching `q` in `sort` order on `shards`, or None."""
-    key = sort_key_fn(sort)
+                              shards: list[str], let: dict | None = None,
+                              collation: Any = None) -> tuple[str, dict] | None:
+    """(shard, document) of the first document matching `q` in `sort` order on `shards`, or None
+    (`collation`: the statement's, which both the shards' finds and the comparison here use)."""
+    key = sort_key_fn(sort, command_collator(effective_collation(router.catalog.routing(f"{db}.{coll}"), collation),
+                                             None))
     best: tuple[str, dict] | None = None
     for shard in shards:
         cmd: dict[str, Any] = {"find": coll, "filter": q, "sort": sort, "limit": 1, "singleBatch": True}
         if let is not None:
             cmd["let"] = let
+        if collation is not None:
+            cmd["collation"] = collation
+        cmd = with_versions(router, req, db, cmd, shard)
         if req.cmd.get("autocommit") is False:
             reply = await router.txns.run_in_transaction(req, shard, db, cmd)
         else:

@@ -32,7 +32,6 @@ from mongosim.oplog import bsonutil
 from mongosim.oplog.error_codes import CODES
 from mongosim.oplog.errors import MongoError
 from mongosim.shardsim import views
-from mongosim.shardsim.collation import refuse_collation
 from mongosim.shardsim.command_registry import command
 from mongosim.shardsim.cursors import QueryCursor
 from mongosim.shardsim.operation_context import OpCtx
@@ -293,7 +292,6 @@ class _NodeBulkWrite:
         if self.bypass is not None:
             sub["bypassDocumentValidation"] = self.bypass
         name = next(iter(sub))
-        refuse_collation(name, sub)
         if views.definition(self.node, db, sub[name]) is not None:
             raise views.not_a_collection(db, sub[name])
         if ctx.txn is None and self.node.prepared_namespaces:

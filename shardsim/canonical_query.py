@@ -109,6 +109,7 @@ class CanonicalQuery:
     batch_size: int | None = None
     count: bool = False  # a count: no SORT, no projection, COUNT on top
     variables: dict | None = None  # the command's `let` variables, $$NOW, $$CLUSTER_TIME (projections use them)
+    collator: Any = None  # the query's collation (None: simple); `matcher` was compiled with it
     leaves: list[Leaf] = field(default_factory=list)
     residual: list[dict] = field(default_factory=list)
 

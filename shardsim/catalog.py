@@ -118,7 +118,7 @@ class Collection:
                 if ix.enforces_unique and keys and not ix.is_id:
                     dup = ix.duplicate_of(keys, idk)
                     if dup is not None:
-                        raise duplicate_key_error(self.ns, ix.name, ix.key_pattern, dup)
+                        raise duplicate_key_error(self.ns, ix.name, ix.key_pattern, dup, ix.collator)
                 computed.append(keys)
             self._checked = (doc, computed)  # (the insert that follows reuses the keys)
 
@@ -177,7 +177,7 @@ class Collection:
             if ix.enforces_unique and new_keys:
                 dup = ix.duplicate_of(new_keys, idk)
                 if dup is not None:
-                    raise duplicate_key_error(self.ns, ix.name, ix.key_pattern, dup)
+                    raise duplicate_key_error(self.ns, ix.name, ix.key_pattern, dup, ix.collator)
             changes.append((ix, old_keys, new_keys))
         h = self.history
         if h is not None and h.readers:
@@ -262,7 +262,7 @@ class Collection:
                 if prev is not None and entry[:n] == prev[:n] and entry[n + 1] != prev[n + 1]:
                     doc = self.docs[entry[n + 1]]
                     key = next(k for k in ix.keys(doc) if ix.encode(k) == entry[:n])
-                    raise duplicate_key_error(self.ns, spec["name"], spec["key"], key)
+                    raise duplicate_key_error(self.ns, spec["name"], spec["key"], key, ix.collator)
                 prev = entry
             self._maintained.append(ix)
             self.access[spec["name"]] = ix

@@ -30,6 +30,7 @@ from bson import Binary
 from mongosim.oplog import entry as E
 from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.catalog import Collection
+from mongosim.shardsim.collation import index_collation, normalise_option
 from mongosim.shardsim.command_registry import command
 from mongosim.shardsim.create_collection import (
     check_namespace,
@@ -74,7 +75,7 @@ def _options_of(cmd: dict, first: str) -> dict:
 @command("create")
 def cmd_create(node: Node, ctx: OpCtx) -> dict:
     name = check_namespace(ctx.db, ctx.cmd["create"])
-    opts = _options_of(ctx.cmd, "create")
+    opts = normalise_option(_options_of(ctx.cmd, "create"))
     existing = node.catalog.collection(ctx.db, name)
     if "viewOn" in opts:
         return _create_view(node, ctx, name, opts)
@@ -92,6 +93,8 @@ def _create_view(node: Node, ctx: OpCtx, name: str, opts: dict) -> dict:
 
     views = ensure_collection(node, ctx, ctx.db, "system.views")
     view_doc = {"_id": f"{ctx.db}.{name}", "viewOn": opts["viewOn"], "pipeline": opts.get("pipeline", [])}
+    if opts.get("collation"):
+        view_doc["collation"] = opts["collation"]  # (normalised by cmd_create)
     if views.get(view_doc["_id"]) is not None or node.catalog.collection(ctx.db, name) is not None:
         raise MongoError("NamespaceExists", f"Namespace {ctx.db}.{name} already exists")
     insert_one(node, ctx, views, view_doc, WriteSession(node, OpCtx(ctx.db, {})), 0)
@@ -192,6 +195,7 @@ def cmd_create_indexes(node: Node, ctx: OpCtx) -> dict:
         raise MongoError("BadValue", "Must specify at least one index to create")
     specs = [normalize_index_spec(s) for s in specs]
     coll = node.catalog.collection(ctx.db, name)
+    specs = [index_collation(s, coll) for s in specs]
     created_auto = coll is None
     if coll is None:
         coll = ensure_collection(node, ctx, ctx.db, name)
@@ -207,7 +211,7 @@ def cmd_create_indexes(node: Node, ctx: OpCtx) -> dict:
             continue
         for existing in coll.indexes:
             if _same_key(existing["key"], spec["key"]) and bool(existing.get("unique")) == bool(spec.get("unique")) \
-                    and all(existing.get(o) == spec.get(o) for o in ("partialFilterExpression", "weights")):
+                    and all(existing.get(o) == spec.get(o) for o in ("partialFilterExpression", "weights", "collation")):
                 raise MongoError("IndexOptionsConflict", f"Index already exists with a different name: {existing['name']}")
         if "_fts" in spec["key"]:
             text = [s for s in coll.indexes + new_specs if "_fts" in s["key"]]

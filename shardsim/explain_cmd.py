@@ -33,6 +33,7 @@ from mongosim.oplog import bsonutil
 from mongosim.oplog.errors import MongoError
 from mongosim.shardsim import get_executor, views
 from mongosim.shardsim.build_info import GIT_VERSION, SERVER_VERSION
+from mongosim.shardsim.collation import command_collator
 from mongosim.shardsim.command_registry import command
 from mongosim.shardsim.create_collection import check_namespace
 from mongosim.shardsim.operation_context import OpCtx
@@ -103,7 +104,10 @@ def _shape(v: Any) -> Any:
 
 # -- the planner's part -------------------------------------------------------------------------
 def planner_info(ns: str, cq: CanonicalQuery, sol: Solution) -> dict:
-    qp: dict[str, Any] = {"namespace": ns, "parsedQuery": parsed_query(cq.filter), "indexFilterSet": False}
+    qp: dict[str, Any] = {"namespace": ns, "parsedQuery": parsed_query(cq.filter)}
+    if cq.collator is not None:
+        qp["collation"] = dict(cq.collator.spec)
+    qp["indexFilterSet"] = False
     if not sol.express:
         shape = {"filter": cq.filter, "sort": cq.sort, "projection": cq.projection}
         qp["queryHash"] = _hash_hex(shape, 8)
@@ -199,14 +203,16 @@ def _find(node: Node, ctx: OpCtx, inner: dict, verbosity: str) -> dict:
     if not isinstance(flt, dict):
         raise MongoError("TypeMismatch", "BSON field 'FindCommandRequest.filter' is the wrong type, expected type 'object'")
     variables = _variables(node, ctx, inner)
-    matcher = Matcher(flt, variables)
+    collator = command_collator(inner.get("collation"), node.catalog.collection(ctx.db, name), "find.collation")
+    matcher = Matcher(flt, variables, collator)
     skip = int_arg(inner, "skip", "find", 0) or 0
     limit = int_arg(inner, "limit", "find", None, allow_negative=True)
     if limit is not None and limit < 0:  # (legacy hard limit: singleBatch)
         limit = -limit
     ns = f"{ctx.db}.{name}"
     cq = get_executor.find_query(ns, inner, flt, matcher, skip=skip, limit=limit,
-                                 batch_size=int_arg(inner, "batchSize", "find", None), variables=variables)
+                                 batch_size=int_arg(inner, "batchSize", "find", None), variables=variables,
+                                 collator=collator)
     return explain_query(node, ctx, ns, node.catalog.collection(ctx.db, name), cq, verbosity)
 
 
@@ -240,7 +246,9 @@ def _count(node: Node, ctx: OpCtx, inner: dict, verbosity: str) -> dict:
             if verbosity == "allPlansExecution":
                 out["executionStats"]["allPlansExecution"] = []
         return out
-    cq = CanonicalQuery(ns, q, Matcher(q), skip=skip, limit=limit, hint=hint, count=True)
+    collator = command_collator(inner.get("collation"), coll, "count.collation")
+    cq = CanonicalQuery(ns, q, Matcher(q, None, collator), skip=skip, limit=limit, hint=hint, count=True,
+                        collator=collator)
     return explain_query(node, ctx, ns, coll, cq, verbosity)
 
 
@@ -252,8 +260,10 @@ def _distinct(node: Node, ctx: OpCtx, inner: dict, verbosity: str) -> dict:
     if not isinstance(q, dict):
         raise MongoError("TypeMismatch", "BSON field 'distinct.query' is the wrong type, expected type 'object'")
     ns = f"{ctx.db}.{name}"
-    cq = CanonicalQuery(ns, q, Matcher(q), hint=check_hint(inner.get("hint")))
-    return explain_query(node, ctx, ns, node.catalog.collection(ctx.db, name), cq, verbosity)
+    coll = node.catalog.collection(ctx.db, name)
+    collator = command_collator(inner.get("collation"), coll, "distinct.collation")
+    cq = CanonicalQuery(ns, q, Matcher(q, None, collator), hint=check_hint(inner.get("hint")), collator=collator)
+    return explain_query(node, ctx, ns, coll, cq, verbosity)
 
 
 def _write_stage(kind: str, counters) -> Any:
@@ -288,9 +298,10 @@ def _matched(sol: Solution | None) -> int:
 
 
 def _update_one(node: Node, ctx: OpCtx, ns: str, coll, q: dict, multi: bool, upsert: bool, hint, sort,
-                verbosity: str, variables: dict | None = None) -> dict:
-    cq = CanonicalQuery(ns, q, Matcher(q, variables), hint=check_hint(hint), limit=None if multi else 1,
-                        sort=sort or None)
+                verbosity: str, variables: dict | None = None, collation: Any = None) -> dict:
+    collator = command_collator(collation, coll)
+    cq = CanonicalQuery(ns, q, Matcher(q, variables, collator), hint=check_hint(hint), limit=None if multi else 1,
+                        sort=sort or None, collator=collator)
 
     def counters(sol):
         n = _matched(sol)
@@ -300,9 +311,10 @@ def _update_one(node: Node, ctx: OpCtx, ns: str, coll, q: dict, multi: bool, ups
 
 
 def _delete_one(node: Node, ctx: OpCtx, ns: str, coll, q: dict, multi: bool, hint, sort, verbosity: str,
-                variables: dict | None = None) -> dict:
-    cq = CanonicalQuery(ns, q, Matcher(q, variables), hint=check_hint(hint), limit=None if multi else 1,
-                        sort=sort or None)
+                variables: dict | None = None, collation: Any = None) -> dict:
+    collator = command_collator(collation, coll)
+    cq = CanonicalQuery(ns, q, Matcher(q, variables, collator), hint=check_hint(hint), limit=None if multi else 1,
+                        sort=sort or None, collator=collator)
     return explain_query(node, ctx, ns, coll, cq, verbosity,
                          wrap=_write_stage("DELETE", lambda sol: {"nWouldDelete": _matched(sol)}))
 
@@ -322,7 +334,7 @@ def _update(node: Node, ctx: OpCtx, inner: dict, verbosity: str) -> dict:
     q = st.get("q") or {}
     return _update_one(node, ctx, f"{ctx.db}.{name}", node.catalog.collection(ctx.db, name), q,
                        bool(st.get("multi")), bool(st.get("upsert")), st.get("hint"), st.get("sort"), verbosity,
-                       _variables(node, ctx, inner))
+                       _variables(node, ctx, inner), st.get("collation"))
 
 
 def _delete(node: Node, ctx: OpCtx, inner: dict, verbosity: str) -> dict:
@@ -330,7 +342,8 @@ def _delete(node: Node, ctx: OpCtx, inner: dict, verbosity: str) -> dict:
     st = _single_statement(inner, "deletes")
     q = st.get("q") or {}
     return _delete_one(node, ctx, f"{ctx.db}.{name}", node.catalog.collection(ctx.db, name), q,
-                       st.get("limit", 0) == 0, st.get("hint"), None, verbosity, _variables(node, ctx, inner))
+                       st.get("limit", 0) == 0, st.get("hint"), None, verbosity, _variables(node, ctx, inner),
+                       st.get("collation"))
 
 
 def _find_and_modify(node: Node, ctx: OpCtx, inner: dict, verbosity: str) -> dict:
@@ -341,9 +354,10 @@ def _find_and_modify(node: Node, ctx: OpCtx, inner: dict, verbosity: str) -> dic
     coll = node.catalog.collection(ctx.db, name)
     variables = _variables(node, ctx, inner)
     if inner.get("remove"):
-        return _delete_one(node, ctx, ns, coll, q, False, inner.get("hint"), inner.get("sort"), verbosity, variables)
+        return _delete_one(node, ctx, ns, coll, q, False, inner.get("hint"), inner.get("sort"), verbosity, variables,
+                           inner.get("collation"))
     return _update_one(node, ctx, ns, coll, q, False, bool(inner.get("upsert")), inner.get("hint"),
-                       inner.get("sort"), verbosity, variables)
+                       inner.get("sort"), verbosity, variables, inner.get("collation"))
 
 
 def explain_aggregate(node: Node, ctx: OpCtx, inner: dict, verbosity: str) -> dict:
@@ -357,9 +371,10 @@ def explain_aggregate(node: Node, ctx: OpCtx, inner: dict, verbosity: str) -> di
     ns = f"{ctx.db}.{name}"
     coll = node.catalog.collection(ctx.db, name)
     variables = _variables(node, ctx, inner)
-    cq, rest = get_executor.pipeline_query(coll, ns, pipeline, inner.get("hint"), variables)
+    collator = command_collator(inner.get("collation"), coll, "aggregate.collation")
+    cq, rest = get_executor.pipeline_query(coll, ns, pipeline, inner.get("hint"), variables, collator)
     if cq is None:
-        cq = CanonicalQuery(ns, {}, Matcher({}))
+        cq = CanonicalQuery(ns, {}, Matcher({}), collator=collator)
     from mongosim.shardsim.query.stages import run_pipeline
 
     for st in rest:  # (validated as the aggregate would validate them)

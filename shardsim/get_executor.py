@@ -41,7 +41,7 @@ def _bool_arg(cmd: dict, name: str) -> bool:
 
 
 def find_query(ns: str, cmd: dict, flt: dict, matcher: Matcher, *, skip: int = 0, limit: int | None = None,
-               batch_size: int | None = None, variables: dict | None = None) -> CanonicalQuery:
+               batch_size: int | None = None, variables: dict | None = None, collator=None) -> CanonicalQuery:
     """The canonical query of a find command (its options validated as the server does)."""
     hint = check_hint(cmd.get("hint"))
     mn, mx = _obj_arg(cmd, "min"), _obj_arg(cmd, "max")
@@ -56,7 +56,8 @@ def find_query(ns: str, cmd: dict, flt: dict, matcher: Matcher, *, skip: int = 0
     sort = cmd.get("sort")
     return CanonicalQuery(ns, flt, matcher, sort=sort or None, projection=proj or None, skip=skip, limit=limit,
                           hint=hint, min=mn, max=mx, return_key=_bool_arg(cmd, "returnKey"),
-                          show_record_id=_bool_arg(cmd, "showRecordId"), batch_size=batch_size, variables=variables)
+                          show_record_id=_bool_arg(cmd, "showRecordId"), batch_size=batch_size, variables=variables,
+                          collator=collator)
 
 
 def execute(coll, cq: CanonicalQuery, view: Any = None, *, explain: bool = False) -> tuple[list, Solution, ExecContext]:
@@ -71,23 +72,27 @@ def execute(coll, cq: CanonicalQuery, view: Any = None, *, explain: bool = False
 
 
 def matching(coll, flt: dict, matcher: Matcher | None, view: Any = None, *, hint: Any = None,
-             limit: int | None = None, sort: dict | None = None) -> list[dict]:
-    """The documents matching `flt` (for count, distinct, writes): a plan without projection."""
+             limit: int | None = None, sort: dict | None = None, collator=None) -> list[dict]:
+    """The documents matching `flt` (for count, distinct, writes): a plan without projection (`matcher`
+    compiled with `collator`, the query's collation)."""
     if coll is None:
         return []
-    cq = CanonicalQuery(coll.ns, flt, matcher or Matcher(flt), sort=sort or None, limit=limit, hint=hint)
+    cq = CanonicalQuery(coll.ns, flt, matcher or Matcher(flt, None, collator), sort=sort or None, limit=limit,
+                        hint=hint, collator=collator)
     return execute(coll, cq, view)[0]
 
 
-def count(coll, flt: dict, view: Any = None, *, hint: Any = None, skip: int = 0, limit: int | None = None) -> int:
+def count(coll, flt: dict, view: Any = None, *, hint: Any = None, skip: int = 0, limit: int | None = None,
+          collator=None) -> int:
     if coll is None:
         return 0
-    cq = CanonicalQuery(coll.ns, flt, Matcher(flt), skip=skip, limit=limit, hint=hint, count=True)
+    cq = CanonicalQuery(coll.ns, flt, Matcher(flt, None, collator), skip=skip, limit=limit, hint=hint, count=True,
+                        collator=collator)
     _docs, sol, _ctx = execute(coll, cq, view)
     return sol.root.n_counted
 
 
-def pipeline_query(coll, ns: str, pipeline: list, hint: Any, variables: dict | None = None
+def pipeline_query(coll, ns: str, pipeline: list, hint: Any, variables: dict | None = None, collator=None
                    ) -> tuple[CanonicalQuery | None, list]:
     """The query layer's part of a pipeline (its leading `$match`, then `$sort`, then `$limit`, and the
     `hint`) as a canonical query, and the stages left; None when a plain collection scan feeds it."""
@@ -111,8 +116,8 @@ def pipeline_query(coll, ns: str, pipeline: list, hint: Any, variables: dict | N
             k += 1
     if not flt and sort is None and hint is None:
         return None, pipeline
-    return CanonicalQuery(ns, flt, Matcher(flt, variables), sort=sort, limit=limit, hint=hint,
-                          variables=variables), pipeline[k:]
+    return CanonicalQuery(ns, flt, Matcher(flt, variables, collator), sort=sort, limit=limit, hint=hint,
+                          variables=variables, collator=collator), pipeline[k:]
 
 
 def _only(stage: Any, name: str) -> bool:

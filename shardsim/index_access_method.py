@@ -31,7 +31,8 @@ from sortedcontainers import SortedList
 
 from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.index_key_validate import plugin_name
-from mongosim.shardsim.query.index_keys import btree_keys, key_hash
+from mongosim.shardsim.query.collation import make_collator
+from mongosim.shardsim.query.index_keys import btree_keys, key_hash_for
 from mongosim.shardsim.query.paths import split
 from mongosim.shardsim.query.values import MISSING, hashable
 
@@ -144,6 +145,9 @@ class IndexAccessMethod:
         self.descending = [(not isinstance(v, str)) and v < 0 for v in self.key_pattern.values()]
         self.sparse = bool(spec.get("sparse"))
         self.is_id = self.paths == ["_id"] and self.type == "btree"
+        collation = spec.get("collation")
+        self.collator = make_collator(collation) if collation else None  # its keys' strings: collation keys
+        self.key_hash = key_hash_for(self.collator)
         pfe = spec.get("partialFilterExpression")
         if isinstance(pfe, dict):
             from mongosim.shardsim.query.matcher import Matcher
@@ -239,6 +243,7 @@ class IndexAccessMethod:
 
     def encode(self, key: tuple) -> tuple:
         """The key values in the index's order (BSON order, reversed for descending fields)."""
+        key_hash = self.key_hash
         if self.hashed_pos is None and not any(self.descending):
             return tuple([key_hash(v) for v in key])
         out = []

@@ -177,6 +177,8 @@ class CollScan(PlanStage):
 def _index_fields(ix: IndexAccessMethod, out: dict) -> None:
     out["keyPattern"] = dict(ix.key_pattern)
     out["indexName"] = ix.name
+    if ix.collator is not None:
+        out["collation"] = dict(ix.collator.spec)  # (only a non-simple one is shown)
     out["isMultiKey"] = ix.is_multikey
     out["multiKeyPaths"] = ix.multikey_path_names()
     out["isUnique"] = ix.unique
@@ -462,10 +464,11 @@ class ShardingFilter(PlanStage):
 class Sort(PlanStage):
     stage = "SORT"
 
-    def __init__(self, child: PlanStage, pattern: dict, limit: int | None) -> None:
+    def __init__(self, child: PlanStage, pattern: dict, limit: int | None, collator=None) -> None:
         super().__init__(child)
         self.pattern = pattern
         self.limit = limit
+        self.collator = collator
         self.data_size = 0
 
     def _fields(self, out: dict, stats: bool) -> None:
@@ -487,7 +490,7 @@ class Sort(PlanStage):
         self.need_time += len(docs)
         if ctx.explain:
             self.data_size = sum(len(bsonutil.encode(d)) for d in docs)
-        docs.sort(key=sort_key_fn(self.pattern))
+        docs.sort(key=sort_key_fn(self.pattern, self.collator))
         if self.limit:
             docs = docs[: self.limit]
         return iter(docs)

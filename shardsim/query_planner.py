@@ -70,6 +70,7 @@ from mongosim.shardsim.canonical_query import (
     extract_leaves,
 )
 from mongosim.shardsim.query import index_bounds as B
+from mongosim.shardsim.query.collation.comparison_keys import collatable
 from mongosim.shardsim.query.paths import split
 from mongosim.shardsim.query.sorting import parse_sort
 from mongosim.shardsim.query.values import hashable
@@ -132,7 +133,26 @@ def _field_leaves(cq: CanonicalQuery, path: str) -> list[Leaf]:
     return [lf for lf in cq.leaves if lf.path == path]
 
 
-def _bounds_of(ix: IndexAccessMethod, i: int, lf: Leaf):
+_NOT_COMPARED = frozenset({"$exists", "$type", "$size", "$mod", "$bitsAllSet", "$bitsAnySet", "$bitsAllClear",
+                           "$bitsAnyClear"})
+
+
+def _collation_allows(ix: IndexAccessMethod, lf: Leaf, collator) -> bool:
+    """Whether `ix` may bound `lf` (planner_ixselect's collation check): a string (or an object or array,
+    which may hold strings) compares in the index's order only under the index's own collation; a regex
+    bounds only an index without one (its prefix bounds are code-point ranges)."""
+    if lf.op == "$regex":
+        return ix.collator is None
+    if ix.collator == collator or lf.op in _NOT_COMPARED:
+        return True
+    if lf.op in ("$in", "$nin", "$all") and isinstance(lf.value, list):
+        return not any(collatable(v) for v in lf.value)
+    return not collatable(lf.value)
+
+
+def _bounds_of(ix: IndexAccessMethod, i: int, lf: Leaf, collator=None):
+    if not _collation_allows(ix, lf, collator):
+        return None
     hashed = ix._hash64 if ix.hashed_pos == i else None
     return B.predicate_bounds(lf.op, lf.value, hashed=hashed)
 
@@ -153,7 +173,7 @@ def _plan_bounds(ix: IndexAccessMethod, cq: CanonicalQuery) -> tuple[list[list[B
         mk = _multikey_prefixes(ix, i)
         if not (mk & used_prefixes):
             for lf in _field_leaves(cq, path):
-                b = _bounds_of(ix, i, lf)
+                b = _bounds_of(ix, i, lf, cq.collator)
                 if b is None:
                     continue
                 if oil is None:
@@ -244,11 +264,13 @@ def _sort_fields(cq: CanonicalQuery) -> list[tuple[str, int]]:
         return []
 
 
-def _provides_sort(ix: IndexAccessMethod, bounds: list[list[B.Interval]], sort: list[tuple[str, int]]) -> int:
+def _provides_sort(ix: IndexAccessMethod, bounds: list[list[B.Interval]], sort: list[tuple[str, int]],
+                   collator=None) -> int:
     """1 or -1 when scanning `ix` forward / backward yields the requested order, else 0.
 
-    Equality (single point) fields may be skipped; a multikey or hashed field never gives order."""
-    if not sort or any(d == 0 for _f, d in sort):
+    Equality (single point) fields may be skipped; a multikey or hashed field never gives order; strings
+    come in the order of the index's collation, so only a query of that collation may take it."""
+    if not sort or any(d == 0 for _f, d in sort) or ix.collator != collator:
         return 0
     paths = ix.paths
     j = 0
@@ -301,9 +323,8 @@ def _ordered(ix: IndexAccessMethod, k: int, oil: list[B.Interval]) -> list[B.Int
 
 def _enc(ix: IndexAccessMethod, k: int, v):
     from mongosim.shardsim.index_access_method import Desc
-    from mongosim.shardsim.query.index_keys import key_hash
 
-    kv = key_hash(v)
+    kv = ix.key_hash(v)
     return Desc(kv) if ix.descending[k] else kv
 
 
@@ -338,6 +359,8 @@ def _express_id(cq: CanonicalQuery) -> Any:
             return _NO
     if isinstance(v, (list, Regex, re.Pattern)):
         return _NO
+    if cq.collator is not None and collatable(v):
+        return _NO  # (the lookup compares `_id` values as they are)
     if cq.hint is not None and check_hint(cq.hint) is not None:
         return _NO
     if cq.skip or cq.min or cq.max or cq.show_record_id or cq.return_key or cq.batch_size:
@@ -371,7 +394,7 @@ def _express_equality(coll, cq: CanonicalQuery) -> IndexAccessMethod | None:
     best = None
     for ix in coll.secondary_access():
         if ix.paths[0] != lf.path or not ix.usable or ix.hidden or ix.sparse or ix.partial is not None \
-                or ix.hashed_pos is not None:
+                or ix.hashed_pos is not None or not _collation_allows(ix, lf, cq.collator):
             continue
         if not (cq.limit == 1 or (ix.unique and len(ix.paths) == 1)):
             continue
@@ -411,7 +434,7 @@ def plan_query(coll, cq: CanonicalQuery, *, view_changed: bool = False, sharded:
         else:
             bounds, exact, _first = _plan_bounds(hinted, cq)
             plan = IndexPlan(hinted, bounds, exact)
-            d = _provides_sort(hinted, bounds, sort) if not view_changed else 0
+            d = _provides_sort(hinted, bounds, sort, cq.collator) if not view_changed else 0
             if d:
                 plan.direction, plan.provides_sort = d, True
         return Solution(_build(plan, cq, sharded, view_changed), index_plan=plan)
@@ -431,7 +454,7 @@ def plan_query(coll, cq: CanonicalQuery, *, view_changed: bool = False, sharded:
         if not first:
             continue
         plan = IndexPlan(ix, bounds, exact, position=order)
-        d = _provides_sort(ix, bounds, sort) if not view_changed else 0
+        d = _provides_sort(ix, bounds, sort, cq.collator) if not view_changed else 0
         if d:
             plan.direction, plan.provides_sort = d, True
         candidates.append(plan)
@@ -445,7 +468,7 @@ def plan_query(coll, cq: CanonicalQuery, *, view_changed: bool = False, sharded:
                 continue
             ix = coll.index_access(ix0.name)
             whole = [B.ALL() for _ in ix.paths]
-            d = _provides_sort(ix, whole, sort)
+            d = _provides_sort(ix, whole, sort, cq.collator)
             if d:
                 plan = IndexPlan(ix, whole, [], direction=d, provides_sort=True, whole=True, position=100 + order)
                 candidates.append(plan)
@@ -505,7 +528,7 @@ def _finish(root: PlanStage, cq: CanonicalQuery, sorted_by_index: bool, sharded:
         return Count(root, cq)
     if cq.has_sort and not sorted_by_index:
         limit = (cq.limit + cq.skip) if cq.limit else None
-        root = Sort(root, cq.sort, limit)
+        root = Sort(root, cq.sort, limit, cq.collator)
     if cq.skip:
         root = Skip(root, cq.skip)
     if cq.return_key:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Iterator
 
 from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.collation import command_collator
 from mongosim.shardsim.command_registry import COMMANDS, command
 from mongosim.shardsim.create_collection import check_namespace
 from mongosim.shardsim.cursors import DEFAULT_FIRST_BATCH, QueryCursor, cursor_reply
@@ -50,21 +51,22 @@ def run_find(node: Node, db: str, coll_name: str, cmd: dict, view=None, variable
     flt = cmd.get("filter") or {}
     if not isinstance(flt, dict):
         raise MongoError("TypeMismatch", "BSON field 'FindCommandRequest.filter' is the wrong type, expected type 'object'")
-    matcher = Matcher(flt, variables)
     coll = node.catalog.collection(db, coll_name)
+    collator = command_collator(cmd.get("collation"), coll, "find.collation")
+    matcher = Matcher(flt, variables, collator)
     skip = int_arg(cmd, "skip", "find", 0) or 0
     limit = int_arg(cmd, "limit", "find", None)
     cq = find_query(f"{db}.{coll_name}", cmd, flt, matcher, skip=skip, limit=limit,
-                    batch_size=int_arg(cmd, "batchSize", "find", None), variables=variables)
+                    batch_size=int_arg(cmd, "batchSize", "find", None), variables=variables, collator=collator)
     docs, _sol, _ctx = execute(coll, cq, view)
     return iter(docs)
 
 
-def pipeline_source(coll, ns: str, pipeline: list, view, hint, variables: dict | None = None
+def pipeline_source(coll, ns: str, pipeline: list, view, hint, variables: dict | None = None, collator=None
                     ) -> tuple[Iterator[dict], list]:
     """The documents a pipeline starts from, and the stages left to run on them (its leading
     `$match`/`$sort`/`$limit` run as a planned query: `get_executor.pipeline_query`)."""
-    cq, rest = get_executor.pipeline_query(coll, ns, pipeline, hint, variables)
+    cq, rest = get_executor.pipeline_query(coll, ns, pipeline, hint, variables, collator)
     if coll is None:
         return iter(()), pipeline
     if cq is None:
@@ -115,6 +117,7 @@ def cmd_count(node: Node, ctx: OpCtx) -> dict:
     if not isinstance(q, dict):
         raise MongoError("TypeMismatch", "BSON field 'count.query' is the wrong type, expected type 'object'")
     coll = node.catalog.collection(ctx.db, name)
+    collator = command_collator(cmd.get("collation"), coll, "count.collation")
     skip = int_arg(cmd, "skip", "count", 0) or 0
     limit = int_arg(cmd, "limit", "count", None, allow_negative=True)
     hint = check_hint(cmd.get("hint"))
@@ -124,33 +127,38 @@ def cmd_count(node: Node, ctx: OpCtx) -> dict:
         if limit:
             n = min(n, abs(limit))
     else:
-        Matcher(q)  # (a bad query is an error even on a missing collection)
-        n = get_executor.count(coll, q, ctx.view, hint=hint, skip=skip, limit=limit)
+        Matcher(q, None, collator)  # (a bad query is an error even on a missing collection)
+        n = get_executor.count(coll, q, ctx.view, hint=hint, skip=skip, limit=limit, collator=collator)
     return {"n": n, "ok": 1.0}
 
 
 @command("distinct")
 def cmd_distinct(node: Node, ctx: OpCtx) -> dict:
-    from mongosim.shardsim.query.values import hashable
-
     cmd = ctx.cmd
     name = check_namespace(ctx.db, cmd["distinct"])
     key = cmd.get("key")
     if not isinstance(key, str):
         raise MongoError("FailedToParse", "BSON field 'distinct.key' is missing but a required field")
     coll = node.catalog.collection(ctx.db, name)
-    seen: dict[Any, Any] = {}
+    collator = command_collator(cmd.get("collation"), coll, "distinct.collation")
     query = cmd.get("query") or {}
     if not isinstance(query, dict):
         raise MongoError("TypeMismatch", "BSON field 'distinct.query' is the wrong type, expected type 'object'")
     hint = check_hint(cmd.get("hint"))
-    for doc in get_executor.matching(coll, query, Matcher(query), ctx.view, hint=hint):
-        for v in _distinct_values(doc, key.split(".")):
-            seen.setdefault(hashable(v), v)
-    from mongosim.shardsim.query.values import sort_key
+    docs = get_executor.matching(coll, query, Matcher(query, None, collator), ctx.view, hint=hint, collator=collator)
+    return {"values": distinct_values(docs, key, collator), "ok": 1.0}
 
-    values = sorted(seen.values(), key=sort_key)
-    return {"values": values, "ok": 1.0}
+
+def distinct_values(docs, key: str, collator=None) -> list:
+    """The distinct values at `key` (the first of each set equal under `collator`), in BSON order."""
+    from mongosim.shardsim.query.collation import hashable_for, sort_key_for
+
+    same = hashable_for(collator)
+    seen: dict[Any, Any] = {}
+    for doc in docs:
+        for v in _distinct_values(doc, key.split(".")):
+            seen.setdefault(same(v), v)
+    return sorted(seen.values(), key=sort_key_for(collator))
 
 
 def _distinct_values(value: Any, parts: list[str]) -> Iterator[Any]:
@@ -204,12 +212,14 @@ async def cmd_aggregate(node: Node, ctx: OpCtx) -> dict:
     if target == 1:
         docs: Iterator[dict] = iter(documents_source(documents, variables) if documents is not None else ())
         ns = f"{ctx.db}.$cmd.aggregate"
+        collator = command_collator(cmd.get("collation"), None, "aggregate.collation")
     else:
         name = check_namespace(ctx.db, target)
         coll = node.catalog.collection(ctx.db, name)
         ns = f"{ctx.db}.{name}"
-        docs, stages = pipeline_source(coll, ns, stages, ctx.view, cmd.get("hint"), variables)
-    results = list(run_pipeline(docs, stages, variables=variables))
+        collator = command_collator(cmd.get("collation"), coll, "aggregate.collation")
+        docs, stages = pipeline_source(coll, ns, stages, ctx.view, cmd.get("hint"), variables, collator)
+    results = list(run_pipeline(docs, stages, variables=variables, collator=collator))
     if write is not None:
         await write(node, ctx, results, variables)
         results = []
@@ -244,7 +254,8 @@ def cmd_list_collections(node: Node, ctx: OpCtx) -> dict:
             if not name_only:
                 info["options"] = dict(coll.options)
                 info["info"] = {"readOnly": False, "uuid": coll.uuid}
-                info["idIndex"] = {"v": 2, "key": {"_id": 1}, "name": "_id_"}
+                info["idIndex"] = coll.indexes[0] if coll.indexes and coll.indexes[0]["name"] == "_id_" else \
+                    {"v": 2, "key": {"_id": 1}, "name": "_id_"}
             out.append(info)
         views = database.collections.get("system.views")
         if views is not None:
@@ -253,6 +264,8 @@ def cmd_list_collections(node: Node, ctx: OpCtx) -> dict:
                 info = {"name": vname, "type": "view"}
                 if not name_only:
                     info["options"] = {"viewOn": v["viewOn"], "pipeline": v.get("pipeline", [])}
+                    if v.get("collation"):
+                        info["options"]["collation"] = v["collation"]
                     info["info"] = {"readOnly": True}
                 out.append(info)
     if flt:

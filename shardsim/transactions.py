@@ -175,14 +175,14 @@ class Transaction:
                         continue
                     seen = self.fetch(coll, owner)
                     if seen is not None and any(ix.encode(k) == enc for k in ix.keys(seen)):
-                        raise duplicate_key_error(coll.ns, ix.name, ix.key_pattern, key)
+                        raise duplicate_key_error(coll.ns, ix.name, ix.key_pattern, key, ix.collator)
             ns = coll.ns
             for (n_s, other), d in self.overlay.items():
                 if n_s != ns or other == idk or d is _DELETED:
                     continue
                 for k in ix.keys(d):
                     if ix.encode(k) in mine:
-                        raise duplicate_key_error(coll.ns, ix.name, ix.key_pattern, k)
+                        raise duplicate_key_error(coll.ns, ix.name, ix.key_pattern, k, ix.collator)
 
     def replace(self, coll: Collection, old: dict, new: dict) -> None:
         idk = hashable(old["_id"])

@@ -34,6 +34,7 @@ from mongosim.shardsim.query.update import (
     parse_update,
     upsert_seed,
 )
+from mongosim.shardsim.collation import command_collator, statement_collator
 from mongosim.shardsim.query.values import hashable
 from mongosim.shardsim.query.variables import for_command
 from mongosim.shardsim.sessions import lsid_with_uid
@@ -277,21 +278,22 @@ _NO = object()
 
 def matching_documents(coll: Collection | None, q: dict, matcher: Matcher | None = None,
                        view: "WriteSession | Any | None" = None, *, hint: Any = None, limit: int | None = None,
-                       sort: dict | None = None) -> Iterable[dict]:
+                       sort: dict | None = None, collator: Any = None) -> Iterable[dict]:
     """Documents of `coll` matching `q`, as `view` (a transaction, or committed data) sees them
-    (planned like a find: an index serves the filter and the sort when one can)."""
+    (planned like a find: an index serves the filter and the sort when one can; `matcher` was compiled
+    with `collator`, the statement's collation)."""
     if coll is None:
         return []
     if hint is None and sort is None:
         idv = _id_equality(q)
-        if idv is not _NO:
+        if idv is not _NO and (collator is None or type(idv) is not str):
             d = view.get(coll, idv) if view is not None else coll.get(idv)
             return [d] if d is not None else []
-    return get_executor.matching(coll, q, matcher, view, hint=hint, limit=limit, sort=sort)
+    return get_executor.matching(coll, q, matcher, view, hint=hint, limit=limit, sort=sort, collator=collator)
 
 
 def first_matching(coll: Collection | None, q: dict, matcher: Matcher, view: Any, limit: int | None,
-                   sort: dict | None = None, hint: Any = None) -> list[dict]:
+                   sort: dict | None = None, hint: Any = None, collator: Any = None) -> list[dict]:
     """The documents a statement writes: those matching `q`, in `sort` order when given, at most `limit`
     (planned: an index serves the filter and the order when one can; `hint` picks it)."""
     if coll is None:
@@ -300,7 +302,8 @@ def first_matching(coll: Collection | None, q: dict, matcher: Matcher, view: Any
 
             sort_key_fn(sort)  # (a bad sort is an error even with nothing to sort)
         return []
-    return list(matching_documents(coll, q, matcher, view, hint=hint, limit=limit, sort=sort or None))
+    return list(matching_documents(coll, q, matcher, view, hint=hint, limit=limit, sort=sort or None,
+                                   collator=collator))
 
 
 def statement_variables(variables: dict, st: dict, update: Any) -> dict:
@@ -428,10 +431,11 @@ async def cmd_update(node: Node, ctx: OpCtx) -> dict:
             if sort is not None and multi:
                 raise MongoError("FailedToParse", "Cannot specify sort with multi=true")
             parse_update(u, st.get("arrayFilters"))
-            matcher = Matcher(q, variables)
+            collator = statement_collator(st, node.catalog.collection(ctx.db, name), "update.updates")
+            matcher = Matcher(q, variables, collator)
             hint = st.get("hint")
             coll, targets = await ws.settled_targets(
-                ctx.db, name, lambda c: first_matching(c, q, matcher, ws, None if multi else 1, sort, hint))
+                ctx.db, name, lambda c: first_matching(c, q, matcher, ws, None if multi else 1, sort, hint, collator))
             if targets:
                 modified = 0
                 for doc in targets:
@@ -494,10 +498,12 @@ async def cmd_delete(node: Node, ctx: OpCtx) -> dict:
             limit = st.get("limit", 0)
             if limit not in (0, 1):
                 raise MongoError("FailedToParse", "The limit field in delete objects must be 0 or 1. Got " + str(limit))
-            matcher = Matcher(q, for_command(node, ctx))
+            collator = statement_collator(st, node.catalog.collection(ctx.db, name), "delete.deletes")
+            matcher = Matcher(q, for_command(node, ctx), collator)
             hint = st.get("hint")
             coll, targets = await ws.settled_targets(
-                ctx.db, name, lambda c: first_matching(c, q, matcher, ws, 1 if limit == 1 else None, None, hint))
+                ctx.db, name, lambda c: first_matching(c, q, matcher, ws, 1 if limit == 1 else None, None, hint,
+                                                       collator))
             for doc in targets:
                 delete_document(node, ctx, coll, doc, ws, i)
             n += len(targets)
@@ -537,9 +543,10 @@ async def cmd_find_and_modify(node: Node, ctx: OpCtx) -> dict:
     if saved is not None:
         return dict(saved)
     variables = for_command(node, ctx)
-    matcher = Matcher(q, variables)
+    collator = command_collator(cmd.get("collation"), node.catalog.collection(ctx.db, name), "findAndModify.collation")
+    matcher = Matcher(q, variables, collator)
     coll, targets = await ws.settled_targets(
-        ctx.db, name, lambda c: first_matching(c, q, matcher, ws, 1, cmd.get("sort"), cmd.get("hint")))
+        ctx.db, name, lambda c: first_matching(c, q, matcher, ws, 1, cmd.get("sort"), cmd.get("hint"), collator))
     doc = targets[0] if targets else None
     fields = cmd.get("fields")
     project = compile_projection(fields, variables=variables) if fields else None

@@ -30,6 +30,7 @@ are the server's rules, not a general-purpose library concern.
 from __future__ import annotations
 
 from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.query.collation import hashable_for
 from mongosim.shardsim.query.fmt import bson_str
 from mongosim.shardsim.query.paths import split
 from mongosim.shardsim.query.values import MISSING, hashable
@@ -54,6 +55,15 @@ _UNDEF_HASH = (0,)  # values.R_UNDEF
 def key_hash(v) -> tuple:
     """The BSON-equality (and order) key of one index key component."""
     return _UNDEF_HASH if v is UNDEFINED else hashable(v)
+
+
+def key_hash_for(collator):
+    """`key_hash` of an index with `collator` (None: simple): its strings compare as their collation keys,
+    which is what the server's index stores in their place (CollationIndexKey)."""
+    if collator is None:
+        return key_hash
+    same = hashable_for(collator)
+    return lambda v: _UNDEF_HASH if v is UNDEFINED else same(v)
 
 
 def multikey_values(doc, parts: tuple[str, ...]) -> tuple[list, bool]:
@@ -296,13 +306,17 @@ def index_name(key_pattern: dict) -> str:
     return "_".join(parts)
 
 
-def duplicate_key_error(ns: str, index: str, key_pattern: dict, key: tuple) -> MongoError:
-    """The server's DuplicateKey error for a unique-index violation."""
+def duplicate_key_error(ns: str, index: str, key_pattern: dict, key: tuple, collator=None) -> MongoError:
+    """The server's DuplicateKey error for a unique-index violation (an index with a collation names it,
+    and shows its string keys as `CollationKey(0x<hex>)`: the index holds collation keys, not strings)."""
+    if collator is not None:
+        key = tuple(f"CollationKey(0x{collator.comparison_key(v).hex()})" if type(v) is str else v for v in key)
     key_value = {}
     for field, v in zip(key_pattern, key):
         key_value[field] = None if v is UNDEFINED else v
     shown = ", ".join(f"{f}: {'undefined' if v is UNDEFINED else bson_str(v)}" for f, v in zip(key_pattern, key))
-    msg = f"E11000 duplicate key error collection: {ns} index: {index} dup key: {{ {shown} }}"
+    coll = f" collation: {bson_str(collator.spec)}" if collator is not None else ""
+    msg = f"E11000 duplicate key error collection: {ns} index: {index}{coll} dup key: {{ {shown} }}"
     kp = {k: (int(v) if isinstance(v, float) and v == int(v) else v) for k, v in key_pattern.items()}
     return MongoError("DuplicateKey", msg, keyPattern=kp, keyValue=key_value)
 

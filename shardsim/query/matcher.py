@@ -39,6 +39,7 @@ from typing import Any, Callable
 
 from bson import Decimal128, Int64, MaxKey, MinKey, ObjectId, Regex
 from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.query.collation import comparison_keys, expression_context
 from mongosim.shardsim.query.regex import compile_regex, regex_from
 from mongosim.shardsim.query.values import (
     MISSING,
@@ -66,11 +67,16 @@ class Matcher:
 
     __slots__ = ("filter", "_fn", "matches")
 
-    def __init__(self, filter: dict | None, variables: dict | None = None):
+    def __init__(self, filter: dict | None, variables: dict | None = None, collator=None):
+        """`collator`: the command's collation (None: the one in force while compiling, by default simple)."""
         self.filter = filter or {}
         if not isinstance(self.filter, dict):
             raise MongoError("TypeMismatch", "Expected a filter to be an object")
-        self._fn = compile_filter(self.filter, variables=variables)
+        if collator is None:
+            self._fn = compile_filter(self.filter, variables=variables)
+        else:
+            with expression_context.compiling(collator):
+                self._fn = compile_filter(self.filter, variables=variables)
         fn = self._fn
         self.matches: Callable[[dict], bool] = lambda doc: fn(doc, None)
 
@@ -446,6 +452,9 @@ def _safe_key(v):
 
 def _eq_test(value, literal_regex: bool = False) -> Callable[[Any], bool]:
     t = type(value)
+    collator = expression_context.current()
+    if collator is not None and (t is str or t is dict or t is list):
+        return _collated_eq_test(value, collator)
     if value is None:
         return lambda v: v is None or v is MISSING
     if t is str:
@@ -472,6 +481,26 @@ def _eq_test(value, literal_regex: bool = False) -> Callable[[Any], bool]:
         return lambda v: type(v) is t
     key = sort_key(value)
     return lambda v: v is not MISSING and _safe_key(v) == key
+
+
+def _collated_eq_test(value, collator) -> Callable[[Any], bool]:
+    """Equality with a string (or an object or array holding strings) under a collation."""
+    ckey = comparison_keys.sort_key_for(collator)
+    key = ckey(value)
+    if type(value) is str:
+        k = key[1]
+        ck = collator.comparison_key
+        return lambda v: type(v) is str and ck(v) == k
+
+    def test(v):
+        if v is MISSING:
+            return False
+        try:
+            return ckey(v) == key
+        except TypeError:
+            return False
+
+    return test
 
 
 _CMP = {"$gt", "$gte", "$lt", "$lte"}
@@ -534,10 +563,22 @@ def _cmp_test(op: str, value) -> Callable[[Any], bool]:
             return deccmp
         return numcmp
 
+    safe_key = _safe_key
+    collator = expression_context.current()
+    if collator is not None:
+        ckey = comparison_keys.sort_key_for(collator)
+        key = ckey(value)
+
+        def safe_key(v):
+            try:
+                return ckey(v)
+            except TypeError:
+                return None
+
     def gen(v):
         if v is MISSING:
             return False
-        kv = _safe_key(v)
+        kv = safe_key(v)
         if kv is None or kv[0] != rank:
             return False
         return _cmp_ok(op, (kv > key) - (kv < key))
@@ -559,6 +600,15 @@ def _in_test(values: list) -> Callable[[Any], bool]:
     keys = set()
     regexes = []
     has_null = False
+    collator = expression_context.current()
+    key_of = sort_key if collator is None else comparison_keys.sort_key_for(collator)
+    safe_key = _safe_key
+    if collator is not None:
+        def safe_key(v):
+            try:
+                return key_of(v)
+            except TypeError:
+                return None
     for v in values:
         if isinstance(v, (Regex, re.Pattern)):
             regexes.append(_regex_test(regex_from(v)))
@@ -567,12 +617,12 @@ def _in_test(values: list) -> Callable[[Any], bool]:
         else:
             if v is None:
                 has_null = True
-            keys.add(sort_key(v))
+            keys.add(key_of(v))
 
     def test(v):
         if v is MISSING:
             return has_null
-        k = _safe_key(v)
+        k = safe_key(v)
         if k in keys:
             return True
         for r in regexes:

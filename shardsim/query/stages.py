@@ -31,11 +31,10 @@ from mongosim.shardsim.query.expressions import (
     compile_expression,
     field_path_get,
 )
+from mongosim.shardsim.query.collation import compare_for, expression_context, hashable_for
 from mongosim.shardsim.query.fmt import bson_str
 from mongosim.shardsim.query.values import (
     MISSING,
-    compare,
-    hashable,
     is_number,
     type_name,
 )
@@ -260,8 +259,17 @@ def run_update_pipeline(doc: dict, pipeline: list, *, now=None, variables: dict 
 # whole-pipeline execution
 
 
-def run_pipeline(docs: Iterable[dict], pipeline: list, *, now=None, variables: dict | None = None) -> Iterator[dict]:
-    """Run an aggregation pipeline over `docs` (with the command's `variables`)."""
+def run_pipeline(docs: Iterable[dict], pipeline: list, *, now=None, variables: dict | None = None,
+                 collator=None) -> Iterator[dict]:
+    """Run an aggregation pipeline over `docs` (with the command's `variables`; strings compare under
+    `collator`, None for the simple collation)."""
+    if collator is not None:
+        with expression_context.compiling(collator):
+            return _run_pipeline(docs, pipeline, now, variables, collator)
+    return _run_pipeline(docs, pipeline, now, variables, None)
+
+
+def _run_pipeline(docs, pipeline, now, variables, collator) -> Iterator[dict]:
     if not isinstance(pipeline, list):
         raise MongoError(14, "'pipeline' option must be specified as an array")
     checked = variables is not None
@@ -276,7 +284,7 @@ def run_pipeline(docs: Iterable[dict], pipeline: list, *, now=None, variables: d
         elif name == "$sort":
             from mongosim.shardsim.query.sorting import sort_key_fn
 
-            stream = iter(sorted(stream, key=sort_key_fn(spec)))
+            stream = iter(sorted(stream, key=sort_key_fn(spec, collator)))
         elif name == "$limit":
             n = _positive_int(spec, "$limit", 15958, "the limit must be positive")
             stream = _limit(stream, n)
@@ -284,7 +292,7 @@ def run_pipeline(docs: Iterable[dict], pipeline: list, *, now=None, variables: d
             n = _nonneg_int(spec, "$skip", 15956, "the $skip stage must be non-negative")
             stream = _skip(stream, n)
         elif name == "$group":
-            stream = _group(stream, spec, variables, checked)
+            stream = _group(stream, spec, variables, checked, collator)
         elif name == "$count":
             if not isinstance(spec, str) or not spec:
                 raise MongoError(40156, "the count field must be a non-empty string")
@@ -296,7 +304,7 @@ def run_pipeline(docs: Iterable[dict], pipeline: list, *, now=None, variables: d
         elif name == "$unwind":
             stream = _unwind(stream, spec)
         elif name == "$sortByCount":
-            stream = _sort_by_count(stream, spec, variables, checked)
+            stream = _sort_by_count(stream, spec, variables, checked, collator)
         else:
             raise MongoError("NotImplemented", f"{name} is not supported by mongosim")
     return iter(stream)
@@ -425,11 +433,13 @@ def _without_path(doc, parts):
 
 
 class _Acc:
-    __slots__ = ("op", "state", "n")
+    __slots__ = ("op", "state", "n", "compare", "hashable")
 
-    def __init__(self, op):
+    def __init__(self, op, collator=None):
         self.op = op
         self.n = 0
+        self.compare = compare_for(collator)  # $min/$max and $addToSet honour the collation
+        self.hashable = hashable_for(collator)
         self.state = MISSING if op not in ("$push", "$addToSet") else []
 
     def add(self, v):
@@ -451,7 +461,7 @@ class _Acc:
             if self.state is MISSING:
                 self.state = v
             else:
-                c = compare(v, self.state)
+                c = self.compare(v, self.state)
                 if (op == "$min" and c < 0) or (op == "$max" and c > 0):
                     self.state = v
         elif op == "$first":
@@ -465,10 +475,9 @@ class _Acc:
                 self.state.append(v)
         elif op == "$addToSet":
             if v is not MISSING:
-                k = hashable(v)
-                if not hasattr(self, "_seen_keys"):
-                    pass
-                if all(hashable(x) != k for x in self.state):
+                same = self.hashable
+                k = same(v)
+                if all(same(x) != k for x in self.state):
                     self.state.append(v)
 
     def result(self):
@@ -496,7 +505,16 @@ def _add_nums(a, b):
 _ACCUMULATORS = {"$sum", "$avg", "$min", "$max", "$first", "$last", "$push", "$addToSet", "$count"}
 
 
-def _group(stream, spec, variables, checked=False):
+def _group(stream, spec, variables, checked=False, collator=None):
+    if collator is not None:
+        with expression_context.compiling(collator):  # (a generator: it compiles when first pulled)
+            groups = _group_by(stream, spec, variables, checked, collator)
+    else:
+        groups = _group_by(stream, spec, variables, checked, None)
+    yield from groups
+
+
+def _group_by(stream, spec, variables, checked, collator):
     if not isinstance(spec, dict):
         raise MongoError(15947, "a group's fields must be specified in an object")
     if "_id" not in spec:
@@ -520,24 +538,27 @@ def _group(stream, spec, variables, checked=False):
         else:
             accs.append((field, op, _compile(arg, variables, checked)))
     groups: dict = {}
+    same = hashable_for(collator)  # the group key: equal _ids under the collation share a group
     for doc in stream:
         key = id_expr(doc, variables)
         if key is MISSING:
             key = None
-        h = hashable(key)
+        h = same(key)
         g = groups.get(h)
         if g is None:
-            g = groups[h] = (key, [_Acc(op) for _f, op, _e in accs])
+            g = groups[h] = (key, [_Acc(op, collator) for _f, op, _e in accs])
         for (field, op, e), acc in zip(accs, g[1]):
             acc.add(e(doc, variables) if e is not None else 1)
+    out_docs = []
     for key, state in groups.values():
         out = {"_id": key}
         for (field, _op, _e), acc in zip(accs, state):
             out[field] = acc.result()
-        yield out
+        out_docs.append(out)
+    return out_docs
 
 
-def _sort_by_count(stream, spec, variables, checked=False):
-    grouped = list(_group(stream, {"_id": spec, "count": {"$sum": 1}}, variables, checked))
+def _sort_by_count(stream, spec, variables, checked=False, collator=None):
+    grouped = list(_group(stream, {"_id": spec, "count": {"$sum": 1}}, variables, checked, collator))
     grouped.sort(key=lambda d: -d["count"])
     return iter(grouped)

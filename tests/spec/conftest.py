@@ -58,6 +58,8 @@ def _runner(topology: str, users_dir: Path | None = None):
         users = users_dir / "users.json"
         users.write_text(json.dumps([AUTH_USER]))
         options = {"auth": True, "users_file": str(users)}
+    if topology == "sharded":  # two mongos: the tests of useMultipleMongoses run (the runner reads them from the URI)
+        options["routers"] = 2
     cluster = Cluster(shards=2, port=0, topology=topology, instant_hwm=True, **options).start()
     try:
         uri = cluster.uri

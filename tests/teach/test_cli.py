@@ -16,8 +16,8 @@ from mongosim.testing import AsyncClient
 def test_demo_lists_the_scenarios(capsys):
     assert main(["demo", "--list"]) == 0
     out = capsys.readouterr().out
-    for name in ("interleaved", "slow-shard", "cold-shard", "instant-hwm", "new-shard", "transaction", "invalidate",
-                 "resume"):
+    for name in ("interleaved", "slow-shard", "cold-shard", "instant-hwm", "new-shard", "removed-shard", "transaction",
+                 "invalidate", "resume"):
         assert name in out
 
 
