@@ -18,6 +18,7 @@ from __future__ import annotations
 import itertools
 import logging
 import os
+import sys
 import traceback
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -114,7 +115,7 @@ class DirectSocket:
     trio's SocketStream makes every successful receive and send a checkpoint (a round trip through
     the scheduler, twice per request); a request-reply exchange needs one: the wait for the next
     request (`wait_readable`).  A reply the socket cannot take at once goes on through the stream's
-    `send_all`.  (TLS streams keep the stream's own calls.)
+    `send_all`.  (TLS streams, and sockets on Windows, keep the stream's own calls.)
     """
 
     def __init__(self, stream: trio.SocketStream) -> None:
@@ -148,7 +149,7 @@ async def serve_connection(stream: trio.abc.Stream, service: Service) -> None:
     peer, local = _peer_of(stream)
     conn = ConnState(next(_conn_ids), peer, local)
     codec = wire.WireConnection()
-    io = DirectSocket(stream) if type(stream) is trio.SocketStream else stream
+    io = DirectSocket(stream) if type(stream) is trio.SocketStream and sys.platform != "win32" else stream
     try:
         async with stream:
             while True:
