@@ -513,9 +513,14 @@ class Gathered(list):
 async def _gather(router: Router, req: Request, db: str, shards: list[str], cmd: dict) -> Gathered:
     """Run a find on `shards` and collect every result (following their cursors)."""
     out = Gathered()
+    limit = cmd.get("limit")
+    if not (type(limit) is int and 0 < limit <= DEFAULT_FIRST_BATCH):
+        # (with a small limit the shard's first batch holds every result already: no batch size,
+        # so that a find by `_id` stays eligible for the shard's express path)
+        cmd = {**cmd, "batchSize": 2**31 - 1}
     for shard in shards:
         remote = router.shard(shard)
-        reply = await _run_txn_aware(router, req, shard, db, {**cmd, "batchSize": 2**31 - 1})
+        reply = await _run_txn_aware(router, req, shard, db, cmd)
         cur = reply["cursor"]
         out.extend(cur["firstBatch"])
         cid = cur["id"]
