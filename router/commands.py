@@ -9,6 +9,7 @@ from mongosim.router import (  # noqa: F401
     balancer,
     bulk_write,
     cluster_explain,
+    cluster_validate,
     commands_admin,
     commands_crud,
     commands_ddl,

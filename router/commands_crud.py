@@ -37,6 +37,7 @@ from mongosim.router.write_without_shard_key import first_in_sort_order, narrowe
 from mongosim.shardsim.collation import command_collator
 from mongosim.shardsim.cursors import DEFAULT_FIRST_BATCH, QueryCursor, cursor_reply
 from mongosim.shardsim.node import WOULD_CHANGE_OWNING_SHARD
+from mongosim.shardsim.logical_session_cache import expand_list_local_sessions
 from mongosim.shardsim.query.documents_stage import documents_source
 from mongosim.shardsim.query.pipeline_shape import split_pipeline
 from mongosim.shardsim.query.projection import compile_projection
@@ -665,6 +666,8 @@ async def cmd_aggregate(router: Router, req: Request) -> dict:
     target = req.cmd["aggregate"]
     db = req.db
     batch_size = (req.cmd.get("cursor") or {}).get("batchSize")
+    # (a mongos lists its own sessions)
+    pipeline = expand_list_local_sessions(target, pipeline, req.cmd, router.session_cache, router.config.wall.wall)
     documents, pipeline, writer = split_pipeline(target, pipeline, req.cmd)
     write = None if req.cmd.get("explain") else output_writer(router, req, writer)
     if target == 1:

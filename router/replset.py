@@ -14,7 +14,7 @@ from mongosim.oplog.clock import key_ts, ts_key
 from mongosim.oplog.errors import MongoError
 from mongosim.router import authn, handshake
 from mongosim.router.commands import ROUTER_COMMANDS
-from mongosim.router.error_labels import change_stream_labels
+from mongosim.router.error_labels import change_stream_labels, label_write_concern_error
 from mongosim.router.failpoints import (
     app_name_of,
     apply_fail_command,
@@ -31,7 +31,7 @@ ADMIN_COMMANDS = {
     "hello", "isMaster", "ismaster", "ping", "buildInfo", "buildinfo", "getParameter", "getCmdLineOpts",
     "serverStatus", "connectionStatus", "whatsmyuri", "endSessions", "killSessions", "refreshSessions",
     "killAllSessions", "killAllSessionsByPattern", "startSession", "configureFailPoint", "getDefaultRWConcern",
-    "hostInfo", "logout", "listCommands", "saslStart", "saslContinue",
+    "hostInfo", "logout", "listCommands", "saslStart", "saslContinue", "refreshLogicalSessionCacheNow",
 }
 
 
@@ -46,6 +46,7 @@ class ReplSetFrontend:
         self.auth = authn.make_auth(False)
         self.txns = None
         self.cursors = node.cursors
+        self.session_cache = node.session_cache  # a member's sessions are its node's
 
     async def run_command(self, db: str, cmd: dict, conn: ConnState) -> dict:
         if not cmd:
@@ -58,6 +59,7 @@ class ReplSetFrontend:
             self.node.clock.advance(ts_key(ct["clusterTime"]))
         authn.authorize(self, db, cmd, conn)
         cmd = authn.with_session(self, cmd, conn)
+        authn.vivify_session(self, cmd, conn)
         req = Request(db, cmd, conn, name)
         if name in ADMIN_COMMANDS or authn.is_user_command(name):
             return await ROUTER_COMMANDS[name](self, req)
@@ -66,7 +68,8 @@ class ReplSetFrontend:
             await apply_fail_command(self.failpoints, req)  # same failpoint semantics as mongos
             if name == "getMore":
                 fail_get_more_after_checkout(self.failpoints, self.node.cursors, db, cmd, app_name_of(conn.client))
-            reply = await self.node.run_command(db, cmd)
+            client = authn.client_info(self, conn) if self.node.profiler.levels else None  # (for the profiler)
+            reply = await self.node.run_command(db, cmd, client=client)
             authn.note_cursor_owner(self, reply, conn)
             return reply
         except MongoError as err:
@@ -93,7 +96,8 @@ class ReplSetFrontend:
 
     def decorate(self, reply: dict, db: str, cmd: dict, conn: ConnState) -> dict:
         op_key = reply.pop("_opTimeKey", 0) or self.node.clock.key
-        attach_write_concern_error(reply, conn)
+        if not attach_write_concern_error(reply, conn) and cmd:
+            label_write_concern_error(reply, next(iter(cmd)), cmd)
         reply["operationTime"] = key_ts(op_key)
         reply["$clusterTime"] = handshake.cluster_time_doc(self.node.clock.now())
         return reply

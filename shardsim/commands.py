@@ -7,7 +7,9 @@ module imports the node back.
 
 from mongosim.shardsim import (  # noqa: F401
     bulk_write,
+    collection_validation,
     ddl,
+    profiler,
     explain_cmd,
     reads,
     search_indexes,

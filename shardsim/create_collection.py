@@ -42,8 +42,10 @@ def create_collection(node: Node, ctx: OpCtx, db: str, name: str, options: dict,
     coll = Collection(db, name, uuid=uuid or Binary(_uuid.uuid4().bytes, 4), options=dict(options))
     if options.get("collation"):
         coll.indexes[0] = {**ID_INDEX, "collation": options["collation"]}  # the _id index takes the default
-    node.catalog.add_collection(coll)
     o = {"create": name, **options, "idIndex": dict(coll.indexes[0])}
+    if ctx.txn is not None:  # the transaction's alone until it commits (shardsim/uncommitted_catalog_updates.py)
+        return ctx.txn.uncommitted.create(ctx.txn, coll, E.command_op(db, o, ui=coll.uuid))
+    node.catalog.add_collection(coll)
     node.log(E.command_op(db, o, ui=coll.uuid), ctx, from_migrate=bool(ctx.cmd.get("fromMigrate")))
     return coll
 

@@ -39,6 +39,7 @@ from mongosim.shardsim.create_collection import (
 )
 from mongosim.shardsim.index_key_validate import validate_index_spec
 from mongosim.shardsim.operation_context import OpCtx
+from mongosim.shardsim import uncommitted_catalog_updates as in_transaction
 from mongosim.shardsim.query.values import hashable
 
 if TYPE_CHECKING:
@@ -77,6 +78,8 @@ def cmd_create(node: Node, ctx: OpCtx) -> dict:
     name = check_namespace(ctx.db, ctx.cmd["create"])
     opts = normalise_option(_options_of(ctx.cmd, "create"))
     existing = node.catalog.collection(ctx.db, name)
+    if ctx.txn is not None:
+        in_transaction.check_create(ctx.db, name, opts, existing)
     if "viewOn" in opts:
         return _create_view(node, ctx, name, opts)
     if existing is not None:
@@ -139,6 +142,8 @@ def cmd_drop_database(node: Node, ctx: OpCtx) -> dict:
             drop_collection(node, ctx, coll)
     node.log(E.command_op(ctx.db, {"dropDatabase": 1}), ctx, from_migrate=_from_migrate(ctx))
     node.catalog.databases.pop(ctx.db, None)
+    node.profiler.levels.pop(ctx.db, None)  # (its profiling settings go with it)
+    node.profiler.sizes.pop(ctx.db, None)
     return {"dropped": ctx.db, "ok": 1.0}
 
 
@@ -194,6 +199,8 @@ def cmd_create_indexes(node: Node, ctx: OpCtx) -> dict:
     if not isinstance(specs, list) or not specs:
         raise MongoError("BadValue", "Must specify at least one index to create")
     specs = [normalize_index_spec(s) for s in specs]
+    if ctx.txn is not None:
+        in_transaction.check_index_namespace(f"{ctx.db}.{name}")
     coll = node.catalog.collection(ctx.db, name)
     specs = [index_collation(s, coll) for s in specs]
     created_auto = coll is None
@@ -221,6 +228,9 @@ def cmd_create_indexes(node: Node, ctx: OpCtx) -> dict:
         new_specs.append(spec)
     if not new_specs:
         return {"numIndexesBefore": before, "numIndexesAfter": before, "note": "all indexes already exist", "ok": 1.0}
+    if ctx.txn is not None:
+        in_transaction.check_create_indexes(ctx.txn, coll, f"{ctx.db}.{name}")
+        created_auto = True  # (the server's reply for a collection created in the transaction)
     added = []
     try:
         for spec in new_specs:
@@ -231,7 +241,10 @@ def cmd_create_indexes(node: Node, ctx: OpCtx) -> dict:
             coll.drop_index(spec["name"])
         raise
     fm = _from_migrate(ctx)
-    if len(coll) == 0:
+    if ctx.txn is not None:
+        for spec in new_specs:
+            ctx.txn.log(E.command_op(ctx.db, {"createIndexes": name, **spec}, ui=coll.uuid))
+    elif len(coll) == 0:
         for spec in new_specs:
             node.log(E.command_op(ctx.db, {"createIndexes": name, **spec}, ui=coll.uuid), ctx, from_migrate=fm)
     else:

@@ -18,6 +18,7 @@ from mongosim.shardsim.cursors import DEFAULT_FIRST_BATCH, QueryCursor, cursor_r
 from mongosim.shardsim.operation_context import OpCtx
 from mongosim.shardsim.merge_stage import parse_merge, run_merge
 from mongosim.shardsim.out_stage import parse_out, run_out
+from mongosim.shardsim.logical_session_cache import expand_list_local_sessions
 from mongosim.shardsim.query.documents_stage import documents_source
 from mongosim.shardsim.query.matcher import Matcher
 from mongosim.shardsim.query.pipeline_shape import split_pipeline
@@ -205,6 +206,7 @@ async def cmd_aggregate(node: Node, ctx: OpCtx) -> dict:
     from mongosim.shardsim.query.stages import run_pipeline
 
     variables = for_command(node, ctx)
+    pipeline = expand_list_local_sessions(target, pipeline, cmd, node.session_cache, node.wall.wall)
     documents, stages, writer = split_pipeline(target, pipeline, cmd)
     write = output_writer(ctx.db, writer)  # its spec checked before anything is read
     if cmd.get("explain"):

@@ -569,5 +569,5 @@ async def cmd_find_and_modify(node: Node, ctx: OpCtx) -> dict:
         value = project(value)
     reply = {"lastErrorObject": last_error, "value": value, "ok": 1.0}
     if ws.state is not None:
-        ws.state.executed[ws.stmt_id(0)] = reply
+        ws.state.executed[ws.stmt_id(0)] = dict(reply)  # (the reply sent gets operationTime, writeConcernError...)
     return reply

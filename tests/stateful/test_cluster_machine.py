@@ -97,6 +97,7 @@ class ClusterMachine(RuleBasedStateMachine):
         self.snapshots: list[tuple] = []  # (atClusterTime, {_id: k} seen, drops then, restarts then, trio time)
         self.drops = 0
         self.restarts = 0  # a restarted shard has no snapshot history
+        self.created = 0  # collections db.t<N> created by transactions (rule transaction_creates_a_collection)
         self.removed: set[str] = set()  # shards removed by removeShard
 
     def live_shards(self) -> list[str]:
@@ -253,6 +254,38 @@ class ClusterMachine(RuleBasedStateMachine):
             for i, k in zip(ids, ks):
                 self.docs[i] = k
                 self.log.append(("db.c", "insert", i))
+
+    @rule(n=st.integers(1, 3), commit=st.booleans())
+    def transaction_creates_a_collection(self, n: int, commit: bool) -> None:
+        """A transaction creates db.t<N> by inserting into it: no other command sees the collection
+        before the commit (none after an abort); the watchers get its inserts with the commit."""
+        name = f"t{self.created}"
+        self.created += 1
+        ids = list(range(self.next_id, self.next_id + n))
+        self.next_id += n
+        lsid = {"id": __import__("bson").Binary(os.urandom(16), 4)}
+        seen: list[bool] = []
+
+        async def listed() -> bool:
+            reply = await self.client.command("db", {"listCollections": 1, "filter": {"name": name}})
+            return bool(reply["cursor"]["firstBatch"])
+
+        async def txn() -> None:
+            c = self.client
+            for j, i in enumerate(ids):
+                extra = {"startTransaction": True} if j == 0 else {}
+                await c.command("db", {"insert": name, "documents": [{"_id": i}], "lsid": lsid, "txnNumber": 1,
+                                       "autocommit": False, **extra})
+            seen.append(await listed())
+            end = "commitTransaction" if commit else "abortTransaction"
+            await c.command("admin", {end: 1, "lsid": lsid, "txnNumber": 1, "autocommit": False})
+
+        committed = self._write(txn)
+        assert seen[:1] != [True], f"db.{name} was visible before its transaction committed"
+        if committed and commit:
+            self.log.extend((f"db.{name}", "insert", i) for i in ids)
+        elif committed:
+            assert not self.portal.call(listed), f"db.{name} exists after its transaction aborted"
 
     # -- topology and DDL ---------------------------------------------------------------
     @rule(region=st.integers(0, 2), to=st.integers(0, 4), via=st.integers(0, 1))
