@@ -136,3 +136,53 @@ def test_a_batch_takes_the_byte_path():
         writes.insert_one = real
     assert replies[0]["n"] == 50 and not calls
     assert sum(bsonutil.decode(r)["op"] == "i" for _n, raws, _d in state for r in raws) == 50
+
+
+async def _on_a_mongod(bodies: list[tuple[dict, list]]) -> tuple[list[dict], list[tuple], object]:
+    """Send OP_MSG inserts (body, documents) to a replica-set primary; its replies, the batch path's
+    calls that stored something, and the node."""
+    stored = []
+    real = writes.try_insert_batch
+
+    def spy(node, ctx, ws, db, name, docs):
+        done = real(node, ctx, ws, db, name, docs)
+        if done:
+            stored.append((db, name, len(docs)))
+        return done
+
+    writes.try_insert_batch = spy
+    try:
+        async with open_cluster(topology="replset", listen=False, epoch=EPOCH) as core:
+            sink, codec, conn = _Sink(), wire.WireConnection(), ConnState(1, "test")
+            for body, documents in bodies:
+                codec.receive_data(_op_msg(body, documents) if documents else _command(body))
+                await server._handle(sink, core.frontend, conn, codec.next_message())
+            return sink.replies, stored, core.nodes["shard00"]
+    finally:
+        writes.try_insert_batch = real
+
+
+def _command(body: dict) -> bytes:
+    payload = b"\x00\x00\x00\x00" + b"\x00" + bson.encode(body)
+    return struct.pack("<iiii", 16 + len(payload), 1, 0, wire.OP_MSG) + payload
+
+
+def test_the_byte_path_keeps_a_mongods_per_command_rules():
+    """The batch path runs inside the node's command: the profiler records it, and what a mongod
+    refuses before running an insert (a readConcern other than local, a client's write to
+    system.profile) is refused with nothing stored."""
+    docs = [{"_id": i, "v": i} for i in range(5)]
+    replies, stored, node = trio.run(_on_a_mongod, [
+        ({"profile": 2, "$db": "db"}, None),
+        ({"insert": "c", "$db": "db", "comment": "batch"}, docs),
+        ({"insert": "r", "$db": "db", "readConcern": {"level": "majority"}}, docs),
+        ({"insert": "system.profile", "$db": "db"}, docs),
+    ], clock=trio.testing.MockClock(autojump_threshold=0))
+    assert [r["ok"] for r in replies] == [1.0, 1.0, 0.0, 0.0]
+    assert stored == [("db", "c", 5)]
+    assert (replies[2]["code"], replies[2]["codeName"]) == (72, "InvalidOptions")
+    assert (replies[3]["code"], replies[3]["codeName"]) == (73, "InvalidNamespace")
+    assert node.catalog.collection("db", "r") is None
+    profiled = [d for d in node.catalog.collection("db", "system.profile").docs.values()
+                if d["command"].get("comment") == "batch"]
+    assert [(d["op"], d["ns"], d["ninserted"]) for d in profiled] == [("insert", "db.c", 5)]
