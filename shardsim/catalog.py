@@ -62,6 +62,9 @@ class Collection:
     rids: dict[Any, int] | None = field(default=None, repr=False, compare=False)  # id key -> RecordId
     _next_rid: int = field(default=1, repr=False, compare=False)
     _checked: Any = field(default=None, repr=False, compare=False)  # (doc, its keys per maintained index)
+    # derived from `options` by shardsim.collection_options.refresh (not dataclass fields: never persisted)
+    validator = None  # shardsim.document_validation.Validator when the collection validates its documents
+    capped = None  # shardsim.capped.CappedState of a capped collection
 
     def __post_init__(self) -> None:
         for spec in self.indexes:
@@ -151,9 +154,11 @@ class Collection:
 
     def batch_insertable(self) -> bool:
         """May a batch of new documents be stored by `insert_batch`: no index that checks or stores
-        keys (`has_secondary_indexes`), no snapshot keeping history?"""
+        keys (`has_secondary_indexes`), no snapshot keeping history, no validator to check each
+        document against, not capped (each insert may evict the oldest)?"""
         h = self.history
-        return not self.has_secondary_indexes and (h is None or not h.readers)
+        return (not self.has_secondary_indexes and (h is None or not h.readers) and self.validator is None
+                and self.capped is None)
 
     def insert_batch(self, idks: list, docs: list[dict]) -> None:
         """`insert` of each document, in order, for documents already checked (ids `idks`, new and
@@ -231,7 +236,7 @@ class Collection:
             if name != "_id_" or self.index("_id_") is None:
                 return None
             ix = self.access["_id_"] = IndexAccessMethod(self.index("_id_"))
-        if ix.entries is None and ix.usable:
+        if ix.entries is None and ix.materializable:
             self._materialize(ix)
         return ix
 

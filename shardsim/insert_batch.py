@@ -9,8 +9,8 @@ An insert of n documents outside a transaction writes n oplog entries, one per d
 with n consecutive timestamps (a retryable write's prevOpTime chains each statement to the one
 before it).  When the whole batch can be inserted — every document an object with an `_id` of a
 type stored as it is, no `_id` already in the collection or twice in the batch, no index that
-checks or stores keys, no snapshot keeping history, no transaction holding documents, no statement
-that already ran, no failpoint — the entries are assembled from bytes: the constant head and
+checks or stores keys, no validator, not capped, no snapshot keeping history, no transaction
+holding documents, no statement that already ran, no failpoint — the entries are assembled from bytes: the constant head and
 middle (session fields, namespace, collection UUID, t, v, wall), each document's own bytes as it
 arrived (`bsonutil.DocumentSequence`; encoded once here otherwise), its documentKey read from those
 bytes when it is the `_id` alone, and each entry's timestamp, statement id and prevOpTime.  They

@@ -37,7 +37,10 @@ from mongosim.oplog.layout import crud_layout
 from mongosim.oplog.resume_token import bson_document_key_fields, crud_token_prefix, encode_event_token
 from mongosim.shardsim.changestream import render as R
 from mongosim.shardsim.changestream.event_batch import BATCH_BYTES, OVERHEAD, EventBatch, make_token
+from mongosim.shardsim.changestream.split_large_event import sort_key_size
 from mongosim.shardsim.query.diff import update_description
+
+SORT_KEY_FIXED = 64  # a $sortKey element's bytes beside the token's _data and _typeBits (50)
 
 # How a run ended.
 FULL = 0  # the batch holds `limit` events, or the next event would overflow its bytes
@@ -132,7 +135,7 @@ _UNKNOWN = Namespace()
 class RunRenderer:
     """Renders runs of CRUD entries for one change-stream cursor (see the module doc)."""
 
-    def __init__(self, cursor, max_event: int) -> None:
+    def __init__(self, cursor, max_event: int, with_sort_key: bool = False) -> None:
         ctx = cursor.ctx
         self.cursor = cursor
         self.source = cursor.source
@@ -142,9 +145,20 @@ class RunRenderer:
         self.show_migration = ctx.spec.show_migration_events
         self.views_ns = f"{ctx.db}.system.views"
         self.max_event = max_event
+        # An event that may be too large is weighed exactly (`too_large`): for a router, the split
+        # stage counts the event's $sortKey too, {"": token}: the token's bytes and SORT_KEY_FIXED more.
+        self.with_sort_key = with_sort_key
+        self.near = max_event - SORT_KEY_FIXED if with_sort_key else max_event
         self.cache = getattr(ctx.node, "event_cache", None)
         self.stages = cursor.stages
         self._ns: dict[str, Namespace] = {}
+
+    def too_large(self, size: int, data: str, bits: bytes | None) -> bool:
+        """Is an event of `size` bytes (token `data`, `bits`) the stage pipeline's: over the limit,
+        with its $sortKey when the split stage counts it?"""
+        if size > self.max_event:
+            return True
+        return self.with_sort_key and size + sort_key_size(make_token(data, bits)) > self.max_event
 
     def ready(self) -> bool:
         """Does every stage pass a CRUD event on unchanged right now?"""
@@ -194,7 +208,7 @@ class RunRenderer:
         namespaces = self._ns
         cache = self.cache
         expanded = self.expanded
-        max_event = self.max_event
+        near, with_sort_key = self.near, self.with_sort_key
         budget = BATCH_BYTES - batch.size
         out_raws, out_keys, out_ops, out_bits = batch.raws, batch.keys, batch.ops, batch.bits
         room = limit - len(out_raws)
@@ -228,8 +242,12 @@ class RunRenderer:
                 if hit is not None:
                     op_type, token, ev, _dk, _diff = hit
                     size = len(ev)
-                    if size > max_event or (out_raws and size + OVERHEAD > budget):
-                        status = PIPELINE if size > max_event else FULL
+                    weight = size + len(token["_data"]) + len(token.get("_typeBits") or b"") if with_sort_key else size
+                    if weight > near and self.too_large(size, token["_data"], token.get("_typeBits")):
+                        status = PIPELINE
+                        break
+                    if out_raws and size + OVERHEAD > budget:
+                        status = FULL
                         break
                     tb = token.get("_typeBits")
                     if tb is not None:
@@ -326,8 +344,12 @@ class RunRenderer:
             else:
                 body = b"".join((head, tok, after, ts_le, t.mid, wall, t.ns_key, key_raw, b"\x00"))
             size = len(body) + 4
-            if size > max_event or (out_raws and size + OVERHEAD > budget):
-                status = PIPELINE if size > max_event else FULL
+            weight = size + len(data) + (len(bits) if bits else 0) if with_sort_key else size
+            if weight > near and self.too_large(size, data, bits):
+                status = PIPELINE
+                break
+            if out_raws and size + OVERHEAD > budget:
+                status = FULL
                 break
             ev = size.to_bytes(4, "little") + body
             if cache is not None:
