@@ -186,3 +186,20 @@ def test_the_byte_path_keeps_a_mongods_per_command_rules():
     profiled = [d for d in node.catalog.collection("db", "system.profile").docs.values()
                 if d["command"].get("comment") == "batch"]
     assert [(d["op"], d["ns"], d["ninserted"]) for d in profiled] == [("insert", "db.c", 5)]
+
+
+def test_validated_and_capped_collections_take_the_per_document_path():
+    """A validator checks each document (the batch stops at the first it refuses, ordered) and a
+    capped collection evicts its oldest documents as each new one arrives: not the batch path's."""
+    docs = [{"_id": i, "v": i - 2} for i in range(5)]
+    replies, stored, node = trio.run(_on_a_mongod, [
+        ({"create": "checked", "validator": {"v": {"$gte": 0}}, "$db": "db"}, None),
+        ({"create": "ring", "capped": True, "size": 4096, "max": 3, "$db": "db"}, None),
+        ({"insert": "checked", "$db": "db"}, docs[2:] + docs[:2]),
+        ({"insert": "ring", "$db": "db"}, docs),
+        ({"insert": "plain", "$db": "db"}, docs),
+    ], clock=trio.testing.MockClock(autojump_threshold=0))
+    assert stored == [("db", "plain", 5)]
+    assert replies[2]["n"] == 3 and [(e["index"], e["code"]) for e in replies[2]["writeErrors"]] == [(3, 121)]
+    assert sorted(d["_id"] for d in node.catalog.collection("db", "checked").docs.values()) == [2, 3, 4]
+    assert replies[3]["n"] == 5 and sorted(d["_id"] for d in node.catalog.collection("db", "ring").docs.values()) == [2, 3, 4]
