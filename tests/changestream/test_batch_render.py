@@ -165,3 +165,36 @@ def test_a_plain_stream_is_rendered_by_runs():
             assert build_cursor(node, "db", cmd, needs_merge=True)._run is None  # user stages: the pipeline
 
     trio.run(body, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+def test_events_near_the_split_limit_are_the_split_stages():
+    """For a router the split stage weighs an event with its $sortKey: an insert event just under the
+    limit alone, over it with the sort key, is the stage's (which cannot split one field that large:
+    7182500, as the server), not the run renderer's."""
+    from mongosim.shardsim.changestream.split_large_event import LIMIT, sort_key_size
+
+    def stream(coll: str, start) -> dict:
+        return {"aggregate": coll, "$db": "db", "$_needsMerge": True,
+                "pipeline": [{"$changeStream": {"startAtOperationTime": start}}, {"$changeStreamSplitLargeEvent": {}}]}
+
+    async def body():
+        async with open_cluster(shards=1, listen=False, epoch=EPOCH) as core:
+            start = key_ts(core.router.clock.key + 1)
+            c = AsyncClient(core.router)
+            node = core.shards["shard00"]
+            await c.insert("db", "c", [{"_id": 1, "s": "a" * 100}])
+            (raws, keys, *_), *_ = _drain(node, stream("c", start), False, [10])
+            overhead = len(raws[0]) - 100
+            extra = sort_key_size({"_data": keys[0]})
+            for under in (1, extra // 2, extra - 1):  # (_id 1: the same token length)
+                coll = f"c{under}"
+                await c.insert("db", coll, [{"_id": 0}])  # (a first event: the next one is the renderer's to take)
+                await c.insert("db", coll, [{"_id": 1, "s": "a" * (LIMIT - under - overhead)}])
+                for fast in (True, False):
+                    try:
+                        _drain(node, stream(coll, start), fast, [10])
+                        raise AssertionError(f"{under}: no error (fast {fast})")
+                    except MongoError as err:
+                        assert err.code == 7182500
+
+    trio.run(body, clock=trio.testing.MockClock(autojump_threshold=0))
