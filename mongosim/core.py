@@ -5,7 +5,9 @@
 background thread for synchronous callers such as pymongo test code.
 
 Topologies: "sharded" (a config server, N shards, a mongos front door) and
-"replset" (one shard answering as a replica-set primary, no router).
+"replset" (one replica set, no router).  Every shard and the config server is
+a replica set of `members` members (mongosim/members.py), each listening on
+its own port; `nodes[name]` is a set's current primary.
 """
 
 from __future__ import annotations
@@ -17,12 +19,13 @@ from typing import Any, AsyncIterator
 
 import trio
 
+from mongosim.members import build_replica_set
 from mongosim.oplog.clock import TimeSource
 from mongosim.router import handshake
-from mongosim.router.replset import ReplSetFrontend
 from mongosim.router.mongos import Router
 from mongosim.router.server import serve_tcp
 from mongosim.shardsim.node import Node
+from mongosim.shardsim.replica_set import ReplicaSet
 
 
 @dataclass
@@ -44,6 +47,9 @@ class ClusterOptions:
     tls_key_file: str | None = None
     data_dir: str | None = None
     event_cache: int = 16_384  # CRUD events rendered once and shared, per node (0: off)
+    members: int = 1  # members of every replica set (shards, config server)
+    election_timeout: float = 10.0  # seconds (the server's electionTimeoutMillis / 1000)
+    heartbeat_interval: float = 2.0  # seconds (heartbeatIntervalMillis / 1000)
 
 
 def shard_name(i: int) -> str:
@@ -57,13 +63,13 @@ class ClusterCore:
         self.opts = opts
         self.nursery = nursery
         self.time = TimeSource(opts.epoch)
-        self.nodes: dict[str, Node] = {}
-        self.config: Node | None = None
+        self.replica_sets: dict[str, ReplicaSet] = {}
+        self.member_frontends: dict[str, Any] = {}  # member host -> its front door
+        self.member_ports_used = 0
         self.router: Router | None = None
         self.frontend: Any = None
         self.port: int = 0
         self.faults: Any = None
-        self._next_port = 27018
         self.store: Any = None  # shardsim.persistence.Store with --data-dir
 
     @property
@@ -71,34 +77,62 @@ class ClusterCore:
         return int(self.opts.oplog_size_mb * 1024 * 1024) if self.opts.oplog_size_mb else None
 
     def make_node(self, name: str, *, is_config: bool = False) -> Node:
-        self._next_port += 1
-        node = Node(
-            name,
-            self.time,
-            oplog_bytes=self.oplog_bytes,
-            skew=self.opts.skews.get(name, 0.0),
-            is_config=is_config,
-            noop_interval=self.opts.noop_interval,
-            instant_hwm=self.opts.instant_hwm,
-            host=f"localhost:{self._next_port}",
-        )
-        if self.opts.event_cache <= 0:
-            node.event_cache = None
-        else:
-            node.event_cache.capacity = self.opts.event_cache
-        self.nodes[name] = node
+        """A new replica set `name` (a shard, or the config server); its primary's node."""
+        rs = build_replica_set(self, name, is_config=is_config, set_name="configRepl" if is_config else None)
+        node = rs.members[0].node
         if self.store is not None:
             self.store.adopt(node)  # restore its saved state (--data-dir), journal it from now on
-        self.nursery.start_soon(node.run_noop_writer, name=f"noop-writer-{name}")
-        self.nursery.start_soon(node.run_transaction_reaper, name=f"transaction-reaper-{name}")
         return node
 
     @property
+    def nodes(self) -> dict[str, Node]:
+        """Each replica set's current primary (or its last one, while it has none)."""
+        out = {}
+        for name, rs in self.replica_sets.items():
+            p = rs.primary
+            out[name] = p.node if p is not None else rs.members[0].node
+        return out
+
+    @property
+    def config(self) -> Node | None:
+        rs = self.replica_sets.get("config")
+        return self.nodes["config"] if rs is not None else None
+
+    @property
+    def public_host(self) -> str:
+        return self.opts.host if self.opts.host not in ("0.0.0.0", "::") else "127.0.0.1"
+
+    def ssl_context(self):
+        if not self.opts.tls_cert_file:
+            return None
+        import ssl
+
+        ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        ctx.load_cert_chain(self.opts.tls_cert_file, self.opts.tls_key_file)
+        return ctx
+
+    def endpoints(self) -> dict[str, list[str]]:
+        """Every endpoint: the router's, and each replica set's members (set name -> hosts)."""
+        out: dict[str, list[str]] = {}
+        if self.router is not None and self.opts.listen:
+            out["router"] = [f"{self.public_host}:{self.port}"]
+        for rs in self.replica_sets.values():
+            out[rs.name] = [m.host for m in rs.members]
+        return out
+
+    @property
     def uri(self) -> str:
-        host = self.opts.host if self.opts.host not in ("0.0.0.0", "::") else "127.0.0.1"
+        host = self.public_host
         if self.opts.topology == "replset":
-            return f"mongodb://{host}:{self.port}/?replicaSet={self.opts.set_name}"
+            rs = self.replica_sets.get(self.opts.set_name)
+            hosts = ",".join(m.host for m in rs.members) if rs is not None and self.opts.listen else f"{host}:{self.port}"
+            return f"mongodb://{hosts}/?replicaSet={self.opts.set_name}"
         return f"mongodb://{host}:{self.port}/"
+
+    def replica_set_uri(self, name: str) -> str:
+        """The connection string of one replica set (a shard's, the config server's)."""
+        rs = self.replica_sets[name]
+        return f"mongodb://{','.join(m.host for m in rs.members)}/?replicaSet={rs.name}"
 
     @property
     def shards(self) -> dict[str, Node]:
@@ -112,16 +146,28 @@ class ClusterCore:
             from mongosim.durability import open_store
 
             self.store, saved = open_store(self.opts)
+        from mongosim.faults import FaultInjector
+
+        self.faults = FaultInjector(self)
+        if self.opts.members > 1 and self.opts.data_dir:
+            raise ValueError("--data-dir keeps one member per replica set: use it with --members 1")
         if self.opts.topology == "replset":
-            node = self.make_node(shard_name(0))
-            ident.is_mongos = False
-            self.frontend = ReplSetFrontend(node, ident)
+            rs = build_replica_set(self, shard_name(0), set_name=self.opts.set_name)
+            node = rs.members[0].node
+            if self.store is not None:
+                self.store.adopt(node)
+            self.frontend = self.member_frontends[rs.members[0].host]
+            self.frontend.identity.argv = ident.argv
+            self.port = self.frontend.identity.port
         else:
-            self.config = self.make_node("config", is_config=True)
+            config = self.make_node("config", is_config=True)
             names = [n for n in saved if n != "config"] if saved else [shard_name(i) for i in range(self.opts.shards)]
             shards = {n: self.make_node(n) for n in names}
-            self.router = Router(self.config, shards, identity=ident, shard_factory=self.make_node,
+            self.router = Router(config, shards, identity=ident, shard_factory=self.make_node,
                                  instant_hwm=self.opts.instant_hwm)
+            for n in shards:
+                for m in self.replica_sets[n].members:
+                    self.router.attach_filtering_metadata(n, m.node)
             from mongosim.router.sharding import config_write, shard_document
 
             if shards and not saved:
@@ -129,26 +175,21 @@ class ClusterCore:
                                                  "documents": [shard_document(self.router, n) for n in shards]})
             self.router.refresh_catalog()
             self.router.nursery = self.nursery
-            from mongosim.faults import FaultInjector
-
-            self.faults = self.router.faults = FaultInjector(self)
+            self.router.faults = self.faults
             self.frontend = self.router
         if self.opts.auth or self.opts.users_file:
             from mongosim.router.authn import make_auth
 
             self.frontend.auth = make_auth(self.opts.auth, self.opts.users_file)
+            for member_frontend in self.member_frontends.values():  # every mongod asks for credentials too
+                member_frontend.auth = self.frontend.auth
         if self.store is not None:
             from mongosim.durability import finish_restore
 
             finish_restore(self)
         self.nursery.start_soon(self._reap_cursors, name="cursor-reaper")
-        if self.opts.listen:
-            ssl_context = None
-            if self.opts.tls_cert_file:
-                import ssl
-
-                ssl_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-                ssl_context.load_cert_chain(self.opts.tls_cert_file, self.opts.tls_key_file)
+        if self.opts.listen and self.router is not None:
+            ssl_context = self.ssl_context()
             service = self.frontend
             if self.store is not None:
                 from mongosim.shardsim.persistence import DurableService
@@ -161,8 +202,9 @@ class ClusterCore:
     async def _reap_cursors(self) -> None:
         while True:
             await trio.sleep(60)
-            for node in list(self.nodes.values()):
-                node.cursors.reap_idle()
+            for rs in list(self.replica_sets.values()):
+                for m in rs.members:
+                    m.node.cursors.reap_idle()
             if self.router is not None:
                 self.router.cursors.reap_idle()
 

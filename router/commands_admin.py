@@ -135,4 +135,4 @@ async def cmd_mongosim_fault(router: Router, req: Request) -> dict:
     injector = getattr(router, "faults", None)
     if injector is None:
         raise MongoError("IllegalOperation", "fault injection is not available on this server")
-    return injector.apply_command(req.cmd)
+    return await injector.apply_command(req.cmd)

@@ -30,7 +30,7 @@ from mongosim.router.failpoints import (
     apply_fail_command,
     fail_get_more_after_checkout,
 )
-from mongosim.router.remote import ShardRemote
+from mongosim.router.remote import ShardRemote, begin_request, end_request, merge_write_concern_errors
 from mongosim.router.request import Request
 from mongosim.router.server import ConnState
 from mongosim.router.sharding import critical_sections
@@ -88,7 +88,6 @@ class Router:
     ) -> None:
         self.identity = identity or handshake.ServerIdentity()
         self.clock = ClusterClock()
-        self.config = config
         self.config_remote = ShardRemote("config", config, self.clock)
         self.shards: dict[str, ShardRemote] = {n: ShardRemote(n, node, self.clock) for n, node in shards.items()}
         self.shard_factory = shard_factory
@@ -109,6 +108,11 @@ class Router:
             self.attach_filtering_metadata(name, node)
         if instant_hwm:
             self.clock.listeners.append(self._gossip_to_shards)
+
+    @property
+    def config(self) -> Node:
+        """The config server's primary."""
+        return self.config_remote.node
 
     def attach_filtering_metadata(self, shard: str, node: Node) -> None:
         """Give a shard its view of which shard-key values it owns (the server's filtering metadata,
@@ -146,6 +150,7 @@ class Router:
         at_cluster_time = await self._snapshot_read_time(req) if snapshot_reads.is_snapshot_read(name, cmd) else 0
         # decided before running: a failing getMore may remove its cursor
         req.is_change_stream = is_change_stream_command(name, cmd, self, db)
+        shard_request = begin_request(cmd)  # read preference out, shards' writeConcernErrors back
         try:
             await apply_fail_command(self.failpoints, req)
             if name == "getMore":
@@ -154,6 +159,10 @@ class Router:
         except MongoError as err:
             self._label(err, req)
             raise
+        finally:
+            wces = end_request(shard_request)
+        if wces and reply.get("ok") and "writeConcernError" not in reply:
+            reply["writeConcernError"] = merge_write_concern_errors(wces)
         if at_cluster_time:
             snapshot_reads.stamp_reply(name, reply, at_cluster_time)
         if req.op_time_key:

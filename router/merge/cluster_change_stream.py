@@ -272,8 +272,7 @@ class ClusterChangeStreamCursor:
             scope.cancel()
         for rc in self.arm.remotes:
             if rc.cursor_id and not rc.exhausted:
-                node = rc.remote.node
-                node.cursors.remove(rc.cursor_id)
+                rc.remote.cursor_node(rc.cursor_id).cursors.remove(rc.cursor_id)  # (the member holding it)
 
 
 async def open_cluster_change_stream(router: Router, req: Request) -> dict:
