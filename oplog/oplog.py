@@ -28,13 +28,14 @@ from __future__ import annotations
 import bisect
 import sys
 from array import array
+from struct import unpack_from
 from typing import Iterator
 
 import trio
 
 from mongosim.oplog import bsonutil
 from mongosim.oplog.clock import ts_key
-from mongosim.oplog.layout import crud_layout
+from mongosim.oplog.layout import crud_layout, locate_o
 
 MAX_ENTRY_BYTES = bsonutil.MAX_BSON_OBJECT_SIZE + 16 * 1024  # BSONObjMaxInternalSize
 
@@ -115,12 +116,17 @@ class Oplog:
     def append(self, entry: dict) -> bytes:
         """Append one entry (its `ts` must be after the last one); return its bytes.
 
-        An entry larger than the server's internal BSON limit (16 MiB + 16 KiB)
+        An entry larger than the server's internal BSON limit (16 MiB + 16 KiB), or
+        an insert or replacement whose document is over the user limit (16 MiB),
         raises EntryTooLarge and is not appended.
         """
         raw = bsonutil.encode(entry)
         if len(raw) > MAX_ENTRY_BYTES:
             raise EntryTooLarge(len(raw))
+        if len(raw) > bsonutil.MAX_BSON_OBJECT_SIZE and entry["op"] in ("i", "u"):  # (rare: a large entry)
+            stored = unpack_from("<i", raw, locate_o(raw)[0])[0]  # the document an insert or replacement stores
+            if stored > bsonutil.MAX_BSON_OBJECT_SIZE:
+                raise EntryTooLarge(stored)
         self.append_raw(raw, ts_key(entry["ts"]), entry["op"], entry["ns"], entry=entry)
         return raw
 

@@ -9,8 +9,10 @@ from mongosim.router import (  # noqa: F401
     commands_admin,
     commands_crud,
     commands_ddl,
+    search_indexes,
     sharding,
     transactions,
+    views,
 )
 from mongosim.router.command_registry import ROUTER_COMMANDS
 from mongosim.router.merge import cluster_change_stream  # noqa: F401

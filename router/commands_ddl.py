@@ -16,6 +16,7 @@ from mongosim.oplog.errors import MongoError
 from mongosim.router.command_registry import router_command
 from mongosim.router.request import GENERIC_FIELDS, Request
 from mongosim.router.sharding import config_write, critical_sections, ensure_database
+from mongosim.router.store_possible_cursor import store_possible_cursor
 
 if TYPE_CHECKING:
     from mongosim.router.mongos import Router
@@ -199,7 +200,8 @@ async def cmd_list_collections(router: Router, req: Request) -> dict:
     primary = router.catalog.primary_of(req.db)
     if primary is None:
         return {"cursor": {"firstBatch": [], "id": 0, "ns": f"{req.db}.$cmd.listCollections"}, "ok": 1.0}
-    return await router.shard(primary).command(req.db, _forward(req.cmd))
+    reply = await router.shard(primary).command(req.db, _forward(req.cmd))
+    return store_possible_cursor(router, primary, req.db, reply)
 
 
 @router_command("listIndexes")
@@ -212,7 +214,8 @@ async def cmd_list_indexes(router: Router, req: Request) -> dict:
         raise MongoError("NamespaceNotFound", f"ns does not exist: {req.db}.{req.cmd['listIndexes']}")
     holders = shards_holding(router, req.db, req.cmd["listIndexes"])
     target = primary if (primary in holders or not holders) else holders[0]
-    return await router.shard(target).command(req.db, _forward(req.cmd))
+    reply = await router.shard(target).command(req.db, _forward(req.cmd))
+    return store_possible_cursor(router, target, req.db, reply)
 
 
 @router_command("listDatabases")

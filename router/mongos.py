@@ -38,6 +38,7 @@ from mongosim.router.transactions import RouterTransactions
 from mongosim.shardsim import snapshot_reads
 from mongosim.shardsim.collation import refuse_collation
 from mongosim.shardsim.cursors import CursorManager
+from mongosim.shardsim.fail_point import check_max_time_always_times_out
 from mongosim.shardsim.generic_args import check_generic_arguments
 from mongosim.shardsim.node import Node
 
@@ -144,6 +145,7 @@ class Router:
             raise MongoError("CommandNotFound", f"no such command: '{name}'")
         check_generic_arguments(name, cmd)
         refuse_collation(name, cmd)
+        check_max_time_always_times_out(self.failpoints, cmd)
         authn.authorize(self, db, cmd, conn)
         cmd = authn.with_session(self, cmd, conn)
         req = Request(db, cmd, conn, name)

@@ -32,7 +32,6 @@ from mongosim.router.commands import ROUTER_COMMANDS
 from mongosim.router.error_labels import change_stream_labels
 from mongosim.router.failpoints import (
     CloseConnection,
-    FailPoints,
     app_name_of,
     apply_fail_command,
     fail_get_more_after_checkout,
@@ -75,7 +74,6 @@ class ReplSetFrontend:
     def __init__(self, target: Node | Member, identity: handshake.ServerIdentity) -> None:
         self.identity = identity
         self.member = _member_of(target, identity.set_name or "rs0", identity.address)
-        self.failpoints = FailPoints()
         self.connections: set[int] = set()
         self.started_at = trio.current_time()
         self.auth = authn.make_auth(False)
@@ -89,6 +87,11 @@ class ReplSetFrontend:
     @property
     def cursors(self):
         return self.member.node.cursors
+
+    @property
+    def failpoints(self):
+        """A member's failpoints are its node's (configureFailPoint on this port sets them)."""
+        return self.member.node.failpoints
 
     # -- hello ------------------------------------------------------------------------------
     def replica_set_fields(self) -> dict:

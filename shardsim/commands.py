@@ -5,7 +5,15 @@ The one place that imports the command modules (they register into
 module imports the node back.
 """
 
-from mongosim.shardsim import ddl, reads, repl_commands, sharding_ops, txn_commands, writes  # noqa: F401
+from mongosim.shardsim import (  # noqa: F401
+    ddl,
+    reads,
+    repl_commands,
+    search_indexes,
+    sharding_ops,
+    txn_commands,
+    writes,
+)
 from mongosim.shardsim.changestream import aggregate  # noqa: F401
 from mongosim.shardsim.command_registry import COMMANDS
 

@@ -29,10 +29,11 @@ from mongosim.oplog.clock import LogicalClock, NodeClock, TimeSource, key_ts
 from mongosim.oplog.error_codes import CODES
 from mongosim.oplog.errors import MongoError
 from mongosim.oplog.oplog import Oplog
-from mongosim.shardsim import snapshot_reads
+from mongosim.shardsim import snapshot_reads, views
 from mongosim.shardsim.catalog import Catalog
 from mongosim.shardsim.collation import refuse_collation
 from mongosim.shardsim.commands import COMMANDS
+from mongosim.shardsim.fail_point import CloseConnection, FailPoints, check_max_time_always_times_out
 from mongosim.shardsim.generic_args import check_generic_arguments
 from mongosim.shardsim.generic_args import max_time_ms as generic_max_time_ms
 from mongosim.shardsim.operation_context import OpCtx
@@ -89,6 +90,7 @@ class Node:
         self.event_cache = EventCache()  # CRUD events rendered once per oplog entry
         self.txn_released = trio.lowlevel.ParkingLot()  # woken when a transaction ends (its locks go)
         self.epoch = secrets.token_bytes(4)
+        self.failpoints = FailPoints()  # this node's (configureFailPoint on a replica-set member)
         self.joined_key = 0  # the cluster time it joined a running cluster at (router.sharding.add_shard)
         self.term = oplog_entry.TERM  # the replica set's term (`t` of the entries it writes)
         self.replica_set: Any = None  # shardsim.replica_set.ReplicaSet, when a member of one
@@ -140,6 +142,7 @@ class Node:
             raise MongoError("CommandNotFound", f"no such command: '{name}'")
         check_generic_arguments(name, cmd)
         refuse_collation(name, cmd)
+        check_max_time_always_times_out(self.failpoints, cmd)
         lsid = cmd.get("lsid")
         txn = cmd.get("txnNumber")
         ctx = OpCtx(db, cmd, lsid=lsid, txn_number=int(txn) if txn is not None else None, from_router=from_router)
@@ -159,9 +162,14 @@ class Node:
                 self.sessions.begin(lsid, ctx.txn_number)  # the session is checked out before any wait
             await self._wait_for_prepared(db, cmd.get(name), ctx.deadline)
         try:
-            reply = handler(self, ctx)
-            if hasattr(reply, "__await__"):
-                reply = await reply
+            reply = None
+            target = cmd.get(name)
+            if name in views.ON_A_NAMESPACE and type(target) is str and self.catalog.collection(db, target) is None:
+                reply = await views.run_on_view(self, ctx, name, target)  # (None: not a view either)
+            if reply is None:
+                reply = handler(self, ctx)
+                if hasattr(reply, "__await__"):
+                    reply = await reply
         except MongoError as err:
             if (ctx.txn is not None and name not in ("commitTransaction", "abortTransaction", "prepareTransaction")
                     and err.code != WOULD_CHANGE_OWNING_SHARD):
@@ -173,6 +181,8 @@ class Node:
             snapshot_reads.stamp_reply(name, reply, ctx.at_cluster_time)
         if ctx.op_time_key:
             reply["_opTimeKey"] = ctx.op_time_key
+        if ctx.close_connection:
+            raise CloseConnection()  # (the command's writes stand; its reply is lost with the connection)
         return reply
 
     @property

@@ -81,8 +81,8 @@ def cmd_find(node: Node, ctx: OpCtx) -> dict:
     limit = int_arg(cmd, "limit", "find", None)
     results = run_find(node, ctx.db, name, cmd, ctx.view)
     if limit and (batch_size is None or batch_size > limit):
-        batch_size = limit
-    return serve_cursor(node, f"{ctx.db}.{name}", results, batch_size, bool(cmd.get("singleBatch")) or bool(limit and batch_size == limit))
+        batch_size = limit  # (the cursor stays open when a batch stops short of 16 MB before the limit)
+    return serve_cursor(node, f"{ctx.db}.{name}", results, batch_size, bool(cmd.get("singleBatch")))
 
 
 @command("getMore")

@@ -22,12 +22,14 @@ from mongosim.oplog.oplog import EntryTooLarge
 from mongosim.shardsim.catalog import Collection
 from mongosim.shardsim.command_registry import command
 from mongosim.shardsim.create_collection import check_namespace, ensure_collection
+from mongosim.shardsim.fail_point import ON_PRIMARY_TRANSACTIONAL_WRITE
 from mongosim.shardsim.operation_context import OpCtx
 from mongosim.shardsim.query.matcher import Matcher
 from mongosim.shardsim.query.update import (
     apply_update,
     check_id_value,
     classify_update,
+    parse_update,
     upsert_seed,
 )
 from mongosim.shardsim.query.values import hashable
@@ -121,6 +123,21 @@ class WriteSession:
             return None
         return self.state.executed.get(self.stmt_id(index))
 
+    def before_write(self) -> None:
+        """A retryable write is about to change a document: the onPrimaryTransactionalWrite failpoint
+        may fail it before it commits (failBeforeCommitExceptionCode) and close the client's
+        connection (closeConnection, default true: after the command, which keeps its writes)."""
+        if self.state is None or not self.node.failpoints:
+            return
+        fp = self.node.failpoints.get(ON_PRIMARY_TRANSACTIONAL_WRITE)
+        if fp is None or not fp.hit():
+            return
+        if fp.data.get("closeConnection", True):
+            self.ctx.close_connection = True
+        code = fp.data.get("failBeforeCommitExceptionCode")
+        if code is not None:
+            raise MongoError(int(code), "Failing write for test due to failpoint onPrimaryTransactionalWrite")
+
     def log(self, op: dict, index: int, result: Any = True) -> None:
         if self.txn is not None:
             self.txn.log(op)
@@ -167,8 +184,9 @@ def prepare_insert(doc: dict) -> dict:
 
 
 def _too_large(doc: dict) -> MongoError:
+    """fixDocumentForInsert's refusal of a document over 16 MiB (BadValue, as the server says)."""
     size = len(bsonutil.encode(doc))
-    return MongoError("BSONObjectTooLarge",
+    return MongoError("BadValue",
                       f"object to insert too large. size in bytes: {size}, max size: {bsonutil.MAX_BSON_OBJECT_SIZE}")
 
 
@@ -181,6 +199,7 @@ def insert_one(node: Node, ctx: OpCtx, coll: Collection, doc: dict, ws: WriteSes
         ws.log(op, index)
         return
     coll.check_insert(doc)  # DuplicateKey before anything is written
+    ws.before_write()
     try:
         ws.log(op, index)  # the entry is encoded once; too large -> nothing written
     except EntryTooLarge:
@@ -302,6 +321,7 @@ def update_document(node: Node, ctx: OpCtx, coll: Collection, doc: dict, update:
     if len(bsonutil.encode(new)) > bsonutil.MAX_BSON_OBJECT_SIZE:
         raise MongoError("BSONObjectTooLarge", "Resulting document after update is larger than 16777216")
     check_shard_key_change(node, ctx, coll, doc, new, multi)
+    ws.before_write()
     ws.replace(coll, doc, new)
     ws.log(op, index)
     ws.pre_image(coll, doc)
@@ -356,6 +376,7 @@ async def cmd_update(node: Node, ctx: OpCtx) -> dict:
             multi = bool(st.get("multi", False))
             if multi and classify_update(u) == "replacement":
                 raise MongoError("FailedToParse", "multi update is not supported for replacement-style update")
+            parse_update(u, st.get("arrayFilters"))
             matcher = Matcher(q)
             coll, targets = await ws.settled_targets(
                 ctx.db, name, lambda c: list(matching_documents(c, q, matcher, ws))[:None if multi else 1])
@@ -392,6 +413,7 @@ async def cmd_update(node: Node, ctx: OpCtx) -> dict:
 # -- delete -------------------------------------------------------------------------
 def delete_document(node: Node, ctx: OpCtx, coll: Collection, doc: dict, ws: WriteSession, index: int) -> None:
     key = coll.document_key(doc)
+    ws.before_write()
     ws.delete(coll, doc)
     ws.log(E.delete_op(coll.ns, coll.uuid, key), index)
     ws.pre_image(coll, doc)
@@ -453,6 +475,8 @@ async def cmd_find_and_modify(node: Node, ctx: OpCtx) -> dict:
         raise MongoError("FailedToParse", "Cannot specify both upsert=true and remove=true")
     if remove and cmd.get("new"):
         raise MongoError("FailedToParse", "Cannot specify both new=true and remove=true; 'remove' always returns the deleted document")
+    if update is not None:
+        parse_update(update, cmd.get("arrayFilters"))
     ws = WriteSession(node, ctx)
     saved = ws.already(0)
     if saved is not None:

@@ -23,13 +23,25 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable, Iterator
 
 from bson import Decimal128, Int64
-
 from mongosim.oplog.errors import MongoError
-from mongosim.shardsim.query.expressions import _DESCEND, _KEEP, _PRUNE, compile_expression, field_path_get
+from mongosim.shardsim.query.expressions import (
+    _DESCEND,
+    _KEEP,
+    _PRUNE,
+    compile_expression,
+    field_path_get,
+)
 from mongosim.shardsim.query.fmt import bson_str
-from mongosim.shardsim.query.values import MISSING, compare, hashable, is_number, type_name
+from mongosim.shardsim.query.values import (
+    MISSING,
+    compare,
+    hashable,
+    is_number,
+    type_name,
+)
+from mongosim.shardsim.search_indexes import refuse_search_stage
 
-__all__ = ["compile_stage", "run_pipeline", "run_update_pipeline", "DOC_STAGES", "UPDATE_STAGES"]
+__all__ = ["compile_stage", "compile_update_pipeline", "run_pipeline", "run_update_pipeline", "DOC_STAGES", "UPDATE_STAGES"]
 
 DOC_STAGES = frozenset({"$match", "$project", "$addFields", "$set", "$unset", "$replaceRoot", "$replaceWith", "$redact"})
 UPDATE_STAGES = frozenset({"$addFields", "$set", "$project", "$unset", "$replaceRoot", "$replaceWith"})
@@ -38,6 +50,7 @@ _KNOWN_OTHER = frozenset({
     "$bucketAuto", "$out", "$merge", "$geoNear", "$graphLookup", "$sample", "$changeStream", "$indexStats",
     "$collStats", "$currentOp", "$listSessions", "$densify", "$fill", "$setWindowFields", "$unionWith",
     "$documents", "$changeStreamSplitLargeEvent", "$planCacheStats", "$listLocalSessions", "$search",
+    "$searchMeta", "$vectorSearch", "$listSearchIndexes",
 })
 
 
@@ -49,6 +62,7 @@ def _stage_name(stage) -> tuple[str, Any]:
     name, spec = next(iter(stage.items()))
     if name not in DOC_STAGES and name not in _KNOWN_OTHER:
         raise MongoError(40324, f"Unrecognized pipeline stage name: '{name}'")
+    refuse_search_stage(name)
     return name, spec
 
 
@@ -209,8 +223,8 @@ def _set_in_elem(e, parts, v):
     return new
 
 
-def run_update_pipeline(doc: dict, pipeline: list, *, now=None) -> dict:
-    """Apply an update pipeline to one document; returns the new document."""
+def compile_update_pipeline(pipeline: list, *, now=None) -> list[Callable[[dict], dict | None]]:
+    """Parse an update pipeline (only the stages an update allows) into its stage functions."""
     if not isinstance(pipeline, list):
         raise MongoError("FailedToParse", "update pipeline must be an array")
     fns = []
@@ -219,6 +233,12 @@ def run_update_pipeline(doc: dict, pipeline: list, *, now=None) -> dict:
         if name not in UPDATE_STAGES:
             raise MongoError("InvalidOptions", f"{name} is not allowed to be used within an update")
         fns.append(compile_stage(stage, now=now))
+    return fns
+
+
+def run_update_pipeline(doc: dict, pipeline: list, *, now=None) -> dict:
+    """Apply an update pipeline to one document; returns the new document."""
+    fns = compile_update_pipeline(pipeline, now=now)
     cur = doc
     for f in fns:
         cur = f(cur)

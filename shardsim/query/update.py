@@ -43,7 +43,7 @@ import re
 from decimal import Context, Decimal
 from typing import Any
 
-from bson import Decimal128, Int64, ObjectId, Regex, Timestamp
+from bson import DBRef, Decimal128, Int64, ObjectId, Regex, Timestamp
 
 from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.query.diff import DELTA_METADATA_PADDING, binary_equal, compute_diff
@@ -51,7 +51,7 @@ from mongosim.shardsim.query.fmt import bson_str, element_str, query_error
 from mongosim.shardsim.query.paths import array_index, split
 from mongosim.shardsim.query.values import MISSING, compare, is_number, sort_key, type_name
 
-__all__ = ["apply_update", "classify_update", "UpdateResult", "compile_update", "upsert_seed", "deep_copy"]
+__all__ = ["apply_update", "classify_update", "UpdateResult", "compile_update", "parse_update", "upsert_seed", "deep_copy"]
 
 _DEC_CTX = Context(prec=34)
 
@@ -1284,6 +1284,18 @@ def compile_update(update: dict, array_filters=None) -> CompiledUpdate:
     return CompiledUpdate(update, array_filters)
 
 
+def parse_update(update, array_filters=None) -> None:
+    """Check an update before any document is read, as the server parses an UpdateRequest first:
+    an unknown modifier, a bad path or an unused array filter fails even when nothing matches."""
+    kind = classify_update(update)
+    if kind == "operators":
+        CompiledUpdate(update, array_filters)
+    elif kind == "pipeline":
+        from mongosim.shardsim.query.stages import compile_update_pipeline
+
+        compile_update_pipeline(update)
+
+
 def _fast_shape(update: dict):
     """((op, field, arg), ...) when `update` only $set/$inc's top-level fields to scalars."""
     out = []
@@ -1415,11 +1427,38 @@ def apply_compiled(compiled: CompiledUpdate, doc: dict, *, is_insert=False, now=
 
 
 def check_id_value(idv: Any) -> None:
-    """The server's storage validation of `_id`: never an array or a regex (InvalidIdField)."""
+    """The server's storage validation of `_id` (storageValidIdField): never an array, a regex or
+    undefined (InvalidIdField); an embedded document holds no `$`-prefixed field at any depth, but
+    for a leading DBRef (`$ref`, `$id`, optional `$db`) (DollarPrefixedFieldName)."""
     if type(idv) is list:
         raise MongoError("InvalidIdField", "The '_id' value cannot be of type array")
     if isinstance(idv, (Regex, re.Pattern)):
         raise MongoError("InvalidIdField", "The '_id' value cannot be of type regex")
+    if type(idv).__name__ == "Undefined":
+        raise MongoError("InvalidIdField", "The '_id' value cannot be of type undefined")
+    if isinstance(idv, (dict, DBRef)):
+        bad = _dollar_field_not_valid_for_storage(idv)
+        if bad is not None:
+            raise MongoError("DollarPrefixedFieldName",
+                             f"_id fields may not contain '$'-prefixed fields: {bad} is not valid for storage.")
+
+
+def _dollar_field_not_valid_for_storage(value: Any) -> str | None:
+    """The first `$`-prefixed field name BSONObj::storageValidEmbedded refuses in `value`, or None."""
+    if isinstance(value, list):
+        return next((b for b in map(_dollar_field_not_valid_for_storage, value) if b is not None), None)
+    if isinstance(value, DBRef):  # (bson decodes a leading $ref/$id pair as a DBRef; extra fields follow $id)
+        value = value.as_doc().to_dict()
+    if not isinstance(value, dict):
+        return None
+    names = list(value)
+    skip = 0
+    if names[:2] == ["$ref", "$id"] and isinstance(value["$ref"], str):  # a DBRef
+        skip = 3 if len(names) > 2 and names[2] == "$db" and isinstance(value["$db"], str) else 2
+    for name in names[skip:]:
+        if name.startswith("$"):
+            return name
+    return next((b for b in map(_dollar_field_not_valid_for_storage, value.values()) if b is not None), None)
 
 
 def _validate_stored(doc: dict):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import pymongo
 import pytest
 from bson import Regex
 from pymongo.errors import WriteError
@@ -27,3 +28,21 @@ def test_an_array_or_regex_id_is_refused_everywhere_a_document_is_stored(client,
                             f"{{'index': 0, 'code': 53, 'errmsg': \"The '_id' value cannot be of type {kind}\"}}")
     assert codes[1][0] == 66 and codes[2][0] == 53
     assert list(coll.find()) == [{"_id": 1, "v": 0}]  # nothing stored
+
+
+@pytest.mark.parametrize("idv, bad", [({"$a": 1}, "$a"), ({"x": {"$b": 1}}, "$b"), ({"x": [{"$c": 1}]}, "$c"),
+                                      ({"$ref": "c", "$id": 1, "$x": 2}, "$x")])
+def test_dollar_prefixed_fields_in_id_are_refused(client, idv, bad):
+    coll = client.idv.dollar
+    with pytest.raises(pymongo.errors.WriteError) as e:
+        coll.insert_one({"_id": idv})
+    assert e.value.code == 52
+    assert e.value.details["errmsg"] == f"_id fields may not contain '$'-prefixed fields: {bad} is not valid for storage."
+    assert coll.count_documents({}) == 0
+
+
+def test_dbref_and_dotted_ids_are_stored(client):
+    coll = client.idv.dbref
+    coll.insert_one({"_id": {"$ref": "c", "$id": 1, "$db": "d"}})
+    coll.insert_one({"_id": {"a.b": 1}})
+    assert coll.count_documents({}) == 2

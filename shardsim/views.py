@@ -1,0 +1,151 @@
+"""Views: read-only namespaces defined by an aggregation over another namespace (the ViewCatalog).
+
+A view is a document of `<db>.system.views`: `{_id: "db.view", viewOn: <name>,
+pipeline: [...]}`.  A read on a view becomes an aggregate on the backing
+collection with the view's pipeline first; a view on a view resolves
+recursively (at most 20 deep, else ViewDepthLimitExceeded).  `find`, `count`
+and `distinct` are converted into aggregation pipelines and their replies
+converted back, as the server does (query_request_conversion; the
+view-resolving paths of count and distinct); the cursor of a find on a view
+names the view.  Everything else on a view is CommandNotSupportedOnView (166,
+"Namespace db.v is a view, not a collection"): writes (a write error per
+statement; findAndModify a command error), indexes, collMod of collection
+options, change streams.
+
+Through mongos, the primary shard answers a router's read on a view with
+CommandOnShardedViewNotSupportedOnMongod (169) carrying `resolvedView: {ns,
+pipeline}`; mongos then runs the aggregate on the backing namespace across
+the shards (router/views.py).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.operation_context import OpCtx
+
+if TYPE_CHECKING:
+    from mongosim.shardsim.node import Node
+
+MAX_VIEW_DEPTH = 20
+READS = frozenset({"find", "count", "distinct", "aggregate"})
+WRITES = frozenset({"insert", "update", "delete"})
+REFUSED = frozenset({"findAndModify", "findandmodify", "createIndexes", "listIndexes", "dropIndexes",
+                     "validate", "collStats", "shardCollection"})
+ON_A_NAMESPACE = READS | WRITES | REFUSED  # the commands Node.run_command checks for a view
+
+
+def definition(node: Node, db: str, name: str) -> dict | None:
+    """The system.views document of `db.name`, or None when it is not a view."""
+    views = node.catalog.collection(db, "system.views")
+    return views.get(f"{db}.{name}") if views is not None else None
+
+
+def resolve(node: Node, db: str, name: str) -> tuple[str, list] | None:
+    """(backing collection, the whole pipeline) of the view `db.name`; None if it is not a view."""
+    view = definition(node, db, name)
+    if view is None:
+        return None
+    pipelines: list[list] = []
+    depth = 0
+    while view is not None:
+        depth += 1
+        if depth > MAX_VIEW_DEPTH:
+            raise MongoError("ViewDepthLimitExceeded", f"View depth too deep or view cycle detected; maximum depth is {MAX_VIEW_DEPTH}")
+        pipelines.append(list(view.get("pipeline") or []))
+        name = view["viewOn"]
+        view = definition(node, db, name)
+    pipeline = [stage for p in reversed(pipelines) for stage in p]
+    return name, pipeline
+
+
+def not_a_collection(db: str, name: str) -> MongoError:
+    return MongoError("CommandNotSupportedOnView", f"Namespace {db}.{name} is a view, not a collection")
+
+
+def as_pipeline(command: str, cmd: dict) -> list:
+    """The stages a find / count / distinct on a view adds after the view's pipeline."""
+    stages: list[dict] = []
+    flt = cmd.get("filter" if command == "find" else "query")
+    if flt:
+        stages.append({"$match": flt})
+    if command == "find":
+        if cmd.get("sort"):
+            stages.append({"$sort": cmd["sort"]})
+        if cmd.get("skip"):
+            stages.append({"$skip": cmd["skip"]})
+        if cmd.get("limit"):
+            stages.append({"$limit": abs(cmd["limit"])})
+        if cmd.get("projection"):
+            stages.append({"$project": cmd["projection"]})
+    elif command == "count":
+        if cmd.get("skip"):
+            stages.append({"$skip": cmd["skip"]})
+        if cmd.get("limit"):
+            stages.append({"$limit": abs(cmd["limit"])})
+        stages.append({"$count": "count"})
+    elif command == "distinct":
+        key = cmd.get("key")
+        if not isinstance(key, str):
+            raise MongoError("FailedToParse", "BSON field 'distinct.key' is missing but a required field")
+    return stages
+
+
+async def run_on_view(node: Node, ctx: OpCtx, command: str, name: str) -> dict | None:
+    """Serve `command` on `ctx.db.name` if that is a view (None if it is not)."""
+    resolved = resolve(node, ctx.db, name)
+    if resolved is None:
+        return None
+    if command in REFUSED or (command == "aggregate" and _opens_change_stream(ctx.cmd)):
+        raise not_a_collection(ctx.db, name)
+    if command in WRITES:
+        stmts = ctx.cmd.get({"insert": "documents", "update": "updates", "delete": "deletes"}[command]) or [None]
+        first = not_a_collection(ctx.db, name).to_write_error(0)
+        reply: dict[str, Any] = {"n": 0, "writeErrors": [first] if ctx.cmd.get("ordered", True) else
+                                 [not_a_collection(ctx.db, name).to_write_error(i) for i in range(len(stmts))]}
+        if command == "update":
+            reply["nModified"] = 0
+        return {**reply, "ok": 1.0}
+    backing, pipeline = resolved
+    if ctx.from_router:
+        raise MongoError("CommandOnShardedViewNotSupportedOnMongod", "Resolved views on sharded collections must be "
+                         "executed by mongos", resolvedView={"ns": f"{ctx.db}.{backing}", "pipeline": pipeline})
+    from mongosim.shardsim.query.stages import run_pipeline
+
+    extra = list(ctx.cmd.get("pipeline") or []) if command == "aggregate" else as_pipeline(command, ctx.cmd)
+    coll = node.catalog.collection(ctx.db, backing)
+    docs = (ctx.view.scan(coll) if ctx.view is not None else coll.scan()) if coll is not None else iter(())
+    results = run_pipeline(docs, pipeline + extra)
+    return finish_view_read(node, command, ctx.cmd, f"{ctx.db}.{name}", results)
+
+
+def finish_view_read(node: Node | None, command: str, cmd: dict, view_ns: str, results: Any,
+                     serve=None) -> dict:
+    """The reply of a read on a view from the documents its aggregate produced."""
+    if command == "count":
+        first = next(iter(results), None)
+        return {"n": first["count"] if first else 0, "ok": 1.0}
+    if command == "distinct":
+        from mongosim.shardsim.query.values import hashable, sort_key
+        from mongosim.shardsim.reads import _distinct_values
+
+        seen: dict[Any, Any] = {}
+        for doc in results:
+            for v in _distinct_values(doc, cmd["key"].split(".")):
+                seen.setdefault(hashable(v), v)
+        return {"values": sorted(seen.values(), key=sort_key), "ok": 1.0}
+    from mongosim.shardsim.reads import int_arg, serve_cursor
+
+    batch_size = int_arg(cmd["cursor"], "batchSize", "aggregate", None) if command == "aggregate" and \
+        isinstance(cmd.get("cursor"), dict) else int_arg(cmd, "batchSize", command, None)
+    limit = int_arg(cmd, "limit", "find", None) if command == "find" else None
+    if limit and (batch_size is None or batch_size > limit):
+        batch_size = limit
+    single = command == "find" and bool(cmd.get("singleBatch"))
+    return (serve or serve_cursor)(node, view_ns, iter(list(results)), batch_size, single)
+
+
+def _opens_change_stream(cmd: dict) -> bool:
+    p = cmd.get("pipeline")
+    return isinstance(p, list) and bool(p) and isinstance(p[0], dict) and "$changeStream" in p[0]

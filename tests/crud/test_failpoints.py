@@ -1,0 +1,98 @@
+"""Server failpoints drivers' tests use, on a replica-set member: onPrimaryTransactionalWrite and
+maxTimeAlwaysTimeOut (failCommand and failGetMoreAfterCursorCheckout are covered by the spec tests)."""
+
+from __future__ import annotations
+
+import pymongo
+import pytest
+from bson import Int64
+from pymongo import monitoring
+from pymongo.errors import AutoReconnect, ExecutionTimeout, WriteError
+
+from mongosim import Cluster
+
+
+class Started(monitoring.CommandListener):
+    def __init__(self):
+        self.names = []
+
+    def started(self, event):
+        self.names.append(event.command_name)
+
+    def succeeded(self, event):
+        pass
+
+    def failed(self, event):
+        pass
+
+
+STARTED = Started()
+
+
+@pytest.fixture(scope="module")
+def rs_client():
+    with Cluster(port=0, topology="replset") as cluster:
+        client = pymongo.MongoClient(cluster.uri, heartbeatFrequencyMS=500, event_listeners=[STARTED])
+        yield client
+        client.admin.command("configureFailPoint", "onPrimaryTransactionalWrite", mode="off")
+        client.close()
+
+
+def _failpoint(client, name, mode, **data):
+    client.admin.command({"configureFailPoint": name, "mode": mode, "data": data})
+
+
+def test_committed_on_first_attempt_then_retried(rs_client):
+    coll = rs_client.fp.retry
+    coll.drop()
+    _failpoint(rs_client, "onPrimaryTransactionalWrite", {"times": 1})
+    STARTED.names.clear()
+    coll.insert_many([{"_id": 2}, {"_id": 3}])  # the connection closes after the first write; the retry answers
+    assert STARTED.names == ["insert", "insert"]  # sent twice: the first reply was lost with the connection
+    assert sorted(d["_id"] for d in coll.find()) == [2, 3]
+    _failpoint(rs_client, "onPrimaryTransactionalWrite", {"times": 1})
+    res = coll.update_one({"_id": 2}, {"$inc": {"x": 1}})
+    assert res.modified_count == 1 and coll.find_one({"_id": 2}) == {"_id": 2, "x": 1}  # applied once
+
+
+def test_fail_before_commit_writes_nothing(rs_client):
+    coll = rs_client.fp.nothing
+    coll.drop()
+    coll.insert_one({"_id": 1})
+    _failpoint(rs_client, "onPrimaryTransactionalWrite", "alwaysOn", failBeforeCommitExceptionCode=1)
+    try:
+        with pytest.raises((AutoReconnect, WriteError)):
+            coll.insert_many([{"_id": 2}, {"_id": 3}])
+    finally:
+        _failpoint(rs_client, "onPrimaryTransactionalWrite", "off")
+    assert [d["_id"] for d in coll.find()] == [1]
+
+
+def test_fail_before_commit_without_closing_is_a_write_error_per_statement(rs_client):
+    coll = rs_client.fp.per_statement
+    coll.drop()
+    coll.insert_many([{"_id": 0, "x": 0}, {"_id": 1, "x": 1}])
+    _failpoint(rs_client, "onPrimaryTransactionalWrite", {"skip": 1}, closeConnection=False,
+               failBeforeCommitExceptionCode=1)
+    try:
+        with rs_client.start_session() as s:
+            reply = rs_client.fp.command({"update": "per_statement", "ordered": True, "lsid": s.session_id,
+                                          "txnNumber": Int64(7),
+                                          "updates": [{"q": {"x": 0}, "u": {"$inc": {"y": 1}}},
+                                                      {"q": {"x": 1}, "u": {"$inc": {"y": 1}}}]})
+    finally:
+        _failpoint(rs_client, "onPrimaryTransactionalWrite", "off")
+    assert reply["nModified"] == 1
+    assert [(e["index"], e["code"]) for e in reply["writeErrors"]] == [(1, 1)]
+
+
+def test_max_time_always_times_out(rs_client):
+    rs_client.fp.mt.insert_one({"_id": 1})
+    _failpoint(rs_client, "maxTimeAlwaysTimeOut", "alwaysOn")
+    try:
+        with pytest.raises(ExecutionTimeout) as e:
+            rs_client.fp.mt.find_one({}, max_time_ms=1000)
+        assert e.value.code == 50
+        assert rs_client.fp.mt.find_one({}) == {"_id": 1}  # without a time limit: unaffected
+    finally:
+        _failpoint(rs_client, "maxTimeAlwaysTimeOut", "off")
