@@ -23,6 +23,10 @@ def _serve_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=27017, help="port to listen on (default 27017; 0 = any free port)")
     p.add_argument("--shards", type=int, default=2, help="number of shards (default 2)")
+    p.add_argument("--members", type=int, default=1,
+                   help="members of every replica set: each shard, the config server (default 1)")
+    p.add_argument("--election-timeout-ms", type=int, default=10_000,
+                   help="electionTimeoutMillis of every replica set (default 10000, the server's)")
     p.add_argument("--topology", choices=["sharded", "replset"], default="sharded")
     p.add_argument("--noop-interval", type=float, default=10.0,
                    help="seconds between periodic noop writes on idle nodes (periodicNoopIntervalSecs, default 10)")
@@ -189,6 +193,16 @@ def _fault_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--resume-noop", action="store_true", help="restart the shard's periodic noop writer")
     p.add_argument("--skew", type=float, help="seconds the shard's wall clock runs ahead (negative: behind)")
     p.add_argument("--clear", action="store_true", help="remove the shard's faults")
+    p.add_argument("--step-down", type=float, nargs="?", const=60.0, metavar="SECS",
+                   help="replSetStepDown on the shard's primary (a caught-up secondary is elected)")
+    p.add_argument("--kill", action="store_true", help="kill a member's process (default: the primary)")
+    p.add_argument("--restart-member", metavar="MEMBER", help="restart a member (its _id or host)")
+    p.add_argument("--partition", action="store_true", help="cut a member off from the others (default: the primary)")
+    p.add_argument("--heal", action="store_true", help="end the set's partitions")
+    p.add_argument("--lag", type=float, metavar="SECS", help="secondaries apply entries this long after they appear")
+    p.add_argument("--stop-replication", action="store_true", help="secondaries stop fetching (stopReplProducer)")
+    p.add_argument("--start-replication", action="store_true", help="secondaries fetch again")
+    p.add_argument("--member", help="the member --kill/--partition/--lag/--*-replication act on (_id or host)")
 
 
 def _fault(args: argparse.Namespace) -> int:
@@ -209,15 +223,34 @@ def _fault(args: argparse.Namespace) -> int:
         cmd["skew"] = args.skew
     if args.clear:
         cmd["clear"] = True
+    if args.step_down is not None:
+        cmd["stepDown"] = args.step_down
+    for flag, key in ((args.kill, "kill"), (args.partition, "partition"), (args.heal, "heal"),
+                      (args.stop_replication, "stopReplication"), (args.start_replication, "startReplication")):
+        if flag:
+            cmd[key] = True
+    if args.restart_member is not None:
+        cmd["restartMember"] = int(args.restart_member) if args.restart_member.isdigit() else args.restart_member
+    if args.lag is not None:
+        cmd["lag"] = args.lag
+    if args.member is not None:
+        cmd["member"] = int(args.member) if args.member.isdigit() else args.member
     with pymongo.MongoClient(args.uri, serverSelectionTimeoutMS=5000) as client:
         reply = client.admin.command(cmd)
     print(f"{args.shard}: {', '.join(reply['applied']) or 'nothing to do'}")
     return 0
 
 
+def _print_endpoints(core) -> None:
+    """Every endpoint: the router, and each replica set's members (their connection strings)."""
+    for name, rs in core.replica_sets.items():
+        print(f"  {rs.name}: {core.replica_set_uri(name)}", flush=True)
+
+
 async def _serve(opts: ClusterOptions) -> None:
     async with open_cluster(options=opts) as core:
         print(f"mongosim {opts.topology} cluster ready: {core.uri}", flush=True)
+        _print_endpoints(core)
         if opts.topology == "sharded" and not opts.instant_hwm:
             print(f"  note: as on a real cluster, an idle shard delays change events by up to its noop interval "
                   f"({opts.noop_interval:g} s); --instant-hwm removes that latency", flush=True)
@@ -251,6 +284,7 @@ def main(argv: list[str] | None = None) -> int:
             noop_interval=args.noop_interval, instant_hwm=args.instant_hwm, oplog_size_mb=args.oplog_size_mb,
             auth=args.auth, users_file=args.users_file, tls_cert_file=args.tls_cert_file,
             tls_key_file=args.tls_key_file, data_dir=args.data_dir, event_cache=args.event_cache,
+            members=args.members, election_timeout=args.election_timeout_ms / 1000.0,
         )
         try:
             trio.run(_serve, opts)

@@ -122,8 +122,9 @@ class Node:
 
     async def wait_for_progress(self, pos: int, promised_key: int) -> None:
         """Park until the (majority-visible) oplog grows past `pos`, or (instant-HWM) the clock
-        passes a promise."""
-        while self.oplog.visible_end <= pos and self.clock.key + 1 <= promised_key:
+        passes a promise (which it can make only with every entry majority-committed)."""
+        oplog = self.oplog
+        while oplog.visible_end <= pos and (self.clock.key + 1 <= promised_key or oplog.visible_end < oplog.end):
             await self.progress.park()
 
     @property

@@ -53,6 +53,7 @@ ELECTION_TIMEOUT_S = 10.0  # electionTimeoutMillis
 HEARTBEAT_INTERVAL_S = 2.0  # heartbeatIntervalMillis
 CATCH_UP_PERIOD_S = 10.0  # replSetStepDown's secondaryCatchUpPeriodSecs
 STEP_DOWN_S = 60.0  # replSetStepDown's stepDownSecs
+TIME_EPSILON = 1e-6  # a deadline reached on a MockClock may read a hair early (float sums)
 
 
 def election_id(term: int) -> ObjectId:
@@ -87,6 +88,7 @@ class Member:
         self.fetched_key = 0
         self.sync_source: Member | None = None
         self.ops: dict[trio.CancelScope, str] = {}  # commands running on it -> "read" | "write"
+        self.writes_blocked: trio.Event | None = None  # set while a step-down waits for a secondary
         self.process_id = ObjectId()
         self.topology_counter = 0
         self.hello_changed = trio.Event()
@@ -145,7 +147,7 @@ class Member:
     @property
     def electable(self) -> bool:
         return self.alive and self.priority > 0 and self.votes > 0 and not self.hidden and \
-            self.state not in (ROLLBACK, REMOVED) and trio.current_time() >= self.frozen_until
+            self.state not in (ROLLBACK, REMOVED) and trio.current_time() + TIME_EPSILON >= self.frozen_until
 
     def interrupt(self, kinds: tuple[str, ...]) -> None:
         """Cancel the commands of these kinds running on this member."""

@@ -75,6 +75,9 @@ async def run_command(m: "Member", db: str, cmd: dict, *, from_router: bool = Fa
     name = next(iter(cmd))
     is_write = check_role(m, name, secondary_ok) or (cmd.get("autocommit") is False and name in
                                                        ("insert", "update", "delete", "findAndModify"))
+    if is_write and m.writes_blocked is not None:  # a step-down is waiting for a secondary to catch up
+        await m.writes_blocked.wait()
+        check_role(m, name, secondary_ok)
     wc = write_concern.parse(cmd) if write_concern.applies(name, cmd) else None
     view = await read_concern.prepare(m, name, cmd) if "readConcern" in cmd else None
     with trio.CancelScope() as scope:

@@ -49,7 +49,15 @@ from mongosim.oplog import entry as E
 from mongosim.oplog.clock import ts_key
 from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.reconstruct_prepared import hand_back, reconstruct
-from mongosim.shardsim.replica_set import CATCH_UP_PERIOD_S, DOWN, PRIMARY, REMOVED, SECONDARY, STEP_DOWN_S
+from mongosim.shardsim.replica_set import (
+    CATCH_UP_PERIOD_S,
+    DOWN,
+    PRIMARY,
+    REMOVED,
+    SECONDARY,
+    STEP_DOWN_S,
+    TIME_EPSILON,
+)
 from mongosim.shardsim.replication import start_replication
 from mongosim.shardsim.rollback import end_operations
 
@@ -126,16 +134,21 @@ async def step_down(rs: "ReplicaSet", m: "Member", step_down_secs: float = STEP_
         raise MongoError("NotWritablePrimary", "not primary so can't step down")
     if step_down_secs < catch_up_secs:
         raise MongoError("BadValue", "stepdown period must be longer than secondaryCatchUpPeriodSecs")
-    with trio.move_on_after(max(catch_up_secs, 0.0)):
-        while not caught_up_secondary(rs, m):
-            await rs.changed.park()
-            if m.state != PRIMARY:
-                raise MongoError("NotWritablePrimary", "not primary so can't step down")
-    if not caught_up_secondary(rs, m) and not force:
-        raise MongoError("ExceededTimeLimit", "No electable secondaries caught up as of "
-                         f"{trio.current_time():.3f}. Please use the replSetStepDown command with the argument "
-                         "{force: true} to force node to step down.")
-    demote(rs, m, step_down_secs)
+    released = m.writes_blocked = trio.Event()  # writes wait while the secondaries catch up
+    try:
+        with trio.move_on_after(max(catch_up_secs, 0.0)):
+            while not caught_up_secondary(rs, m):
+                await rs.changed.park()
+                if m.state != PRIMARY:
+                    raise MongoError("NotWritablePrimary", "not primary so can't step down")
+        if not caught_up_secondary(rs, m) and not force:
+            raise MongoError("ExceededTimeLimit", "No electable secondaries caught up as of "
+                             f"{trio.current_time():.3f}. Please use the replSetStepDown command with the "
+                             "argument {force: true} to force node to step down.")
+        demote(rs, m, step_down_secs)
+    finally:
+        m.writes_blocked = None
+        released.set()
     rs.handoff = True
     rs.no_primary_since = trio.current_time()
     rs.notify()
@@ -158,7 +171,7 @@ def freeze(rs: "ReplicaSet", m: "Member", seconds: float) -> dict:
 # -- the coordinator's loop -------------------------------------------------------------------
 def evaluate(rs: "ReplicaSet") -> float:
     """Act on the set's state now; when to look again (inf: when woken)."""
-    now = trio.current_time()
+    now = trio.current_time() + TIME_EPSILON
     nxt = math.inf
     for m in rs.members:  # a primary without a majority steps down after the election timeout
         if m.state == PRIMARY and m.alive:
@@ -189,8 +202,11 @@ def evaluate(rs: "ReplicaSet") -> float:
         return min(nxt, at)
     rs.no_primary_since = None
     p = next(m for m in group if m.state == PRIMARY)
-    higher = [m for m in group if m.priority > p.priority and m.electable and m.last_key >= p.last_key
-              and m.on_history_of(p)]
+    better = [m for m in group if m.priority > p.priority and m.electable]
+    higher = [m for m in better if m.last_key >= p.last_key and m.on_history_of(p)]
+    if better and not higher:  # not caught up yet: look again at the next heartbeat
+        rs.takeover_since = None
+        return min(nxt, now + rs.heartbeat_interval)
     if higher:  # priority takeover
         since = getattr(rs, "takeover_since", None)
         if since is None:
@@ -208,7 +224,7 @@ def evaluate(rs: "ReplicaSet") -> float:
 async def run_coordinator(rs: "ReplicaSet") -> None:
     while True:
         deadline = evaluate(rs)
-        if deadline <= trio.current_time():
+        if deadline <= trio.current_time() + TIME_EPSILON:
             await trio.lowlevel.checkpoint()
             continue
         with trio.move_on_at(deadline):
@@ -280,3 +296,4 @@ def start(rs: "ReplicaSet", nursery: trio.Nursery) -> None:
             if not m.committed.active:
                 m.committed.start()
             start_replication(rs, m)
+        rs.publish_commit_point()  # from now on readers see only what a majority holds

@@ -128,11 +128,11 @@ async def wait(m: "Member", op_key: int, wc: WriteConcern) -> dict | None:
 
     with trio.move_on_after(wc.wtimeout / 1000.0 if wc.wtimeout > 0 else float("inf")):
         while True:
+            if satisfied():  # (a write a majority holds is committed, whatever happened since)
+                return None
             if not m.alive:
                 raise MemberGone()
             if m.state != PRIMARY:
                 return error("PrimarySteppedDown", "Primary stepped down while waiting for replication", wc)
-            if satisfied():
-                return None
             await rs.changed.park()
     return error("WriteConcernTimeout", "waiting for replication timed out", wc, timed_out=True)
