@@ -5,7 +5,7 @@
 ``--quick`` takes about two minutes, the full run about ten.  ``--json`` writes
 the figures (``read_ratio``, ``merge_scaling``, ``write_ratio``,
 ``latency_p50_ms``, ``latency_p99_ms``, ``cold_instant_p99_ms``, ``startup_s``,
-``memory_ratio`` and the raw rates behind them) with the machine they were
+``memory_ratio``, ``index_point_ratio``, ``index_scaling`` and the raw rates behind them) with the machine they were
 measured on.  ``--check`` exits 1 when a goal is missed (the default only fails
 when a benchmark could not run).
 
@@ -29,7 +29,16 @@ from typing import Callable
 
 import pymongo
 
-from benchmarks import bench_breakdown, bench_latency, bench_memory, bench_read, bench_startup, bench_write
+from benchmarks import (
+    bench_breakdown,
+    bench_fixtures,
+    bench_index,
+    bench_latency,
+    bench_memory,
+    bench_read,
+    bench_startup,
+    bench_write,
+)
 from benchmarks import harness as H
 
 
@@ -49,18 +58,23 @@ class Settings:
     noop_interval_s: float
     startup_runs: int
     memory_entries: int
+    reset_rounds: int
+    index_docs: int = 100_000
+    index_seconds: float = 1.0
+    index_reps: int = 3
 
 
 QUICK = Settings(read_events=20_000, batch_sizes=(100, 1000), read_reps=2,
                  merge_events=16_000, merge_shards=(1, 4, 16, 64), merge_reps=2,
                  write_seconds=1.0, write_reps=2, write_ordered=False,
                  latency_probes=300, latency_budget_s=8.0, noop_interval_s=2.0,
-                 startup_runs=3, memory_entries=250_000)
+                 startup_runs=3, memory_entries=250_000, reset_rounds=20,
+                 index_docs=50_000, index_seconds=0.5, index_reps=2)
 FULL = Settings(read_events=50_000, batch_sizes=(100, 1000), read_reps=3,
                 merge_events=32_000, merge_shards=(1, 4, 16, 64), merge_reps=3,
                 write_seconds=3.0, write_reps=3, write_ordered=True,
                 latency_probes=1000, latency_budget_s=45.0, noop_interval_s=2.0,
-                startup_runs=5, memory_entries=1_000_000)
+                startup_runs=5, memory_entries=1_000_000, reset_rounds=50)
 
 # figure -> (goal text, passes?)
 GOALS: dict[str, tuple[str, Callable[[float], bool]]] = {
@@ -75,6 +89,10 @@ GOALS: dict[str, tuple[str, Callable[[float], bool]]] = {
     "cold_faithful_p99_over_noop": ("<= 2 x noop", lambda v: v <= 2.0),
     "startup_s": ("<= 0.5 s", lambda v: v <= 0.5),
     "memory_ratio": ("<= 2.0", lambda v: v <= 2.0),
+    "reset_ms": ("<= 20 ms", lambda v: v <= 20.0),
+    "plugin_four_tests_s": ("<= 2 s", lambda v: v <= 2.0),
+    "index_point_ratio": (">= 0.8", lambda v: v >= 0.8),
+    "index_scaling": (">= 0.8", lambda v: v >= 0.8),
 }
 
 
@@ -97,9 +115,17 @@ def _raw_text(name: str, r: dict) -> str:
                f" {r['cold_faithful_noop_interval_s']} s"
     if name == "startup_s" and "startup_import_s" in r:
         return f"+ {r['startup_import_s']} s of imports before it"
+    if name == "index_point_ratio" and "index_name_point_per_s" in r:
+        return f"{r['index_name_point_per_s']} / {r['index_id_point_per_s']} find_one/s (name / _id), {r['index_docs']} docs"
+    if name == "index_scaling" and "index_name_point_small_per_s" in r:
+        return f"{r['index_name_point_per_s']} / {r['index_name_point_small_per_s']} find_one/s ({r['index_docs']} / 1000 docs)"
     if name == "memory_ratio" and "memory_rss_bytes_per_entry" in r:
         return f"{r['memory_rss_bytes_per_entry']} B RSS / {r['memory_bson_bytes_per_entry']} B BSON per entry," \
                f" {r['memory_entries']} entries"
+    if name == "reset_ms" and "reset_p95_ms" in r:
+        return f"p95 {r['reset_p95_ms']} ms; the pytest fixtures' reset between tests"
+    if name == "plugin_four_tests_s" and "plugin_four_tests_wall_s" in r:
+        return f"pytest's session time, cluster start included; {r['plugin_four_tests_wall_s']} s for the process"
     return ""
 
 
@@ -184,7 +210,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true", help="a run of about two minutes")
     p.add_argument("--json", metavar="FILE", help="write the figures as JSON")
-    p.add_argument("--only", default="", help="comma-separated: startup,read,breakdown,merge,write,latency,memory")
+    p.add_argument("--only", default="", help="comma-separated: startup,read,breakdown,merge,write,latency,memory,"
+                                              "fixtures,index")
     p.add_argument("--check", action="store_true", help="exit 1 when a goal is missed")
     p.add_argument("--markdown", metavar="FILE", help="write the table of figures as Markdown (for the README)")
     args = p.parse_args(argv)
@@ -197,6 +224,8 @@ def main(argv: list[str] | None = None) -> int:
         "write": lambda r: bench_write.run_write(st.write_seconds, 1000, st.write_reps, r, also_ordered=st.write_ordered),
         "latency": lambda r: bench_latency.run_latency(st.latency_probes, st.latency_budget_s, st.noop_interval_s, r),
         "memory": lambda r: bench_memory.run_memory(st.memory_entries, r),
+        "fixtures": lambda r: bench_fixtures.run_fixtures(st.reset_rounds, r),
+        "index": lambda r: bench_index.run_index(st.index_docs, st.index_seconds, st.index_reps, r),
     }
     only = [x.strip() for x in args.only.split(",") if x.strip()]
     unknown = set(only) - set(benches)

@@ -17,8 +17,9 @@ CHILD = r"""
 import json, time
 t0 = time.perf_counter()
 import pymongo, mongosim
+from mongosim import Cluster  # mongosim imports its cluster on first use
 t1 = time.perf_counter()
-cluster = mongosim.Cluster(shards=3, port=0).start()
+cluster = Cluster(shards=3, port=0).start()
 t2 = time.perf_counter()
 client = pymongo.MongoClient(cluster.uri)
 client.admin.command("ping")

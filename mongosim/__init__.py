@@ -2,7 +2,8 @@
 
 `mongosim.Cluster`, `mongosim.ClusterOptions` and `mongosim.open_cluster` are
 loaded on first use, so importing one layer (say `mongosim.oplog`, as Spark's
-workers do) does not import the whole cluster.
+workers do) does not import the whole cluster, and `import mongosim` alone (as
+pytest does when it loads the plugin in every test run) stays cheap.
 """
 
 from __future__ import annotations

@@ -35,10 +35,15 @@ def finish_restore(core: "ClusterCore") -> None:
     if store.restored is not None:
         log.info("restored %s: %d journal records replayed%s", store.dir, n,
                  f"; stopped at {store.stopped_at}" if store.stopped_at else "")
-    if core.router is not None:
+    if core.router is not None:  # a shard removed before the restart is no shard of the cluster
+        docs = core.config.catalog.collection("config", "shards")
+        listed = {d["_id"] for d in docs.docs.values()} if docs is not None else set()
+        for name in [n for n in core.router.registry.nodes if n not in listed]:
+            core.router.registry.retire(name, 0)
+    for router in core.routers:
         for node in core.nodes.values():
-            core.router.clock.advance(node.clock.key)
-        core.router.refresh_catalog()
+            router.clock.advance(node.clock.key)
+        router.refresh_catalog()
     core.nursery.start_soon(store.run, name="data-dir-flusher")
 
 

@@ -53,7 +53,7 @@ class MemberEndpoint:
         sock.listen(128)
         self.port = sock.getsockname()[1]
         listener: Any = trio.SocketListener(trio.socket.from_stdlib_socket(sock))
-        ssl_context = self.core.ssl_context()
+        ssl_context = self.core._ssl_context()
         if ssl_context is not None:
             listener = trio.SSLListener(listener, ssl_context, https_compatible=False)
         self._listener = listener
@@ -118,11 +118,7 @@ def _attach(core: "ClusterCore", rs: ReplicaSet, m: Member, endpoint: MemberEndp
     frontend.faults = core.faults
     core.member_frontends[m.host] = frontend
     if endpoint is not None:
-        endpoint.frontend = frontend
-        if core.store is not None:
-            from mongosim.shardsim.persistence import DurableService
-
-            endpoint.frontend = DurableService(frontend, core.store)
+        endpoint.frontend = core._wrap_service(frontend)  # (--data-dir, serve -v)
         m.on_kill = endpoint.stop
         m.on_restart = endpoint.start
         m.on_close_connections = endpoint.close_connections
@@ -151,8 +147,6 @@ def add_member(core: "ClusterCore", rs: ReplicaSet, name: str, host: str | None 
         if rs.started:
             topology_coordinator.start(rs, core.nursery)
     _attach(core, rs, m, endpoint)
-    if core.router is not None and name in core.router.shards:
-        core.router.attach_filtering_metadata(name, node)
     return m
 
 

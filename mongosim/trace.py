@@ -271,10 +271,16 @@ def _value(v: Any) -> Any:
 
 
 class Trace:
-    """Collects trace records from a cluster's router and nodes."""
+    """Collects trace records from a cluster's router and nodes.
 
-    def __init__(self) -> None:
+    `Trace(out=file, keep=False)` streams instead: each record is written to `out` as one JSON line
+    as it happens and not kept (what `mongosim serve --trace FILE` does for a long-running server).
+    """
+
+    def __init__(self, out: Any = None, keep: bool = True) -> None:
         self.records: list[Record] = []
+        self.out = out
+        self.keep = keep
         self._seq = itertools.count()
         self._streams: dict[Any, int] = {}
         self.cluster_zero: float = 0.0  # cluster-time seconds at virtual time 0
@@ -308,7 +314,10 @@ class Trace:
                 kw["waiting_on"] = tuple(Waiting(w["shard"], w["promise"], bool(w["in_flight"]))
                                          for w in d.get("waiting_on", ()))
             rec = cls(**base, **kw)
-        self.records.append(rec)
+        if self.keep:
+            self.records.append(rec)
+        if self.out is not None:
+            self.out.write(json.dumps(rec.to_dict(), default=str) + "\n")
         return rec
 
     def note(self, text: str, *, where: str = "scenario") -> Record:

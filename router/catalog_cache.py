@@ -2,7 +2,9 @@
 
 The truth lives on the config server in `config.databases`, `config.collections`
 and `config.chunks`; the router keeps a routing table built from them and
-refreshes it after every metadata change it makes.  A chunk map is a
+refreshes it after every metadata change it makes, and when a shard tells it
+that it routed by a stale table (StaleConfig / StaleDbVersion: another router
+changed the metadata; router/shard_versioning.py).  A chunk map is a
 SortedKeyList of chunks ordered by their lower bound (compared in BSON order),
 so finding the chunk of a shard key is a bisection.
 """
@@ -10,7 +12,7 @@ so finding the chunk of a shard key is a bisection.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from bson import ObjectId, Timestamp
 from sortedcontainers import SortedKeyList
@@ -38,6 +40,9 @@ class CollectionRouting:
     timestamp: Timestamp
     unique: bool
     chunks: SortedKeyList = field(default_factory=lambda: SortedKeyList(key=lambda c: c.min_key))
+    # each owning shard's placement version: the highest lastmod of its chunks (the shard versioning protocol)
+    placement: dict[str, Timestamp] = field(default_factory=dict)
+    default_collation: dict | None = None  # config.collections' defaultCollation (None: simple)
 
     def chunk_for(self, values: tuple) -> Chunk:
         key = ShardKeyPattern.comparable(values)
@@ -69,12 +74,16 @@ class DatabaseRouting:
 
 
 class CatalogCache:
-    def __init__(self) -> None:
+    def __init__(self, config: Callable[[], Any] | None = None) -> None:
         self.databases: dict[str, DatabaseRouting] = {}
         self.collections: dict[str, CollectionRouting] = {}
+        self._config = config  # the config server: a database not cached is looked up there
+        self._seen = -1  # the config server's oplog position at the last refresh
 
     def refresh(self, config_catalog: Any) -> None:
         """Rebuild from the config server's catalog (`config.databases/collections/chunks`)."""
+        if self._config is not None:
+            self._seen = self._config().oplog.end
         dbs = config_catalog.collection("config", "databases")
         colls = config_catalog.collection("config", "collections")
         chunks = config_catalog.collection("config", "chunks")
@@ -87,6 +96,7 @@ class CatalogCache:
             cr = CollectionRouting(
                 c["_id"], c["uuid"], ShardKeyPattern(c["key"]), c["lastmodEpoch"], c["timestamp"], bool(c.get("unique"))
             )
+            cr.default_collation = c.get("defaultCollation") or None
             self.collections[c["_id"]] = cr
             by_uuid[bytes(c["uuid"])] = cr
         for ch in (chunks.docs.values() if chunks else ()):
@@ -97,9 +107,17 @@ class CatalogCache:
             mx = cr.pattern.values_of_bound(ch["max"])
             cr.chunks.add(Chunk(ch["_id"], ch["min"], ch["max"], ch["shard"],
                                 ShardKeyPattern.comparable(mn), ShardKeyPattern.comparable(mx), ch["lastmod"]))
+            seen = cr.placement.get(ch["shard"])
+            if seen is None or (ch["lastmod"].time, ch["lastmod"].inc) > (seen.time, seen.inc):
+                cr.placement[ch["shard"]] = ch["lastmod"]
 
     def primary_of(self, db: str) -> str | None:
         d = self.databases.get(db)
+        if d is None and self._config is not None:  # not cached: look it up (another router may have made it)
+            config = self._config()
+            if config.oplog.end != self._seen:
+                self.refresh(config.catalog)
+                d = self.databases.get(db)
         return d.primary if d else None
 
     def routing(self, ns: str) -> CollectionRouting | None:

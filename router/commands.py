@@ -6,9 +6,14 @@ import it, nothing imports it back, and no command module imports the router.
 """
 
 from mongosim.router import (  # noqa: F401
+    balancer,
+    bulk_write,
+    cluster_explain,
     commands_admin,
     commands_crud,
     commands_ddl,
+    move_primary,
+    remove_shard,
     search_indexes,
     sharding,
     transactions,

@@ -66,8 +66,13 @@ async def cmd_whatsmyuri(router: Router, req: Request) -> dict:
 
 @router_command("endSessions", "killSessions", "refreshSessions", "killAllSessions", "killAllSessionsByPattern")
 async def cmd_end_sessions(router: Router, req: Request) -> dict:
-    if router.txns is not None and req.name in ("endSessions", "killSessions", "killAllSessions"):
-        await router.txns.end_sessions(req.cmd)
+    """Sessions ended or killed: their open transactions abort (on a mongos through its transaction
+    router, on a replica-set primary in its own session table)."""
+    if req.name in ("endSessions", "killSessions", "killAllSessions"):
+        if router.txns is not None:
+            await router.txns.end_sessions(req.cmd)
+        else:
+            router.node.sessions.kill(req.cmd)
     return {"ok": 1.0}
 
 
@@ -135,4 +140,4 @@ async def cmd_mongosim_fault(router: Router, req: Request) -> dict:
     injector = getattr(router, "faults", None)
     if injector is None:
         raise MongoError("IllegalOperation", "fault injection is not available on this server")
-    return await injector.apply_command(req.cmd)
+    return await injector.apply_command(req.cmd, router, req.conn)

@@ -21,12 +21,20 @@ from typing import TYPE_CHECKING, Any
 from bson import ObjectId
 from mongosim.oplog.clock import ts_key
 from mongosim.oplog.errors import MongoError
+from mongosim.router.aggregate_output import output_writer
 from mongosim.router.change_owning_shard import Outcome, change_owning_shard
-from mongosim.router.command_registry import router_command
+from mongosim.router.command_registry import ROUTER_COMMANDS, router_command
+from mongosim.router.let_parameters import router_variables
 from mongosim.router.request import GENERIC_FIELDS, Request
+from mongosim.router.shard_versioning import MAX_STALE_RETRIES, is_stale, note_routing, with_versions
 from mongosim.router.sharding import critical_sections, ensure_database
+from mongosim.router.collation_targeting import collation_sensitive, effective_collation
+from mongosim.router.write_without_shard_key import first_in_sort_order, narrowed
+from mongosim.shardsim.collation import command_collator
 from mongosim.shardsim.cursors import DEFAULT_FIRST_BATCH, QueryCursor, cursor_reply
 from mongosim.shardsim.node import WOULD_CHANGE_OWNING_SHARD
+from mongosim.shardsim.query.documents_stage import documents_source
+from mongosim.shardsim.query.pipeline_shape import split_pipeline
 from mongosim.shardsim.reads import int_arg
 from mongosim.shardsim.snapshot_reads import existed_at
 
@@ -60,18 +68,22 @@ def _read_targets(router: Router, req: Request, ns: str, query: dict | None) -> 
         if db not in ("config", "admin"):
             at = ts_key(rc["atClusterTime"])  # (set by Router._snapshot_read_time)
             return [s for s in shards_holding(router, db, coll) if existed_at(router.shard(s).node, at)]
-    return targets_for_query(router, ns, query)
+    shards = targets_for_query(router, ns, query, req.cmd.get("collation"))
+    note_routing(router, req, ns.split(".", 1)[1], shards)
+    return shards
 
 
-def targets_for_query(router: Router, ns: str, query: dict | None) -> list[str]:
-    """Shards that may hold documents matching `query`."""
+def targets_for_query(router: Router, ns: str, query: dict | None, collation: Any = None) -> list[str]:
+    """Shards that may hold documents matching `query` (compared under `collation`, a command's field)."""
     db = ns.split(".", 1)[0]
     if db in ("config", "admin"):
         return ["config"]
+    p = router.catalog.primary_of(db)  # first: a database not cached is looked up (with its collections)
     r = router.catalog.routing(ns)
     if r is None:
-        p = router.catalog.primary_of(db)
         return [p] if p else []
+    if collation_sensitive(r.pattern.fields, query, effective_collation(r, collation)):
+        return r.shards()
     values = r.pattern.extract_from_query(query or {})
     if values is not None:
         return [r.shard_for(values)]
@@ -86,6 +98,7 @@ def _shard_for_doc(router: Router, ns: str, primary: str, doc: dict) -> str:
 
 
 async def _run_txn_aware(router: Router, req: Request, shard: str, db: str, cmd: dict) -> dict:
+    cmd = with_versions(router, req, db, cmd, shard)
     if req.cmd.get("autocommit") is False:
         return await router.txns.run_in_transaction(req, shard, db, cmd)
     return await router.shard(shard).command(db, cmd)
@@ -107,28 +120,29 @@ async def cmd_insert(router: Router, req: Request) -> dict:
     await critical_sections(router).wait(ns)
     primary = await ensure_database(router, db)
     prepared: list[Any] = []
-    shards: list[str | MongoError] = []
     for d in docs:
         if isinstance(d, dict) and "_id" not in d:
             d = {"_id": ObjectId(), **d}
         prepared.append(d)
+
+    def target(d: Any) -> str | MongoError:
+        """The shard of one document, by the routing table as it is now (it may be refreshed)."""
+        p = router.catalog.primary_of(db) or primary  # (ensure_database runs again after a refresh)
         try:
-            shards.append(_shard_for_doc(router, ns, primary, d) if isinstance(d, dict) else primary)
+            return _shard_for_doc(router, ns, p, d) if isinstance(d, dict) else p
         except MongoError as err:
-            shards.append(err)
-    return await _fan_out_writes(router, req, "insert", coll, "documents", prepared, shards, ordered)
+            return err
+
+    return await _fan_out_writes(router, req, "insert", coll, "documents", prepared, target, ordered)
 
 
-async def _fan_out_writes(router: Router, req: Request, cmd_name: str, coll: str, field: str,
-                          items: list, shards: list, ordered: bool) -> dict:
-    """Send `items` to their shards in child batches and merge the replies."""
-    base = {k: v for k, v in _session_fields(req).items()}
-    n = n_modified = 0
-    upserted: list[dict] = []
-    errors: list[dict] = []
+def _child_batches(pending: list[int], shards: dict[int, Any], ordered: bool) -> list[tuple[str, list[int]]]:
+    """Group item positions into child batches: contiguous runs per shard when ordered, one batch
+    per shard otherwise; an item that could not be targeted is its own "!" batch."""
     groups: list[tuple[str, list[int]]] = []
     if ordered:
-        for i, s in enumerate(shards):
+        for i in pending:
+            s = shards[i]
             if isinstance(s, MongoError):
                 groups.append(("!", [i]))
             elif groups and groups[-1][0] == s:
@@ -137,45 +151,78 @@ async def _fan_out_writes(router: Router, req: Request, cmd_name: str, coll: str
                 groups.append((s, [i]))
     else:
         by: dict[str, list[int]] = {}
-        for i, s in enumerate(shards):
+        for i in pending:
+            s = shards[i]
             if isinstance(s, MongoError):
                 groups.append(("!", [i]))
             else:
                 by.setdefault(s, []).append(i)
         groups.extend(by.items())
-    for shard, idxs in groups:
-        if shard == "!":
-            errors.append(shards[idxs[0]].to_write_error(idxs[0]))
-            if ordered:
-                break
-            continue
-        cmd = {cmd_name: coll, field: [items[i] for i in idxs], "ordered": ordered, **base}
-        if "txnNumber" in req.cmd:
-            cmd["stmtIds"] = list(idxs)
-        try:
-            reply = await _run_txn_aware(router, req, shard, req.db, cmd)
-        except MongoError as err:
-            if router.txns is not None and "autocommit" in req.cmd:
-                raise
-            for i in idxs:
-                errors.append(err.to_write_error(i))
+    return groups
+
+
+async def _fan_out_writes(router: Router, req: Request, cmd_name: str, coll: str, field: str,
+                          items: list, target, ordered: bool) -> dict:
+    """Send `items` to their shards (`target(item)`) in child batches and merge the replies.
+
+    A child batch a shard refuses as routed by a stale table wrote nothing: the router refreshes
+    and retargets its items (ordered: and every later item, not sent yet), up to
+    MAX_STALE_RETRIES times."""
+    base = {k: v for k, v in _session_fields(req).items()}
+    in_txn = "autocommit" in req.cmd
+    n = n_modified = 0
+    upserted: list[dict] = []
+    errors: list[dict] = []
+    pending = list(range(len(items)))
+    for attempt in range(MAX_STALE_RETRIES + 1):
+        shards = {i: target(items[i]) for i in pending}
+        note_routing(router, req, coll, set(shards.values()))
+        retry: list[int] = []
+        groups = _child_batches(pending, shards, ordered)
+        for g, (shard, idxs) in enumerate(groups):
+            if shard == "!":
+                errors.append(shards[idxs[0]].to_write_error(idxs[0]))
                 if ordered:
                     break
-            if ordered:
+                continue
+            cmd = {cmd_name: coll, field: [items[i] for i in idxs], "ordered": ordered, **base}
+            if "txnNumber" in req.cmd:
+                cmd["stmtIds"] = list(idxs)
+            try:
+                reply = await _run_txn_aware(router, req, shard, req.db, cmd)
+            except MongoError as err:
+                if in_txn:
+                    raise
+                if is_stale(err) and attempt < MAX_STALE_RETRIES:
+                    retry.extend(idxs)
+                    if ordered:  # the later items were not sent: they go again, in order, after it
+                        retry.extend(i for _s, later in groups[g + 1:] for i in later)
+                        break
+                    continue
+                for i in idxs:
+                    errors.append(err.to_write_error(i))
+                    if ordered:
+                        break
+                if ordered:
+                    break
+                continue
+            _note_op_time(req, router, shard)
+            n += reply.get("n", 0)
+            n_modified += reply.get("nModified", 0)
+            for u in reply.get("upserted", []):
+                upserted.append({"index": idxs[u["index"]], "_id": u["_id"]})
+            errs = reply.get("writeErrors") or []
+            for e in errs:
+                e = dict(e)
+                e["index"] = idxs[e["index"]]
+                errors.append(e)
+            if errs and ordered:
                 break
-            continue
-        _note_op_time(req, router, shard)
-        n += reply.get("n", 0)
-        n_modified += reply.get("nModified", 0)
-        for u in reply.get("upserted", []):
-            upserted.append({"index": idxs[u["index"]], "_id": u["_id"]})
-        errs = reply.get("writeErrors") or []
-        for e in errs:
-            e = dict(e)
-            e["index"] = idxs[e["index"]]
-            errors.append(e)
-        if errs and ordered:
+        if not retry:
             break
+        router.refresh_catalog()
+        await ensure_database(router, req.db)  # (it may have been dropped meanwhile: writes create it again)
+        pending = sorted(retry)
     out: dict[str, Any] = {"n": n}
     if cmd_name == "update":
         if upserted:
@@ -187,12 +234,15 @@ async def _fan_out_writes(router: Router, req: Request, cmd_name: str, coll: str
     return out
 
 
-async def _target_one_statement(router: Router, req: Request, ns: str, q: dict, multi: bool, upsert: bool) -> list[str]:
+async def _target_one_statement(router: Router, req: Request, ns: str, q: dict, multi: bool, upsert: bool,
+                                collation: Any = None) -> list[str]:
     r = router.catalog.routing(ns)
     if r is not None and upsert:
         if r.pattern.extract_from_query(q) is None:
             raise MongoError("ShardKeyNotFound", f"Failed to target upsert by query :: could not extract exact shard key from query {q}")
-    return targets_for_query(router, ns, q)
+    shards = targets_for_query(router, ns, q, collation)
+    note_routing(router, req, ns.split(".", 1)[1], shards)
+    return shards
 
 
 @router_command("update")
@@ -201,6 +251,7 @@ async def cmd_update(router: Router, req: Request) -> dict:
     stmts = req.cmd.get("updates")
     if not isinstance(stmts, list):
         raise MongoError("FailedToParse", "BSON field 'update.updates' is missing but a required field")
+    router_variables(router, req)
     return await _statements(router, req, "update", coll, ns, "updates", stmts, lambda st: bool(st.get("multi")))
 
 
@@ -210,6 +261,7 @@ async def cmd_delete(router: Router, req: Request) -> dict:
     stmts = req.cmd.get("deletes")
     if not isinstance(stmts, list):
         raise MongoError("FailedToParse", "BSON field 'delete.deletes' is missing but a required field")
+    router_variables(router, req)
     return await _statements(router, req, "delete", coll, ns, "deletes", stmts, lambda st: st.get("limit", 0) == 0)
 
 
@@ -226,37 +278,20 @@ async def _statements(router: Router, req: Request, cmd_name: str, coll: str, ns
         try:
             if not isinstance(st, dict):
                 raise MongoError("TypeMismatch", f"BSON field '{cmd_name}.{field}' element must be an object")
-            q = st.get("q") or {}
             multi = is_multi(st)
-            shards = await _target_one_statement(router, req, ns, q, multi, bool(st.get("upsert")))
-            if not shards:
-                continue
-            for shard in shards:
-                cmd = {cmd_name: coll, field: [st], "ordered": True, **base}
-                if "txnNumber" in req.cmd:
-                    cmd["stmtIds"] = [i]
-                reply = await _run_txn_aware(router, req, shard, req.db, cmd)
-                _note_op_time(req, router, shard)
-                if reply.get("writeErrors") and reply["writeErrors"][0].get("code") == WOULD_CHANGE_OWNING_SHARD:
-                    done = await change_owning_shard(
-                        router, req, req.db, coll, ns, shard, reply["writeErrors"][0],
-                        _rerun_statement(router, shard, req.db, {cmd_name: coll, field: [st], "ordered": True}),
-                        _update_result, i)
-                    n += done.get("n", 0)
-                    n_modified += done.get("nModified", 0)
-                    if "upserted" in done:
-                        upserted.append({"index": i, "_id": done["upserted"]})
+            answered: set[str] = set()  # shards a multi-statement ran on (not sent again after a stale one)
+            for attempt in range(MAX_STALE_RETRIES + 1):
+                try:
+                    got = await _one_statement(router, req, cmd_name, coll, ns, field, base, i, st, multi, answered)
                     break
-                if reply.get("writeErrors"):
-                    e = dict(reply["writeErrors"][0])
-                    e["index"] = i
-                    raise _WriteError(e)
-                n += reply.get("n", 0)
-                n_modified += reply.get("nModified", 0)
-                for u in reply.get("upserted", []):
-                    upserted.append({"index": i, "_id": u["_id"]})
-                if not multi and reply.get("n", 0) > 0:
-                    break
+                except MongoError as err:
+                    if "autocommit" in req.cmd or not is_stale(err) or attempt == MAX_STALE_RETRIES:
+                        raise
+                    router.refresh_catalog()  # routed by a stale table: nothing was written there
+                    await ensure_database(router, req.db)
+            n += got[0]
+            n_modified += got[1]
+            upserted.extend(got[2])
         except _WriteError as we:
             errors.append(we.error)
             if ordered:
@@ -276,6 +311,50 @@ async def _statements(router: Router, req: Request, cmd_name: str, coll: str, ns
         out["writeErrors"] = errors
     out["ok"] = 1.0
     return out
+
+
+async def _one_statement(router: Router, req: Request, cmd_name: str, coll: str, ns: str, field: str, base: dict,
+                         i: int, st: dict, multi: bool, answered: set[str]) -> tuple[int, int, list[dict]]:
+    """One update/delete statement on the shards it targets: (n, nModified, upserted)."""
+    n = n_modified = 0
+    upserted: list[dict] = []
+    q = st.get("q") or {}
+    shards = await _target_one_statement(router, req, ns, q, multi, bool(st.get("upsert")), st.get("collation"))
+    if not multi and st.get("sort") and len(shards) > 1:  # the document the sort puts first
+        found = await first_in_sort_order(router, req, req.db, coll, q, st["sort"], shards, req.cmd.get("let"),
+                                          st.get("collation"))
+        if found is None:
+            return 0, 0, []
+        shards, st = [found[0]], {**st, "q": narrowed(q, found[1])}
+    for shard in shards:
+        if shard in answered:
+            continue
+        cmd = {cmd_name: coll, field: [st], "ordered": True, **base}
+        if "txnNumber" in req.cmd:
+            cmd["stmtIds"] = [i]
+        reply = await _run_txn_aware(router, req, shard, req.db, cmd)
+        if multi:
+            answered.add(shard)
+        _note_op_time(req, router, shard)
+        if reply.get("writeErrors") and reply["writeErrors"][0].get("code") == WOULD_CHANGE_OWNING_SHARD:
+            done = await change_owning_shard(
+                router, req, req.db, coll, ns, shard, reply["writeErrors"][0],
+                _rerun_statement(router, shard, req.db, {cmd_name: coll, field: [st], "ordered": True}),
+                _update_result, i)
+            if "upserted" in done:
+                upserted.append({"index": i, "_id": done["upserted"]})
+            return n + done.get("n", 0), n_modified + done.get("nModified", 0), upserted
+        if reply.get("writeErrors"):
+            e = dict(reply["writeErrors"][0])
+            e["index"] = i
+            raise _WriteError(e)
+        n += reply.get("n", 0)
+        n_modified += reply.get("nModified", 0)
+        for u in reply.get("upserted", []):
+            upserted.append({"index": i, "_id": u["_id"]})
+        if not multi and reply.get("n", 0) > 0:
+            break
+    return n, n_modified, upserted
 
 
 def _rerun_statement(router: Router, shard: str, db: str, cmd: dict):
@@ -314,14 +393,20 @@ class _WriteError(Exception):
 @router_command("findAndModify", "findandmodify")
 async def cmd_find_and_modify(router: Router, req: Request) -> dict:
     db, coll, ns = _ns(req)
+    router_variables(router, req)
     await critical_sections(router).wait(ns)
     await ensure_database(router, db)
     q = req.cmd.get("query") or {}
-    shards = await _target_one_statement(router, req, ns, q, False, bool(req.cmd.get("upsert")))
+    shards = await _target_one_statement(router, req, ns, q, False, bool(req.cmd.get("upsert")), req.cmd.get("collation"))
+    narrow: dict = {}
+    if req.cmd.get("sort") and len(shards) > 1 and not req.cmd.get("upsert"):  # the document the sort puts first
+        found = await first_in_sort_order(router, req, db, coll, q, req.cmd["sort"], shards, req.cmd.get("let"),
+                                          req.cmd.get("collation"))
+        shards, narrow = ([found[0]], {"query": narrowed(q, found[1])}) if found else ([], {})
     last = None
     for shard in shards:
         cmd = {k: v for k, v in req.cmd.items() if k not in ("$db", "$clusterTime", "$readPreference")}
-        cmd = {req.name: coll, **{k: v for k, v in cmd.items() if k != req.name}}
+        cmd = {req.name: coll, **{k: v for k, v in cmd.items() if k != req.name}, **narrow}
         try:
             last = await _run_txn_aware(router, req, shard, db, cmd)
         except MongoError as err:
@@ -408,6 +493,7 @@ async def cmd_find(router: Router, req: Request) -> dict:
     from mongosim.shardsim.query.sorting import sort_key_fn
 
     db, coll, ns = _ns(req)
+    variables = router_variables(router, req)
     cmd = req.cmd
     flt = cmd.get("filter") or {}
     if not isinstance(flt, dict):
@@ -428,13 +514,13 @@ async def cmd_find(router: Router, req: Request) -> dict:
             shard_cmd["limit"] = int(limit) + int(skip)
         results = await _gather(router, req, db, shards, shard_cmd)
         if cmd.get("sort"):
-            results.sort(key=sort_key_fn(cmd["sort"]))
+            results.sort(key=sort_key_fn(cmd["sort"], _merge_collator(router, ns, cmd)))
         if skip:
             results = results[int(skip):]
         if limit:
             results = results[: int(limit)]
         if cmd.get("projection"):
-            project = compile_projection(cmd["projection"])
+            project = compile_projection(cmd["projection"], variables=variables)
             results = [project(d) for d in results]
     if limit and (batch_size is None or batch_size > limit):
         batch_size = limit
@@ -454,6 +540,10 @@ async def cmd_kill_cursors(router: Router, req: Request) -> dict:
     return router.cursors.kill(f"{req.db}.{req.cmd['killCursors']}", ids)
 
 
+def _hint(req: Request) -> dict:
+    return {"hint": req.cmd["hint"]} if "hint" in req.cmd else {}
+
+
 @router_command("count")
 async def cmd_count(router: Router, req: Request) -> dict:
     db, coll, ns = _ns(req)
@@ -462,7 +552,9 @@ async def cmd_count(router: Router, req: Request) -> dict:
     limit = int_arg(req.cmd, "limit", "count", None, allow_negative=True)
     total = 0
     for shard in _read_targets(router, req, ns, q):
-        reply = await _run_txn_aware(router, req, shard, db, {"count": coll, "query": q, **_session_fields(req)})
+        reply = await _run_txn_aware(router, req, shard, db, {"count": coll, "query": q, **_hint(req),
+                                                              **_collation_field(req),
+                                                              **_session_fields(req)})
         total += reply["n"]
     total = max(total - skip, 0)
     if limit:
@@ -472,16 +564,31 @@ async def cmd_count(router: Router, req: Request) -> dict:
 
 @router_command("distinct")
 async def cmd_distinct(router: Router, req: Request) -> dict:
-    from mongosim.shardsim.query.values import hashable, sort_key
+    from mongosim.shardsim.query.collation import hashable_for, sort_key_for
 
     db, coll, ns = _ns(req)
     q = req.cmd.get("query") or {}
+    collator = _merge_collator(router, ns, req.cmd)
+    same = hashable_for(collator)  # the shards' values merged as equal under the collation
     seen: dict = {}
     for shard in _read_targets(router, req, ns, q):
-        reply = await _run_txn_aware(router, req, shard, db, {"distinct": coll, "key": req.cmd.get("key"), "query": q, **_session_fields(req)})
+        reply = await _run_txn_aware(router, req, shard, db, {"distinct": coll, "key": req.cmd.get("key"), "query": q,
+                                                              **_hint(req), **_collation_field(req),
+                                                              **_session_fields(req)})
         for v in reply["values"]:
-            seen.setdefault(hashable(v), v)
-    return {"values": sorted(seen.values(), key=sort_key), "ok": 1.0}
+            seen.setdefault(same(v), v)
+    return {"values": sorted(seen.values(), key=sort_key_for(collator)), "ok": 1.0}
+
+
+def _merge_collator(router: Router, ns: str, cmd: dict):
+    """The collator mongos merges the shards' results with: the command's, else the sharded collection's
+    default (an unsharded collection's primary shard applies its own)."""
+    return command_collator(effective_collation(router.catalog.routing(ns), cmd.get("collation")), None)
+
+
+def _collation_field(req: Request) -> dict:
+    """The command's collation, passed on to the shards."""
+    return {"collation": req.cmd["collation"]} if "collation" in req.cmd else {}
 
 
 @router_command("aggregate")
@@ -500,19 +607,30 @@ async def cmd_aggregate(router: Router, req: Request) -> dict:
             raise MongoError(40602, "$changeStream is only valid as the first stage in a pipeline")
     if req.cmd.get("cursor") is None and not req.cmd.get("explain"):
         raise MongoError("FailedToParse", "The 'cursor' option is required, except for aggregate with the explain argument")
+    if req.cmd.get("explain"):  # the legacy form: explain at verbosity queryPlanner (router.cluster_explain)
+        inner = {k: v for k, v in req.cmd.items() if k not in ("explain", "$db", "$clusterTime", "$readPreference")}
+        return await ROUTER_COMMANDS["explain"](router, Request(req.db, {"explain": inner, "verbosity": "queryPlanner"},
+                                                                req.conn, "explain"))
     from mongosim.shardsim.query.stages import run_pipeline
 
+    variables = router_variables(router, req)
     target = req.cmd["aggregate"]
     db = req.db
     batch_size = (req.cmd.get("cursor") or {}).get("batchSize")
+    documents, pipeline, writer = split_pipeline(target, pipeline, req.cmd)
+    write = None if req.cmd.get("explain") else output_writer(router, req, writer)
     if target == 1:
-        return _serve(router, f"{db}.$cmd.aggregate", list(run_pipeline(iter(()), pipeline)), batch_size)
+        ns = f"{db}.$cmd.aggregate"
+        results = list(run_pipeline(iter(documents_source(documents, variables) if documents is not None else ()),
+                                    pipeline, variables=variables))
+        return _serve(router, ns, await _written(write, results, variables), batch_size)
     if not isinstance(target, str):
         raise MongoError("InvalidNamespace", "aggregate target must be a collection name or 1")
     ns = f"{db}.{target}"
     shards = _read_targets(router, req, ns, None)
     if len(shards) == 1 and router.catalog.routing(ns) is None:
         cmd = {k: v for k, v in req.cmd.items() if k not in ("$db", "$clusterTime", "$readPreference")}
+        cmd["pipeline"] = pipeline  # (a $out or $merge is written from here)
         reply = await _run_txn_aware(router, req, shards[0], db, {**cmd, "cursor": {"batchSize": 2**31 - 1}})
         results = list(reply["cursor"]["firstBatch"])
         cid = reply["cursor"]["id"]
@@ -522,6 +640,33 @@ async def cmd_aggregate(router: Router, req: Request) -> dict:
             results.extend(more["cursor"]["nextBatch"])
             cid = more["cursor"]["id"]
     else:
-        docs = await _gather(router, req, db, shards, {"find": target, **_session_fields(req)})
-        results = list(run_pipeline(iter(docs), pipeline))
-    return _serve(router, ns, results, batch_size)
+        # the leading $match stages run on the shards (where indexes serve them), the rest here
+        k = 0
+        while k < len(pipeline) and isinstance(pipeline[k], dict) and list(pipeline[k]) == ["$match"] \
+                and isinstance(pipeline[k]["$match"], dict) and not _uses_variables(pipeline[k]["$match"]):
+            k += 1
+        flt = {"$and": [st["$match"] for st in pipeline[:k]]} if k > 1 else (pipeline[0]["$match"] if k else {})
+        docs = await _gather(router, req, db, shards, {"find": target, "filter": flt, **_hint(req),
+                                                       **_collation_field(req), **_session_fields(req)})
+        results = list(run_pipeline(iter(docs), pipeline[k:], variables=variables,
+                                    collator=_merge_collator(router, ns, req.cmd)))
+    return _serve(router, ns, await _written(write, results, variables), batch_size)
+
+
+def _uses_variables(v) -> bool:
+    """Whether a filter refers to `$$variables` (those stay with the router's own evaluation)."""
+    if isinstance(v, str):
+        return v.startswith("$$")
+    if isinstance(v, dict):
+        return any(_uses_variables(x) for x in v.values())
+    if isinstance(v, list):
+        return any(_uses_variables(x) for x in v)
+    return False
+
+
+async def _written(write, results: list[dict], variables: dict) -> list[dict]:
+    """The results to return: none once a $out or $merge has written them."""
+    if write is None:
+        return results
+    await write(results, variables)
+    return []

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from mongosim.oplog.errors import MongoError
 from mongosim.router.command_registry import router_command
 from mongosim.router.request import GENERIC_FIELDS, Request
+from mongosim.router.shard_versioning import with_database_version
 from mongosim.router.sharding import config_write, critical_sections, ensure_database
 from mongosim.router.store_possible_cursor import store_possible_cursor
 
@@ -53,6 +54,7 @@ async def _primary_then_others(router: Router, db: str, holders: list[str], cmd:
 
 @router_command("create")
 async def cmd_create(router: Router, req: Request) -> dict:
+    router.refresh_catalog()  # DDL runs on the authoritative metadata (the database may have moved)
     primary = await ensure_database(router, req.db)
     if primary == "config":
         return await router.config_remote.command(req.db, _forward(req.cmd))
@@ -77,6 +79,7 @@ async def cmd_drop(router: Router, req: Request) -> dict:
     if req.db in ("admin", "config"):
         return await router.config_remote.command(req.db, _forward(req.cmd))
     async with router._ddl_lock:
+        router.refresh_catalog()  # DDL runs on the authoritative metadata
         primary = router.catalog.primary_of(req.db)
         if primary is None:
             return {"ok": 1.0}
@@ -95,6 +98,7 @@ async def cmd_drop_database(router: Router, req: Request) -> dict:
     if req.db in ("admin", "config", "local"):
         raise MongoError("IllegalOperation", f"Cannot drop '{req.db}' database through mongos")
     async with router._ddl_lock:
+        router.refresh_catalog()  # DDL runs on the authoritative metadata
         primary = router.catalog.primary_of(req.db)
         if primary is None:
             return {"ok": 1.0}
@@ -121,6 +125,7 @@ async def cmd_rename(router: Router, req: Request) -> dict:
     sdb, scoll = src.split(".", 1)
     ddb, dcoll = dst.split(".", 1)
     async with router._ddl_lock:
+        router.refresh_catalog()  # DDL runs on the authoritative metadata
         primary = router.catalog.primary_of(sdb)
         if primary is None:
             raise MongoError("NamespaceNotFound", f"Source collection {src} does not exist")
@@ -160,6 +165,7 @@ async def _broadcast_collection_ddl(router: Router, req: Request, create_db: boo
         raise MongoError("InvalidNamespace", "collection name must be a string")
     ns = f"{req.db}.{coll}"
     await critical_sections(router).wait(ns)
+    router.refresh_catalog()  # DDL runs on the authoritative metadata
     if create_db:
         await ensure_database(router, req.db)
     primary = router.catalog.primary_of(req.db)
@@ -200,7 +206,7 @@ async def cmd_list_collections(router: Router, req: Request) -> dict:
     primary = router.catalog.primary_of(req.db)
     if primary is None:
         return {"cursor": {"firstBatch": [], "id": 0, "ns": f"{req.db}.$cmd.listCollections"}, "ok": 1.0}
-    reply = await router.shard(primary).command(req.db, _forward(req.cmd))
+    reply = await router.shard(primary).command(req.db, with_database_version(router, req.db, _forward(req.cmd), primary))
     return store_possible_cursor(router, primary, req.db, reply)
 
 
@@ -214,7 +220,7 @@ async def cmd_list_indexes(router: Router, req: Request) -> dict:
         raise MongoError("NamespaceNotFound", f"ns does not exist: {req.db}.{req.cmd['listIndexes']}")
     holders = shards_holding(router, req.db, req.cmd["listIndexes"])
     target = primary if (primary in holders or not holders) else holders[0]
-    reply = await router.shard(target).command(req.db, _forward(req.cmd))
+    reply = await router.shard(target).command(req.db, with_database_version(router, req.db, _forward(req.cmd), target))
     return store_possible_cursor(router, target, req.db, reply)
 
 

@@ -88,3 +88,15 @@ async def apply_fail_command(failpoints: "FailPoints", req: "Request") -> None:
         raise err
     if "writeConcernError" in data:
         req.conn.extra["writeConcernError"] = data["writeConcernError"]
+        if "errorLabels" in data:
+            req.conn.extra["writeConcernErrorLabels"] = list(data["errorLabels"])
+
+
+def attach_write_concern_error(reply: dict, conn: Any) -> None:
+    """A failCommand writeConcernError on a successful reply, with the failpoint's errorLabels."""
+    wce = conn.extra.pop("writeConcernError", None)
+    labels = conn.extra.pop("writeConcernErrorLabels", None)
+    if wce is not None and reply.get("ok"):
+        reply["writeConcernError"] = wce
+        if labels is not None:
+            reply["errorLabels"] = labels

@@ -19,8 +19,8 @@ from bson import Binary, Int64, ObjectId, Timestamp
 
 from mongosim.oplog import bsonutil
 from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.build_info import GIT_VERSION, SERVER_VERSION
 
-SERVER_VERSION = "8.0.4"
 VERSION_ARRAY = [8, 0, 4, 0]
 MAX_WIRE_VERSION = 25
 LOGICAL_SESSION_TIMEOUT_MINUTES = 30
@@ -101,7 +101,7 @@ def hello_reply(ident: ServerIdentity, cmd: dict, connection_id: int, *, last_wr
 def build_info() -> dict:
     return {
         "version": SERVER_VERSION,
-        "gitVersion": "mongosim",
+        "gitVersion": GIT_VERSION,
         "modules": [],
         "allocator": "system",
         "javascriptEngine": "none",

@@ -17,26 +17,29 @@ from __future__ import annotations
 from typing import Callable
 
 import trio
-from bson import Timestamp
+from bson import ObjectId, Timestamp
 from mongosim.oplog.clock import key_ts, ts_key
 from mongosim.oplog.errors import MongoError
-from mongosim.router import authn, handshake
+from mongosim.router import authn, handshake, shard_versioning
 from mongosim.router.catalog_cache import CatalogCache
 from mongosim.router.commands import ROUTER_COMMANDS
 from mongosim.router.error_labels import change_stream_labels
 from mongosim.router.failpoints import (
+    CloseConnection,
     FailPoints,
     app_name_of,
     apply_fail_command,
+    attach_write_concern_error,
     fail_get_more_after_checkout,
 )
 from mongosim.router.remote import ShardRemote, begin_request, end_request, merge_write_concern_errors
 from mongosim.router.request import Request
 from mongosim.router.server import ConnState
+from mongosim.router.sharding_catalog_manager import ShardingCatalogManager
 from mongosim.router.sharding import critical_sections
 from mongosim.router.transactions import RouterTransactions
 from mongosim.shardsim import snapshot_reads
-from mongosim.shardsim.collation import refuse_collation
+from mongosim.shardsim.collation import check_collations
 from mongosim.shardsim.cursors import CursorManager
 from mongosim.shardsim.fail_point import check_max_time_always_times_out
 from mongosim.shardsim.generic_args import check_generic_arguments
@@ -76,65 +79,111 @@ def is_change_stream_command(name: str, cmd: dict, router: "Router | None" = Non
 
 
 class Router:
-    """The mongos of one emulated cluster."""
+    """One mongos of an emulated cluster.
+
+    Its own: cluster clock, catalog cache (which may be stale: shards answer
+    StaleConfig and it refreshes), cursors, transactions, failpoints and
+    identity.  Shared with the cluster's other routers, through the
+    `ShardingCatalogManager`: the config server, the shard registry (each
+    router reaches the shards through its own `ShardRemote`s, whose link faults
+    are the shard's), the DDL lock and the migration critical sections.
+    A router can be stopped and started again (`stop`/`start`): what it held in
+    memory is lost, as when a mongos process restarts.
+    """
 
     def __init__(
         self,
-        config: Node,
-        shards: dict[str, Node],
+        manager: ShardingCatalogManager,
         *,
         identity: handshake.ServerIdentity | None = None,
-        shard_factory: Callable[[str], Node] | None = None,
         instant_hwm: bool = False,
+        name: str = "router00",
     ) -> None:
+        self.name = name
+        self.manager = manager
+        self.registry = manager.registry
         self.identity = identity or handshake.ServerIdentity()
         self.clock = ClusterClock()
-        self.config_remote = ShardRemote("config", config, self.clock)
-        self.shards: dict[str, ShardRemote] = {n: ShardRemote(n, node, self.clock) for n, node in shards.items()}
-        self.shard_factory = shard_factory
-        self.catalog = CatalogCache()
-        self.cursors = CursorManager(None)
-        self.failpoints = FailPoints()
+        self.config_remote = ShardRemote("config", self.registry.config, self.clock, self.registry.config_faults)
+        self._remotes: dict[str, ShardRemote] = {}
+        self._remotes_version = -1
         self.instant_hwm = instant_hwm
         self.connections: set[int] = set()
-        self.started_at = trio.current_time()
         self.hello_changed = trio.Event()
         self.tracer = None  # callable(dict) receiving merge trace events, or None
         self.auth = authn.make_auth(False)  # replaced by the cluster when --auth
-        self.txns = RouterTransactions(self)  # the transaction coordinator
-        self._ddl_lock = trio.Lock()
-        for node in [config, *shards.values()]:
-            self.clock.advance(node.clock.key)
-        for name, node in shards.items():
-            self.attach_filtering_metadata(name, node)
+        self.up = False
+        self.start()
         if instant_hwm:
             self.clock.listeners.append(self._gossip_to_shards)
 
+    # -- process lifecycle ------------------------------------------------------------------
+    def start(self) -> None:
+        """Start with empty memory: a fresh catalog cache (read from the config server), no
+        cursors, transactions or failpoints, a new process id in its topologyVersion."""
+        for node in self.registry.all_nodes():
+            self.clock.advance(node.clock.key)
+        self.catalog = CatalogCache(lambda: self.config)
+        self.cursors = CursorManager(None)
+        self.failpoints = FailPoints()
+        self.txns = RouterTransactions(self)  # the transaction coordinator
+        self.started_at = trio.current_time()
+        self.identity.process_id = ObjectId()
+        self.identity.topology_counter = 0
+        self.up = True
+        self.refresh_catalog()
+
+    def stop(self) -> None:
+        """The mongos process goes away: its cursors die (their shard cursors are killed), its
+        in-memory transactions and routing cache are lost (the shards' transactions it started
+        stay open until their lifetime limit, as after a real mongos crash)."""
+        self.up = False
+        self.cursors.kill_all(MongoError("InterruptedAtShutdown", "interrupted at shutdown"))
+        self.connections.clear()
+        self.hello_changed.set()
+        self.hello_changed = trio.Event()
+
+    # -- shared state -------------------------------------------------------------------------
     @property
     def config(self) -> Node:
         """The config server's primary."""
-        return self.config_remote.node
+        return self.registry.config_primary()
 
-    def attach_filtering_metadata(self, shard: str, node: Node) -> None:
-        """Give a shard its view of which shard-key values it owns (the server's filtering metadata,
-        which a shard refreshes from the config server; here it reads the router's cached chunks)."""
+    @property
+    def shards(self) -> dict[str, ShardRemote]:
+        """This router's remotes to the registry's shards (rebuilt when a shard joins or leaves)."""
+        reg = self.registry
+        if self._remotes_version != reg.version:
+            old = self._remotes
+            self._remotes = {n: (old[n] if n in old and old[n].registered is node else
+                                 ShardRemote(n, node, self.clock, reg.faults[n]))
+                             for n, node in reg.nodes.items()}
+            self._remotes_version = reg.version
+        return self._remotes
 
-        def owns(ns: str, doc: dict) -> bool:
-            r = self.catalog.routing(ns)
-            return r is None or r.shard_for(r.pattern.extract(doc)) == shard
+    @property
+    def shard_factory(self) -> Callable[[str], Node] | None:
+        return self.registry.shard_factory
 
-        node.owns = owns
+    @shard_factory.setter
+    def shard_factory(self, factory: Callable[[str], Node] | None) -> None:
+        self.registry.shard_factory = factory
+
+    @property
+    def _ddl_lock(self) -> trio.Lock:
+        return self.manager.ddl_lock
 
     def _gossip_to_shards(self, key: int) -> None:
         """Instant-HWM: every node learns a new cluster time at once (see Node.hear_cluster_time)."""
-        self.config.hear_cluster_time(key)
-        for remote in self.shards.values():
-            remote.node.hear_cluster_time(key)
+        for node in self.registry.all_nodes():
+            node.hear_cluster_time(key)
 
     # -- wire service interface ---------------------------------------------------------
     async def run_command(self, db: str, cmd: dict, conn: ConnState) -> dict:
         if not cmd:
             raise MongoError("FailedToParse", "Empty command object")
+        if not self.up:  # stopped: connections still open (its listener is closing) are closed
+            raise CloseConnection()
         name = next(iter(cmd))
         self.connections.add(conn.id)
         ct = cmd.get("$clusterTime")
@@ -144,7 +193,7 @@ class Router:
         if handler is None:
             raise MongoError("CommandNotFound", f"no such command: '{name}'")
         check_generic_arguments(name, cmd)
-        refuse_collation(name, cmd)
+        check_collations(name, cmd)
         check_max_time_always_times_out(self.failpoints, cmd)
         authn.authorize(self, db, cmd, conn)
         cmd = authn.with_session(self, cmd, conn)
@@ -152,12 +201,12 @@ class Router:
         at_cluster_time = await self._snapshot_read_time(req) if snapshot_reads.is_snapshot_read(name, cmd) else 0
         # decided before running: a failing getMore may remove its cursor
         req.is_change_stream = is_change_stream_command(name, cmd, self, db)
-        shard_request = begin_request(cmd)  # read preference out, shards' writeConcernErrors back
+        shard_request = begin_request(cmd)  # read preference out, the shards' writeConcernErrors back
         try:
             await apply_fail_command(self.failpoints, req)
             if name == "getMore":
                 fail_get_more_after_checkout(self.failpoints, self.cursors, db, cmd, app_name_of(conn.client))
-            reply = await handler(self, req)
+            reply = await self._run_handler(handler, req)
         except MongoError as err:
             self._label(err, req)
             raise
@@ -165,12 +214,31 @@ class Router:
             wces = end_request(shard_request)
         if wces and reply.get("ok") and "writeConcernError" not in reply:
             reply["writeConcernError"] = merge_write_concern_errors(wces)
+        if cmd.get("autocommit") is False:
+            token = self.txns.recovery_token(req)
+            if token is not None:
+                reply["recoveryToken"] = token
         if at_cluster_time:
             snapshot_reads.stamp_reply(name, reply, at_cluster_time)
         if req.op_time_key:
             reply.setdefault("_opTimeKey", req.op_time_key)
         authn.note_cursor_owner(self, reply, conn)
         return reply
+
+    async def _run_handler(self, handler: Callable, req: Request) -> dict:
+        """Run the command; after a stale routing table, refresh and run it again when it may be
+        (router/shard_versioning.py)."""
+        attempt = 0
+        cmd = req.cmd  # (a handler may replace it, e.g. with `let` evaluated: each attempt starts afresh)
+        while True:
+            req.cmd = cmd
+            req.routing = {}
+            try:
+                return await handler(self, req)
+            except MongoError as err:
+                if not await shard_versioning.retry_after_stale(self, req, err, attempt):
+                    raise
+            attempt += 1
 
     async def _snapshot_read_time(self, req: Request) -> int:
         """A snapshot read outside a transaction: one cluster time for every shard, sent to each
@@ -207,9 +275,7 @@ class Router:
 
     def decorate(self, reply: dict, db: str, cmd: dict, conn: ConnState) -> dict:
         op_key = reply.pop("_opTimeKey", 0) or self.clock.key
-        wce = conn.extra.pop("writeConcernError", None)
-        if wce is not None and reply.get("ok"):
-            reply["writeConcernError"] = wce
+        attach_write_concern_error(reply, conn)
         reply["operationTime"] = key_ts(op_key)
         reply["$clusterTime"] = handshake.cluster_time_doc(self.clock.now())
         return reply
@@ -233,6 +299,12 @@ class Router:
             return self.shards[name]
         except KeyError:
             raise MongoError("ShardNotFound", f"Shard {name} not found") from None
+
+    def retired_remote(self, name: str) -> ShardRemote:
+        """A remote to a shard removed from the cluster (its node still runs): for change streams
+        that started before its removal."""
+        r = self.registry.retired[name]
+        return ShardRemote(name, r.node, self.clock, r.faults)
 
     def refresh_catalog(self) -> None:
         self.catalog.refresh(self.config.catalog)

@@ -73,6 +73,10 @@ class Faults:
     drop_times: int = 0
     partition: bool = False
 
+    def clear(self) -> None:
+        """Back to no faults, in place: every router's remote to the shard shares this object."""
+        self.__init__()  # type: ignore[misc]
+
 
 @dataclass
 class ShardRequest:
@@ -122,12 +126,13 @@ def _retargetable(err: MongoError) -> bool:
 
 
 class ShardRemote:
-    def __init__(self, name: str, node: "Node", clock: Any) -> None:
+    def __init__(self, name: str, node: "Node", clock: Any, faults: Faults | None = None) -> None:
         self.name = name
         self._node = node
+        self.registered = node  # the node the shard registry knows (its first primary)
         self._rs = node.replica_set
         self._clock = clock  # the router's cluster clock (has .key / .advance)
-        self.faults = Faults()
+        self.faults = faults if faults is not None else Faults()  # the shard's link faults, shared by routers
         self.commands_sent = 0
         self._cursor_members: dict[int, "Member"] = {}
 
@@ -280,7 +285,7 @@ class ShardRemote:
         self.faults.drop_times = times
 
     def clear_faults(self) -> None:
-        self.faults = Faults()
+        self.faults.clear()
 
 
 def _applied_time(m: "Member") -> float:

@@ -34,6 +34,7 @@ from mongosim.router.failpoints import (
     CloseConnection,
     app_name_of,
     apply_fail_command,
+    attach_write_concern_error,
     fail_get_more_after_checkout,
 )
 from mongosim.router.request import Request
@@ -219,9 +220,7 @@ class ReplSetFrontend:
 
     def decorate(self, reply: dict, db: str, cmd: dict, conn: ConnState) -> dict:
         op_key = reply.pop("_opTimeKey", 0) or self.node.clock.key
-        wce = conn.extra.pop("writeConcernError", None)
-        if wce is not None and reply.get("ok"):
-            reply["writeConcernError"] = wce
+        attach_write_concern_error(reply, conn)
         reply["operationTime"] = key_ts(op_key)
         reply["$clusterTime"] = handshake.cluster_time_doc(self.node.clock.now())
         return reply

@@ -8,7 +8,7 @@ server's generic_argument.idl), which handlers do not treat as options.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from mongosim.router.server import ConnState
@@ -28,6 +28,8 @@ class Request:
     name: str
     op_time_key: int = 0  # set by handlers that wrote: the reply's operationTime
     is_change_stream: bool = False
+    routing: dict = field(default_factory=dict)  # shard -> the version fields it was targeted by
+    internal: bool = False  # made by mongos itself: its `let` may carry mongos's own $$NOW / $$CLUSTER_TIME
 
     def arg(self, key: str, default: Any = None) -> Any:
         return self.cmd.get(key, default)

@@ -46,6 +46,13 @@ class ConnState:
     auth: Any = None  # per-connection authentication state
     closing: bool = False
     extra: dict = field(default_factory=dict)
+    after_reply: list = field(default_factory=list)  # callables run once the current reply is sent
+
+
+def run_after_reply(conn: ConnState) -> None:
+    """Run what waited for the reply to leave (e.g. a router restarting itself: mongosimFault)."""
+    while conn.after_reply:
+        conn.after_reply.pop(0)()
 
 
 class Service(Protocol):
@@ -184,6 +191,8 @@ async def _handle(stream: trio.abc.Stream, service: Service, conn: ConnState, ms
             await service.await_hello(cmd, conn)
             reply = await _answer(service, db, cmd, conn)
     await stream.send_all(_encode_reply(reply, msg.request_id))
+    if conn.after_reply:
+        run_after_reply(conn)
     return True
 
 

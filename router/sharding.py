@@ -23,8 +23,10 @@ import trio
 from bson import Binary, Int64, MaxKey, MinKey, ObjectId, Timestamp
 from mongosim.oplog.errors import MongoError
 from mongosim.router.catalog_cache import Chunk, CollectionRouting
+from mongosim.router.collation_targeting import check_default_collation, check_shard_collection_collation
 from mongosim.router.command_registry import router_command
 from mongosim.router.request import Request
+from mongosim.router.sharding_catalog_manager import CriticalSections
 from mongosim.shardsim.shard_key import ShardKeyPattern
 
 if TYPE_CHECKING:
@@ -50,55 +52,42 @@ async def config_write(router: Router, cmd: dict) -> dict:
     return reply
 
 
-class CriticalSections:
-    """Per-namespace critical sections: writes to a namespace wait while one is held."""
-
-    def __init__(self) -> None:
-        self._held: dict[str, trio.Event] = {}
-
-    async def wait(self, ns: str) -> None:
-        ev = self._held.get(ns)
-        while ev is not None:
-            await ev.wait()
-            ev = self._held.get(ns)
-
-    def held(self, ns: str) -> bool:
-        return ns in self._held
-
-    def acquire(self, ns: str) -> None:
-        self._held[ns] = trio.Event()
-
-    def release(self, ns: str) -> None:
-        ev = self._held.pop(ns, None)
-        if ev is not None:
-            ev.set()
-
-
 def critical_sections(router: Router) -> CriticalSections:
-    cs = getattr(router, "_critical_sections", None)
-    if cs is None:
-        cs = router._critical_sections = CriticalSections()
-    return cs
+    """The cluster's migration critical sections (shared by every router)."""
+    return router.manager.critical_sections
 
 
 # -- databases -------------------------------------------------------------------------
+def draining_shards(router: Router) -> set[str]:
+    """Shards being removed (`draining: true` in config.shards): no new data goes there."""
+    shards = router.config.catalog.collection("config", "shards")
+    return {d["_id"] for d in shards.docs.values() if d.get("draining")} if shards else set()
+
+
+def placeable_shards(router: Router) -> list[str]:
+    """The shards new databases and initial chunks may go to: every shard not draining."""
+    draining = draining_shards(router)
+    return sorted(n for n in router.shards if n not in draining) or sorted(router.shards)
+
+
 async def choose_primary_shard(router: Router) -> str:
     if not router.shards:
         raise MongoError("ShardNotFound", "No shards found")
     sizes = {}
-    for name, remote in router.shards.items():
+    candidates = placeable_shards(router)
+    for name in candidates:
         total = 0
-        for coll in remote.node.catalog.all_collections():
+        for coll in router.shard(name).node.catalog.all_collections():
             total += len(coll)
         sizes[name] = total
-    return min(router.shards, key=lambda n: (sizes[n], n))
+    return min(candidates, key=lambda n: (sizes[n], n))
 
 
 async def ensure_database(router: Router, db: str, primary: str | None = None) -> str:
     """The primary shard of `db`, creating the database's config entry when needed."""
     if db in ("admin", "config"):
         return "config"
-    found = router.catalog.primary_of(db)
+    found = router.catalog.primary_of(db)  # (not cached: looked up on the config server)
     if found is not None:
         return found
     if not db or any(c in db for c in '/\\. "$\x00'):
@@ -112,14 +101,20 @@ async def ensure_database(router: Router, db: str, primary: str | None = None) -
     elif primary not in router.shards:
         raise MongoError("ShardNotFound", f"Shard {primary} not found")
     version = {"uuid": Binary(_uuid.uuid4().bytes, 4), "timestamp": router.clock.now(), "lastMod": 1}
-    await config_write(router, {"insert": "databases", "documents": [{"_id": db, "primary": primary, "version": version}]})
+    try:
+        await config_write(router, {"insert": "databases",
+                                    "documents": [{"_id": db, "primary": primary, "version": version}]})
+    except MongoError as err:
+        if err.code_name != "DuplicateKey":
+            raise
+        # another router created it meanwhile: use theirs
     router.refresh_catalog()
-    return primary
+    return router.catalog.primary_of(db) or primary
 
 
 @router_command("enableSharding", "enablesharding")
 async def cmd_enable_sharding(router: Router, req: Request) -> dict:
-    _admin_only(req)
+    admin_only(req)
     db = req.cmd[req.name]
     if not isinstance(db, str) or not db:
         raise MongoError("InvalidNamespace", f"invalid db name specified: {db!r}")
@@ -127,7 +122,7 @@ async def cmd_enable_sharding(router: Router, req: Request) -> dict:
     return {"ok": 1.0}
 
 
-def _admin_only(req: Request) -> None:
+def admin_only(req: Request) -> None:
     if req.db != "admin":
         raise MongoError("Unauthorized", f"{req.name} may only be run against the admin database.")
 
@@ -135,7 +130,7 @@ def _admin_only(req: Request) -> None:
 # -- shardCollection -------------------------------------------------------------------
 @router_command("shardCollection", "shardcollection")
 async def cmd_shard_collection(router: Router, req: Request) -> dict:
-    _admin_only(req)
+    admin_only(req)
     ns = req.cmd[req.name]
     db, name = _split_ns(ns)
     key = req.cmd.get("key")
@@ -143,7 +138,9 @@ async def cmd_shard_collection(router: Router, req: Request) -> dict:
     unique = bool(req.cmd.get("unique", False))
     if unique and pattern.hashed:
         raise MongoError("InvalidOptions", "hashed shard keys cannot be declared unique.")
+    check_shard_collection_collation(req.cmd.get("collation"))
     async with router._ddl_lock:
+        router.refresh_catalog()  # DDL runs on the authoritative metadata
         existing = router.catalog.routing(ns)
         if existing is not None:
             if existing.pattern.key == pattern.key:
@@ -157,8 +154,10 @@ async def cmd_shard_collection(router: Router, req: Request) -> dict:
         if coll is None:
             await router.shard(primary).command(db, {"create": name})
             coll = pnode.catalog.collection(db, name)
-        # the shard key index
-        has_index = any(list(s["key"]) [: len(pattern.fields)] == pattern.fields and
+        default_collation = coll.options.get("collation")
+        check_default_collation(default_collation, req.cmd.get("collation"))
+        # the shard key index (chunks hold binary ranges: only an index of the simple collation serves)
+        has_index = any(list(s["key"]) [: len(pattern.fields)] == pattern.fields and "collation" not in s and
                         all(s["key"][f] == pattern.key[f] for f in pattern.fields) for s in coll.indexes)
         if not has_index and not (pattern.fields == ["_id"] and not pattern.hashed):
             if len(coll) and not req.cmd.get("_createIndexIfMissing", True):
@@ -166,14 +165,16 @@ async def cmd_shard_collection(router: Router, req: Request) -> dict:
             spec: dict[str, Any] = {"key": dict(pattern.key), "name": "_".join(f"{k}_{v}" for k, v in pattern.key.items())}
             if unique:
                 spec["unique"] = True
+            if default_collation:
+                spec["collation"] = {"locale": "simple"}
             await router.shard(primary).command(db, {"createIndexes": name, "indexes": [spec]})
         uuid = coll.uuid
         epoch = ObjectId()
         timestamp = router.clock.now()
         # initial chunks: one chunk on the primary; hashed keys on an empty collection get one per shard
         bounds: list[tuple[tuple, tuple, str]] = []
-        if pattern.hashed and len(coll) == 0 and len(router.shards) > 1:
-            names = sorted(router.shards)
+        if pattern.hashed and len(coll) == 0 and len(placeable_shards(router)) > 1:
+            names = placeable_shards(router)
             n = len(names)
             span = 2**64
             points = [-(2**63) + (span * i) // n for i in range(1, n)]
@@ -198,6 +199,7 @@ async def cmd_shard_collection(router: Router, req: Request) -> dict:
         await config_write(router, {"insert": "collections", "documents": [{
             "_id": ns, "lastmodEpoch": epoch, "lastmod": _now(), "timestamp": timestamp, "uuid": uuid,
             "key": dict(pattern.key), "unique": unique, "noBalance": False,
+            **({"defaultCollation": default_collation} if default_collation else {}),
         }]})
         chunk_docs = []
         for i, (lo, hi, shard_name) in enumerate(bounds):
@@ -258,9 +260,10 @@ async def split_chunk(router: Router, r: CollectionRouting, chunk: Chunk, middle
 
 @router_command("split")
 async def cmd_split(router: Router, req: Request) -> dict:
-    _admin_only(req)
+    admin_only(req)
     ns = req.cmd["split"]
     async with router._ddl_lock:
+        router.refresh_catalog()  # DDL runs on the authoritative metadata
         r = _routing(router, ns)
         if "middle" in req.cmd:
             middle = req.cmd["middle"]
@@ -303,11 +306,18 @@ async def migrate_chunk(router: Router, r: CollectionRouting, chunk: Chunk, to: 
             await recipient.command(db, {"_recvChunkDocs": r.ns, "documents": clone["documents"]})
         major = max(c.lastmod.time for c in r.chunks) + 1
         now = router.clock.now()
-        await config_write(router, {"update": "chunks", "updates": [{
+        updates = [{
             "q": {"_id": chunk.id},
             "u": {"$set": {"shard": to, "lastmod": Timestamp(major, 0), "onCurrentShardSince": now},
                   "$push": {"history": {"$each": [{"validAfter": now, "shard": to}], "$position": 0}}},
-        }]})
+        }]
+        # the control chunk: one chunk left on the donor takes the new major version too, so the
+        # donor's placement version changes and a router that missed the migration is refused there
+        left = [c for c in r.chunks if c.shard == donor and c.id != chunk.id]
+        if left:
+            control = max(left, key=lambda c: (c.lastmod.time, c.lastmod.inc))
+            updates.append({"q": {"_id": control.id}, "u": {"$set": {"lastmod": Timestamp(major, 1)}}})
+        await config_write(router, {"update": "chunks", "updates": updates})
         router.refresh_catalog()
         await _delete_range(donor_remote, db, {"_deleteRange": r.ns, "key": r.pattern.key, "min": chunk.min, "max": chunk.max})
     finally:
@@ -330,10 +340,11 @@ async def _delete_range(donor: Any, db: str, cmd: dict) -> None:
 
 @router_command("moveChunk", "movechunk")
 async def cmd_move_chunk(router: Router, req: Request) -> dict:
-    _admin_only(req)
+    admin_only(req)
     ns = req.cmd[req.name]
     to = req.cmd.get("to")
     async with router._ddl_lock:
+        router.refresh_catalog()  # DDL runs on the authoritative metadata
         r = _routing(router, ns)
         if "find" in req.cmd:
             chunk = _chunk_containing(r, req.cmd["find"])
@@ -347,13 +358,14 @@ async def cmd_move_chunk(router: Router, req: Request) -> dict:
 
 @router_command("moveRange")
 async def cmd_move_range(router: Router, req: Request) -> dict:
-    _admin_only(req)
+    admin_only(req)
     ns = req.cmd["moveRange"]
     to = req.cmd.get("toShard")
     mn, mx = req.cmd.get("min"), req.cmd.get("max")
     if mn is None:
         raise MongoError("InvalidOptions", "moveRange needs a 'min' bound")
     async with router._ddl_lock:
+        router.refresh_catalog()  # DDL runs on the authoritative metadata
         r = _routing(router, ns)
         chunk = r.find_chunk_with_min(mn)
         if chunk is None:
@@ -380,12 +392,13 @@ def shard_document(router: Router, name: str) -> dict:
 
 @router_command("addShard", "addshard")
 async def cmd_add_shard(router: Router, req: Request) -> dict:
-    _admin_only(req)
+    admin_only(req)
     spec = req.cmd[req.name]
     if not isinstance(spec, str) or not spec:
         raise MongoError("BadValue", "addShard requires a shard name or host string")
     name = req.cmd.get("name") or spec.split("/", 1)[0].split(":", 1)[0]
     async with router._ddl_lock:
+        router.refresh_catalog()  # DDL runs on the authoritative metadata
         if name in router.shards:
             return {"shardAdded": name, "ok": 1.0}
         if router.shard_factory is None:
@@ -396,19 +409,16 @@ async def cmd_add_shard(router: Router, req: Request) -> dict:
 
 async def add_shard(router: Router, name: str) -> None:
     """Create a new empty shard and register it in `config.shards` (what running streams notice)."""
-    from mongosim.router.remote import ShardRemote
-
     node = router.shard_factory(name)
     node.clock.advance(router.clock.key)
     node.joined_key = router.clock.key + 1  # it held nothing at earlier cluster times (snapshot reads)
-    router.shards[name] = ShardRemote(name, node, router.clock)
-    router.attach_filtering_metadata(name, node)
+    router.registry.register(name, node)
     await config_write(router, {"insert": "shards", "documents": [shard_document(router, name)]})
 
 
 @router_command("listShards", "listshards")
 async def cmd_list_shards(router: Router, req: Request) -> dict:
-    _admin_only(req)
+    admin_only(req)
     coll = router.config.catalog.collection("config", "shards")
     shards = [dict(d) for d in coll.docs.values()] if coll else []
     return {"shards": shards, "ok": 1.0}
@@ -420,24 +430,15 @@ async def cmd_flush_router_config(router: Router, req: Request) -> dict:
     return {"flushed": True, "ok": 1.0}
 
 
-@router_command("balancerStatus")
-async def cmd_balancer_status(router: Router, req: Request) -> dict:
-    return {"mode": "off", "inBalancerRound": False, "numBalancerRounds": Int64(0), "ok": 1.0}
-
-
-@router_command("balancerStop", "balancerStart")
-async def cmd_balancer_toggle(router: Router, req: Request) -> dict:
-    return {"ok": 1.0}
-
-
 # -- refine and reshard ------------------------------------------------------------------
 @router_command("refineCollectionShardKey")
 async def cmd_refine_shard_key(router: Router, req: Request) -> dict:
     """Extend a shard key with more fields; chunk bounds get MinKey (MaxKey at the top) for them."""
-    _admin_only(req)
+    admin_only(req)
     ns = req.cmd["refineCollectionShardKey"]
     new_key = req.cmd.get("key")
     async with router._ddl_lock:
+        router.refresh_catalog()  # DDL runs on the authoritative metadata
         r = _routing(router, ns)
         new = ShardKeyPattern(new_key)
         old = r.pattern
@@ -479,11 +480,12 @@ async def cmd_reshard_collection(router: Router, req: Request) -> dict:
     temporary collections are invisible to change streams); the primary shard
     then logs the `reshardCollection` noop under the old UUID.
     """
-    _admin_only(req)
+    admin_only(req)
     ns = req.cmd["reshardCollection"]
     new = ShardKeyPattern(req.cmd.get("key"))
     unique = bool(req.cmd.get("unique", False))
     async with router._ddl_lock:
+        router.refresh_catalog()  # DDL runs on the authoritative metadata
         r = _routing(router, ns)
         db, name = ns.split(".", 1)
         primary = router.catalog.primary_of(db)
@@ -491,7 +493,7 @@ async def cmd_reshard_collection(router: Router, req: Request) -> dict:
         cs.acquire(ns)
         try:
             new_uuid = Binary(_uuid.uuid4().bytes, 4)
-            names = sorted(router.shards)
+            names = placeable_shards(router)
             if new.hashed and len(names) > 1:
                 n = len(names)
                 points = [-(2**63) + (2**64 * i) // n for i in range(1, n)]
@@ -503,7 +505,7 @@ async def cmd_reshard_collection(router: Router, req: Request) -> dict:
                 bounds = [(tuple(MinKey() for _ in new.fields), tuple(MaxKey() for _ in new.fields), primary)]
             owners = sorted({b[2] for b in bounds})
             # every document to its new owner
-            holders = [s for s in names if router.shard(s).node.catalog.collection(db, name) is not None]
+            holders = [s for s in sorted(router.shards) if router.shard(s).node.catalog.collection(db, name) is not None]
             spec = {"key": dict(new.key), "name": "_".join(f"{k}_{v}" for k, v in new.key.items())}
             for s in holders:  # built on resharding's hidden temporary collection: no event
                 await router.shard(s).command(db, {"createIndexes": name, "indexes": [spec], "fromMigrate": True})

@@ -27,7 +27,7 @@ from mongosim.oplog.errors import MongoError, in_category
 from mongosim.router.command_registry import router_command
 from mongosim.router.request import Request
 from mongosim.shardsim.node import WOULD_CHANGE_OWNING_SHARD
-from mongosim.shardsim.sessions import session_key
+from mongosim.shardsim.sessions import named_sessions, session_key, user_digest
 from mongosim.shardsim.transactions import no_such_transaction
 
 if TYPE_CHECKING:
@@ -37,19 +37,25 @@ WRITE_COMMANDS = {"insert", "update", "delete", "findAndModify", "findandmodify"
 TXN_FIELDS = ("lsid", "txnNumber", "autocommit")
 
 
+def is_transient_transaction_error(code: int, has_write_concern_error: bool, commit_or_abort: bool) -> bool:
+    """The server's isTransientTransactionError (error_labels.cpp): the transaction failed with no
+    lasting effect and may be run again whole."""
+    transient = code in (112, 24, 267, 249) or in_category(code, "SnapshotError") \
+        or in_category(code, "NeedRetargettingError")  # WriteConflict, LockTimeout, PreparedTransactionInProgress
+    if commit_or_abort:
+        return transient or (code == 251 and not has_write_concern_error)
+    return transient or code == 251 or in_category(code, "RetriableError")
+
+
 def transaction_labels(err: MongoError, name: str, cmd: dict) -> None:
     """Add the transaction and retryable-write labels the server would add."""
     code = err.code
     if cmd.get("autocommit") is False:
-        transient = code in (112, 251, 24) or in_category(code, "NetworkError") or in_category(code, "NotPrimaryError") \
-            or in_category(code, "ShutdownError")
-        if name == "commitTransaction":
-            if code == 251:
-                err.add_label("TransientTransactionError")
-            elif in_category(code, "RetriableError") or in_category(code, "NetworkError") or code in (50, 64, 79, 100):
-                err.add_label("UnknownTransactionCommitResult")
-        elif transient:
+        if is_transient_transaction_error(code, False, name in ("commitTransaction", "abortTransaction")):
             err.add_label("TransientTransactionError")
+        if name == "commitTransaction" and code != 251 and (
+                in_category(code, "RetriableError") or in_category(code, "NetworkError") or code in (50, 64, 79, 100)):
+            err.add_label("UnknownTransactionCommitResult")
     elif "txnNumber" in cmd and name in WRITE_COMMANDS:
         if in_category(code, "RetriableError") or in_category(code, "NetworkError"):
             err.add_label("RetryableWriteError")
@@ -62,6 +68,7 @@ class RouterTxn:
     read_concern: Any = None
     participants: dict[str, bool] = field(default_factory=dict)  # shard -> wrote
     state: str = "in_progress"  # committed | aborted
+    recovery_shard: str | None = None  # the first participant that wrote (named by the recoveryToken)
 
 
 class RouterTransactions:
@@ -109,6 +116,8 @@ class RouterTransactions:
             txn.participants[shard] = False
         if next(iter(cmd)) in WRITE_COMMANDS:
             txn.participants[shard] = True
+            if txn.recovery_shard is None:
+                txn.recovery_shard = shard
         try:
             return await self.router.shard(shard).command(db, out)
         except MongoError as err:
@@ -127,7 +136,35 @@ class RouterTransactions:
             except MongoError:
                 pass
 
+    def recovery_token(self, req: Request) -> dict | None:
+        """The `recoveryToken` mongos adds to every reply in a transaction: the shard another router
+        asks for the outcome when the commit is retried there (none for read-only transactions)."""
+        lsid = req.cmd.get("lsid")
+        txn = self._txns.get(session_key(lsid)) if isinstance(lsid, dict) else None
+        if txn is None or txn.txn_number != req.cmd.get("txnNumber"):
+            return None
+        return {"recoveryShardId": txn.recovery_shard} if txn.recovery_shard is not None else {}
+
+    def _unknown_here(self, req: Request) -> bool:
+        txn = self._txns.get(session_key(req.cmd["lsid"])) if isinstance(req.cmd.get("lsid"), dict) else None
+        return txn is None or txn.txn_number != req.cmd.get("txnNumber")
+
+    async def _commit_with_recovery_token(self, req: Request) -> dict:
+        """commitTransaction on a router that did not run the transaction (the driver retried the
+        commit on another mongos): the recovery shard answers with the transaction's outcome."""
+        token = req.cmd["recoveryToken"]
+        shard = token.get("recoveryShardId") if isinstance(token, dict) else None
+        if shard is None:
+            raise MongoError("NoSuchTransaction", "Recovery token is empty, meaning the transaction only "
+                                                  "performed reads and can be safely retried")
+        cmd = {"coordinateCommitTransaction": 1, "participants": [], "lsid": req.cmd["lsid"],
+               "txnNumber": req.cmd["txnNumber"]}
+        return await self.router.shard(shard).command("admin", cmd)
+
     async def commit(self, req: Request) -> dict:
+        if "recoveryToken" in req.cmd and self._unknown_here(req):
+            await self._commit_with_recovery_token(req)
+            return {"ok": 1.0}
         txn = self._get(req)
         if txn.state == "committed":
             return {"ok": 1.0}
@@ -184,6 +221,20 @@ class RouterTransactions:
         await self._abort_all(txn)
         return {"ok": 1.0}
 
+    async def restart_after_stale(self, req: Request) -> bool:
+        """A stale routing table met by a transaction's first statement, sent to one shard: the
+        transaction is aborted there and started afresh, and the statement runs again (the server
+        retries only then: with more participants, a retry could race with their requests)."""
+        if not req.cmd.get("startTransaction"):
+            return False
+        key = session_key(req.cmd["lsid"])
+        txn = self._txns.get(key)
+        if txn is None or txn.txn_number != req.cmd.get("txnNumber") or len(txn.participants) > 1:
+            return False
+        await self._abort_all(txn)
+        del self._txns[key]
+        return True
+
     async def abort_quietly(self, req: Request) -> None:
         """Abort the session's transaction if it is still open (cleanup after a failure)."""
         txn = self._txns.get(session_key(req.cmd["lsid"]))
@@ -191,10 +242,14 @@ class RouterTransactions:
             await self._abort_all(txn)
 
     async def end_sessions(self, cmd: dict) -> None:
-        ids = cmd.get("endSessions") or cmd.get("killSessions") or []
-        for lsid in ids if isinstance(ids, list) else []:
-            txn = self._txns.pop(session_key(lsid), None)
-            if txn is not None and txn.state == "in_progress":
+        """endSessions / killSessions / killAllSessions: the named sessions' transactions are aborted
+        on every participant shard (killAllSessions: every session's, or those of the users it names).
+        An ended session is forgotten; a killed one keeps its aborted transaction, so its next
+        statement gets NoSuchTransaction ("has been aborted") as on the shards."""
+        ended = next(iter(cmd)) == "endSessions"
+        for key in named_sessions(cmd, self._txns, lambda txn: txn.lsid.get("uid") or user_digest()):
+            txn = self._txns.pop(key) if ended else self._txns[key]
+            if txn.state == "in_progress":
                 await self._abort_all(txn)
 
     def label_error(self, err: MongoError, req: Request) -> None:

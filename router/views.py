@@ -19,12 +19,13 @@ from mongosim.router.commands_crud import (
     _serve,  # (also: the read commands are registered before they are wrapped)
 )
 from mongosim.router.request import Request
+from mongosim.shardsim.collation import command_collator
 from mongosim.shardsim.views import READS, as_pipeline, finish_view_read
 
 if TYPE_CHECKING:
     from mongosim.router.mongos import Router
 
-_SESSION_FIELDS = ("lsid", "txnNumber", "autocommit", "startTransaction", "readConcern")
+_SESSION_FIELDS = ("lsid", "txnNumber", "autocommit", "startTransaction", "readConcern", "let")
 
 
 def resolving_views(handler: RouterHandler) -> RouterHandler:
@@ -48,11 +49,14 @@ async def _read_view(router: Router, req: Request, resolved: dict) -> dict:
     backing = resolved["ns"].split(".", 1)[1]
     inner = {"aggregate": backing, "pipeline": [*resolved["pipeline"], *extra], "cursor": {"batchSize": 2**31 - 1},
              **{k: cmd[k] for k in _SESSION_FIELDS if k in cmd}}
-    reply = await ROUTER_COMMANDS["aggregate"](router, Request(req.db, inner, req.conn, "aggregate"))
+    if "collation" in resolved:
+        inner["collation"] = resolved["collation"]  # the view's collation (the shard refused any other)
+    reply = await ROUTER_COMMANDS["aggregate"](router, Request(req.db, inner, req.conn, "aggregate", internal=True))
     def serve(_node, ns, results, batch_size, single):
         return _serve(router, ns, list(results), batch_size, single)
 
-    return finish_view_read(None, req.name, cmd, f"{req.db}.{cmd[req.name]}", reply["cursor"]["firstBatch"], serve)
+    return finish_view_read(None, req.name, cmd, f"{req.db}.{cmd[req.name]}", reply["cursor"]["firstBatch"], serve,
+                            collator=command_collator(resolved.get("collation"), None))
 
 
 for _name in READS:

@@ -1,9 +1,18 @@
 """A node's catalog: databases, collections, their options, indexes and documents.
 
 A `Collection` keeps documents in a dict keyed by the BSON-equality key of
-their `_id` (insertion order is the natural order a collection scan returns),
-plus one hash map per unique secondary index.  Non-unique secondary indexes
-are recorded (listIndexes, change-stream DDL events) but queries scan.
+their `_id` (insertion order is the natural order a collection scan returns;
+a replacement keeps its place, as a record keeps its RecordId), plus its
+indexes (`shardsim.index_access_method`): every secondary index, and an
+ordered view of the `_id` index for range scans and sorts on `_id`.
+
+Document changes go through three methods, and only these: `insert`,
+`replace` and `delete` (with `check_insert` to raise DuplicateKey before an
+insert is logged).  They keep every materialized index, the RecordIds and the
+before-images of open snapshots in step, whatever path changed the document:
+write commands, transactions at commit, migrations' clone and range deletion,
+oplog application, journal replay.  A path that writes raw bytes must still
+call them with the decoded document when `has_secondary_indexes` is true.
 """
 
 from __future__ import annotations
@@ -16,7 +25,8 @@ from bson import Binary
 
 from mongosim.oplog import bsonutil
 from mongosim.oplog.errors import MongoError
-from mongosim.shardsim.query.index_keys import duplicate_key_error, index_key_hashes, index_keys, index_name  # noqa: F401
+from mongosim.shardsim.index_access_method import IndexAccessMethod
+from mongosim.shardsim.query.index_keys import duplicate_key_error, index_name  # noqa: F401
 from mongosim.shardsim.query.values import hashable
 from mongosim.shardsim.snapshots import Snapshots
 
@@ -36,11 +46,22 @@ class Collection:
     indexes: list[dict] = field(default_factory=lambda: [dict(ID_INDEX)])
     docs: dict[Any, dict] = field(default_factory=dict)
     shard_key: dict | None = None  # the shard key pattern when sharded
-    _unique: dict[str, dict] = field(default_factory=dict)  # index name -> {key: id key}
     # point-in-time reads (shardsim/snapshots.py): the node's open snapshots, and the
     # before-images they need of this collection's documents (id key -> [(seq, before)])
     history: Any = field(default=None, repr=False, compare=False)
     versions: dict[Any, list] = field(default_factory=dict, repr=False, compare=False)
+    # index access: name -> IndexAccessMethod (secondary indexes, and "_id_" once ordered access is needed)
+    access: dict[str, IndexAccessMethod] = field(default_factory=dict, repr=False, compare=False)
+    _maintained: list[IndexAccessMethod] = field(default_factory=list, repr=False, compare=False)
+    _validated: list[IndexAccessMethod] = field(default_factory=list, repr=False, compare=False)
+    rids: dict[Any, int] | None = field(default=None, repr=False, compare=False)  # id key -> RecordId
+    _next_rid: int = field(default=1, repr=False, compare=False)
+    _checked: Any = field(default=None, repr=False, compare=False)  # (doc, its keys per maintained index)
+
+    def __post_init__(self) -> None:
+        for spec in self.indexes:
+            if spec.get("name") != "_id_":
+                self._attach(spec)
 
     @property
     def ns(self) -> str:
@@ -48,6 +69,11 @@ class Collection:
 
     def __len__(self) -> int:
         return len(self.docs)
+
+    @property
+    def has_secondary_indexes(self) -> bool:
+        """Whether a document change must be seen decoded (some index checks or stores its keys)."""
+        return bool(self._maintained or self._validated)
 
     # -- documents -----------------------------------------------------------------
     def get(self, id_value: Any) -> dict | None:
@@ -79,17 +105,25 @@ class Collection:
         return out
 
     def check_insert(self, doc: dict) -> None:
-        """Raise DuplicateKey if `doc` would violate the _id or a unique index."""
-        if hashable(doc["_id"]) in self.docs:
+        """Raise DuplicateKey (or an index's key error) if `doc` could not be inserted."""
+        idk = hashable(doc["_id"])
+        if idk in self.docs:
             raise duplicate_key_error(self.ns, "_id_", {"_id": 1}, (doc["_id"],))
-        for spec in self.indexes:
-            if spec.get("unique") and spec["name"] != "_id_":
-                table = self._unique.get(spec["name"], {})
-                for key, hk in zip(index_keys(doc, spec["key"]), index_key_hashes(doc, spec["key"])):
-                    if hk in table:
-                        raise duplicate_key_error(self.ns, spec["name"], spec["key"], key)
+        for ix in self._validated:
+            ix.validate(doc)
+        if self._maintained:
+            computed = []
+            for ix in self._maintained:
+                keys = ix.keys(doc)
+                if ix.enforces_unique and keys and not ix.is_id:
+                    dup = ix.duplicate_of(keys, idk)
+                    if dup is not None:
+                        raise duplicate_key_error(self.ns, ix.name, ix.key_pattern, dup, ix.collator)
+                computed.append(keys)
+            self._checked = (doc, computed)  # (the insert that follows reuses the keys)
 
     def insert(self, doc: dict, *, checked: bool = False) -> None:
+        """A document was inserted (the one call every insert path makes)."""
         if not checked:
             self.check_insert(doc)
         idk = hashable(doc["_id"])
@@ -97,47 +131,70 @@ class Collection:
         if h is not None and h.readers:
             h.record(self, idk, None)
         self.docs[idk] = doc
-        self._index_add(doc, idk)
+        if self.rids is not None:
+            rid = self._next_rid
+            self._next_rid = rid + 1
+            self.rids[idk] = rid
+            checked = self._checked
+            if checked is not None and checked[0] is doc and len(checked[1]) == len(self._maintained):
+                for ix, keys in zip(self._maintained, checked[1]):
+                    ix.add(doc, rid, idk, keys)
+            else:
+                for ix in self._maintained:
+                    ix.add(doc, rid, idk)
+        self._checked = None
 
     def replace(self, old: dict, new: dict) -> None:
+        """A document was replaced by `new` (same `_id`): an update, a replacement, a transaction's commit."""
         idk = hashable(old["_id"])
-        self._index_remove(old)
-        try:
-            for spec in self.indexes:
-                if spec.get("unique") and spec["name"] != "_id_":
-                    table = self._unique.get(spec["name"], {})
-                    for key, hk in zip(index_keys(new, spec["key"]), index_key_hashes(new, spec["key"])):
-                        owner = table.get(hk)
-                        if owner is not None and owner != idk:
-                            raise duplicate_key_error(self.ns, spec["name"], spec["key"], key)
-        except MongoError:
-            self._index_add(old, idk)
-            raise
+        stored = self.docs.get(idk, old)
+        changes = []
+        for ix in self._validated:
+            ix.validate(new)
+        for ix in self._maintained:
+            if ix.is_id:
+                continue
+            old_keys = ix.keys(stored)
+            new_keys = ix.keys(new)
+            if [ix.encode(k) for k in old_keys] == [ix.encode(k) for k in new_keys]:
+                continue
+            if ix.enforces_unique and new_keys:
+                dup = ix.duplicate_of(new_keys, idk)
+                if dup is not None:
+                    raise duplicate_key_error(self.ns, ix.name, ix.key_pattern, dup, ix.collator)
+            changes.append((ix, old_keys, new_keys))
         h = self.history
         if h is not None and h.readers:
             h.record(self, idk, self.docs.get(idk))
         self.docs[idk] = new
-        self._index_add(new, idk)
+        if changes:
+            rid = self.rids[idk]
+            for ix, old_keys, new_keys in changes:
+                ix.remove(stored, rid, idk, old_keys)
+                ix.add(new, rid, idk, new_keys)
 
     def delete(self, doc: dict) -> None:
+        """A document was deleted."""
         idk = hashable(doc["_id"])
         h = self.history
         if h is not None and h.readers:
             h.record(self, idk, doc)
-        self._index_remove(doc)
-        del self.docs[idk]
+        stored = self.docs.pop(idk)
+        if self.rids is not None:
+            rid = self.rids.pop(idk)
+            for ix in self._maintained:
+                ix.remove(stored, rid, idk)
 
-    def _index_add(self, doc: dict, idk: Any) -> None:
-        for name, table in self._unique.items():
-            spec = self.index(name)
-            for hk in index_key_hashes(doc, spec["key"]):
-                table[hk] = idk
+    # -- record ids ------------------------------------------------------------------
+    def ensure_rids(self) -> dict[Any, int]:
+        """RecordIds for every document, in natural order (assigned when first needed)."""
+        if self.rids is None:
+            self.rids = {idk: i for i, idk in enumerate(self.docs, 1)}
+            self._next_rid = len(self.docs) + 1
+        return self.rids
 
-    def _index_remove(self, doc: dict) -> None:
-        for name, table in self._unique.items():
-            spec = self.index(name)
-            for hk in index_key_hashes(doc, spec["key"]):
-                table.pop(hk, None)
+    def record_id(self, idk: Any) -> int:
+        return self.ensure_rids()[idk]
 
     # -- indexes -------------------------------------------------------------------
     def index(self, name: str) -> dict | None:
@@ -146,16 +203,59 @@ class Collection:
                 return spec
         return None
 
+    def index_access(self, name: str) -> IndexAccessMethod | None:
+        """The index, materialized (built from the documents if nothing needed it until now)."""
+        ix = self.access.get(name)
+        if ix is None:
+            if name != "_id_" or self.index("_id_") is None:
+                return None
+            ix = self.access["_id_"] = IndexAccessMethod(self.index("_id_"))
+        if ix.entries is None and ix.usable:
+            self._materialize(ix)
+        return ix
+
+    def secondary_access(self) -> list[IndexAccessMethod]:
+        """Every secondary index (not materialized on account of this call)."""
+        return [ix for name, ix in self.access.items() if name != "_id_"]
+
+    def _materialize(self, ix: IndexAccessMethod) -> None:
+        rids = self.ensure_rids()
+        ix.build(self.docs, rids)
+        if ix in self._validated:
+            self._validated.remove(ix)
+        self._maintained.append(ix)
+
+    def _attach(self, spec: dict) -> IndexAccessMethod:
+        ix = IndexAccessMethod(spec)
+        self.access[spec["name"]] = ix
+        if ix.usable and ix.enforces_unique:
+            self._materialize(ix)
+        elif ix.validates:
+            self._validated.append(ix)
+        return ix
+
     def add_index(self, spec: dict) -> None:
-        """Add an index (validated by the caller); builds the unique table."""
-        if spec.get("unique") and spec["name"] != "_id_":
-            table: dict = {}
-            for idk, doc in self.docs.items():
-                for key, hk in zip(index_keys(doc, spec["key"]), index_key_hashes(doc, spec["key"])):
-                    if hk in table and table[hk] != idk:
-                        raise duplicate_key_error(self.ns, spec["name"], spec["key"], key)
-                    table[hk] = idk
-            self._unique[spec["name"]] = table
+        """Add an index (validated by the caller): a unique one is built at once (DuplicateKey if it does not hold)."""
+        ix = IndexAccessMethod(spec)
+        if ix.usable and ix.unique:
+            rids = self.ensure_rids()
+            ix.build(self.docs, rids)
+            prev = None
+            n = len(ix.paths)
+            for entry in ix.entries:
+                if prev is not None and entry[:n] == prev[:n] and entry[n + 1] != prev[n + 1]:
+                    doc = self.docs[entry[n + 1]]
+                    key = next(k for k in ix.keys(doc) if ix.encode(k) == entry[:n])
+                    raise duplicate_key_error(self.ns, spec["name"], spec["key"], key, ix.collator)
+                prev = entry
+            self._maintained.append(ix)
+            self.access[spec["name"]] = ix
+        else:
+            if ix.validates:
+                for doc in self.docs.values():
+                    ix.validate(doc)
+                self._validated.append(ix)
+            self.access[spec["name"]] = ix
         self.indexes.append(spec)
 
     def drop_index(self, name: str) -> dict:
@@ -163,7 +263,11 @@ class Collection:
         if spec is None:
             raise MongoError("IndexNotFound", f"index not found with name [{name}]")
         self.indexes.remove(spec)
-        self._unique.pop(name, None)
+        ix = self.access.pop(name, None)
+        if ix is not None:
+            for lst in (self._maintained, self._validated):
+                if ix in lst:
+                    lst.remove(ix)
         return spec
 
 

@@ -1,39 +1,99 @@
-"""Collation: mongosim compares strings by code point only (the server's "simple" collation).
+"""Which collation a command uses, and collations in the catalog (collections, views, indexes).
 
-A command asking for another collation (`collation: {locale: "fr", ...}` on a
-read, a write statement, a collection or an index) is refused before anything
-runs, with NotImplemented, rather than answered as if the collation were
-simple: results that silently ignore it would be wrong for the caller.
+The rule (the server's CollectionQueryInfo / ExpressionContext::setCollator): a command's
+own `collation` wins — `{locale: "simple"}` included, which means binary comparison —
+otherwise the collection's default collation (`create` with `collation`), otherwise the
+simple collation.  A read on a view uses the view's collation; asking for another one is
+OptionNotSupportedOnView.  Write statements (update, delete, bulkWrite ops) carry their
+own `collation` each; a bad one is that statement's write error.
+
+In the catalog a collation is kept normalised — every attribute filled in, as
+`listCollections` / `listIndexes` show it — and the simple collation is not stored at all.
+An index created without `collation` on a collection with a default takes the default.
+
+The collators themselves live in `shardsim/query/collation/`.
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any
 
 from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.generic_args import wrong_type
+from mongosim.shardsim.query.collation import make_collator
 
-_STATEMENT_FIELDS = {"update": "updates", "delete": "deletes"}
+__all__ = ["check_collations", "command_collator", "statement_collator", "normalise_option",
+           "index_collation", "collator_of_spec", "view_collator"]
+
+_TOP_LEVEL = frozenset({"find", "aggregate", "count", "distinct", "findAndModify", "findandmodify", "create",
+                        "explain"})
 
 
-def _collations(name: str, cmd: dict) -> Iterator[tuple[str, Any]]:
-    if "collation" in cmd:
-        yield f"{name}.collation", cmd["collation"]
-    field = _STATEMENT_FIELDS.get(name)
-    if field and isinstance(cmd.get(field), list):
-        for st in cmd[field]:
-            if isinstance(st, dict) and "collation" in st:
-                yield f"{name}.{field}.collation", st["collation"]
+def _parse(collation: Any, where: str):
+    if not isinstance(collation, dict):
+        raise wrong_type(*where.rsplit(".", 1), collation, "object")
+    return make_collator(collation)
+
+
+def check_collations(name: str, cmd: dict) -> None:
+    """Refuse a command whose own collation is invalid (the server parses it with the command)."""
+    if "collation" in cmd and name in _TOP_LEVEL:
+        _parse(cmd["collation"], f"{name}.collation")
     if name == "createIndexes" and isinstance(cmd.get("indexes"), list):
         for spec in cmd["indexes"]:
             if isinstance(spec, dict) and "collation" in spec:
-                yield "createIndexes.indexes.collation", spec["collation"]
+                _parse(spec["collation"], "createIndexes.indexes.collation")
 
 
-def refuse_collation(name: str, cmd: dict) -> None:
-    """Raise unless every collation `cmd` names is the simple one."""
-    for where, value in _collations(name, cmd):
-        if not isinstance(value, dict):
-            raise MongoError("TypeMismatch", f"BSON field '{where}' is the wrong type, expected type 'object'")
-        if value and value != {"locale": "simple"}:
-            raise MongoError("NotImplemented", f"collation {value} is not supported by mongosim "
-                                               "(strings compare by code point, the simple collation)")
+def collator_of_spec(spec: Any):
+    """The collator of a stored (normalised) collation, None when there is none."""
+    return make_collator(spec) if spec else None
+
+
+def command_collator(collation: Any, coll: Any, where: str = "collation"):
+    """The collator a command on `coll` (a Collection or None) runs with; `collation` is the command's
+    own field (None when absent; `where` names it in a type error)."""
+    if collation is not None:
+        return _parse(collation, where)
+    if coll is not None:
+        default = coll.options.get("collation")
+        if default:
+            return make_collator(default)
+    return None
+
+
+def statement_collator(st: dict, coll: Any, where: str):
+    """The collator of one write statement (`where` names its field for type errors: 'update.updates')."""
+    return command_collator(st.get("collation"), coll, f"{where}.collation")
+
+
+def view_collator(view_doc: dict, collation: Any):
+    """The collator of a read on a view: the view's own; the command may only repeat it."""
+    own = collator_of_spec(view_doc.get("collation"))
+    if collation is not None and make_collator(collation) != own:
+        raise MongoError("OptionNotSupportedOnView", "Cannot override a view's default collation")
+    return own
+
+
+def normalise_option(options: dict) -> dict:
+    """`options` with its `collation` normalised (and the simple collation dropped), for the catalog."""
+    if "collation" not in options:
+        return options
+    out = dict(options)
+    coll = make_collator(out["collation"])
+    if coll is None:
+        del out["collation"]
+    else:
+        out["collation"] = dict(coll.spec)
+    return out
+
+
+def index_collation(spec: dict, coll: Any) -> dict:
+    """An index spec with its collation as the catalog keeps it: normalised, the collection's default
+    when it names none, absent when simple."""
+    if "collation" in spec:
+        return normalise_option(spec)
+    default = coll.options.get("collation") if coll is not None else None
+    if default:
+        return {**spec, "collation": dict(default)}
+    return spec

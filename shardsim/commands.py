@@ -6,7 +6,9 @@ module imports the node back.
 """
 
 from mongosim.shardsim import (  # noqa: F401
+    bulk_write,
     ddl,
+    explain_cmd,
     reads,
     repl_commands,
     search_indexes,

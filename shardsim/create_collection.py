@@ -36,8 +36,10 @@ def check_namespace(db: str, coll: Any) -> str:
 def create_collection(node: Node, ctx: OpCtx, db: str, name: str, options: dict, *, uuid: Binary | None = None) -> Collection:
     """Create `db.name` and log its create entry (marked fromMigrate when the command is)."""
     coll = Collection(db, name, uuid=uuid or Binary(_uuid.uuid4().bytes, 4), options=dict(options))
+    if options.get("collation"):
+        coll.indexes[0] = {**ID_INDEX, "collation": options["collation"]}  # the _id index takes the default
     node.catalog.add_collection(coll)
-    o = {"create": name, **options, "idIndex": dict(ID_INDEX)}
+    o = {"create": name, **options, "idIndex": dict(coll.indexes[0])}
     node.log(E.command_op(db, o, ui=coll.uuid), ctx, from_migrate=bool(ctx.cmd.get("fromMigrate")))
     return coll
 

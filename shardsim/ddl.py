@@ -29,14 +29,17 @@ from typing import TYPE_CHECKING, Any
 from bson import Binary
 from mongosim.oplog import entry as E
 from mongosim.oplog.errors import MongoError
-from mongosim.shardsim.catalog import Collection, index_name
+from mongosim.shardsim.catalog import Collection
+from mongosim.shardsim.collation import index_collation, normalise_option
 from mongosim.shardsim.command_registry import command
 from mongosim.shardsim.create_collection import (
     check_namespace,
     create_collection,
     ensure_collection,
 )
+from mongosim.shardsim.index_key_validate import validate_index_spec
 from mongosim.shardsim.operation_context import OpCtx
+from mongosim.shardsim.query.values import hashable
 
 if TYPE_CHECKING:
     from mongosim.shardsim.node import Node
@@ -72,7 +75,7 @@ def _options_of(cmd: dict, first: str) -> dict:
 @command("create")
 def cmd_create(node: Node, ctx: OpCtx) -> dict:
     name = check_namespace(ctx.db, ctx.cmd["create"])
-    opts = _options_of(ctx.cmd, "create")
+    opts = normalise_option(_options_of(ctx.cmd, "create"))
     existing = node.catalog.collection(ctx.db, name)
     if "viewOn" in opts:
         return _create_view(node, ctx, name, opts)
@@ -90,6 +93,8 @@ def _create_view(node: Node, ctx: OpCtx, name: str, opts: dict) -> dict:
 
     views = ensure_collection(node, ctx, ctx.db, "system.views")
     view_doc = {"_id": f"{ctx.db}.{name}", "viewOn": opts["viewOn"], "pipeline": opts.get("pipeline", [])}
+    if opts.get("collation"):
+        view_doc["collation"] = opts["collation"]  # (normalised by cmd_create)
     if views.get(view_doc["_id"]) is not None or node.catalog.collection(ctx.db, name) is not None:
         raise MongoError("NamespaceExists", f"Namespace {ctx.db}.{name} already exists")
     insert_one(node, ctx, views, view_doc, WriteSession(node, OpCtx(ctx.db, {})), 0)
@@ -162,6 +167,8 @@ def cmd_rename(node: Node, ctx: OpCtx) -> dict:
         drop_target = target.uuid
     node.catalog.remove_collection(sdb, sname)
     coll.db, coll.name = ddb, dname
+    if not cmd.get("stayTemp"):
+        coll.options.pop("temp", None)  # a temporary collection renamed without stayTemp is kept
     node.catalog.add_collection(coll)
     o = {"renameCollection": src, "to": dst, "stayTemp": bool(cmd.get("stayTemp", False)), "dropTarget": drop_target}
     node.log(E.command_op(sdb, o, ui=coll.uuid), ctx, from_migrate=_from_migrate(ctx))
@@ -169,16 +176,15 @@ def cmd_rename(node: Node, ctx: OpCtx) -> dict:
 
 
 def normalize_index_spec(spec: Any) -> dict:
-    if not isinstance(spec, dict) or not isinstance(spec.get("key"), dict) or not spec["key"]:
-        raise MongoError("CannotCreateIndex" if isinstance(spec, dict) else "TypeMismatch",
-                         "The 'key' field is a required property of an index specification")
-    out: dict[str, Any] = {"v": 2, "key": dict(spec["key"])}
-    name = spec.get("name") or index_name(spec["key"])
-    out["name"] = name
-    for k, v in spec.items():
-        if k not in ("v", "key", "name", "ns"):
-            out[k] = v
-    return out
+    """The stored form of an index spec (`shardsim.index_key_validate`)."""
+    return validate_index_spec(spec)
+
+
+def _same_key(a: dict, b: dict) -> bool:
+    """Key patterns equal as BSON: same fields in the same order, equal values (1 == 1.0)."""
+    return list(a) == list(b) and all(
+        (a[k] == b[k]) if isinstance(a[k], str) or isinstance(b[k], str) else hashable(a[k]) == hashable(b[k])
+        for k in a)
 
 
 @command("createIndexes")
@@ -189,6 +195,7 @@ def cmd_create_indexes(node: Node, ctx: OpCtx) -> dict:
         raise MongoError("BadValue", "Must specify at least one index to create")
     specs = [normalize_index_spec(s) for s in specs]
     coll = node.catalog.collection(ctx.db, name)
+    specs = [index_collation(s, coll) for s in specs]
     created_auto = coll is None
     if coll is None:
         coll = ensure_collection(node, ctx, ctx.db, name)
@@ -203,13 +210,26 @@ def cmd_create_indexes(node: Node, ctx: OpCtx) -> dict:
                 raise MongoError("IndexOptionsConflict", f"An equivalent index already exists with the same name but different options. Requested index: {spec}, existing index: {same_name}")
             continue
         for existing in coll.indexes:
-            if existing["key"] == spec["key"] and existing.get("unique", False) == spec.get("unique", False):
+            if _same_key(existing["key"], spec["key"]) and bool(existing.get("unique")) == bool(spec.get("unique")) \
+                    and all(existing.get(o) == spec.get(o) for o in ("partialFilterExpression", "weights", "collation")):
                 raise MongoError("IndexOptionsConflict", f"Index already exists with a different name: {existing['name']}")
+        if "_fts" in spec["key"]:
+            text = [s for s in coll.indexes + new_specs if "_fts" in s["key"]]
+            if text:
+                raise MongoError("CannotCreateIndex", "only one text index per collection allowed, found existing "
+                                                      f"text index \"{text[0]['name']}\"")
         new_specs.append(spec)
     if not new_specs:
         return {"numIndexesBefore": before, "numIndexesAfter": before, "note": "all indexes already exist", "ok": 1.0}
-    for spec in new_specs:
-        coll.add_index(spec)  # raises DuplicateKey for a unique index that does not hold
+    added = []
+    try:
+        for spec in new_specs:
+            coll.add_index(spec)  # raises DuplicateKey for a unique index that does not hold
+            added.append(spec)
+    except MongoError:
+        for spec in added:  # (all or nothing, as one write unit on the server)
+            coll.drop_index(spec["name"])
+        raise
     fm = _from_migrate(ctx)
     if len(coll) == 0:
         for spec in new_specs:
@@ -267,21 +287,103 @@ def cmd_coll_mod(node: Node, ctx: OpCtx) -> dict:
     coll = node.catalog.collection(ctx.db, name)
     if coll is None:
         raise MongoError("NamespaceNotFound", f"ns does not exist: {ctx.db}.{name}")
-    changes = {k: v for k, v in ctx.cmd.items() if k != "collMod" and k not in _GENERIC_ARGS}
+    changes = {k: v for k, v in ctx.cmd.items() if k not in ("collMod", "dryRun") and k not in _GENERIC_ARGS}
+    dry_run = bool(ctx.cmd.get("dryRun"))
+    if dry_run and (set(changes) != {"index"} or not isinstance(changes["index"], dict)
+                    or set(changes["index"]) - {"name", "keyPattern", "unique"} or "unique" not in changes["index"]):
+        raise MongoError("InvalidOptions", "dry run mode is only supported for converting an index to unique")
     old_options = {"uuid": coll.uuid, **coll.options}
     o2: dict[str, Any] = {"collectionOptions_old": old_options}
+    reply: dict[str, Any] = {}
     for k, v in changes.items():
         if k == "index":
-            spec = coll.index(v.get("name")) if isinstance(v, dict) else None
-            if spec is None:
-                raise MongoError("IndexNotFound", f"cannot find index {v}")
-            o2["indexOptions_old"] = {k2: spec.get(k2) for k2 in v if k2 not in ("name", "keyPattern") and k2 in spec}
-            for k2, v2 in v.items():
-                if k2 not in ("name", "keyPattern"):
-                    spec[k2] = v2
+            spec, old, new = _coll_mod_index(coll, v)
+            if dry_run:
+                return {"ok": 1.0}
+            o2["indexOptions_old"] = old
+            _apply_index_options(coll, spec, new)
+            for opt, value in new.items():
+                if opt in ("unique", "forceNonUnique"):
+                    reply[f"{opt}_new"] = value
+                else:
+                    reply[f"{opt}_old"] = old.get(opt, False if opt != "expireAfterSeconds" else None)
+                    reply[f"{opt}_new"] = value
         elif k in KNOWN_CREATE_OPTIONS:
             coll.options[k] = v
         else:
             raise MongoError(40415, f"BSON field 'collMod.{k}' is an unknown field.")
     node.log(E.command_op(ctx.db, {"collMod": name, **changes}, ui=coll.uuid, o2=o2), ctx, from_migrate=_from_migrate(ctx))
-    return {"ok": 1.0}
+    reply["ok"] = 1.0
+    return reply
+
+
+_INDEX_OPTIONS = ("hidden", "expireAfterSeconds", "prepareUnique", "unique", "forceNonUnique")
+
+
+def _coll_mod_index(coll: Collection, v: Any) -> tuple[dict, dict, dict]:
+    """collMod's `index: {name | keyPattern, hidden, expireAfterSeconds, prepareUnique, unique,
+    forceNonUnique}` checked: (the index spec, its old option values, the new ones)."""
+    if not isinstance(v, dict):
+        raise MongoError("TypeMismatch", "BSON field 'collMod.index' is the wrong type, expected type 'object'")
+    if ("name" in v) == ("keyPattern" in v):
+        raise MongoError("InvalidOptions", "must specify either index name or key pattern")
+    if "name" in v:
+        spec = coll.index(v["name"]) if isinstance(v["name"], str) else None
+    else:
+        found = [s for s in coll.indexes if isinstance(v["keyPattern"], dict) and _same_key(s["key"], v["keyPattern"])]
+        if len(found) > 1:
+            raise MongoError("AmbiguousIndexKeyPattern", f"{len(found)} indexes found for key: {v['keyPattern']}, "
+                                                         "identify by name instead.")
+        spec = found[0] if found else None
+    if spec is None:
+        raise MongoError("IndexNotFound", f"cannot find index {v.get('name', v.get('keyPattern'))} for ns {coll.ns}")
+    new = {k: x for k, x in v.items() if k not in ("name", "keyPattern")}
+    for k, x in new.items():
+        if k not in _INDEX_OPTIONS:
+            raise MongoError(40415, f"BSON field 'collMod.index.{k}' is an unknown field.")
+        if k in ("hidden", "prepareUnique", "unique", "forceNonUnique") and not isinstance(x, bool):
+            raise MongoError("TypeMismatch", f"BSON field 'collMod.index.{k}' is the wrong type, expected type 'bool'")
+    if not new:
+        raise MongoError("InvalidOptions", "no expireAfterSeconds, hidden, unique, or prepareUnique field")
+    if new.get("hidden") is not None and spec["name"] == "_id_":
+        raise MongoError("BadValue", "can't hide _id index")
+    if "unique" in new:
+        if not new["unique"]:
+            raise MongoError("BadValue", "Cannot make index non-unique, use forceNonUnique instead")
+        if not spec.get("unique"):
+            if not (spec.get("prepareUnique") or new.get("prepareUnique")):
+                raise MongoError("InvalidOptions", "Cannot make index unique with 'unique: true' unless "
+                                                   "'prepareUnique' is set to true")
+            _check_convertible(coll, spec)
+    if "forceNonUnique" in new and not new["forceNonUnique"]:
+        raise MongoError("BadValue", "'forceNonUnique: false' is not supported")
+    old = {k: spec[k] for k in new if k in spec}
+    return spec, old, new
+
+
+def _check_convertible(coll: Collection, spec: dict) -> None:
+    """CannotConvertIndexToUnique 359 with the `_id`s of each group of documents sharing a key."""
+    from mongosim.shardsim.index_access_method import IndexAccessMethod
+
+    ix = IndexAccessMethod(spec)
+    groups: dict[tuple, list] = {}
+    for doc in coll.docs.values():
+        for key in ix.keys(doc):
+            groups.setdefault(ix.encode(key), []).append(doc["_id"])
+    violations = [{"ids": ids} for ids in groups.values() if len(ids) > 1]
+    if violations:
+        raise MongoError("CannotConvertIndexToUnique", "Cannot convert the index to unique. Please resolve conflicting "
+                         "documents before running collMod again.", violations=violations)
+
+
+def _apply_index_options(coll: Collection, spec: dict, new: dict) -> None:
+    for k, x in new.items():
+        if k == "forceNonUnique":
+            spec.pop("unique", None)
+            spec.pop("prepareUnique", None)
+        elif k == "prepareUnique" and not x:
+            spec.pop("prepareUnique", None)
+        else:
+            spec[k] = x
+    if spec.get("unique") or spec.get("prepareUnique"):
+        coll.index_access(spec["name"])  # (kept materialized: every write checks it)

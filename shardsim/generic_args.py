@@ -28,6 +28,14 @@ def _is_number(v: Any) -> bool:
     return type(v).__name__ == "Decimal128"
 
 
+# every generic argument (generic_argument.idl), and the internal fields mongos adds
+GENERIC_ARGUMENTS = frozenset({
+    "$db", "lsid", "txnNumber", "autocommit", "startTransaction", "stmtId", "stmtIds", "maxTimeMS", "readConcern",
+    "writeConcern", "$readPreference", "$clusterTime", "comment", "apiVersion", "apiStrict", "apiDeprecationErrors",
+    "$audit", "$client", "$configServerState", "$gleStats", "$oplogQueryData", "$replData", "mayBypassWriteBlocking",
+    "clientOperationKey", "databaseVersion", "shardVersion", "tracking_info", "coordinator", "$configTime",
+    "$topologyTime", "readOnly", "maxTimeMSOpOnly", "usesDefaultMaxTimeMS", "fromMigrate",
+})
 # field -> (IDL struct name in the message, check, expected type text)
 _GENERIC: dict[str, tuple[str, Any, str]] = {
     "lsid": ("OperationSessionInfo", lambda v: isinstance(v, dict), "object"),

@@ -31,7 +31,7 @@ from mongosim.oplog.errors import MongoError
 from mongosim.oplog.oplog import Oplog
 from mongosim.shardsim import snapshot_reads, views
 from mongosim.shardsim.catalog import Catalog
-from mongosim.shardsim.collation import refuse_collation
+from mongosim.shardsim.collation import check_collations
 from mongosim.shardsim.commands import COMMANDS
 from mongosim.shardsim.fail_point import CloseConnection, FailPoints, check_max_time_always_times_out
 from mongosim.shardsim.generic_args import check_generic_arguments
@@ -69,7 +69,9 @@ class Node:
         self.is_config = is_config
         self.noop_interval = noop_interval
         self.instant_hwm = instant_hwm
-        # filtering metadata: does this shard own a document's shard-key value? (set by the router)
+        # filtering metadata (shardsim/filtering_metadata.py; set when the node joins a cluster as a shard):
+        # the shard-version check of routed commands, and does this shard own a document's shard-key value?
+        self.filtering: Any = None
         self.owns: Callable[[str, dict], bool] | None = None
         self.noop_paused = False
         self.preimages: dict[tuple[bytes, int, int], dict] = {}
@@ -142,8 +144,10 @@ class Node:
         if handler is None:
             raise MongoError("CommandNotFound", f"no such command: '{name}'")
         check_generic_arguments(name, cmd)
-        refuse_collation(name, cmd)
+        check_collations(name, cmd)
         check_max_time_always_times_out(self.failpoints, cmd)
+        if self.filtering is not None and ("shardVersion" in cmd or "databaseVersion" in cmd or name == "bulkWrite"):
+            self.filtering.check(db, cmd)  # routed by a stale routing table: StaleConfig / StaleDbVersion
         lsid = cmd.get("lsid")
         txn = cmd.get("txnNumber")
         ctx = OpCtx(db, cmd, lsid=lsid, txn_number=int(txn) if txn is not None else None, from_router=from_router)
@@ -175,6 +179,8 @@ class Node:
             if (ctx.txn is not None and name not in ("commitTransaction", "abortTransaction", "prepareTransaction")
                     and err.code != WOULD_CHANGE_OWNING_SHARD):
                 ctx.txn.abort(ctx)  # an error inside a transaction aborts it, as on the server
+            if ctx.close_connection:
+                raise CloseConnection() from err  # the connection was closed before the error could be sent
             raise
         if ctx.txn is not None and any(e.get("code") != WOULD_CHANGE_OWNING_SHARD for e in reply.get("writeErrors", ())):
             ctx.txn.abort(ctx)  # (WouldChangeOwningShard is mongos's to handle: the transaction goes on)

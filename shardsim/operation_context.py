@@ -29,6 +29,7 @@ class OpCtx:
     deadline: float = math.inf  # trio time when maxTimeMS runs out (a getMore's maxTimeMS is its await time)
     snapshot: Any = None  # a readConcern snapshot read's view (shardsim.snapshot_reads)
     at_cluster_time: int = 0  # ... and the cluster time it reads at
+    variables: dict | None = None  # $$NOW, $$CLUSTER_TIME and `let` (shardsim.query.variables.for_command)
     close_connection: bool = False  # a failpoint closes the client's connection once the command ends
 
     @property

@@ -137,7 +137,8 @@ def _pre_key_of(doc: dict) -> tuple:
 
 # -- snapshots ------------------------------------------------------------------------------
 _COLL_SKIP = {"db", "name", "uuid", "options", "indexes", "docs", "shard_key", "_unique",
-              "history", "versions"}  # (open transactions' snapshots do not survive a restart)
+              "history", "versions",  # (open transactions' snapshots do not survive a restart)
+              "access", "_maintained", "_validated", "rids", "_next_rid", "_checked"}  # (indexes are rebuilt from the documents)
 
 
 def _collection_record(node_name: str, coll: Collection) -> dict:
@@ -309,7 +310,9 @@ def apply_entry(node: "Node", entry: dict) -> None:
         raise NotReplayable(f"{entry['ns']} is not in the snapshot")
     o = entry["o"]
     if op == "i":
-        coll.docs.pop(hashable(o["_id"]), None)  # an upsert may log an insert of an existing _id? never; be safe
+        existing = coll.get(o["_id"])
+        if existing is not None:  # (never logged that way; replay stays idempotent all the same)
+            coll.delete(existing)
         coll.insert(o)
     elif op == "d":
         doc = coll.get(o["_id"])

@@ -11,12 +11,20 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Iterator
 
 from mongosim.oplog.errors import MongoError
-from mongosim.shardsim.command_registry import command
+from mongosim.shardsim.collation import command_collator
+from mongosim.shardsim.command_registry import COMMANDS, command
 from mongosim.shardsim.create_collection import check_namespace
 from mongosim.shardsim.cursors import DEFAULT_FIRST_BATCH, QueryCursor, cursor_reply
 from mongosim.shardsim.operation_context import OpCtx
+from mongosim.shardsim.merge_stage import parse_merge, run_merge
+from mongosim.shardsim.out_stage import parse_out, run_out
+from mongosim.shardsim.query.documents_stage import documents_source
 from mongosim.shardsim.query.matcher import Matcher
-from mongosim.shardsim.writes import matching_documents
+from mongosim.shardsim.query.pipeline_shape import split_pipeline
+from mongosim.shardsim.query.variables import for_command
+from mongosim.shardsim import get_executor
+from mongosim.shardsim.canonical_query import check_hint
+from mongosim.shardsim.get_executor import execute, find_query
 
 if TYPE_CHECKING:
     from mongosim.shardsim.node import Node
@@ -38,30 +46,32 @@ def int_arg(cmd: dict, name: str, cmd_name: str, default: int | None = None, *, 
     return int(v)
 
 
-def run_find(node: Node, db: str, coll_name: str, cmd: dict, view=None) -> Iterator[dict]:
-    from mongosim.shardsim.query.projection import compile_projection
-    from mongosim.shardsim.query.sorting import sort_key_fn
-
+def run_find(node: Node, db: str, coll_name: str, cmd: dict, view=None, variables: dict | None = None) -> Iterator[dict]:
+    """The find command's documents: planned (`shardsim.query_planner`) and run to the end."""
     flt = cmd.get("filter") or {}
     if not isinstance(flt, dict):
         raise MongoError("TypeMismatch", "BSON field 'FindCommandRequest.filter' is the wrong type, expected type 'object'")
-    matcher = Matcher(flt)
     coll = node.catalog.collection(db, coll_name)
-    docs = list(matching_documents(coll, flt, matcher, view))
-    sort = cmd.get("sort")
-    if sort:
-        docs.sort(key=sort_key_fn(sort))
+    collator = command_collator(cmd.get("collation"), coll, "find.collation")
+    matcher = Matcher(flt, variables, collator)
     skip = int_arg(cmd, "skip", "find", 0) or 0
     limit = int_arg(cmd, "limit", "find", None)
-    if skip:
-        docs = docs[skip:]
-    if limit:
-        docs = docs[:limit]
-    proj = cmd.get("projection")
-    if proj:
-        project = compile_projection(proj)
-        return (project(d) for d in docs)
+    cq = find_query(f"{db}.{coll_name}", cmd, flt, matcher, skip=skip, limit=limit,
+                    batch_size=int_arg(cmd, "batchSize", "find", None), variables=variables, collator=collator)
+    docs, _sol, _ctx = execute(coll, cq, view)
     return iter(docs)
+
+
+def pipeline_source(coll, ns: str, pipeline: list, view, hint, variables: dict | None = None, collator=None
+                    ) -> tuple[Iterator[dict], list]:
+    """The documents a pipeline starts from, and the stages left to run on them (its leading
+    `$match`/`$sort`/`$limit` run as a planned query: `get_executor.pipeline_query`)."""
+    cq, rest = get_executor.pipeline_query(coll, ns, pipeline, hint, variables, collator)
+    if coll is None:
+        return iter(()), pipeline
+    if cq is None:
+        return (iter(view.scan(coll)) if view is not None else coll.scan()), pipeline
+    return iter(execute(coll, cq, view)[0]), rest
 
 
 def serve_cursor(node: Node, ns: str, results: Iterator[dict], batch_size: int | None, single_batch: bool = False) -> dict:
@@ -79,7 +89,7 @@ def cmd_find(node: Node, ctx: OpCtx) -> dict:
     name = check_namespace(ctx.db, cmd["find"])
     batch_size = int_arg(cmd, "batchSize", "find", None)
     limit = int_arg(cmd, "limit", "find", None)
-    results = run_find(node, ctx.db, name, cmd, ctx.view)
+    results = run_find(node, ctx.db, name, cmd, ctx.view, for_command(node, ctx))
     if limit and (batch_size is None or batch_size > limit):
         batch_size = limit  # (the cursor stays open when a batch stops short of 16 MB before the limit)
     return serve_cursor(node, f"{ctx.db}.{name}", results, batch_size, bool(cmd.get("singleBatch")))
@@ -104,34 +114,51 @@ def cmd_count(node: Node, ctx: OpCtx) -> dict:
     cmd = ctx.cmd
     name = check_namespace(ctx.db, cmd["count"])
     q = cmd.get("query") or {}
+    if not isinstance(q, dict):
+        raise MongoError("TypeMismatch", "BSON field 'count.query' is the wrong type, expected type 'object'")
     coll = node.catalog.collection(ctx.db, name)
-    n = len(coll) if (coll is not None and not q and ctx.view is None) else len(list(matching_documents(coll, q, None, ctx.view)))
+    collator = command_collator(cmd.get("collation"), coll, "count.collation")
     skip = int_arg(cmd, "skip", "count", 0) or 0
     limit = int_arg(cmd, "limit", "count", None, allow_negative=True)
-    n = max(n - skip, 0)
-    if limit:
-        n = min(n, abs(limit))
+    hint = check_hint(cmd.get("hint"))
+    if coll is not None and not q and ctx.view is None and hint is None:
+        n = len(coll)  # (the server's RECORD_STORE_FAST_COUNT)
+        n = max(n - skip, 0)
+        if limit:
+            n = min(n, abs(limit))
+    else:
+        Matcher(q, None, collator)  # (a bad query is an error even on a missing collection)
+        n = get_executor.count(coll, q, ctx.view, hint=hint, skip=skip, limit=limit, collator=collator)
     return {"n": n, "ok": 1.0}
 
 
 @command("distinct")
 def cmd_distinct(node: Node, ctx: OpCtx) -> dict:
-    from mongosim.shardsim.query.values import hashable
-
     cmd = ctx.cmd
     name = check_namespace(ctx.db, cmd["distinct"])
     key = cmd.get("key")
     if not isinstance(key, str):
         raise MongoError("FailedToParse", "BSON field 'distinct.key' is missing but a required field")
     coll = node.catalog.collection(ctx.db, name)
-    seen: dict[Any, Any] = {}
-    for doc in matching_documents(coll, cmd.get("query") or {}, None, ctx.view):
-        for v in _distinct_values(doc, key.split(".")):
-            seen.setdefault(hashable(v), v)
-    from mongosim.shardsim.query.values import sort_key
+    collator = command_collator(cmd.get("collation"), coll, "distinct.collation")
+    query = cmd.get("query") or {}
+    if not isinstance(query, dict):
+        raise MongoError("TypeMismatch", "BSON field 'distinct.query' is the wrong type, expected type 'object'")
+    hint = check_hint(cmd.get("hint"))
+    docs = get_executor.matching(coll, query, Matcher(query, None, collator), ctx.view, hint=hint, collator=collator)
+    return {"values": distinct_values(docs, key, collator), "ok": 1.0}
 
-    values = sorted(seen.values(), key=sort_key)
-    return {"values": values, "ok": 1.0}
+
+def distinct_values(docs, key: str, collator=None) -> list:
+    """The distinct values at `key` (the first of each set equal under `collator`), in BSON order."""
+    from mongosim.shardsim.query.collation import hashable_for, sort_key_for
+
+    same = hashable_for(collator)
+    seen: dict[Any, Any] = {}
+    for doc in docs:
+        for v in _distinct_values(doc, key.split(".")):
+            seen.setdefault(same(v), v)
+    return sorted(seen.values(), key=sort_key_for(collator))
 
 
 def _distinct_values(value: Any, parts: list[str]) -> Iterator[Any]:
@@ -171,19 +198,45 @@ async def cmd_aggregate(node: Node, ctx: OpCtx) -> dict:
     cursor_opt = cmd.get("cursor")
     if cursor_opt is None and not cmd.get("explain"):
         raise MongoError("FailedToParse", "The 'cursor' option is required, except for aggregate with the explain argument")
+    if cmd.get("explain"):  # the legacy form: explain at verbosity queryPlanner (shardsim.explain_cmd)
+        inner = {k: v for k, v in cmd.items() if k != "explain"}
+        return await COMMANDS["explain"](node, OpCtx(ctx.db, {"explain": inner, "verbosity": "queryPlanner"},
+                                                     from_router=ctx.from_router))
     from mongosim.shardsim.query.stages import run_pipeline
 
+    variables = for_command(node, ctx)
+    documents, stages, writer = split_pipeline(target, pipeline, cmd)
+    write = output_writer(ctx.db, writer)  # its spec checked before anything is read
+    if cmd.get("explain"):
+        write = None  # an explained $out or $merge writes nothing
     if target == 1:
-        docs: Iterator[dict] = iter(())
+        docs: Iterator[dict] = iter(documents_source(documents, variables) if documents is not None else ())
         ns = f"{ctx.db}.$cmd.aggregate"
+        collator = command_collator(cmd.get("collation"), None, "aggregate.collation")
     else:
         name = check_namespace(ctx.db, target)
         coll = node.catalog.collection(ctx.db, name)
-        docs = (ctx.view.scan(coll) if ctx.view is not None else coll.scan()) if coll is not None else iter(())
         ns = f"{ctx.db}.{name}"
-    results = run_pipeline(docs, pipeline)
+        collator = command_collator(cmd.get("collation"), coll, "aggregate.collation")
+        docs, stages = pipeline_source(coll, ns, stages, ctx.view, cmd.get("hint"), variables, collator)
+    results = list(run_pipeline(docs, stages, variables=variables, collator=collator))
+    if write is not None:
+        await write(node, ctx, results, variables)
+        results = []
     batch_size = (cursor_opt or {}).get("batchSize")
-    return serve_cursor(node, ns, iter(list(results)), batch_size)
+    return serve_cursor(node, ns, iter(results), batch_size)
+
+
+def output_writer(db: str, writer: tuple[str, Any] | None):
+    """The $out or $merge ending a pipeline, as `write(node, ctx, results, variables)` (None if none)."""
+    if writer is None:
+        return None
+    name, spec = writer
+    if name == "$out":
+        target_db, coll = parse_out(spec, db)
+        return lambda node, ctx, results, variables: run_out(node, ctx, target_db, coll, results)
+    merge = parse_merge(spec, db)
+    return lambda node, ctx, results, variables: run_merge(node, ctx, merge, results, variables)
 
 
 @command("listCollections")
@@ -201,7 +254,8 @@ def cmd_list_collections(node: Node, ctx: OpCtx) -> dict:
             if not name_only:
                 info["options"] = dict(coll.options)
                 info["info"] = {"readOnly": False, "uuid": coll.uuid}
-                info["idIndex"] = {"v": 2, "key": {"_id": 1}, "name": "_id_"}
+                info["idIndex"] = coll.indexes[0] if coll.indexes and coll.indexes[0]["name"] == "_id_" else \
+                    {"v": 2, "key": {"_id": 1}, "name": "_id_"}
             out.append(info)
         views = database.collections.get("system.views")
         if views is not None:
@@ -210,6 +264,8 @@ def cmd_list_collections(node: Node, ctx: OpCtx) -> dict:
                 info = {"name": vname, "type": "view"}
                 if not name_only:
                     info["options"] = {"viewOn": v["viewOn"], "pipeline": v.get("pipeline", [])}
+                    if v.get("collation"):
+                        info["options"]["collation"] = v["collation"]
                     info["info"] = {"readOnly": True}
                 out.append(info)
     if flt:

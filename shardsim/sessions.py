@@ -46,6 +46,27 @@ def session_key(lsid: dict) -> bytes:
     return key
 
 
+def named_sessions(cmd: dict, sessions: dict[bytes, Any], uid_of: Any) -> list[bytes]:
+    """The keys among `sessions` that endSessions / killSessions / killAllSessions `cmd` names.
+
+    endSessions and killSessions name sessions by lsid; a child session (mongos's internal
+    transaction for a retryable write) goes with its parent.  killAllSessions names the sessions
+    of the users it lists ({user, db}), or every session when the list is empty.  `uid_of(value)`
+    is a session's uid (the digest of its user).
+    """
+    name = next(iter(cmd))
+    arg = cmd.get(name)
+    if not isinstance(arg, list):
+        return []
+    if name == "killAllSessions":
+        if not arg:
+            return list(sessions)
+        uids = {bytes(user_digest(f"{u.get('user', '')}@{u.get('db', '')}")) for u in arg if isinstance(u, dict)}
+        return [k for k, v in sessions.items() if bytes(uid_of(v)) in uids]
+    parents = [session_key(lsid) for lsid in arg if isinstance(lsid, dict)]
+    return [k for k in sessions if any(k == p or k.startswith(p + b"|") for p in parents)]
+
+
 @dataclass
 class SessionState:
     txn_number: int = -1
@@ -65,6 +86,11 @@ def end_open_transaction(s: SessionState) -> None:
                          f"Cannot start a new txnNumber on the session: transaction {txn.txn_number} is prepared")
     txn.abort()
     s.txn = None
+
+
+def _state_uid(s: SessionState) -> Any:
+    uid = s.txn.lsid.get("uid") if s.txn is not None else None
+    return uid if uid is not None else user_digest()
 
 
 class SessionTable:
@@ -109,6 +135,15 @@ class SessionTable:
         s = self._sessions.pop(session_key(lsid), None)
         if s is not None and s.txn is not None and s.txn.state == "in_progress":
             s.txn.abort()
+
+    def kill(self, cmd: dict) -> None:
+        """endSessions / killSessions / killAllSessions: the named sessions' open transactions are
+        aborted, as the server's killSessions does (their locks and snapshot released; the client's
+        next statement gets NoSuchTransaction).  A prepared transaction stays: its coordinator decides."""
+        for key in named_sessions(cmd, self._sessions, _state_uid):
+            txn = self._sessions[key].txn
+            if txn is not None and txn.state == "in_progress":
+                txn.abort()
 
     def open_transactions(self) -> list:
         return [s.txn for s in self._sessions.values() if s.txn is not None and s.txn.state in ("in_progress", "prepared")]

@@ -37,6 +37,13 @@ class SnapshotView:
     def scan(self, coll: Any) -> list[dict]:
         return [doc for _idk, doc in snapshots.scan(coll, self.seq)]
 
+    def fetch(self, coll: Any, idk: Any) -> dict | None:
+        return snapshots.visible(coll, idk, self.seq)
+
+    def changed_ids(self, coll: Any) -> Any:
+        """Documents written since the snapshot (their committed index keys may not be what it sees)."""
+        return set(coll.versions) if coll.versions else ()
+
 
 def requested_time(cmd: dict, cluster_time_key: int) -> int | None:
     """The `atClusterTime` of a snapshot read (as a clock key); None when the server picks it.

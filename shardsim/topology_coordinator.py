@@ -97,9 +97,12 @@ def elect(rs: "ReplicaSet", m: "Member", reason: str) -> None:
     ts = node.log(E.noop_op("new primary"))
     m.election_key = ts_key(ts)
     m.note_term(m.election_key, rs.term)
-    for o in rs.members:  # routing metadata and tracing follow the primary
+    for o in rs.members:  # filtering metadata, routing and tracing follow the primary
         if node.owns is None and o.node.owns is not None:
             node.owns = o.node.owns
+        if node.filtering is None and o.node.filtering is not None:
+            node.filtering = o.node.filtering
+        node.joined_key = max(node.joined_key, o.node.joined_key)
         if node.tracer is None and o.node.tracer is not None:
             node.tracer = o.node.tracer
     node.instant_hwm = rs.instant_hwm

@@ -46,12 +46,15 @@ from mongosim.oplog.clock import key_ts, ts_key
 from mongosim.oplog.errors import MongoError
 from mongosim.shardsim import snapshots
 from mongosim.shardsim.catalog import Collection
+from mongosim.shardsim.index_access_method import TOP
+from mongosim.shardsim.query.index_keys import duplicate_key_error
 from mongosim.shardsim.query.values import hashable
 from mongosim.shardsim.sessions import lsid_with_uid
 
 APPLY_OPS_LIMIT = bsonutil.MAX_BSON_OBJECT_SIZE - 64 * 1024
 
 _DELETED = object()
+_NOT_WRITTEN = object()
 
 
 def write_conflict(msg: str = "Write conflict during plan execution and yielding is disabled.") -> MongoError:
@@ -96,6 +99,22 @@ class Transaction:
             return None if d is _DELETED else d
         return self._visible(coll, idk)
 
+    def fetch(self, coll: Collection, idk: Any) -> dict | None:
+        """The document with id key `idk` as this transaction sees it (an index plan's FETCH)."""
+        d = self.overlay.get((coll.ns, idk), _NOT_WRITTEN)
+        if d is not _NOT_WRITTEN:
+            return None if d is _DELETED else d
+        return self._visible(coll, idk)
+
+    def changed_ids(self, coll: Collection) -> set:
+        """Id keys whose document this transaction may see differently from the committed data
+        (its own writes, and writes committed since its snapshot): an index plan reads them too."""
+        ns = coll.ns
+        out = {idk for (n, idk) in self.overlay if n == ns}
+        if self.snapshot is not None and coll.versions:
+            out.update(coll.versions)
+        return out
+
     def scan(self, coll: Collection) -> Iterator[dict]:
         ns = coll.ns
         seen = set()
@@ -131,15 +150,43 @@ class Transaction:
     def insert(self, coll: Collection, doc: dict) -> None:
         idk = hashable(doc["_id"])
         if self.get(coll, doc["_id"]) is not None:
-            from mongosim.shardsim.query.index_keys import duplicate_key_error
-
             raise duplicate_key_error(coll.ns, "_id_", {"_id": 1}, (doc["_id"],))
+        self._check_indexes(coll, doc, idk)
         self._touch(coll, idk)
         self.overlay[(coll.ns, idk)] = doc
         self.mutations.append(("insert", coll, None, doc))
 
+    def _check_indexes(self, coll: Collection, doc: dict, idk: Any) -> None:
+        """What the collection's indexes refuse, as this transaction sees the data: keys they cannot
+        hold (parallel arrays...), and unique keys another document it sees already has."""
+        for ix in coll.secondary_access():
+            if not (ix.enforces_unique and ix.usable):
+                ix.validate(doc)
+                continue
+            keys = ix.keys(doc)
+            if not keys:
+                continue
+            mine = {ix.encode(k): k for k in keys}
+            n = len(ix.paths)
+            for enc, key in mine.items():
+                for entry in ix.entries.irange(enc, enc + (TOP,)):
+                    owner = entry[n + 1]
+                    if owner == idk:
+                        continue
+                    seen = self.fetch(coll, owner)
+                    if seen is not None and any(ix.encode(k) == enc for k in ix.keys(seen)):
+                        raise duplicate_key_error(coll.ns, ix.name, ix.key_pattern, key, ix.collator)
+            ns = coll.ns
+            for (n_s, other), d in self.overlay.items():
+                if n_s != ns or other == idk or d is _DELETED:
+                    continue
+                for k in ix.keys(d):
+                    if ix.encode(k) in mine:
+                        raise duplicate_key_error(coll.ns, ix.name, ix.key_pattern, k, ix.collator)
+
     def replace(self, coll: Collection, old: dict, new: dict) -> None:
         idk = hashable(old["_id"])
+        self._check_indexes(coll, new, idk)
         self._touch(coll, idk)
         self.overlay[(coll.ns, idk)] = new
         self.mutations.append(("replace", coll, old, new))
@@ -168,16 +215,34 @@ class Transaction:
                 raise write_conflict("Transaction aborted: a document it modified was changed by another write")
 
     def _apply(self) -> None:
-        for kind, coll, old, new in self.mutations:
-            if kind == "insert":
-                coll.insert(new)
-            elif kind == "replace":
-                current = coll.docs.get(hashable(old["_id"]))
-                coll.replace(current if current is not None else old, new)
-            else:
-                current = coll.docs.get(hashable(old["_id"]))
-                if current is not None:
-                    coll.delete(current)
+        """Make the writes visible, all or none: a write the collection refuses now (a unique key
+        another writer took since the statement) undoes the ones before it; the transaction then
+        fails with a WriteConflict, as a conflicting commit does on the server."""
+        undo: list[tuple[str, Collection, dict, dict | None]] = []
+        try:
+            for kind, coll, old, new in self.mutations:
+                if kind == "insert":
+                    coll.insert(new)
+                    undo.append(("delete", coll, new, None))
+                elif kind == "replace":
+                    current = coll.docs.get(hashable(old["_id"]))
+                    before = current if current is not None else old
+                    coll.replace(before, new)
+                    undo.append(("replace", coll, new, before))
+                else:
+                    current = coll.docs.get(hashable(old["_id"]))
+                    if current is not None:
+                        coll.delete(current)
+                        undo.append(("insert", coll, current, None))
+        except MongoError as err:
+            for kind, coll, doc, before in reversed(undo):
+                if kind == "delete":
+                    coll.delete(doc)
+                elif kind == "replace":
+                    coll.replace(doc, before)
+                else:
+                    coll.insert(doc, checked=True)
+            raise write_conflict(f"Transaction aborted at commit: {err.errmsg}") from None
 
     def _release(self) -> None:
         if self.snapshot is not None:
@@ -235,7 +300,11 @@ class Transaction:
         if self.state != "in_progress":
             raise no_such_transaction(self.txn_number)
         self._check_unchanged_or_abort(ctx)
-        self._apply()
+        try:
+            self._apply()
+        except MongoError:
+            self.abort(ctx)
+            raise
         if self.ops:
             self._log_chain(ctx, prepare=False)
         self.state = "committed"

@@ -106,3 +106,32 @@ def cmd_prepare(node: Node, ctx: OpCtx) -> dict:
         raise MongoError("InvalidOptions", "prepareTransaction is an internal command of the transaction coordinator")
     key = txn.prepare(ctx)
     return {"prepareTimestamp": key_ts(key), "ok": 1.0}
+
+
+@command("coordinateCommitTransaction")
+async def cmd_coordinate_commit(node: Node, ctx: OpCtx) -> dict:
+    """A router that did not run the transaction recovers its outcome here, the shard its
+    recoveryToken names (the first participant that wrote).  mongosim's routers coordinate
+    two-phase commits themselves, so a shard only answers recovery requests (an empty
+    `participants` list), from its own participant as the server's does when it holds no
+    coordinator: committed is committed; an open transaction is aborted; a prepared one is waited
+    for; anything else is NoSuchTransaction."""
+    if not ctx.from_router or ctx.lsid is None or ctx.txn_number is None:
+        raise MongoError("InvalidOptions", "coordinateCommitTransaction is an internal command of mongos")
+    if ctx.cmd.get("participants"):
+        raise MongoError("InvalidOptions", "mongosim: two-phase commits are coordinated by the router; "
+                                           "coordinateCommitTransaction only recovers a decision")
+    state = node.sessions.state(ctx.lsid)
+
+    def mine() -> Transaction | None:
+        txn = state.txn
+        return txn if txn is not None and txn.txn_number == ctx.txn_number else None
+
+    txn = mine()
+    if txn is not None and txn.state == "in_progress":
+        txn.abort(ctx)
+    await node.park_until(lambda: mine() is None or mine().state != "prepared", float("inf"))
+    txn = mine()
+    if txn is None or txn.state != "committed":
+        raise MongoError("NoSuchTransaction", "Recovering the transaction's outcome found the transaction aborted")
+    return {"ok": 1.0}

@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.collation import view_collator
 from mongosim.shardsim.operation_context import OpCtx
 
 if TYPE_CHECKING:
@@ -108,33 +109,31 @@ async def run_on_view(node: Node, ctx: OpCtx, command: str, name: str) -> dict |
             reply["nModified"] = 0
         return {**reply, "ok": 1.0}
     backing, pipeline = resolved
+    collator = view_collator(definition(node, ctx.db, name), ctx.cmd.get("collation"))
     if ctx.from_router:
-        raise MongoError("CommandOnShardedViewNotSupportedOnMongod", "Resolved views on sharded collections must be "
-                         "executed by mongos", resolvedView={"ns": f"{ctx.db}.{backing}", "pipeline": pipeline})
+        raise resolved_on_mongos(ctx.db, backing, pipeline, collator)
     from mongosim.shardsim.query.stages import run_pipeline
+    from mongosim.shardsim.query.variables import for_command
+    from mongosim.shardsim.reads import pipeline_source
 
+    variables = for_command(node, ctx)
     extra = list(ctx.cmd.get("pipeline") or []) if command == "aggregate" else as_pipeline(command, ctx.cmd)
     coll = node.catalog.collection(ctx.db, backing)
-    docs = (ctx.view.scan(coll) if ctx.view is not None else coll.scan()) if coll is not None else iter(())
-    results = run_pipeline(docs, pipeline + extra)
-    return finish_view_read(node, command, ctx.cmd, f"{ctx.db}.{name}", results)
+    docs, rest = pipeline_source(coll, f"{ctx.db}.{backing}", pipeline + extra, ctx.view, None, variables, collator)
+    results = run_pipeline(docs, rest, variables=variables, collator=collator)
+    return finish_view_read(node, command, ctx.cmd, f"{ctx.db}.{name}", results, collator=collator)
 
 
 def finish_view_read(node: Node | None, command: str, cmd: dict, view_ns: str, results: Any,
-                     serve=None) -> dict:
+                     serve=None, collator=None) -> dict:
     """The reply of a read on a view from the documents its aggregate produced."""
     if command == "count":
         first = next(iter(results), None)
         return {"n": first["count"] if first else 0, "ok": 1.0}
     if command == "distinct":
-        from mongosim.shardsim.query.values import hashable, sort_key
-        from mongosim.shardsim.reads import _distinct_values
+        from mongosim.shardsim.reads import distinct_values
 
-        seen: dict[Any, Any] = {}
-        for doc in results:
-            for v in _distinct_values(doc, cmd["key"].split(".")):
-                seen.setdefault(hashable(v), v)
-        return {"values": sorted(seen.values(), key=sort_key), "ok": 1.0}
+        return {"values": distinct_values(results, cmd["key"], collator), "ok": 1.0}
     from mongosim.shardsim.reads import int_arg, serve_cursor
 
     batch_size = int_arg(cmd["cursor"], "batchSize", "aggregate", None) if command == "aggregate" and \
@@ -149,3 +148,33 @@ def finish_view_read(node: Node | None, command: str, cmd: dict, view_ns: str, r
 def _opens_change_stream(cmd: dict) -> bool:
     p = cmd.get("pipeline")
     return isinstance(p, list) and bool(p) and isinstance(p[0], dict) and "$changeStream" in p[0]
+
+
+def as_aggregate(node: Node, ctx: OpCtx, command: str, cmd: dict) -> dict | None:
+    """A read on a view as the aggregate it stands for (`explain` explains that), or None if the
+    namespace is not a view; through mongos, the shard's 169 with the resolved view instead."""
+    name = cmd.get(command)
+    if command not in READS or not isinstance(name, str):
+        return None
+    resolved = resolve(node, ctx.db, name)
+    if resolved is None:
+        return None
+    backing, pipeline = resolved
+    collator = view_collator(definition(node, ctx.db, name), cmd.get("collation"))
+    if ctx.from_router:
+        raise resolved_on_mongos(ctx.db, backing, pipeline, collator)
+    extra = list(cmd.get("pipeline") or []) if command == "aggregate" else as_pipeline(command, cmd)
+    agg = {"aggregate": backing, "pipeline": pipeline + extra, "cursor": {}}
+    if collator is not None:
+        agg["collation"] = collator.spec
+    return agg
+
+
+def resolved_on_mongos(db: str, backing: str, pipeline: list, collator) -> MongoError:
+    """The shard's answer to a router's read on a view: the view resolved (with its collation), for mongos
+    to run as an aggregate across the shards."""
+    resolved_view: dict[str, Any] = {"ns": f"{db}.{backing}", "pipeline": pipeline}
+    if collator is not None:
+        resolved_view["collation"] = collator.spec
+    return MongoError("CommandOnShardedViewNotSupportedOnMongod", "Resolved views on sharded collections must be "
+                      "executed by mongos", resolvedView=resolved_view)

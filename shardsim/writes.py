@@ -20,6 +20,7 @@ from mongosim.oplog import entry as E
 from mongosim.oplog.errors import MongoError
 from mongosim.oplog.oplog import EntryTooLarge
 from mongosim.shardsim.catalog import Collection
+from mongosim.shardsim import get_executor
 from mongosim.shardsim.command_registry import command
 from mongosim.shardsim.create_collection import check_namespace, ensure_collection
 from mongosim.shardsim.fail_point import ON_PRIMARY_TRANSACTIONAL_WRITE
@@ -32,7 +33,9 @@ from mongosim.shardsim.query.update import (
     parse_update,
     upsert_seed,
 )
+from mongosim.shardsim.collation import command_collator, statement_collator
 from mongosim.shardsim.query.values import hashable
+from mongosim.shardsim.query.variables import for_command
 from mongosim.shardsim.sessions import lsid_with_uid
 
 if TYPE_CHECKING:
@@ -67,6 +70,12 @@ class WriteSession:
 
     def scan(self, coll: Collection):
         return self.txn.scan(coll) if self.txn is not None else coll.scan()
+
+    def fetch(self, coll: Collection, idk: Any) -> dict | None:
+        return self.txn.fetch(coll, idk) if self.txn is not None else coll.docs.get(idk)
+
+    def changed_ids(self, coll: Collection) -> Any:
+        return self.txn.changed_ids(coll) if self.txn is not None else ()
 
     def insert(self, coll: Collection, doc: dict) -> None:
         self.txn.insert(coll, doc) if self.txn is not None else coll.insert(doc)
@@ -265,17 +274,45 @@ _NO = object()
 
 
 def matching_documents(coll: Collection | None, q: dict, matcher: Matcher | None = None,
-                       view: "WriteSession | Any | None" = None) -> Iterable[dict]:
-    """Documents of `coll` matching `q`, as `view` (a transaction, or committed data) sees them."""
+                       view: "WriteSession | Any | None" = None, *, hint: Any = None, limit: int | None = None,
+                       sort: dict | None = None, collator: Any = None) -> Iterable[dict]:
+    """Documents of `coll` matching `q`, as `view` (a transaction, or committed data) sees them
+    (planned like a find: an index serves the filter and the sort when one can; `matcher` was compiled
+    with `collator`, the statement's collation)."""
     if coll is None:
         return []
-    idv = _id_equality(q)
-    if idv is not _NO:
-        d = view.get(coll, idv) if view is not None else coll.get(idv)
-        return [d] if d is not None else []
-    m = matcher or Matcher(q)
-    docs = view.scan(coll) if view is not None else coll.scan()
-    return [d for d in docs if m.matches(d)]
+    if hint is None and sort is None:
+        idv = _id_equality(q)
+        if idv is not _NO and (collator is None or type(idv) is not str):
+            d = view.get(coll, idv) if view is not None else coll.get(idv)
+            return [d] if d is not None else []
+    return get_executor.matching(coll, q, matcher, view, hint=hint, limit=limit, sort=sort, collator=collator)
+
+
+def first_matching(coll: Collection | None, q: dict, matcher: Matcher, view: Any, limit: int | None,
+                   sort: dict | None = None, hint: Any = None, collator: Any = None) -> list[dict]:
+    """The documents a statement writes: those matching `q`, in `sort` order when given, at most `limit`
+    (planned: an index serves the filter and the order when one can; `hint` picks it)."""
+    if coll is None:
+        if sort:
+            from mongosim.shardsim.query.sorting import sort_key_fn
+
+            sort_key_fn(sort)  # (a bad sort is an error even with nothing to sort)
+        return []
+    return list(matching_documents(coll, q, matcher, view, hint=hint, limit=limit, sort=sort or None,
+                                   collator=collator))
+
+
+def statement_variables(variables: dict, st: dict, update: Any) -> dict:
+    """An update statement's variables: the command's, and its constants `c` (pipeline updates only)."""
+    constants = st.get("c")
+    if constants is None:
+        return variables
+    if not isinstance(constants, dict):
+        raise MongoError("TypeMismatch", "BSON field 'update.updates.c' is the wrong type, expected type 'object'")
+    if classify_update(update) != "pipeline":
+        raise MongoError(51198, "Constant values may only be specified for pipeline updates")
+    return {**variables, **constants}
 
 
 def check_shard_key_change(node: Node, ctx: OpCtx, coll: Collection, old: dict, new: dict, multi: bool) -> None:
@@ -296,12 +333,12 @@ def check_shard_key_change(node: Node, ctx: OpCtx, coll: Collection, old: dict, 
 
 def update_document(node: Node, ctx: OpCtx, coll: Collection, doc: dict, update: Any, ws: WriteSession, index: int,
                     array_filters: list | None = None, matcher: Matcher | None = None,
-                    multi: bool = False) -> dict | None:
+                    multi: bool = False, variables: dict | None = None) -> dict | None:
     """Apply `update` to `doc`; log and store it.  Returns the new doc, or None if no-op."""
     position = None
     if matcher is not None and isinstance(update, dict) and classify_update(update) == "operators":
         _ok, position = matcher.match_position(doc)
-    res = apply_update(doc, update, array_filters=array_filters, match_position=position)
+    res = apply_update(doc, update, array_filters=array_filters, match_position=position, variables=variables)
     new = res.doc
     if res.is_replacement:
         if "_id" not in new:
@@ -329,9 +366,16 @@ def update_document(node: Node, ctx: OpCtx, coll: Collection, doc: dict, update:
 
 
 def upsert_document(node: Node, ctx: OpCtx, db: str, name: str, q: dict, update: Any, ws: WriteSession, index: int,
-                    array_filters: list | None = None) -> dict:
-    res = apply_update(upsert_seed(q, update), update, array_filters=array_filters, upsert_query=q, is_insert=True)
-    doc = prepare_insert(res.doc)
+                    array_filters: list | None = None, variables: dict | None = None,
+                    supplied: dict | None = None) -> dict:
+    """Insert what an upsert that matched nothing inserts: the update applied to the query's
+    equality fields, or (`upsertSupplied`, as $merge asks) the document `supplied`."""
+    if supplied is not None:
+        doc = prepare_insert(dict(supplied))
+    else:
+        res = apply_update(upsert_seed(q, update), update, array_filters=array_filters, upsert_query=q,
+                           is_insert=True, variables=variables)
+        doc = prepare_insert(res.doc)
     coll = ensure_collection(node, ctx, db, name)
     if coll.shard_key and node.owns is not None and not node.owns(coll.ns, doc):
         # The server's upsert stage: the new document belongs to another shard; mongos inserts it
@@ -358,6 +402,7 @@ async def cmd_update(node: Node, ctx: OpCtx) -> dict:
     n = n_modified = 0
     upserted: list[dict] = []
     errors: list[dict] = []
+    variables = None
     for i, st in enumerate(stmts):
         try:
             saved = ws.already(i)
@@ -376,14 +421,23 @@ async def cmd_update(node: Node, ctx: OpCtx) -> dict:
             multi = bool(st.get("multi", False))
             if multi and classify_update(u) == "replacement":
                 raise MongoError("FailedToParse", "multi update is not supported for replacement-style update")
+            if variables is None:
+                variables = for_command(node, ctx)
+            stmt_vars = statement_variables(variables, st, u)
+            sort = st.get("sort")
+            if sort is not None and multi:
+                raise MongoError("FailedToParse", "Cannot specify sort with multi=true")
             parse_update(u, st.get("arrayFilters"))
-            matcher = Matcher(q)
+            collator = statement_collator(st, node.catalog.collection(ctx.db, name), "update.updates")
+            matcher = Matcher(q, variables, collator)
+            hint = st.get("hint")
             coll, targets = await ws.settled_targets(
-                ctx.db, name, lambda c: list(matching_documents(c, q, matcher, ws))[:None if multi else 1])
+                ctx.db, name, lambda c: first_matching(c, q, matcher, ws, None if multi else 1, sort, hint, collator))
             if targets:
                 modified = 0
                 for doc in targets:
-                    if update_document(node, ctx, coll, doc, u, ws, i, st.get("arrayFilters"), matcher, multi) is not None:
+                    if update_document(node, ctx, coll, doc, u, ws, i, st.get("arrayFilters"), matcher, multi,
+                                       stmt_vars) is not None:
                         modified += 1
                 n += len(targets)
                 n_modified += modified
@@ -392,7 +446,8 @@ async def cmd_update(node: Node, ctx: OpCtx) -> dict:
                 elif ws.state is not None:
                     ws.state.executed[ws.stmt_id(i)] = {"n": len(targets), "nModified": modified}
             elif st.get("upsert"):
-                doc = upsert_document(node, ctx, ctx.db, name, q, u, ws, i, st.get("arrayFilters"))
+                doc = upsert_document(node, ctx, ctx.db, name, q, u, ws, i, st.get("arrayFilters"), stmt_vars,
+                                      (st.get("c") or {}).get("new") if st.get("upsertSupplied") else None)
                 n += 1
                 upserted.append({"index": i, "_id": doc["_id"]})
                 if ws.state is not None:
@@ -440,8 +495,12 @@ async def cmd_delete(node: Node, ctx: OpCtx) -> dict:
             limit = st.get("limit", 0)
             if limit not in (0, 1):
                 raise MongoError("FailedToParse", "The limit field in delete objects must be 0 or 1. Got " + str(limit))
+            collator = statement_collator(st, node.catalog.collection(ctx.db, name), "delete.deletes")
+            matcher = Matcher(q, for_command(node, ctx), collator)
+            hint = st.get("hint")
             coll, targets = await ws.settled_targets(
-                ctx.db, name, lambda c: list(matching_documents(c, q, None, ws))[:1 if limit == 1 else None])
+                ctx.db, name, lambda c: first_matching(c, q, matcher, ws, 1 if limit == 1 else None, None, hint,
+                                                       collator))
             for doc in targets:
                 delete_document(node, ctx, coll, doc, ws, i)
             n += len(targets)
@@ -460,7 +519,6 @@ async def cmd_delete(node: Node, ctx: OpCtx) -> dict:
 @command("findAndModify", "findandmodify")
 async def cmd_find_and_modify(node: Node, ctx: OpCtx) -> dict:
     from mongosim.shardsim.query.projection import compile_projection
-    from mongosim.shardsim.query.sorting import sort_key_fn
 
     cmd = ctx.cmd
     name = check_namespace(ctx.db, cmd[next(iter(cmd))])
@@ -481,18 +539,14 @@ async def cmd_find_and_modify(node: Node, ctx: OpCtx) -> dict:
     saved = ws.already(0)
     if saved is not None:
         return dict(saved)
-    matcher = Matcher(q)
-
-    def first(c: Collection | None) -> list[dict]:
-        targets = list(matching_documents(c, q, matcher, ws))
-        if cmd.get("sort"):
-            targets.sort(key=sort_key_fn(cmd["sort"]))
-        return targets[:1]
-
-    coll, targets = await ws.settled_targets(ctx.db, name, first)
+    variables = for_command(node, ctx)
+    collator = command_collator(cmd.get("collation"), node.catalog.collection(ctx.db, name), "findAndModify.collation")
+    matcher = Matcher(q, variables, collator)
+    coll, targets = await ws.settled_targets(
+        ctx.db, name, lambda c: first_matching(c, q, matcher, ws, 1, cmd.get("sort"), cmd.get("hint"), collator))
     doc = targets[0] if targets else None
     fields = cmd.get("fields")
-    project = compile_projection(fields) if fields else None
+    project = compile_projection(fields, variables=variables) if fields else None
     last_error: dict[str, Any] = {"n": 0}
     value = None
     if remove:
@@ -501,11 +555,11 @@ async def cmd_find_and_modify(node: Node, ctx: OpCtx) -> dict:
             last_error = {"n": 1}
             value = doc
     elif doc is not None:
-        new = update_document(node, ctx, coll, doc, update, ws, 0, cmd.get("arrayFilters"), matcher)
+        new = update_document(node, ctx, coll, doc, update, ws, 0, cmd.get("arrayFilters"), matcher, False, variables)
         last_error = {"n": 1, "updatedExisting": True}
         value = (new if new is not None else doc) if cmd.get("new") else doc
     elif cmd.get("upsert"):
-        new = upsert_document(node, ctx, ctx.db, name, q, update, ws, 0, cmd.get("arrayFilters"))
+        new = upsert_document(node, ctx, ctx.db, name, q, update, ws, 0, cmd.get("arrayFilters"), variables)
         last_error = {"n": 1, "updatedExisting": False, "upserted": new["_id"]}
         value = new if cmd.get("new") else None
     if value is not None and project is not None:

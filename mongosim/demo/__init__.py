@@ -8,7 +8,16 @@ the terminal (`terminal.py`) and drawn as an HTML timeline (`timeline.py`).
 from __future__ import annotations
 
 from mongosim.demo.base import DemoResult, Scenario, run_scenario  # noqa: F401
-from mongosim.demo.scenarios import cold_shard, interleaved, invalidate, new_shard, resume, slow_shard, transaction
+from mongosim.demo.scenarios import (
+    cold_shard,
+    interleaved,
+    invalidate,
+    new_shard,
+    removed_shard,
+    resume,
+    slow_shard,
+    transaction,
+)
 
 SCENARIOS: dict[str, Scenario] = {
     s.name: s
@@ -18,6 +27,7 @@ SCENARIOS: dict[str, Scenario] = {
         cold_shard.COLD,
         cold_shard.INSTANT,
         new_shard.SCENARIO,
+        removed_shard.SCENARIO,
         transaction.SCENARIO,
         invalidate.SCENARIO,
         resume.SCENARIO,

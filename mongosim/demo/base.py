@@ -13,6 +13,8 @@ scenario does.  Trio's scheduler is made deterministic for the run
 from __future__ import annotations
 
 import contextlib
+import random
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Iterator
 
@@ -54,17 +56,43 @@ class DemoResult:
 
 @contextlib.contextmanager
 def deterministic_scheduling(seed: int = SEED) -> Iterator[None]:
-    """Make trio's choice among runnable tasks a function of `seed` (as it is under Hypothesis)."""
+    """Make trio's choice among runnable tasks a function of `seed` (as it is under Hypothesis).
+
+    trio draws from one module-level Random in every thread; another trio loop running in
+    another thread of the process (a test suite's session-scoped cluster, say) would take
+    numbers from the seeded sequence at moments of its own, and the scenario's story would
+    depend on them.  So the seeded sequence is this thread's alone (`_ThreadSeededRandom`)."""
     run = trio._core._run
-    old_flag = run._ALLOW_DETERMINISTIC_SCHEDULING
-    old_state = run._r.getstate()
+    old_flag, old_r = run._ALLOW_DETERMINISTIC_SCHEDULING, run._r
     run._ALLOW_DETERMINISTIC_SCHEDULING = True  # sort the run batch by task age, then shuffle with _r
-    run._r.seed(seed)
+    run._r = _ThreadSeededRandom(seed, old_r)
     try:
         yield
     finally:
-        run._r.setstate(old_state)
+        run._r = old_r
         run._ALLOW_DETERMINISTIC_SCHEDULING = old_flag
+
+
+class _ThreadSeededRandom:
+    """The few Random methods trio's run loop uses: seeded in the thread that made it, the
+    process's own Random in every other thread."""
+
+    def __init__(self, seed: int, others: random.Random) -> None:
+        self._thread = threading.get_ident()
+        self._seeded = random.Random(seed)
+        self._others = others
+
+    def _pick(self) -> random.Random:
+        return self._seeded if threading.get_ident() == self._thread else self._others
+
+    def shuffle(self, x: list) -> None:
+        self._pick().shuffle(x)
+
+    def random(self) -> float:
+        return self._pick().random()
+
+    def uniform(self, a: float, b: float) -> float:
+        return self._pick().uniform(a, b)
 
 
 class Demo:

@@ -3,8 +3,9 @@
 Used by the timeline's browser test and by `mongosim demo ... --png`.  Needs
 Debian's `chromium` and `chromium-driver` packages (or any Chrome/Chromium
 with a matching chromedriver; point `MONGOSIM_CHROMIUM` / `MONGOSIM_CHROMEDRIVER`
-at them).  Nothing is downloaded: if either is missing, `BrowserMissing` says
-how to install them.
+at them).  Nothing is downloaded by hand: if either is missing, `BrowserMissing`
+says how to install them; `ensure_browser()` installs Debian's packages itself
+when it runs as root with apt-get at hand (as CI does), and otherwise says why not.
 """
 
 from __future__ import annotations
@@ -33,8 +34,15 @@ INSTALL_HINT = (
 _CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
 
 
+MIN_WINDOW_WIDTH = 500  # headless Chromium's windows are at least this wide; narrower viewports are emulated
+
+
 class BrowserMissing(RuntimeError):
-    pass
+    """No usable Chromium/chromedriver; `tried_install` when installing them was tried and failed."""
+
+    def __init__(self, message: str, tried_install: bool = False) -> None:
+        super().__init__(message)
+        self.tried_install = tried_install
 
 
 def _given(var: str) -> str | None:
@@ -59,6 +67,38 @@ def find_browser() -> tuple[str, str]:
     if missing:
         raise BrowserMissing(f"{' and '.join(missing)} not found. {INSTALL_HINT}")
     return chromium, driver  # type: ignore[return-value]
+
+
+def apt_install() -> None:
+    """Install Debian's chromium and chromium-driver (root only); CalledProcessError on failure."""
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for cmd in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "chromium", "chromium-driver"]):
+        subprocess.run(cmd, check=True, capture_output=True, text=True, env=env, timeout=900)
+
+
+def ensure_browser(installer: Any = apt_install) -> tuple[str, str]:
+    """(chromium, chromedriver): found, or installed with `installer` when this process may (root and
+    apt-get present). Otherwise BrowserMissing saying why; `tried_install` tells a failed install
+    (where the caller should fail) from one that was not possible (where a test may skip)."""
+    try:
+        return find_browser()
+    except BrowserMissing as err:
+        missing = err
+    if os.geteuid() != 0:
+        raise BrowserMissing(f"{missing} Not installing them: that needs root (this process runs as uid "
+                             f"{os.geteuid()}).")
+    if shutil.which("apt-get") is None:
+        raise BrowserMissing(f"{missing} Not installing them: no apt-get on this machine.")
+    try:
+        installer()
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as exc:
+        detail = (getattr(exc, "stderr", None) or str(exc)).strip().splitlines()[-1:] or [""]
+        raise BrowserMissing(f"installing chromium and chromium-driver failed: {detail[0]}", tried_install=True) \
+            from None
+    try:
+        return find_browser()
+    except BrowserMissing as err:
+        raise BrowserMissing(f"installed chromium and chromium-driver, but: {err}", tried_install=True) from None
 
 
 def _free_port() -> int:
@@ -117,6 +157,8 @@ class Browser:
             self.quit()
             raise BrowserMissing(f"Chromium ({self.chromium}) did not start: {err}. {INSTALL_HINT}") from None
         self._session = value["sessionId"]
+        if self.width < MIN_WINDOW_WIDTH:
+            self.viewport(self.width, self.height)
 
     def quit(self) -> None:
         if self._session is not None:
@@ -168,10 +210,20 @@ class Browser:
     def screenshot(self) -> bytes:
         return base64.b64decode(self._call("GET", self._s("/screenshot")))
 
+    def viewport(self, width: int, height: int) -> None:
+        """Lay the page out in a viewport of this size, narrower than a window can be (a phone's 360 px):
+        the DevTools protocol's device-metrics override, through chromedriver."""
+        self.width, self.height = width, height
+        self._call("POST", self._s("/goog/cdp/execute"), {"cmd": "Emulation.setDeviceMetricsOverride", "params": {
+            "width": width, "height": height, "deviceScaleFactor": 1, "mobile": False}})
+
     def full_page_screenshot(self) -> bytes:
         """Resize the window to the page's height first, then take the screenshot."""
         h = int(self.run("return Math.ceil(document.documentElement.scrollHeight);"))
-        self._call("POST", self._s("/window/rect"), {"width": self.width, "height": max(h + 20, 200)})
+        if self.width < MIN_WINDOW_WIDTH:
+            self.viewport(self.width, max(h + 20, 200))
+        else:
+            self._call("POST", self._s("/window/rect"), {"width": self.width, "height": max(h + 20, 200)})
         return self.screenshot()
 
 

@@ -21,6 +21,13 @@ from mongosim.demo.fmt import event_name, key_info, key_label, promise_label, se
 QUIET_SPAN = 1.5  # fold "nothing new" records into one line when they span at least this long
 OPS = {"i": "insert", "u": "update", "d": "delete", "c": "command", "n": "noop"}
 
+# what a config.shards event the router swallows means (handle topology change: it acts on inserts only)
+_CONFIG_SHARDS_CHANGE = {
+    "insert": "a shard was added (config.shards insert)",
+    "update": "a shard's document changed (config.shards update: draining, topologyTime) — nothing to do",
+    "delete": "a shard was removed (config.shards delete) — nothing to do: its cursor stays in the merge",
+}
+
 
 @dataclass
 class Passage:
@@ -354,7 +361,7 @@ class _Teller:
         ev.passage(r.stream).swallowed = r.reason
         m.buffered.pop(r.key, None)
         if r.reason.startswith("topology"):
-            what = ("a shard was added (config.shards insert)" if r.shard == "config"
+            what = (_CONFIG_SHARDS_CHANGE.get(r.op, "config.shards changed") if r.shard == "config"
                     else "a chunk moved to a shard that had none (migrateChunkToNewShard)")
             text = (f"swallows {self.key(r.key)} from {r.shard}: {what} — "
                     f"a topology event for the router itself, never for the client")

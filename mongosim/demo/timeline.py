@@ -468,18 +468,22 @@ text { font-family: -apple-system, "Segoe UI", "DejaVu Sans", Arial, sans-serif;
 """
 
 PAGE_CSS = """
+*, *::before, *::after { box-sizing: border-box; }
 body { font-family: -apple-system, "Segoe UI", "DejaVu Sans", Arial, sans-serif; margin: 18px 24px; color: #222;
        background: #fff; }
+.timeline-box { max-width: 100%; overflow-x: auto; overflow-y: hidden; -webkit-overflow-scrolling: touch; }
+.timeline-box svg { display: block; }
 h1 { font-size: 22px; margin: 0 0 6px; }
 header p { margin: 4px 0; max-width: 1180px; line-height: 1.35; }
 .lesson { font-size: 16px; }
 .setup, .how { font-size: 13px; color: #555; }
-.controls { margin: 12px 0 6px; display: flex; gap: 10px; align-items: center; }
+.controls { margin: 12px 0 6px; display: flex; flex-wrap: wrap; gap: 10px; align-items: center; }
 .controls button { font-size: 14px; padding: 4px 12px; cursor: pointer; }
 .hint { font-size: 12px; color: #777; }
 #current { font-size: 15px; min-height: 2.6em; max-width: 1180px; padding: 6px 10px; border-left: 4px solid #2c3e50;
            background: #f7f9fb; }
 #current .who { font-weight: 700; }
+#current, .why p, ol#steps li, header p { overflow-wrap: anywhere; }
 .why { max-width: 1180px; border-left: 4px solid #c0392b; padding: 4px 10px; background: #fdf2f1; margin: 10px 0; }
 .why p { margin: 4px 0; font-size: 14px; }
 ol#steps { font-size: 13px; max-width: 1180px; padding-left: 0; list-style: none; }
@@ -487,12 +491,19 @@ ol#steps li { display: grid; grid-template-columns: 64px 84px 1fr; gap: 8px; pad
               border-radius: 3px; }
 ol#steps li:hover { background: #f0f3f6; }
 ol#steps li.current { background: #fff3d6; outline: 1px solid #f0c36d; }
-ol#steps .t { color: #777; text-align: right; }
+ol#steps .t { color: #777; text-align: right; text-decoration: none; }
+ol#steps .t:hover { text-decoration: underline; }
 ol#steps .who { font-weight: 700; }
 ol#steps li.kind-gate .what { color: #c0392b; font-weight: 600; }
 ol#steps li.kind-released .what { color: #1e8449; font-weight: 600; }
 ol#steps li.kind-quiet .what { color: #888; }
 footer { font-size: 12px; color: #777; margin-top: 12px; }
+@media (max-width: 640px) {
+  body { margin: 10px; }
+  h1 { font-size: 18px; }
+  ol#steps li { grid-template-columns: 58px 1fr; }
+  ol#steps li .what { grid-column: 2; }
+}
 """
 
 SCRIPT = r"""
@@ -506,6 +517,8 @@ SCRIPT = r"""
     cur = i;
     var s = D.steps[i];
     $('nowline').setAttribute('x1', s.now_x); $('nowline').setAttribute('x2', s.now_x);
+    var box = $('timeline-box');  // on a narrow screen the picture scrolls: keep the step's time in view
+    if (box.scrollWidth > box.clientWidth) { box.scrollLeft = Math.max(0, s.now_x - box.clientWidth / 2); }
     $('nowlabel').setAttribute('x', s.now_x); $('nowlabel').textContent = s.now;
     D.lanes.forEach(function (lane) {
       var l = s.lanes[lane], px = l.promise_x;
@@ -560,16 +573,35 @@ SCRIPT = r"""
     var t = document.createElement('span'); t.textContent = '[' + s.now + '] ';
     $('current').appendChild(t); $('current').appendChild(who); $('current').appendChild(what);
   }
-  $('prev').addEventListener('click', function () { show(cur - 1); });
-  $('next').addEventListener('click', function () { show(cur + 1); });
+  // Each step has an anchor (#step-21 is the 21st): the address names the step shown, and a page
+  // opened at one shows that step and scrolls to it.
+  function fromHash() {
+    var m = /^#step-(\d+)$/.exec(window.location.hash);
+    var i = m ? +m[1] - 1 : -1;
+    return i >= 0 && i < D.steps.length ? i : null;
+  }
+  function go(i) {
+    show(i);
+    if (cur === i) {
+      try { history.replaceState(null, '', '#step-' + (i + 1)); } catch (err) { /* a sandboxed page */ }
+    }
+  }
+  $('prev').addEventListener('click', function () { go(cur - 1); });
+  $('next').addEventListener('click', function () { go(cur + 1); });
   document.addEventListener('keydown', function (e) {
-    if (e.key === 'ArrowLeft') { show(cur - 1); } else if (e.key === 'ArrowRight') { show(cur + 1); }
+    if (e.key === 'ArrowLeft') { go(cur - 1); } else if (e.key === 'ArrowRight') { go(cur + 1); }
   });
   Array.prototype.forEach.call(document.querySelectorAll('#steps li'), function (li) {
-    li.addEventListener('click', function () { show(+li.getAttribute('data-step')); });
+    li.addEventListener('click', function (e) { e.preventDefault(); go(+li.getAttribute('data-step')); });
+  });
+  window.addEventListener('hashchange', function () {
+    var i = fromHash();
+    if (i !== null) { show(i); }
   });
   window.mongosimTimeline = { show: show, current: function () { return cur; }, data: D };
-  show(cur);
+  var start = fromHash();
+  show(start === null ? cur : start);
+  if (start !== null) { $('step-' + (start + 1)).scrollIntoView({ block: 'center' }); }
 })();
 """
 
@@ -599,7 +631,9 @@ def render_html(result: DemoResult) -> str:
         s = story.steps[focus]
         a(f'<div id="current"><span>[t = {s.t:.1f} s] </span><span class="who">{esc(s.who)}: </span>'
           f'<span>{esc(s.text)}</span></div>')
+    a('<div class="timeline-box" id="timeline-box">')  # the picture scrolls inside its box on narrow screens
     a(pic.svg(focus))
+    a("</div>")
     if story.waits:
         a('<section class="why"><h2 style="font-size:15px;margin:4px 0">Why the stream waited</h2>')
         for w in story.waits:
@@ -611,7 +645,8 @@ def render_html(result: DemoResult) -> str:
         t = f"{s.t:.1f}" if s.t_end is None else f"{s.t:.0f}–{s.t_end:.0f}"
         colour = lane_colour(s.who) if s.who not in ("client", "router", "scenario", "…") else "#1a5276" \
             if s.who == "client" else "#222"
-        a(f'<li data-step="{i}" class="step kind-{esc(s.kind)}{cur}"><span class="t">{t} s</span>'
+        a(f'<li id="step-{i + 1}" data-step="{i}" class="step kind-{esc(s.kind)}{cur}">'
+          f'<a class="t" href="#step-{i + 1}" title="a link to this step">{t} s</a>'
           f'<span class="who" style="color:{colour}">{esc(s.who)}</span><span class="what">{esc(s.text)}</span></li>')
     a("</ol>")
     if sc.modules:

@@ -21,7 +21,8 @@ from typing import Any
 from bson import Timestamp
 
 from mongosim.oplog import bsonutil
-from mongosim.router.server import ConnState, _answer
+from mongosim.router.failpoints import CloseConnection
+from mongosim.router.server import ConnState, _answer, run_after_reply
 
 _ids = itertools.count(1_000_000)
 
@@ -69,7 +70,13 @@ class AsyncClient:
         cmd = dict(cmd)
         if self.cluster_time is not None:
             cmd["$clusterTime"] = self.cluster_time
-        return absorb_reply(self, await _answer(self.service, db, cmd, self.conn), check)
+        try:
+            reply = await _answer(self.service, db, cmd, self.conn)
+        except CloseConnection:  # the server closed the connection: a network error, as a driver sees it
+            reply = {"ok": 0.0, "errmsg": "connection closed by the server", "code": 6, "codeName": "HostUnreachable"}
+        if self.conn.after_reply:
+            run_after_reply(self.conn)
+        return absorb_reply(self, reply, check)
 
     # -- conveniences -----------------------------------------------------------------
     async def insert(self, db: str, coll: str, docs: list[dict], **kw: Any) -> dict:

@@ -17,7 +17,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from hypothesis import strategies as st
+try:
+    from hypothesis import strategies as st
+except ImportError as err:  # a core install: hypothesis comes with the `testing` extra
+    raise ImportError(
+        "mongosim.testing.strategies and mongosim.testing.harness need hypothesis, which the 'testing' extra "
+        "installs: pip install 'mongosim[testing]'", name=err.name) from err
 
 RESUMABLE_CODES = (6, 7, 89, 91, 189, 234, 10107, 11600, 11602, 13435, 13436)
 

@@ -7,6 +7,10 @@ Opening (`aggregate` with `$changeStream` on mongos):
 2. Split the pipeline: the shard part (`$changeStream` with the same options,
    plus the user's per-event stages) goes to every shard as an aggregate with
    `$_needsMerge`; the config server gets a stream on `config.shards`.
+   The shards are those of the registry, and those removed after the start
+   (a retired shard's node still runs: a stream resumed from before a
+   shard's removal reads what it wrote until then, where the 8.0 server
+   would only target the current shards and miss it).
 3. The merge part runs here: `$mergeCursors` (the AsyncResultsMerger) ->
    `$_internalChangeStreamHandleTopologyChange` -> (for an event token)
    `$_internalChangeStreamEnsureResumeTokenPresent`.
@@ -24,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import trio
 from mongosim.oplog.bsonutil import RawBatch, plain
-from mongosim.oplog.clock import key_ts
+from mongosim.oplog.clock import key_ts, ts_key
 from mongosim.oplog.errors import MongoError, in_category
 from mongosim.oplog.resume_token import decode_resume_token, make_high_water_mark_token
 from mongosim.router.merge.async_results_merger import AsyncResultsMerger, RemoteCursor
@@ -67,6 +71,7 @@ def _nbytes(event) -> int:
 
 class ClusterChangeStreamCursor:
     is_change_stream = True
+    interrupt: MongoError | None = None  # set when the router stops under an in-flight getMore
 
     def __init__(self, router: Router, ns: str, db: str, target: Any, spec_bson: dict, user_stages: list,
                  client_token: Any) -> None:
@@ -125,7 +130,8 @@ class ClusterChangeStreamCursor:
         try:
             async with trio.open_nursery() as nursery:
                 for shard in shards:
-                    nursery.start_soon(open_one, shard, self.router.shard(shard), self.db, shard_cmd)
+                    remote = self.router.shard(shard) if shard in self.router.shards else self.router.retired_remote(shard)
+                    nursery.start_soon(open_one, shard, remote, self.db, shard_cmd)
                 nursery.start_soon(open_one, "config", self.router.config_remote, "config", config_cmd)
         finally:
             for name in sorted(opened):
@@ -252,6 +258,8 @@ class ClusterChangeStreamCursor:
     async def get_more(self, batch_size: int | None, max_time_ms: int | None):
         limit = batch_size if batch_size else 2**31
         batch = await self.next_batch(limit, max_time_ms if max_time_ms is not None else DEFAULT_AWAIT_MS)
+        if self.interrupt is not None:  # the router stopped meanwhile: an error, not the end of the stream
+            raise self.interrupt
         pbrt = self.current_pbrt()
         if self.trace:
             self.trace_reply(batch, pbrt)
@@ -298,7 +306,8 @@ async def open_cluster_change_stream(router: Router, req: Request) -> dict:
         return await explain_change_stream(router, req.db, target, spec_bson, shard_stages, token)
     cur = ClusterChangeStreamCursor(router, ns, req.db, target, spec_bson, shard_stages, token)
     cur.initial_pbrt = token if token is not None else make_high_water_mark_token(start)
-    shards = sorted(router.shards)
+    # the shards now, and those removed since the start (their events before leaving belong to the stream)
+    shards = sorted([*router.shards, *router.registry.retired_since(ts_key(start))])
     try:
         await cur.open_remotes(shards, spec_bson, start)
     except BaseExceptionGroup as eg:  # a shard refused: report its error as the server would

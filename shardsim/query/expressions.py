@@ -29,21 +29,21 @@ from __future__ import annotations
 
 import datetime
 import math
+import random
 import re
 from decimal import Decimal
 from typing import Any, Callable
 
 from bson import Decimal128, Int64, ObjectId, Regex, Timestamp
 from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.query.collation import comparison_keys, expression_context
 from mongosim.shardsim.query.fmt import bson_str, query_error
 from mongosim.shardsim.query.regex import compile_regex
 from mongosim.shardsim.query.values import (
     MISSING,
-    compare,
     date_millis,
     is_number,
     regex_flags,
-    sort_key,
     type_name,
 )
 
@@ -218,7 +218,7 @@ def _compile_var(spec: str) -> Fn:
     def var(vs):
         if name not in vs:
             if name == "CLUSTER_TIME":
-                raise MongoError(51144, "$$CLUSTER_TIME is not available in this context")
+                raise MongoError(51144, "Builtin variable '$$CLUSTER_TIME' is not available")
             raise MongoError(17276, f"Use of undefined variable: {name}")
         v = vs[name]
         return field_path_get(v, parts) if parts else v
@@ -271,13 +271,22 @@ def _literal(arg):
     return lambda vs: arg
 
 
+@_op("$rand")
+def _rand(arg):
+    """A double in [0, 1), drawn at each evaluation (ExpressionRandom)."""
+    if arg != {}:
+        raise MongoError(3040501, "$rand does not currently accept arguments")
+    return lambda vs: random.random()
+
+
 # --- comparison ------------------------------------------------------------------
 
 
 def _cmp_factory(name, test):
     def build(arg):
         a, b = _args(name, arg, 2)
-        return lambda vs: test(compare(a(vs), b(vs)))
+        cmp = comparison_keys.compare_for(expression_context.current())  # the command's collation
+        return lambda vs: test(cmp(a(vs), b(vs)))
 
     return build
 
@@ -296,7 +305,8 @@ for _n, _t in (
 @_op("$cmp")
 def _cmp(arg):
     a, b = _args("$cmp", arg, 2)
-    return lambda vs: compare(a(vs), b(vs))
+    cmp = comparison_keys.compare_for(expression_context.current())
+    return lambda vs: cmp(a(vs), b(vs))
 
 
 # --- boolean ---------------------------------------------------------------------
@@ -869,13 +879,14 @@ def _regex_match(arg):
 @_op("$in")
 def _in(arg):
     a, b = _args("$in", arg, 2)
+    key = comparison_keys.sort_key_for(expression_context.current())
 
     def f(vs):
         x, arr = a(vs), b(vs)
         if type(arr) is not list:
             raise MongoError(40081, f"$in requires an array as a second argument, found: {type_name(arr)}")
-        k = sort_key(x) if x is not MISSING else sort_key(MISSING)
-        return any(sort_key(e) == k for e in arr)
+        k = key(x)
+        return any(key(e) == k for e in arr)
 
     return f
 
@@ -1102,6 +1113,7 @@ def _range(arg):
 @_op("$indexOfArray")
 def _index_of_array(arg):
     fs = _args("$indexOfArray", arg, 2, 4)
+    key = comparison_keys.sort_key_for(expression_context.current())
 
     def f(vs):
         arr, x = fs[0](vs), fs[1](vs)
@@ -1111,9 +1123,9 @@ def _index_of_array(arg):
             raise MongoError(40090, f"$indexOfArray requires an array as a first argument, found: {type_name(arr)}")
         start = int(fs[2](vs)) if len(fs) > 2 else 0
         end = int(fs[3](vs)) if len(fs) > 3 else len(arr)
-        k = sort_key(x)
+        k = key(x)
         for i in range(start, min(end, len(arr))):
-            if sort_key(arr[i]) == k:
+            if key(arr[i]) == k:
                 return i
         return -1
 

@@ -39,6 +39,7 @@ from typing import Any, Callable
 
 from bson import Decimal128, Int64, MaxKey, MinKey, ObjectId, Regex
 from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.query.collation import comparison_keys, expression_context
 from mongosim.shardsim.query.regex import compile_regex, regex_from
 from mongosim.shardsim.query.values import (
     MISSING,
@@ -66,11 +67,16 @@ class Matcher:
 
     __slots__ = ("filter", "_fn", "matches")
 
-    def __init__(self, filter: dict | None):
+    def __init__(self, filter: dict | None, variables: dict | None = None, collator=None):
+        """`collator`: the command's collation (None: the one in force while compiling, by default simple)."""
         self.filter = filter or {}
         if not isinstance(self.filter, dict):
             raise MongoError("TypeMismatch", "Expected a filter to be an object")
-        self._fn = compile_filter(self.filter)
+        if collator is None:
+            self._fn = compile_filter(self.filter, variables=variables)
+        else:
+            with expression_context.compiling(collator):
+                self._fn = compile_filter(self.filter, variables=variables)
         fn = self._fn
         self.matches: Callable[[dict], bool] = lambda doc: fn(doc, None)
 
@@ -88,11 +94,12 @@ class Matcher:
 # compilation
 
 
-def compile_filter(flt: dict, *, top: bool = True) -> Pred:
+def compile_filter(flt: dict, *, top: bool = True, variables: dict | None = None) -> Pred:
+    """`variables`: the command's variables, which `$expr` may use (checked when compiled)."""
     preds: list[Pred] = []
     for key, val in flt.items():
         if key.startswith("$"):
-            preds.append(_compile_top_op(key, val))
+            preds.append(_compile_top_op(key, val, variables))
         else:
             preds.append(_compile_path(key, val))
     if not preds:
@@ -138,7 +145,7 @@ def _not(pred: Pred) -> Pred:
     return lambda doc, details: not pred(doc, None)
 
 
-def _compile_top_op(key: str, val) -> Pred:
+def _compile_top_op(key: str, val, variables: dict | None = None) -> Pred:
     if key in LOGICAL_OPS:
         if not isinstance(val, list) or not val:
             raise MongoError("BadValue", f"{key} must be a nonempty array")
@@ -146,7 +153,7 @@ def _compile_top_op(key: str, val) -> Pred:
         for item in val:
             if not isinstance(item, dict):
                 raise MongoError("BadValue", "$or/$and/$nor entries need to be full objects")
-            subs.append(compile_filter(item, top=False))
+            subs.append(compile_filter(item, top=False, variables=variables))
         if key == "$and":
             return _and(subs)
         if key == "$or":
@@ -157,7 +164,12 @@ def _compile_top_op(key: str, val) -> Pred:
         from mongosim.shardsim.query.expressions import compile_expression, to_bool
 
         expr = compile_expression(val)
-        return lambda doc, details: to_bool(expr(doc))
+        if variables is None:
+            return lambda doc, details: to_bool(expr(doc))
+        from mongosim.shardsim.query.variables import check_references
+
+        check_references(val, variables)
+        return lambda doc, details: to_bool(expr(doc, variables))
     if key == "$comment":
         return _true
     if key == "$alwaysTrue":
@@ -440,6 +452,9 @@ def _safe_key(v):
 
 def _eq_test(value, literal_regex: bool = False) -> Callable[[Any], bool]:
     t = type(value)
+    collator = expression_context.current()
+    if collator is not None and (t is str or t is dict or t is list):
+        return _collated_eq_test(value, collator)
     if value is None:
         return lambda v: v is None or v is MISSING
     if t is str:
@@ -466,6 +481,26 @@ def _eq_test(value, literal_regex: bool = False) -> Callable[[Any], bool]:
         return lambda v: type(v) is t
     key = sort_key(value)
     return lambda v: v is not MISSING and _safe_key(v) == key
+
+
+def _collated_eq_test(value, collator) -> Callable[[Any], bool]:
+    """Equality with a string (or an object or array holding strings) under a collation."""
+    ckey = comparison_keys.sort_key_for(collator)
+    key = ckey(value)
+    if type(value) is str:
+        k = key[1]
+        ck = collator.comparison_key
+        return lambda v: type(v) is str and ck(v) == k
+
+    def test(v):
+        if v is MISSING:
+            return False
+        try:
+            return ckey(v) == key
+        except TypeError:
+            return False
+
+    return test
 
 
 _CMP = {"$gt", "$gte", "$lt", "$lte"}
@@ -528,10 +563,22 @@ def _cmp_test(op: str, value) -> Callable[[Any], bool]:
             return deccmp
         return numcmp
 
+    safe_key = _safe_key
+    collator = expression_context.current()
+    if collator is not None:
+        ckey = comparison_keys.sort_key_for(collator)
+        key = ckey(value)
+
+        def safe_key(v):
+            try:
+                return ckey(v)
+            except TypeError:
+                return None
+
     def gen(v):
         if v is MISSING:
             return False
-        kv = _safe_key(v)
+        kv = safe_key(v)
         if kv is None or kv[0] != rank:
             return False
         return _cmp_ok(op, (kv > key) - (kv < key))
@@ -553,6 +600,15 @@ def _in_test(values: list) -> Callable[[Any], bool]:
     keys = set()
     regexes = []
     has_null = False
+    collator = expression_context.current()
+    key_of = sort_key if collator is None else comparison_keys.sort_key_for(collator)
+    safe_key = _safe_key
+    if collator is not None:
+        def safe_key(v):
+            try:
+                return key_of(v)
+            except TypeError:
+                return None
     for v in values:
         if isinstance(v, (Regex, re.Pattern)):
             regexes.append(_regex_test(regex_from(v)))
@@ -561,12 +617,12 @@ def _in_test(values: list) -> Callable[[Any], bool]:
         else:
             if v is None:
                 has_null = True
-            keys.add(sort_key(v))
+            keys.add(key_of(v))
 
     def test(v):
         if v is MISSING:
             return has_null
-        k = _safe_key(v)
+        k = safe_key(v)
         if k in keys:
             return True
         for r in regexes:

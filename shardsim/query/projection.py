@@ -54,8 +54,9 @@ def _truthy(v) -> bool:
     return bool(v)
 
 
-def compile_projection(spec: dict | None, *, find: bool = True) -> Callable:
-    """Compile a projection; returns `project(doc, match_position=None) -> dict`."""
+def compile_projection(spec: dict | None, *, find: bool = True, variables: dict | None = None) -> Callable:
+    """Compile a projection; returns `project(doc, match_position=None) -> dict`.
+    `variables`: the command's variables, which computed fields may use."""
     if spec is None or (find and not spec):
         return lambda doc, match_position=None: doc
     if not isinstance(spec, dict):
@@ -63,6 +64,15 @@ def compile_projection(spec: dict | None, *, find: bool = True) -> Callable:
     if not spec:
         raise MongoError(51272, "Invalid $project :: caused by :: projection specification must have at least one field")
     from mongosim.shardsim.query.expressions import compile_expression
+
+    def computed(expr):
+        f = compile_expression(expr)
+        if variables is None:
+            return f
+        from mongosim.shardsim.query.variables import check_references
+
+        check_references(expr, variables)
+        return lambda doc: f(doc, variables)
 
     root = _Node()
     mode = None
@@ -139,7 +149,7 @@ def compile_projection(spec: dict | None, *, find: bool = True) -> Callable:
                 insert(path, ("elemMatch", m))
                 continue
             set_mode(_INC, path)
-            insert(path, ("expr", compile_expression(v)))
+            insert(path, ("expr", computed(v)))
             continue
         if _is_bool_like(v):
             if path == "_id":
@@ -153,7 +163,7 @@ def compile_projection(spec: dict | None, *, find: bool = True) -> Callable:
         # any other value is an expression operand (projection_parser: Expression::parseOperand):
         # "$a.b" is a field path, an array is evaluated element-wise, other values are constants
         set_mode(_INC, path)
-        insert(path, ("expr", compile_expression(v)))
+        insert(path, ("expr", computed(v)))
 
     if mode is None:
         mode = _INC if (id_mode is True and not _has_slice(root)) else _EXC

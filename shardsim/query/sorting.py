@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.query.collation import comparison_keys, expression_context
 from mongosim.shardsim.query.index_keys import UNDEFINED, multikey_values
 from mongosim.shardsim.query.paths import split
 from mongosim.shardsim.query.values import R_UNDEF, sort_key
@@ -75,16 +76,21 @@ def parse_sort(spec) -> list[tuple[str, int]]:
 _EMPTY_KEY = (R_UNDEF,)
 
 
-def _field_key(doc, parts, direction):
+def _field_key(doc, parts, direction, value_key=sort_key):
     vals, was_array = multikey_values(doc, parts)
     if not was_array and len(vals) == 1:
-        return sort_key(vals[0])
-    keys = [_EMPTY_KEY if v is UNDEFINED else sort_key(v) for v in vals]
+        return value_key(vals[0])
+    keys = [_EMPTY_KEY if v is UNDEFINED else value_key(v) for v in vals]
     return min(keys) if direction > 0 else max(keys)
 
 
-def sort_key_fn(spec) -> Callable[[dict], Any]:
+def sort_key_fn(spec, collator=None) -> Callable[[dict], Any]:
+    """`collator`: strings compare under it (None: the collation in force while compiling, by default
+    the simple one)."""
     fields = [(split(k), d) for k, d in parse_sort(spec)]
+    if collator is None:
+        collator = expression_context.current()
+    value_key = comparison_keys.sort_key_for(collator)
     if len(fields) == 1:
         parts, d = fields[0]
         if len(parts) == 1:
@@ -92,7 +98,7 @@ def sort_key_fn(spec) -> Callable[[dict], Any]:
 
             def one(doc):
                 v = doc.get(p)
-                k = sort_key(v) if type(v) is not list else _field_key(doc, parts, d)
+                k = value_key(v) if type(v) is not list else _field_key(doc, parts, d, value_key)
                 return k if d >= 0 else Reversed(k)
 
             return one
@@ -100,7 +106,7 @@ def sort_key_fn(spec) -> Callable[[dict], Any]:
     def key(doc):
         out = []
         for parts, d in fields:
-            k = _field_key(doc, parts, d)
+            k = _field_key(doc, parts, d, value_key)
             out.append(k if d >= 0 else Reversed(k))
         return tuple(out)
 

@@ -31,14 +31,14 @@ from mongosim.shardsim.query.expressions import (
     compile_expression,
     field_path_get,
 )
+from mongosim.shardsim.query.collation import compare_for, expression_context, hashable_for
 from mongosim.shardsim.query.fmt import bson_str
 from mongosim.shardsim.query.values import (
     MISSING,
-    compare,
-    hashable,
     is_number,
     type_name,
 )
+from mongosim.shardsim.query.variables import check_references
 from mongosim.shardsim.search_indexes import refuse_search_stage
 
 __all__ = ["compile_stage", "compile_update_pipeline", "run_pipeline", "run_update_pipeline", "DOC_STAGES", "UPDATE_STAGES"]
@@ -66,28 +66,38 @@ def _stage_name(stage) -> tuple[str, Any]:
     return name, spec
 
 
-def compile_stage(stage: dict, *, now=None) -> Callable[[dict], dict | None]:
-    """A document-at-a-time stage as `f(doc) -> dict | None`."""
+def _compile(expr, variables: dict | None, checked: bool) -> Callable:
+    """Compile an expression of a stage; with the command's variables, check the `$$names` it uses."""
+    if checked:
+        check_references(expr, variables or ())
+    return compile_expression(expr)
+
+
+def compile_stage(stage: dict, *, now=None, variables: dict | None = None) -> Callable[[dict], dict | None]:
+    """A document-at-a-time stage as `f(doc) -> dict | None`.  `variables`: the command's
+    variables ($$NOW, $$CLUSTER_TIME, `let`); `now` alone sets $$NOW."""
     name, spec = _stage_name(stage)
     if name not in DOC_STAGES:
         raise MongoError("BadValue", f"{name} is not a document-at-a-time stage")
-    variables = {"NOW": now} if now is not None else None
+    checked = variables is not None
+    if variables is None and now is not None:
+        variables = {"NOW": now}
     if name == "$match":
         from mongosim.shardsim.query.matcher import Matcher
 
         if not isinstance(spec, dict):
             raise MongoError(15959, "the match filter must be an expression in an object")
-        m = Matcher(spec).matches
+        m = Matcher(spec, variables if checked else None).matches
         return lambda doc: doc if m(doc) else None
     if name == "$project":
         from mongosim.shardsim.query.projection import compile_projection
 
         if not isinstance(spec, dict):
             raise MongoError(15969, "$project specification must be an object")
-        proj = compile_projection(spec, find=False)
+        proj = compile_projection(spec, find=False, variables=variables if checked else None)
         return lambda doc: proj(doc)
     if name in ("$addFields", "$set"):
-        return _add_fields(name, spec, variables)
+        return _add_fields(name, spec, variables, checked)
     if name == "$unset":
         fields = [spec] if isinstance(spec, str) else spec
         if not isinstance(fields, list) or not fields or not all(isinstance(f, str) for f in fields):
@@ -100,9 +110,9 @@ def compile_stage(stage: dict, *, now=None) -> Callable[[dict], dict | None]:
         if name == "$replaceRoot":
             if not isinstance(spec, dict) or "newRoot" not in spec:
                 raise MongoError(40231, "no newRoot specified for the $replaceRoot stage")
-            expr = compile_expression(spec["newRoot"])
+            expr = _compile(spec["newRoot"], variables, checked)
         else:
-            expr = compile_expression(spec)
+            expr = _compile(spec, variables, checked)
 
         def replace(doc):
             v = expr(doc, variables)
@@ -117,7 +127,7 @@ def compile_stage(stage: dict, *, now=None) -> Callable[[dict], dict | None]:
 
         return replace
     if name == "$redact":
-        expr = compile_expression(spec)
+        expr = _compile(spec, variables, checked)
 
         def redact_obj(obj, root):
             r = expr(obj, {"ROOT": root, **(variables or {})})
@@ -160,14 +170,14 @@ def compile_stage(stage: dict, *, now=None) -> Callable[[dict], dict | None]:
     raise AssertionError(name)
 
 
-def _add_fields(name: str, spec, variables) -> Callable:
+def _add_fields(name: str, spec, variables, checked: bool = False) -> Callable:
     if not isinstance(spec, dict):
         raise MongoError(40272, f"{name} specification stage must be an object, got {type_name(spec)}")
     items = []
     for path, e in _flatten_add(spec):
         if path.startswith("$"):
             raise MongoError(16410, "FieldPath field names may not start with '$'. Consider using $getField or $setField.")
-        items.append((tuple(path.split(".")), compile_expression(e)))
+        items.append((tuple(path.split(".")), _compile(e, variables, checked)))
 
     def add(doc):
         out = dict(doc)
@@ -223,7 +233,7 @@ def _set_in_elem(e, parts, v):
     return new
 
 
-def compile_update_pipeline(pipeline: list, *, now=None) -> list[Callable[[dict], dict | None]]:
+def compile_update_pipeline(pipeline: list, *, now=None, variables: dict | None = None) -> list[Callable[[dict], dict | None]]:
     """Parse an update pipeline (only the stages an update allows) into its stage functions."""
     if not isinstance(pipeline, list):
         raise MongoError("FailedToParse", "update pipeline must be an array")
@@ -232,13 +242,13 @@ def compile_update_pipeline(pipeline: list, *, now=None) -> list[Callable[[dict]
         name, _ = _stage_name(stage)
         if name not in UPDATE_STAGES:
             raise MongoError("InvalidOptions", f"{name} is not allowed to be used within an update")
-        fns.append(compile_stage(stage, now=now))
+        fns.append(compile_stage(stage, now=now, variables=variables))
     return fns
 
 
-def run_update_pipeline(doc: dict, pipeline: list, *, now=None) -> dict:
+def run_update_pipeline(doc: dict, pipeline: list, *, now=None, variables: dict | None = None) -> dict:
     """Apply an update pipeline to one document; returns the new document."""
-    fns = compile_update_pipeline(pipeline, now=now)
+    fns = compile_update_pipeline(pipeline, now=now, variables=variables)
     cur = doc
     for f in fns:
         cur = f(cur)
@@ -249,19 +259,32 @@ def run_update_pipeline(doc: dict, pipeline: list, *, now=None) -> dict:
 # whole-pipeline execution
 
 
-def run_pipeline(docs: Iterable[dict], pipeline: list, *, now=None) -> Iterator[dict]:
-    """Run an aggregation pipeline over `docs`."""
+def run_pipeline(docs: Iterable[dict], pipeline: list, *, now=None, variables: dict | None = None,
+                 collator=None) -> Iterator[dict]:
+    """Run an aggregation pipeline over `docs` (with the command's `variables`; strings compare under
+    `collator`, None for the simple collation)."""
+    if collator is not None:
+        with expression_context.compiling(collator):
+            return _run_pipeline(docs, pipeline, now, variables, collator)
+    return _run_pipeline(docs, pipeline, now, variables, None)
+
+
+def _run_pipeline(docs, pipeline, now, variables, collator) -> Iterator[dict]:
     if not isinstance(pipeline, list):
         raise MongoError(14, "'pipeline' option must be specified as an array")
+    checked = variables is not None
+    if variables is None and now is not None:
+        variables = {"NOW": now}
     stream: Iterable[dict] = docs
     for stage in pipeline:
         name, spec = _stage_name(stage)
         if name in DOC_STAGES:
-            stream = _map_stage(stream, compile_stage(stage, now=now))
+            stream = _map_stage(stream, compile_stage(stage, variables=variables) if checked
+                                else compile_stage(stage, now=now))
         elif name == "$sort":
             from mongosim.shardsim.query.sorting import sort_key_fn
 
-            stream = iter(sorted(stream, key=sort_key_fn(spec)))
+            stream = iter(sorted(stream, key=sort_key_fn(spec, collator)))
         elif name == "$limit":
             n = _positive_int(spec, "$limit", 15958, "the limit must be positive")
             stream = _limit(stream, n)
@@ -269,7 +292,7 @@ def run_pipeline(docs: Iterable[dict], pipeline: list, *, now=None) -> Iterator[
             n = _nonneg_int(spec, "$skip", 15956, "the $skip stage must be non-negative")
             stream = _skip(stream, n)
         elif name == "$group":
-            stream = _group(stream, spec, now)
+            stream = _group(stream, spec, variables, checked, collator)
         elif name == "$count":
             if not isinstance(spec, str) or not spec:
                 raise MongoError(40156, "the count field must be a non-empty string")
@@ -281,7 +304,7 @@ def run_pipeline(docs: Iterable[dict], pipeline: list, *, now=None) -> Iterator[
         elif name == "$unwind":
             stream = _unwind(stream, spec)
         elif name == "$sortByCount":
-            stream = _sort_by_count(stream, spec, now)
+            stream = _sort_by_count(stream, spec, variables, checked, collator)
         else:
             raise MongoError("NotImplemented", f"{name} is not supported by mongosim")
     return iter(stream)
@@ -410,11 +433,13 @@ def _without_path(doc, parts):
 
 
 class _Acc:
-    __slots__ = ("op", "state", "n")
+    __slots__ = ("op", "state", "n", "compare", "hashable")
 
-    def __init__(self, op):
+    def __init__(self, op, collator=None):
         self.op = op
         self.n = 0
+        self.compare = compare_for(collator)  # $min/$max and $addToSet honour the collation
+        self.hashable = hashable_for(collator)
         self.state = MISSING if op not in ("$push", "$addToSet") else []
 
     def add(self, v):
@@ -436,7 +461,7 @@ class _Acc:
             if self.state is MISSING:
                 self.state = v
             else:
-                c = compare(v, self.state)
+                c = self.compare(v, self.state)
                 if (op == "$min" and c < 0) or (op == "$max" and c > 0):
                     self.state = v
         elif op == "$first":
@@ -450,10 +475,9 @@ class _Acc:
                 self.state.append(v)
         elif op == "$addToSet":
             if v is not MISSING:
-                k = hashable(v)
-                if not hasattr(self, "_seen_keys"):
-                    pass
-                if all(hashable(x) != k for x in self.state):
+                same = self.hashable
+                k = same(v)
+                if all(same(x) != k for x in self.state):
                     self.state.append(v)
 
     def result(self):
@@ -481,12 +505,21 @@ def _add_nums(a, b):
 _ACCUMULATORS = {"$sum", "$avg", "$min", "$max", "$first", "$last", "$push", "$addToSet", "$count"}
 
 
-def _group(stream, spec, now):
+def _group(stream, spec, variables, checked=False, collator=None):
+    if collator is not None:
+        with expression_context.compiling(collator):  # (a generator: it compiles when first pulled)
+            groups = _group_by(stream, spec, variables, checked, collator)
+    else:
+        groups = _group_by(stream, spec, variables, checked, None)
+    yield from groups
+
+
+def _group_by(stream, spec, variables, checked, collator):
     if not isinstance(spec, dict):
         raise MongoError(15947, "a group's fields must be specified in an object")
     if "_id" not in spec:
         raise MongoError(15955, "a group specification must include an _id")
-    id_expr = compile_expression(spec["_id"])
+    id_expr = _compile(spec["_id"], variables, checked)
     accs = []
     for field, a in spec.items():
         if field == "_id":
@@ -503,27 +536,29 @@ def _group(stream, spec, now):
                 raise MongoError(40049, "$count takes no arguments, i.e. $count:{}")
             accs.append((field, op, None))
         else:
-            accs.append((field, op, compile_expression(arg)))
-    variables = {"NOW": now} if now is not None else None
+            accs.append((field, op, _compile(arg, variables, checked)))
     groups: dict = {}
+    same = hashable_for(collator)  # the group key: equal _ids under the collation share a group
     for doc in stream:
         key = id_expr(doc, variables)
         if key is MISSING:
             key = None
-        h = hashable(key)
+        h = same(key)
         g = groups.get(h)
         if g is None:
-            g = groups[h] = (key, [_Acc(op) for _f, op, _e in accs])
+            g = groups[h] = (key, [_Acc(op, collator) for _f, op, _e in accs])
         for (field, op, e), acc in zip(accs, g[1]):
             acc.add(e(doc, variables) if e is not None else 1)
+    out_docs = []
     for key, state in groups.values():
         out = {"_id": key}
         for (field, _op, _e), acc in zip(accs, state):
             out[field] = acc.result()
-        yield out
+        out_docs.append(out)
+    return out_docs
 
 
-def _sort_by_count(stream, spec, now):
-    grouped = list(_group(stream, {"_id": spec, "count": {"$sum": 1}}, now))
+def _sort_by_count(stream, spec, variables, checked=False, collator=None):
+    grouped = list(_group(stream, {"_id": spec, "count": {"$sum": 1}}, variables, checked, collator))
     grouped.sort(key=lambda d: -d["count"])
     return iter(grouped)

@@ -1361,6 +1361,7 @@ def apply_update(
     is_insert: bool = False,
     now=None,
     match_position: int | None = None,
+    variables: dict | None = None,
 ) -> UpdateResult:
     """Apply `update` to `doc` (never mutated) -> UpdateResult(doc, diff, is_replacement).
 
@@ -1375,7 +1376,8 @@ def apply_update(
       fields (`doc` is then usually `{}`); the result of an insert gets an
       ObjectId `_id` when it has none, `_id` first, and `diff` = the document.
     * `array_filters` are the `arrayFilters` of the update command; `now` the
-      value of `$currentDate` / `$$NOW` (a naive UTC datetime).
+      value of `$currentDate` / `$$NOW` (a naive UTC datetime); `variables` the command's
+      variables (`let`, the statement's constants `c`, $$NOW, $$CLUSTER_TIME) a pipeline uses.
     """
     kind = classify_update(update) if not isinstance(update, CompiledUpdate) else "operators"
     if kind == "operators" and not is_insert and not array_filters and type(update) is dict:
@@ -1395,7 +1397,7 @@ def apply_update(
     elif kind == "pipeline":
         if array_filters:
             raise MongoError("FailedToParse", "arrayFilters may not be specified for pipeline-style updates")
-        res = _apply_pipeline(doc, update, is_insert, now)
+        res = _apply_pipeline(doc, update, is_insert, now, variables)
     else:
         compiled = update if isinstance(update, CompiledUpdate) else CompiledUpdate(update, array_filters)
         res = apply_compiled(compiled, doc, is_insert=is_insert, now=now, match_position=match_position, upsert_query=upsert_query)
@@ -1500,10 +1502,10 @@ def _replace_with(doc: dict, new: dict, is_insert: bool, *, pipeline: bool, now=
     return UpdateResult(new, new, True)
 
 
-def _apply_pipeline(doc: dict, pipeline: list, is_insert: bool, now) -> UpdateResult:
+def _apply_pipeline(doc: dict, pipeline: list, is_insert: bool, now, variables: dict | None = None) -> UpdateResult:
     from mongosim.shardsim.query.stages import run_update_pipeline
 
-    new = run_update_pipeline(doc, pipeline, now=now)
+    new = run_update_pipeline(doc, pipeline, now=now, variables=variables)
     return _replace_with(doc, new, is_insert, pipeline=True)
 
 

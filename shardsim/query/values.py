@@ -344,3 +344,11 @@ def type_name(v) -> str:
     if v is MISSING:
         return "missing"
     return _NUMBER_TO_NAME[type_number(v)]
+
+
+def describe_type(v) -> str:
+    """A value's type for an error message: its `$type` alias, else its Python class name."""
+    try:
+        return type_name(v)
+    except TypeError:
+        return type(v).__name__

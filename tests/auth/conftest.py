@@ -55,6 +55,7 @@ class FakeConnection:
         self.address = ("localhost", 27017)
         self.auth_ctx = None
         self.negotiated_mechs = None
+        self.max_wire_version = 25  # read by pymongo < 4.10's DEFAULT mechanism
         self.sent: list[dict] = []
 
     def hello_cmd(self) -> dict:

@@ -232,19 +232,36 @@ def test_a_bad_max_time_ms_is_bad_value(deployment, command, value):
     assert code == 2
 
 
-@pytest.mark.parametrize("command", [
-    {"find": "c", "collation": {"locale": "fr"}},
-    {"aggregate": "c", "pipeline": [], "cursor": {}, "collation": {"locale": "en", "strength": 2}},
-    {"update": "c", "updates": [{"q": {}, "u": {"$set": {"x": 1}}}, {"q": {}, "u": {"$set": {"y": 1}}, "collation": {"locale": "de"}}]},
-    {"delete": "c", "deletes": [{"q": {}, "limit": 0, "collation": {"locale": "de"}}]},
-    {"createIndexes": "c", "indexes": [{"key": {"s": 1}, "name": "s_1", "collation": {"locale": "fr"}}]},
+@pytest.mark.parametrize("command, expected", [
+    ({"find": "c", "collation": {"locale": "xx"}}, (2, "Field 'locale' is invalid")),
+    ({"aggregate": "c", "pipeline": [], "cursor": {}, "collation": {"locale": "en", "strength": 9}},
+     (51024, "'strength' value must be <= 5")),
+    ({"count": "c", "collation": {"locale": "en", "bogus": 1}}, (40415, "'collation.bogus' is an unknown field")),
+    ({"distinct": "c", "key": "a", "collation": "fr"}, (14, "'distinct.collation' is the wrong type")),
+    ({"findAndModify": "c", "query": {}, "update": {"$set": {"x": 1}}, "collation": {"strength": 2}},
+     (40414, "'collation.locale' is missing")),
+    ({"createIndexes": "c", "indexes": [{"key": {"s": 1}, "name": "s_1", "collation": {"locale": "en", "version": "1"}}]},
+     (161, "Requested collation version 1")),
+    ({"create": "c2", "collation": {"locale": "fr_CA", "strength": 1}}, (2, "'backwards' is invalid")),
 ])
-def test_a_collation_other_than_simple_is_refused_before_anything_runs(deployment, command):
+def test_a_bad_collation_is_refused_before_anything_runs(deployment, command, expected):
     _topology, client = deployment
     before = list(client.bad.c.find())
+    indexes = sorted(ix["name"] for ix in client.bad.c.list_indexes())
     code, err = _code(lambda: client.bad.command(dict(command)))
-    assert code == 238 and "collation" in str(err)
-    assert list(client.bad.c.find()) == before  # not even the first update statement ran
-    simple = {**command, "collation": {"locale": "simple"}} if "collation" in command else None
-    if simple is not None and "find" in command:
-        assert client.bad.command(simple)["ok"] == 1.0
+    assert code == expected[0] and expected[1] in err.details["errmsg"]
+    assert list(client.bad.c.find()) == before
+    assert sorted(ix["name"] for ix in client.bad.c.list_indexes()) == indexes
+    assert "c2" not in client.bad.list_collection_names()
+
+
+def test_a_bad_collation_on_one_write_statement_is_that_statements_error(deployment):
+    _topology, client = deployment
+    reply = client.bad.command("update", "c", updates=[
+        {"q": {"_id": "seed"}, "u": {"$set": {"first": 1}}},
+        {"q": {}, "u": {"$set": {"second": 1}}, "collation": {"locale": "de_XX"}}])
+    assert reply["nModified"] == 1
+    assert [(e["index"], e["code"]) for e in reply["writeErrors"]] == [(1, 2)]
+    assert "Did you mean 'de'?" in reply["writeErrors"][0]["errmsg"]
+    assert client.bad.c.find_one({"_id": "seed"})["first"] == 1
+    assert client.bad.c.count_documents({"second": 1}) == 0

@@ -1,25 +1,28 @@
-import time
+"""The scenario tests run on the pytest plugin's shared cluster (3 shards here), reset before each test."""
 
-import pymongo
+import time
+from pathlib import Path
+
 import pytest
 
-from mongosim import Cluster
+HERE = Path(__file__).parent
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    with Cluster(shards=3, port=0, instant_hwm=True) as c:
-        yield c
+def pytest_collection_modifyitems(items):
+    """Every test in this folder uses a 3-shard cluster (a marker on the test itself still wins)."""
+    for item in items:
+        if HERE in item.path.parents:
+            item.add_marker(pytest.mark.mongosim(shards=3))
 
 
 @pytest.fixture
-def client(cluster):
-    cl = pymongo.MongoClient(cluster.uri, serverSelectionTimeoutMS=5000)
-    yield cl
-    for name in cl.list_database_names():
-        if name not in ("admin", "config", "local"):
-            cl.drop_database(name)
-    cl.close()
+def cluster(mongosim_cluster):
+    return mongosim_cluster
+
+
+@pytest.fixture
+def client(mongosim_client):
+    return mongosim_client
 
 
 def shard_three_ways(client, ns: str = "s.c") -> None:

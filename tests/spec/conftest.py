@@ -4,10 +4,22 @@ The spec files are an unmodified copy kept in `tests/spec/data/` (see its
 README for source and licence), so a clean clone runs them; `$MONGOSIM_SPEC_TESTS`
 points the suite at another checkout.  When the shared checkout next to the repo
 (`<repo>/../shared/spec-tests`) exists, test_spec_copy_matches_shared_checkout checks the copy still matches it.
+
+The runner finds the mongos routers of a sharded cluster in the connection
+string's host list (as a driver's test runner does with its MONGODB_URI): a
+cluster with several routers lists them all in `cluster.uri`.
+
+Files that need authentication on (`auth: true`) run against a second cluster
+of the same topology started with `--auth` (only when such a test runs).
+
+The tally at the end of the run gives, per topology: tests passed, skipped by
+requirement (by the kind of requirement), known failures (xfail, by cause),
+and failures.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from collections import Counter
 from pathlib import Path
@@ -16,7 +28,7 @@ import pytest
 
 TOPOLOGIES = ("sharded", "replset")
 REQUIREMENT_PREFIX = "requirement:"
-
+KIND_SEPARATOR = " -- "
 
 DATA = Path(__file__).resolve().parent / "data"
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "spec-tests"
@@ -27,33 +39,78 @@ def spec_root() -> Path:
     return Path(env) if env else DATA
 
 
-def _runner(topology: str):
+# The user of the auth-enabled deployments (files whose runOnRequirements say `auth: true`).
+AUTH_USER = {"createUser": "spec", "pwd": "spec-password", "roles": ["root"]}
+
+
+def needs_auth(spec: dict, test: dict) -> bool:
+    """The file or the test runs only with authentication on (every runOnRequirement says auth: true)."""
+    return any(reqs and all(r.get("auth") is True for r in reqs)
+               for reqs in (spec.get("runOnRequirements"), test.get("runOnRequirements")))
+
+
+def _runner(topology: str, users_dir: Path | None = None):
     from mongosim import Cluster
     from tests.spec.runner import SpecRunner
 
-    cluster = Cluster(shards=2, port=0, topology=topology, instant_hwm=True).start()
+    options: dict = {}
+    if users_dir is not None:
+        users = users_dir / "users.json"
+        users.write_text(json.dumps([AUTH_USER]))
+        options = {"auth": True, "users_file": str(users)}
+    if topology == "sharded":  # two mongos: the tests of useMultipleMongoses run (the runner reads them from the URI)
+        options["routers"] = 2
+    cluster = Cluster(shards=2, port=0, topology=topology, instant_hwm=True, **options).start()
     try:
-        runner = SpecRunner(cluster.uri)
+        uri = cluster.uri
+        if users_dir is not None:
+            uri = uri.replace("mongodb://", f"mongodb://{AUTH_USER['createUser']}:{AUTH_USER['pwd']}@", 1)
+        runner = SpecRunner(uri, auth=users_dir is not None)
     except BaseException:
         cluster.stop()
         raise
     return cluster, runner
 
 
-@pytest.fixture(scope="session")
-def sharded_runner():
-    cluster, runner = _runner("sharded")
+def _deployment(topology: str, users_dir: Path | None = None):
+    cluster, runner = _runner(topology, users_dir)
     yield runner
     runner.close()
     cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def sharded_runner():
+    yield from _deployment("sharded")
 
 
 @pytest.fixture(scope="session")
 def replset_runner():
-    cluster, runner = _runner("replset")
-    yield runner
-    runner.close()
-    cluster.stop()
+    yield from _deployment("replset")
+
+
+@pytest.fixture(scope="session")
+def sharded_auth_runner(tmp_path_factory):
+    yield from _deployment("sharded", tmp_path_factory.mktemp("sharded-auth"))
+
+
+@pytest.fixture(scope="session")
+def replset_auth_runner(tmp_path_factory):
+    yield from _deployment("replset", tmp_path_factory.mktemp("replset-auth"))
+
+
+def pytest_runtest_logreport(report):
+    """With $MONGOSIM_SPEC_REPORT set, one JSON line per spec test (id, outcome, duration, failure message):
+    the raw material of tests/spec/TRIAGE.md and known_failures.py."""
+    path = os.environ.get("MONGOSIM_SPEC_REPORT")
+    if not path or _topology_of(report) is None or (report.when != "call" and not report.failed):
+        return
+    crash = getattr(report.longrepr, "reprcrash", None)
+    line = {"id": report.nodeid.split("[", 1)[1][:-1], "outcome": report.outcome, "when": report.when,
+            "duration": round(report.duration, 3), "message": crash.message if crash else None,
+            "xfail": getattr(report, "wasxfail", None)}
+    with open(path, "a") as f:
+        f.write(json.dumps(line) + "\n")
 
 
 def _topology_of(report) -> str | None:
@@ -63,24 +120,28 @@ def _topology_of(report) -> str | None:
     return None
 
 
+def _skip_kind(report) -> str:
+    reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+    reason = reason.removeprefix("Skipped: ")
+    if reason.startswith(REQUIREMENT_PREFIX):
+        return "skipped by requirement: " + reason.removeprefix(REQUIREMENT_PREFIX).split(KIND_SEPARATOR)[0].strip()
+    return "skipped for another reason: " + reason
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     tally: dict[str, Counter] = {}
-    for outcome in ("passed", "failed", "skipped", "error"):
+    for outcome in ("passed", "failed", "skipped", "error", "xfailed", "xpassed"):
         for report in terminalreporter.stats.get(outcome, []):
             topo = _topology_of(report)
-            if topo is None:
+            if topo is None or (outcome == "passed" and report.when != "call"):
                 continue
             if outcome == "skipped":
-                reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
-                reason = reason.removeprefix("Skipped: ")
-                outcome_key = "skipped by requirement" if reason.startswith(REQUIREMENT_PREFIX) else "skipped (other)"
-            elif outcome == "error":
-                outcome_key = "failed"
+                key = _skip_kind(report)
+            elif outcome == "xfailed":
+                key = "known failure: " + getattr(report, "wasxfail", "")
             else:
-                outcome_key = outcome
-            if report.when != "call" and outcome == "passed":
-                continue
-            tally.setdefault(topo, Counter())[outcome_key] += 1
+                key = {"error": "failed", "xpassed": "failed"}.get(outcome, outcome)
+            tally.setdefault(topo, Counter())[key] += 1
     if not tally:
         return
     terminalreporter.section("unified spec tests: tally")
@@ -88,8 +149,10 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         if topo not in tally:
             continue
         c = tally[topo]
-        line = (f"{topo:8s}: {c['passed']} passed, {c['skipped by requirement']} skipped by requirement, "
-                f"{c['failed']} failed")
-        if c["skipped (other)"]:
-            line += f", {c['skipped (other)']} skipped for another reason"
-        terminalreporter.write_line(line)
+        skipped = sum(n for k, n in c.items() if k.startswith("skipped"))
+        known = sum(n for k, n in c.items() if k.startswith("known failure"))
+        terminalreporter.write_line(f"{topo}: {c['passed']} passed, {skipped} skipped, {known} known failures, "
+                                    f"{c['failed']} failed")
+        for key, n in sorted(c.items(), key=lambda kv: (not kv[0].startswith("skipped"), -kv[1], kv[0])):
+            if key.startswith(("skipped", "known failure")):
+                terminalreporter.write_line(f"    {n:5d}  {key}")

@@ -1,4 +1,6 @@
-"""The whole cluster under random writes, transactions, migrations, new shards, drops and faults.
+"""The whole cluster under random writes, transactions, migrations, new shards, drops and faults,
+through two routers (each with its own, possibly stale, routing cache), while routers restart and a
+shard drains and leaves.
 
 A hypothesis RuleBasedStateMachine on virtual time (mongosim.testing.TrioPortal).
 After every step, every watcher (collection, database and cluster level, each
@@ -9,6 +11,9 @@ everything committed on its namespace, and:
 - it misses nothing committed on its namespace, and holds nothing else;
 - every resume token it observed (event ids and PBRTs) is monotone;
 - resuming from any token it saw yields exactly the rest (rule `resume_check`).
+
+Reads through the shard-key index (rule `indexed_read`, also under a collation) see exactly the
+documents written.
 """
 
 from __future__ import annotations
@@ -24,11 +29,32 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from mongosim.core import ClusterOptions, serve_cluster
 from mongosim.testing import AsyncClient, CommandError
 from mongosim.testing.portal import TrioPortal
+from mongosim.router.catalog_cache import CatalogCache
 from mongosim.router.sharding import add_shard
 from mongosim.shardsim.snapshots import HISTORY_WINDOW_S
 
 EPOCH = 1_700_000_000
 RESUMABLE = [6, 10107, 234, 91, 13436]
+
+
+class GossipingClient(AsyncClient):
+    """One of an application's connections to several routers: they share the cluster time they gossip,
+    as one pymongo MongoClient does across its mongoses (so a stream opened on one router starts after
+    a write acknowledged by the other)."""
+
+    def __init__(self, service, gossip: dict) -> None:
+        self._gossip = gossip
+        super().__init__(service)
+
+    @property
+    def cluster_time(self):
+        return self._gossip.get("clusterTime")
+
+    @cluster_time.setter
+    def cluster_time(self, value) -> None:
+        now = self._gossip.get("clusterTime")
+        if value is not None and (now is None or value["clusterTime"] > now["clusterTime"]):
+            self._gossip["clusterTime"] = value
 
 
 @dataclass
@@ -54,9 +80,11 @@ class ClusterMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.portal = TrioPortal()
-        opts = ClusterOptions(shards=3, listen=False, epoch=EPOCH, instant_hwm=True, noop_interval=1.0)
+        opts = ClusterOptions(shards=3, routers=2, listen=False, epoch=EPOCH, instant_hwm=True, noop_interval=1.0)
         self.core = self.portal.start_background(serve_cluster, opts)
-        self.client = AsyncClient(self.core.router)
+        gossip: dict = {}
+        self.clients = [GossipingClient(r, gossip) for r in self.core.routers]  # router00, router01
+        self.client = self.clients[0]
         self.faults = self.core.faults
         self.portal.call(self._setup_collection)
         self.docs: dict[int, int] = {}  # _id -> k, in db.c
@@ -69,14 +97,22 @@ class ClusterMachine(RuleBasedStateMachine):
         self.snapshots: list[tuple] = []  # (atClusterTime, {_id: k} seen, drops then, restarts then, trio time)
         self.drops = 0
         self.restarts = 0  # a restarted shard has no snapshot history
+        self.removed: set[str] = set()  # shards removed by removeShard
+
+    def live_shards(self) -> list[str]:
+        return sorted(self.core.router.shards)
+
+    def live(self, shard: str) -> bool:
+        return shard not in self.removed
 
     async def _setup_collection(self) -> None:
         c = self.client
-        await c.admin({"enableSharding": "db", "primaryShard": "shard00"})
+        shards = sorted(self.core.router.shards)
+        await c.admin({"enableSharding": "db", "primaryShard": shards[0]})
         await c.admin({"shardCollection": "db.c", "key": {"k": 1}})
-        for i, s in ((1, "shard01"), (2, "shard02")):
+        for i in (1, 2):
             await c.admin({"split": "db.c", "middle": {"k": 100 * i}})
-            await c.admin({"moveChunk": "db.c", "find": {"k": 100 * i}, "to": s})
+            await c.admin({"moveChunk": "db.c", "find": {"k": 100 * i}, "to": shards[i % len(shards)]})
 
     def teardown(self) -> None:
         self.portal.close()
@@ -91,26 +127,26 @@ class ClusterMachine(RuleBasedStateMachine):
             return False
 
     # -- writes -------------------------------------------------------------------------
-    @rule(k=st.integers(0, 399))
-    def insert(self, k: int) -> None:
+    @rule(k=st.integers(0, 399), via=st.integers(0, 1))
+    def insert(self, k: int, via: int) -> None:
         i = self.next_id
         self.next_id += 1
-        if self._write(self.client.insert, "db", "c", [{"_id": i, "k": k}]):
+        if self._write(self.clients[via].insert, "db", "c", [{"_id": i, "k": k}]):
             self.docs[i] = k
             self.log.append(("db.c", "insert", i))
 
     @precondition(lambda self: self.docs)
-    @rule(pick=st.integers(0, 2**16))
-    def update(self, pick: int) -> None:
+    @rule(pick=st.integers(0, 2**16), via=st.integers(0, 1))
+    def update(self, pick: int, via: int) -> None:
         i = sorted(self.docs)[pick % len(self.docs)]
-        if self._write(self.client.update, "db", "c", {"_id": i, "k": self.docs[i]}, {"$inc": {"v": 1}}):
+        if self._write(self.clients[via].update, "db", "c", {"_id": i, "k": self.docs[i]}, {"$inc": {"v": 1}}):
             self.log.append(("db.c", "update", i))
 
     @precondition(lambda self: self.docs)
-    @rule(pick=st.integers(0, 2**16))
-    def delete(self, pick: int) -> None:
+    @rule(pick=st.integers(0, 2**16), via=st.integers(0, 1))
+    def delete(self, pick: int, via: int) -> None:
         i = sorted(self.docs)[pick % len(self.docs)]
-        if self._write(lambda: self.client.delete("db", "c", {"_id": i, "k": self.docs[i]}, limit=1)):
+        if self._write(lambda: self.clients[via].delete("db", "c", {"_id": i, "k": self.docs[i]}, limit=1)):
             del self.docs[i]
             self.log.append(("db.c", "delete", i))
 
@@ -123,7 +159,9 @@ class ClusterMachine(RuleBasedStateMachine):
         old = self.docs[i]
         if k == old:
             return
-        r = self.core.router.catalog.routing("db.c")
+        fresh = CatalogCache()  # (the routers' own caches may be stale)
+        fresh.refresh(self.core.config.catalog)
+        r = fresh.routing("db.c")
         same = r.shard_for(r.pattern.extract({"k": old})) == r.shard_for(r.pattern.extract({"k": k}))
         lsid = {"id": __import__("bson").Binary(os.urandom(16), 4)}
         cmd = {"update": "c", "updates": [{"q": {"_id": i, "k": old}, "u": {"$set": {"k": k}}}],
@@ -145,23 +183,66 @@ class ClusterMachine(RuleBasedStateMachine):
             self.docs[i] = k2
             self.log.append(("db.c", "insert", i))
 
-    @rule(where=st.sampled_from(["db.o", "other.c"]))
-    def insert_elsewhere(self, where: str) -> None:
+    @rule(ops=st.lists(st.tuples(st.sampled_from(["insert", "update", "delete", "insert_o"]),
+                                 st.integers(0, 399), st.integers(0, 2**16)), min_size=1, max_size=6),
+          ordered=st.booleans(), via=st.integers(0, 1))
+    def bulk_write(self, ops: list, ordered: bool, via: int) -> None:
+        """A retryable bulkWrite through mongos over the sharded db.c and the unsharded db.o: mongos
+        splits it per shard; exactly the ops whose reply item is ok (and matched) committed."""
+        planned, bulk_ops = [], []
+        for kind, k, pick in ops:
+            if kind in ("update", "delete") and not self.docs:
+                kind = "insert"
+            if kind in ("insert", "insert_o"):
+                i = self.next_id
+                self.next_id += 1
+                bulk_ops.append({"insert": 1 if kind == "insert_o" else 0, "document": {"_id": i, "k": k}})
+            else:
+                i = sorted(self.docs)[pick % len(self.docs)]
+                q = {"_id": i, "k": self.docs[i]}
+                bulk_ops.append({"update": 0, "filter": q, "updateMods": {"$inc": {"v": 1}}} if kind == "update"
+                                else {"delete": 0, "filter": q, "multi": False})
+            planned.append((kind, i, k))
+        lsid = {"id": __import__("bson").Binary(os.urandom(16), 4)}
+        cmd = {"bulkWrite": 1, "ops": bulk_ops, "nsInfo": [{"ns": "db.c"}, {"ns": "db.o"}], "ordered": ordered,
+               "lsid": lsid, "txnNumber": 1}
+        try:
+            reply = self.portal.call(self.clients[via].command, "admin", cmd)
+        except CommandError:
+            return
+        for item in reply["cursor"]["firstBatch"]:
+            kind, i, k = planned[item["idx"]]
+            if not item["ok"]:
+                continue
+            if kind == "insert":
+                self.docs[i] = k
+                self.log.append(("db.c", "insert", i))
+            elif kind == "insert_o":
+                self.other.add(i)
+                self.log.append(("db.o", "insert", i))
+            elif item["n"] == 1 and kind == "update":
+                self.log.append(("db.c", "update", i))
+            elif item["n"] == 1:
+                del self.docs[i]
+                self.log.append(("db.c", "delete", i))
+
+    @rule(where=st.sampled_from(["db.o", "other.c"]), via=st.integers(0, 1))
+    def insert_elsewhere(self, where: str, via: int) -> None:
         i = self.next_id
         self.next_id += 1
         db, coll = where.split(".")
-        if self._write(self.client.insert, db, coll, [{"_id": i}]):
+        if self._write(self.clients[via].insert, db, coll, [{"_id": i}]):
             (self.other if where == "db.o" else self.elsewhere).add(i)
             self.log.append((where, "insert", i))
 
-    @rule(ks=st.lists(st.integers(0, 399), min_size=1, max_size=4))
-    def transaction(self, ks: list[int]) -> None:
+    @rule(ks=st.lists(st.integers(0, 399), min_size=1, max_size=4), via=st.integers(0, 1))
+    def transaction(self, ks: list[int], via: int) -> None:
         ids = list(range(self.next_id, self.next_id + len(ks)))
         self.next_id += len(ks)
         lsid = {"id": __import__("bson").Binary(os.urandom(16), 4)}
 
         async def txn() -> None:
-            c = self.client
+            c = self.clients[via]  # every statement through the router that started it (pinned)
             for n, (i, k) in enumerate(zip(ids, ks)):
                 extra = {"startTransaction": True} if n == 0 else {}
                 await c.command("db", {"insert": "c", "documents": [{"_id": i, "k": k}], "lsid": lsid,
@@ -174,10 +255,38 @@ class ClusterMachine(RuleBasedStateMachine):
                 self.log.append(("db.c", "insert", i))
 
     # -- topology and DDL ---------------------------------------------------------------
-    @rule(region=st.integers(0, 2), to=st.integers(0, 4))
-    def move_chunk(self, region: int, to: int) -> None:
-        shards = sorted(self.core.router.shards)
-        self._write(self.client.admin, {"moveChunk": "db.c", "find": {"k": 100 * region}, "to": shards[to % len(shards)]})
+    @rule(region=st.integers(0, 2), to=st.integers(0, 4), via=st.integers(0, 1))
+    def move_chunk(self, region: int, to: int, via: int) -> None:
+        """A migration through one router: the other one's routing cache is stale until a shard tells it."""
+        shards = self.live_shards()
+        self._write(self.clients[via].admin, {"moveChunk": "db.c", "find": {"k": 100 * region},
+                                               "to": shards[to % len(shards)]})
+
+    @precondition(lambda self: not self.removed)
+    @rule(which=st.integers(0, 2**16))
+    def remove_a_shard(self, which: int) -> None:
+        """removeShard until completed: the balancer drains it, its databases move (movePrimary)."""
+        self.faults.clear()
+        shard = self.live_shards()[which % len(self.live_shards())]
+        self.portal.call(self._remove, shard)
+        self.removed.add(shard)
+
+    async def _remove(self, shard: str) -> None:
+        c = self.client
+        while True:
+            r = await c.admin({"removeShard": shard})
+            if r["state"] == "completed":
+                return
+            if r["state"] == "ongoing" and r["remaining"]["chunks"] == 0:
+                to = next(s for s in self.live_shards() if s != shard)
+                for db in r["dbsToMove"]:
+                    await c.admin({"movePrimary": db, "to": to})
+            await trio.sleep(1)
+
+    @rule(which=st.integers(0, 1))
+    def restart_router(self, which: int) -> None:
+        """A mongos restarts: its cursors die (watchers resume), its cache starts afresh."""
+        self.portal.call(self.faults.restart_router, self.core.routers[which].name)
 
     @precondition(lambda self: self.added < 2)
     @rule()
@@ -209,7 +318,8 @@ class ClusterMachine(RuleBasedStateMachine):
             return  # an injected fault
         seen = {d["_id"]: d["k"] for d in reply["cursor"]["firstBatch"]}
         assert seen == self.docs
-        self.snapshots.append((reply["cursor"]["atClusterTime"], seen, self.drops, self.restarts, now))
+        self.snapshots.append((reply["cursor"]["atClusterTime"], seen, (self.drops, len(self.removed)),
+                               self.restarts, now))
 
     @precondition(lambda self: self.snapshots)
     @rule(pick=st.integers(0, 2**16))
@@ -217,7 +327,7 @@ class ClusterMachine(RuleBasedStateMachine):
         """Reading again at a remembered time sees what was seen then, whatever happened since
         (writes, chunk moves, shard-key changes, new shards, restarts) within the history window."""
         at, seen, drops, restarts, then = self.snapshots[pick % len(self.snapshots)]
-        if drops != self.drops:
+        if drops != (self.drops, len(self.removed)):  # (a removed shard's past is not read by snapshot reads)
             return  # (the collection was dropped since)
         reply, now = self.portal.call(self._snapshot_find, at)
         if not reply.get("ok"):  # SnapshotTooOld only past the window or after a restart
@@ -225,22 +335,48 @@ class ClusterMachine(RuleBasedStateMachine):
             return
         assert {d["_id"]: d["k"] for d in reply["cursor"]["firstBatch"]} == seen
 
+    # -- index reads ------------------------------------------------------------------------
+    @rule(lo=st.integers(0, 399), span=st.integers(1, 250), desc=st.booleans(), collated=st.booleans())
+    def indexed_read(self, lo: int, span: int, desc: bool, collated: bool) -> None:
+        """A range read through the shard-key index {k: 1}, sorted by it: every write path so far
+        (inserts, updates, deletes, shard-key changes, transactions, migrations' clones and range
+        deletions, restarts) kept the index in step with the documents.  Under a collation (numbers
+        compare alike under every one) the simple index still bounds the range, a SORT stage orders
+        by the collation and mongos merges by it: the same documents in the same order."""
+        extra = {"collation": {"locale": "en", "strength": 1}} if collated else {}
+
+        async def read():
+            return await self.client.find("db", "c", {"k": {"$gte": lo, "$lt": lo + span}}, hint={"k": 1},
+                                          sort={"k": -1 if desc else 1}, **extra)
+
+        try:
+            docs = self.portal.call(read)
+        except CommandError:
+            return  # an injected fault
+        want = sorted(((k, i) for i, k in self.docs.items() if lo <= k < lo + span), reverse=desc)
+        assert sorted((d["k"], d["_id"]) for d in docs) == sorted(want)
+        assert [d["k"] for d in docs] == [k for k, _i in want]
+
     # -- faults ---------------------------------------------------------------------------
     @rule(shard=st.sampled_from(["shard00", "shard01", "shard02"]), seconds=st.sampled_from([0.0, 0.2, 1.5]))
     def delay(self, shard: str, seconds: float) -> None:
-        self.faults.delay(shard, seconds)
+        if self.live(shard):
+            self.faults.delay(shard, seconds)
 
     @rule(shard=st.sampled_from(["shard00", "shard01", "shard02"]), code=st.sampled_from(RESUMABLE))
     def fail_a_get_more(self, shard: str, code: int) -> None:
-        self.faults.fail(shard, 1, code, commands=["getMore"])
+        if self.live(shard):
+            self.faults.fail(shard, 1, code, commands=["getMore"])
 
     @rule(shard=st.sampled_from(["shard00", "shard01", "shard02"]))
     def drop_connection(self, shard: str) -> None:
-        self.faults.drop_connection(shard)
+        if self.live(shard):
+            self.faults.drop_connection(shard)
 
     @rule(shard=st.sampled_from(["shard00", "shard01", "shard02"]))
     def restart_shard(self, shard: str) -> None:
-        self.portal.call(self._restart, shard)
+        if self.live(shard):
+            self.portal.call(self._restart, shard)
 
     async def _restart(self, shard: str) -> None:
         self.faults.restart(shard)
@@ -252,10 +388,10 @@ class ClusterMachine(RuleBasedStateMachine):
 
     # -- watchers -------------------------------------------------------------------------
     @precondition(lambda self: len(self.watchers) < 4)
-    @rule(level=st.sampled_from(["coll", "db", "cluster"]), batch=st.sampled_from([None, 1, 3]))
-    def open_watcher(self, level: str, batch) -> None:
+    @rule(level=st.sampled_from(["coll", "db", "cluster"]), batch=st.sampled_from([None, 1, 3]), via=st.integers(0, 1))
+    def open_watcher(self, level: str, batch, via: int) -> None:
         db, coll = {"coll": ("db", "c"), "db": ("db", 1), "cluster": ("admin", 1)}[level]
-        cs = self.client.watch(db, coll, batch_size=batch, max_await_time_ms=200)
+        cs = self.clients[via].watch(db, coll, batch_size=batch, max_await_time_ms=200)
         for attempt in range(4):  # injected faults may outlast the driver's single retry of the aggregate
             try:
                 self.portal.call(cs.open)

@@ -1,7 +1,10 @@
-"""The timeline page in a real headless Chromium: it renders the lanes and events of a known scenario.
+"""The timeline page in a real headless Chromium: it renders the lanes and events of a known scenario, fits
+any width from 360 px (the picture scrolls inside its own box), and opens at a step's anchor.
 
-Needs chromium and chromedriver (Debian: `apt-get install -y chromium chromium-driver`); without them the
-test FAILS, saying how to install them.  Screenshots go to $MONGOSIM_ARTIFACTS if set (else a temp dir).
+Needs chromium and chromedriver: found if installed; otherwise installed here (Debian's chromium and
+chromium-driver) when the tests run as root, as CI does — and a failed install FAILS the tests; without
+root they are skipped, saying why (`make test` needs no root). Screenshots go to $MONGOSIM_ARTIFACTS if
+set (else a temp dir).
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ import os
 import pytest
 
 from mongosim import demo
-from mongosim.demo.browser import Browser, BrowserMissing, decode_png, find_browser, pixel
+from mongosim.demo.browser import Browser, BrowserMissing, decode_png, ensure_browser, pixel
 from mongosim.demo.terminal import lane_colour
 from mongosim.demo.timeline import render_html
 
@@ -32,11 +35,30 @@ def inside(inner, outer):
     return X <= x and Y <= y and x + w <= X + W and y + h <= Y + H
 
 
-def test_cold_shard_timeline_renders_in_chromium(tmp_path):
+@pytest.fixture(scope="module")
+def chromium():
     try:
-        find_browser()
+        return ensure_browser()
     except BrowserMissing as err:
-        pytest.fail(str(err))
+        if err.tried_install:
+            pytest.fail(str(err))
+        pytest.skip(f"no headless Chromium for the timeline's browser test: {err}")
+
+
+@pytest.fixture(scope="module")
+def cold_shard_page(tmp_path_factory):
+    page = tmp_path_factory.mktemp("timeline") / "cold-shard.html"
+    page.write_text(render_html(demo.run("cold-shard")), encoding="utf-8")
+    return page
+
+
+def artifacts(tmp_path) -> str:
+    out = os.environ.get("MONGOSIM_ARTIFACTS") or str(tmp_path)
+    os.makedirs(out, exist_ok=True)
+    return out
+
+
+def test_cold_shard_timeline_renders_in_chromium(chromium, tmp_path):
     out = os.environ.get("MONGOSIM_ARTIFACTS") or str(tmp_path)
     os.makedirs(out, exist_ok=True)
     page = tmp_path / "cold-shard.html"
@@ -92,3 +114,79 @@ def test_cold_shard_timeline_renders_in_chromium(tmp_path):
         # the promise lines moved: shard01 now promises its noop (20 s), right of the event
         p01 = box(b, "#promise-shard01")
         assert p01[0] > mark[0] + 300
+
+
+@pytest.mark.parametrize("width", [360, 1240])
+def test_the_page_fits_the_window_and_the_picture_scrolls_in_its_box(chromium, cold_shard_page, tmp_path, width):
+    with Browser(width=width, height=900) as b:
+        b.open(cold_shard_page.as_uri())
+        inner = b.run("return window.innerWidth")
+        assert abs(inner - width) <= 20, inner
+        page_width = b.run("return document.documentElement.scrollWidth")
+        assert page_width <= inner, f"the page scrolls sideways at {width} px: {page_width} > {inner}"
+        box = b.run("var e = document.getElementById('timeline-box'); var r = e.getBoundingClientRect();"
+                    "return {x: r.x, right: r.right, client: e.clientWidth, scroll: e.scrollWidth};")
+        assert box["x"] >= 0 and box["right"] <= inner, box
+        svg_width = b.run("return document.getElementById('timeline').getBoundingClientRect().width")
+        if width < svg_width:
+            assert box["scroll"] > box["client"], "the picture scrolls inside its box"
+            b.run("document.getElementById('timeline-box').scrollLeft = 10000")
+            assert b.run("return document.getElementById('timeline-box').scrollLeft") > 0
+        else:
+            assert box["scroll"] <= box["client"] + 1, "nothing to scroll when the picture fits"
+        # every step's text stays inside the window
+        overflowing = b.run("return Array.prototype.filter.call(document.querySelectorAll('#steps li, #current, "
+                            "header p'), function (e) { return e.getBoundingClientRect().right > "
+                            "window.innerWidth + 0.5; }).length")
+        assert overflowing == 0
+        with open(os.path.join(artifacts(tmp_path), f"cold-shard-{width}px.png"), "wb") as f:
+            f.write(b.full_page_screenshot())
+
+
+@pytest.mark.parametrize("width", [360, 1240])
+def test_the_page_opens_at_a_steps_anchor(chromium, cold_shard_page, width):
+    with Browser(width=width, height=800) as b:
+        b.open(cold_shard_page.as_uri() + "#step-21")
+        assert b.run("return window.mongosimTimeline.current()") == 20
+        assert b.run("return document.getElementById('stepno').textContent").startswith("step 21 of ")
+        li = b.run("var e = document.getElementById('step-21'); var r = e.getBoundingClientRect();"
+                   "return {cls: e.className, top: r.top, bottom: r.bottom, h: window.innerHeight};")
+        assert "current" in li["cls"]
+        assert 0 <= li["top"] and li["bottom"] <= li["h"], f"step 21 is not in view: {li}"
+        assert b.run("return document.querySelectorAll('#steps li.current').length") == 1
+        # stepping on names the step in the address; the anchor of another step selects it
+        b.click("#next")
+        assert b.run("return window.location.hash") == "#step-22"
+        b.run("window.location.hash = '#step-3'")
+        assert b.run("return window.mongosimTimeline.current()") == 2
+        assert b.run("return document.querySelector('#step-3 a.t').getAttribute('href')") == "#step-3"
+
+
+def test_a_missing_browser_is_installed_only_as_root(monkeypatch):
+    from mongosim.demo import browser
+
+    def missing():
+        raise BrowserMissing("chromium not found.")
+
+    monkeypatch.setattr(browser, "find_browser", missing)
+    monkeypatch.setattr(browser.shutil, "which", lambda name: "/usr/bin/apt-get" if name == "apt-get" else None)
+    installs = []
+    monkeypatch.setattr(browser.os, "geteuid", lambda: 1000)
+    with pytest.raises(BrowserMissing) as err:
+        browser.ensure_browser(installer=lambda: installs.append(1))
+    assert not err.value.tried_install and "needs root" in str(err.value) and installs == []
+    monkeypatch.setattr(browser.os, "geteuid", lambda: 0)
+    with pytest.raises(BrowserMissing) as err:  # installed, still not found: the caller fails
+        browser.ensure_browser(installer=lambda: installs.append(1))
+    assert err.value.tried_install and installs == [1]
+    found = iter([BrowserMissing("chromium not found."), ("/usr/bin/chromium", "/usr/bin/chromedriver")])
+
+    def after_install():
+        got = next(found)
+        if isinstance(got, Exception):
+            raise got
+        return got
+
+    monkeypatch.setattr(browser, "find_browser", after_install)
+    assert browser.ensure_browser(installer=lambda: installs.append(2)) == ("/usr/bin/chromium", "/usr/bin/chromedriver")
+    assert installs == [1, 2]

@@ -16,14 +16,15 @@ from mongosim.testing import AsyncClient
 def test_demo_lists_the_scenarios(capsys):
     assert main(["demo", "--list"]) == 0
     out = capsys.readouterr().out
-    for name in ("interleaved", "slow-shard", "cold-shard", "instant-hwm", "new-shard", "transaction", "invalidate",
-                 "resume"):
+    for name in ("interleaved", "slow-shard", "cold-shard", "instant-hwm", "new-shard", "removed-shard", "transaction",
+                 "invalidate", "resume"):
         assert name in out
 
 
 def test_demo_unknown_scenario(capsys):
     assert main(["demo", "no-such-thing"]) == 2
-    assert "no scenario" in capsys.readouterr().out
+    err = capsys.readouterr().err
+    assert "no scenario 'no-such-thing'" in err and err.count("\n") == 1
 
 
 def test_demo_cold_shard_writes_the_account_and_the_files(tmp_path, capsys):
@@ -58,9 +59,10 @@ def test_explain_cli_json(capsys):
     assert set(doc["shards"]) == {"shard00", "shard01"}
 
 
-def test_explain_cli_bad_json():
-    with pytest.raises(SystemExit):
-        main(["explain", "db.c", "--pipeline", "[{"])
+def test_explain_cli_bad_json(capsys):
+    assert main(["explain", "db.c", "--pipeline", "[{"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("mongosim explain: argument --pipeline: not valid (extended) JSON") and err.count("\n") == 1
 
 
 def _explain(spec: dict, pipeline: list | None = None, db: str = "db", target="c") -> dict:

@@ -1,0 +1,7 @@
+"""`python -m mongosim ...`: the same as the `mongosim` command."""
+
+import sys
+
+from mongosim.cli import main
+
+sys.exit(main())

@@ -1,0 +1,123 @@
+"""The balancer: moves the chunks of draining shards off them.
+
+The server's balancer runs on the config server primary in rounds: every
+10 s, or 1 s after a round that moved something
+(kBalanceRoundDefaultInterval / kShortBalanceRoundInterval).  mongosim's
+balancer only *drains*: a shard being removed (`draining: true` in
+`config.shards`, set by removeShard) has every chunk it owns migrated to the
+other shards, each to the shard that owns the fewest chunks of that
+collection.  It does not even out chunk counts between the other shards (a
+test's chunk placement stays as the test made it).  A round starts at once
+when a shard starts draining (mongosim does not make you wait for the next
+round).
+
+`balancerStart`, `balancerStop`, `balancerStatus` switch and report it
+(`config.settings` `{_id: "balancer", mode, stopped}`); with the balancer
+stopped, draining waits for moveChunk / moveRange by hand, as on a real
+cluster.  Migrations are run by the config server's own router (its catalog
+cache and remotes), under the cluster's DDL lock like any moveChunk.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import trio
+from bson import Int64
+
+from mongosim.router.command_registry import router_command
+from mongosim.router.request import Request
+from mongosim.router.sharding import config_write, migrate_chunk
+
+if TYPE_CHECKING:
+    from mongosim.router.mongos import Router
+
+ROUND_INTERVAL_S = 10.0  # kBalanceRoundDefaultInterval
+SHORT_ROUND_INTERVAL_S = 1.0  # kShortBalanceRoundInterval, after a round that moved chunks
+
+
+class Balancer:
+    def __init__(self, router: Router) -> None:
+        self.router = router  # the config server's router
+        self.mode = "full"
+        self.rounds = 0
+        self.in_round = False
+        self._wake = trio.Event()
+        router.manager.balancer = self
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    async def run(self) -> None:
+        """Balance in rounds until cancelled.  With no shard draining there is nothing for it to do,
+        and it sleeps until woken (a shard starts draining, the balancer is started)."""
+        while True:
+            await self._wake.wait()
+            self._wake = trio.Event()
+            interval = 0.0
+            while self.mode != "off" and self.draining_shards():
+                with trio.move_on_after(interval):
+                    await self._wake.wait()
+                self._wake = trio.Event()
+                interval = SHORT_ROUND_INTERVAL_S if await self.round() else ROUND_INTERVAL_S
+
+    def draining_shards(self) -> list[str]:
+        shards = self.router.config.catalog.collection("config", "shards")
+        return sorted(d["_id"] for d in shards.docs.values() if d.get("draining")) if shards else []
+
+    async def round(self) -> int:
+        """One balancer round: every chunk on a draining shard to the least loaded other shard.
+        Returns how many chunks moved."""
+        router = self.router
+        draining = set(self.draining_shards())
+        if not draining:
+            return 0
+        self.in_round = True
+        moved = 0
+        try:
+            router.refresh_catalog()
+            for ns in sorted(router.catalog.collections):
+                while True:
+                    async with router._ddl_lock:
+                        router.refresh_catalog()
+                        routing = router.catalog.routing(ns)
+                        targets = [s for s in router.shards if s not in draining]
+                        chunk = next((c for c in routing.chunks if c.shard in draining), None) if routing else None
+                        if chunk is None or not targets:
+                            break
+                        counts = {s: 0 for s in targets}
+                        for c in routing.chunks:
+                            if c.shard in counts:
+                                counts[c.shard] += 1
+                        to = min(targets, key=lambda s: (counts[s], s))
+                        await migrate_chunk(router, routing, chunk, to)
+                        moved += 1
+        finally:
+            self.in_round = False
+            self.rounds += 1
+        return moved
+
+
+def _balancer(router: Router) -> Balancer | None:
+    return router.manager.balancer
+
+
+@router_command("balancerStatus")
+async def cmd_balancer_status(router: Router, req: Request) -> dict:
+    b = _balancer(router)
+    if b is None:
+        return {"mode": "off", "inBalancerRound": False, "numBalancerRounds": Int64(0), "ok": 1.0}
+    return {"mode": b.mode, "inBalancerRound": b.in_round, "numBalancerRounds": Int64(b.rounds), "ok": 1.0}
+
+
+@router_command("balancerStart", "balancerStop")
+async def cmd_balancer_toggle(router: Router, req: Request) -> dict:
+    b = _balancer(router)
+    mode = "full" if req.name == "balancerStart" else "off"
+    await config_write(router, {"update": "settings", "updates": [{
+        "q": {"_id": "balancer"}, "u": {"$set": {"mode": mode, "stopped": mode == "off"}}, "upsert": True}]})
+    if b is not None:
+        b.mode = mode
+        if mode == "full":
+            b.wake()
+    return {"ok": 1.0}

@@ -1,0 +1,178 @@
+"""The canonical query: a find's filter split into leaf predicates, with its options (CanonicalQuery).
+
+The filter's top-level conjunction (`{a: 1, b: {$gt: 2}}`, `$and` flattened)
+becomes leaf predicates `(path, operator, value)` the planner can bound an
+index with; clauses no index serves (`$or`, `$nor`, `$expr`, `$where`, `$not`,
+paths with a numeric component) stay in the residual filter.  An
+`$elemMatch` object also gives leaves on its sub-paths (`derived`: they bound
+an index, the `$elemMatch` itself stays a filter).  Also here: the hint's
+parsing (IndexHint::parse), explain's `parsedQuery`, and the server's
+"planner returned error" message.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from bson import Regex
+
+from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.query.fmt import bson_str
+from mongosim.shardsim.query.matcher import Matcher
+from mongosim.shardsim.query.paths import is_array_index, split
+from mongosim.shardsim.query.regex import regex_from
+
+
+@dataclass
+class Leaf:
+    """One top-level predicate `{path: {op: value}}`; `derived` ones come from an $elemMatch object
+    (they bound an index but never stand for the whole clause)."""
+
+    path: str
+    op: str
+    value: Any
+    derived: bool = False
+
+
+def _is_operator_doc(v) -> bool:
+    return isinstance(v, dict) and bool(v) and next(iter(v)).startswith("$")
+
+
+def _indexable_path(path: str) -> bool:
+    return not any(is_array_index(p) or p.startswith("$") or p == "" for p in split(path))
+
+
+def extract_leaves(flt: dict, out: list[Leaf], residual: list[dict], derived: bool = False) -> None:
+    for key, val in flt.items():
+        if key == "$and" and isinstance(val, list):
+            for sub in val:
+                if isinstance(sub, dict):
+                    extract_leaves(sub, out, residual, derived)
+            continue
+        if key == "$comment":
+            continue
+        if key.startswith("$"):
+            residual.append({key: val})
+            continue
+        if not _indexable_path(key):
+            residual.append({key: val})
+            continue
+        if _is_operator_doc(val):
+            for op, arg in val.items():
+                if op == "$options":
+                    continue
+                if op == "$regex":
+                    try:
+                        _c, pattern, flags = regex_from(arg) if not isinstance(arg, str) else (None, arg, "")
+                    except Exception:
+                        residual.append({key: val})
+                        continue
+                    opts = val.get("$options")
+                    if isinstance(opts, str) and opts:
+                        flags = "".join(sorted(set(flags + opts)))
+                    out.append(Leaf(key, "$regex", (pattern, flags, Regex(pattern, flags)), derived))
+                elif op == "$elemMatch" and isinstance(arg, dict) and not _is_operator_doc(arg):
+                    sub: list[Leaf] = []
+                    extract_leaves({f"{key}.{k}": v for k, v in arg.items() if not k.startswith("$")}, sub, [],
+                                   True)
+                    out.extend(sub)
+                    residual.append({key: {op: arg}})
+                elif op == "$not":
+                    residual.append({key: {op: arg}})
+                else:
+                    out.append(Leaf(key, op, arg, derived))
+        elif isinstance(val, (Regex, re.Pattern)):
+            _c, pattern, flags = regex_from(val)
+            out.append(Leaf(key, "$regex", (pattern, flags, val), derived))
+        else:
+            out.append(Leaf(key, "$eq", val, derived))
+
+
+@dataclass
+class CanonicalQuery:
+    """A find (or the query part of count, distinct, update, delete, findAndModify, aggregate)."""
+
+    ns: str
+    filter: dict
+    matcher: Matcher
+    sort: dict | None = None
+    projection: dict | None = None
+    skip: int = 0
+    limit: int | None = None
+    hint: Any = None
+    min: dict | None = None
+    max: dict | None = None
+    return_key: bool = False
+    show_record_id: bool = False
+    batch_size: int | None = None
+    count: bool = False  # a count: no SORT, no projection, COUNT on top
+    variables: dict | None = None  # the command's `let` variables, $$NOW, $$CLUSTER_TIME (projections use them)
+    collator: Any = None  # the query's collation (None: simple); `matcher` was compiled with it
+    leaves: list[Leaf] = field(default_factory=list)
+    residual: list[dict] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        extract_leaves(self.filter, self.leaves, self.residual)
+
+    @property
+    def has_sort(self) -> bool:
+        return bool(self.sort) and "$natural" not in self.sort
+
+
+def parsed_query(flt: dict) -> dict:
+    """explain's `parsedQuery`: leaf predicates in `{path: {$op: v}}` form, several under `$and`."""
+    leaves: list[Leaf] = []
+    residual: list[dict] = []
+    extract_leaves(flt, leaves, residual)
+    parts = [{lf.path: {lf.op: lf.value if lf.op != "$regex" else lf.value[2]}} for lf in leaves if not lf.derived]
+    parts.extend(residual)
+    if not parts:
+        return {}
+    if len(parts) == 1:
+        return parts[0]
+    return {"$and": parts}
+
+
+def bad_hint(cq: CanonicalQuery) -> MongoError:
+    opts = (f" limit={cq.limit}" if cq.limit else "") + (f" skip={cq.skip}" if cq.skip else "")
+    return MongoError("BadValue", f"error processing query: ns={cq.ns}{opts}Tree: {_tree(cq.filter)}Sort: "
+                                  f"{_show(cq.sort or {})}\nProj: {_show(cq.projection or {})}\n planner returned "
+                                  "error :: caused by :: hint provided does not correspond to an existing index")
+
+
+def _show(d) -> str:
+    return bson_str(d)
+
+
+def _tree(flt: dict) -> str:
+    leaves: list[Leaf] = []
+    residual: list[dict] = []
+    extract_leaves(flt, leaves, residual)
+    parts = [f"{lf.path} {lf.op} {bson_str(lf.value if lf.op != '$regex' else lf.value[2])}" for lf in leaves]
+    parts += [bson_str(r) for r in residual]
+    if not parts:
+        return "$and\n"
+    if len(parts) == 1:
+        return parts[0] + "\n"
+    return "$and\n" + "".join(f"    {p}\n" for p in parts)
+
+
+def check_hint(hint: Any) -> Any:
+    """Parse a hint (IndexHint::parse): None, "$natural"-style dict, a name, or a key pattern."""
+    if hint is None:
+        return None
+    if isinstance(hint, str):
+        return hint or None
+    if isinstance(hint, dict):
+        if not hint:
+            return None
+        if "$natural" in hint:
+            if len(hint) != 1:
+                raise MongoError("FailedToParse", f"$natural hint may only accept one field{hint}")
+            v = hint["$natural"]
+            if v not in (1, -1) or isinstance(v, bool):
+                raise MongoError("FailedToParse", f"$natural hint may only accept 1 or -1, not $natural: {v}")
+        return hint
+    raise MongoError("FailedToParse", "Hint must be a string or an object")

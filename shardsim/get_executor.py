@@ -1,0 +1,124 @@
+"""From a command to its running plan (the server's get_executor.cpp): parse the query options, plan,
+execute; what find, count, distinct, aggregate's leading `$match`, update, delete and findAndModify
+call to read the documents they work on.
+
+`find_query(ns, cmd)` validates the find command's query options (hint, min,
+max, returnKey, showRecordId) with the server's errors; `execute(coll, cq,
+view)` plans and runs, returning the documents and the solution (whose stages
+explain reads).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.plan_executor import Count, ExecContext, view_changes
+from mongosim.shardsim.query.matcher import Matcher
+from mongosim.shardsim.query.values import describe_type
+from mongosim.shardsim.canonical_query import CanonicalQuery, check_hint
+from mongosim.shardsim.query_planner import Solution, plan_query
+
+
+def _obj_arg(cmd: dict, name: str) -> dict | None:
+    v = cmd.get(name)
+    if v is None:
+        return None
+    if not isinstance(v, dict):
+        raise MongoError("TypeMismatch", f"BSON field 'FindCommandRequest.{name}' is the wrong type "
+                                         f"'{describe_type(v)}', expected type 'object'")
+    return v or None
+
+
+def _bool_arg(cmd: dict, name: str) -> bool:
+    v = cmd.get(name, False)
+    if not isinstance(v, bool):
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            return bool(v)
+        raise MongoError("TypeMismatch", f"BSON field 'FindCommandRequest.{name}' is the wrong type "
+                                         f"'{describe_type(v)}', expected types '[bool, long, int, decimal, double]'")
+    return v
+
+
+def find_query(ns: str, cmd: dict, flt: dict, matcher: Matcher, *, skip: int = 0, limit: int | None = None,
+               batch_size: int | None = None, variables: dict | None = None, collator=None) -> CanonicalQuery:
+    """The canonical query of a find command (its options validated as the server does)."""
+    hint = check_hint(cmd.get("hint"))
+    mn, mx = _obj_arg(cmd, "min"), _obj_arg(cmd, "max")
+    if mn and mx and list(mn) != list(mx):
+        raise MongoError(51176, "min() and max() must have the same field names")
+    if (mn or mx) and isinstance(hint, dict) and "$natural" in hint:
+        raise MongoError("BadValue", "$natural hint cannot be used with min or max")
+    proj = cmd.get("projection")
+    if proj is not None and not isinstance(proj, dict):
+        raise MongoError("TypeMismatch", "BSON field 'FindCommandRequest.projection' is the wrong type, expected "
+                                         "type 'object'")
+    sort = cmd.get("sort")
+    return CanonicalQuery(ns, flt, matcher, sort=sort or None, projection=proj or None, skip=skip, limit=limit,
+                          hint=hint, min=mn, max=mx, return_key=_bool_arg(cmd, "returnKey"),
+                          show_record_id=_bool_arg(cmd, "showRecordId"), batch_size=batch_size, variables=variables,
+                          collator=collator)
+
+
+def execute(coll, cq: CanonicalQuery, view: Any = None, *, explain: bool = False) -> tuple[list, Solution, ExecContext]:
+    """Plan `cq` on `coll` (as `view` sees it) and run the plan to the end."""
+    sharded = coll is not None and bool(coll.shard_key)
+    sol = plan_query(coll, cq, view_changed=view_changes(coll, view), sharded=sharded)
+    ctx = ExecContext(coll, view, explain)
+    if isinstance(sol.root, Count):
+        sol.root.count(ctx)
+        return [], sol, ctx
+    return list(sol.root.run(ctx)), sol, ctx
+
+
+def matching(coll, flt: dict, matcher: Matcher | None, view: Any = None, *, hint: Any = None,
+             limit: int | None = None, sort: dict | None = None, collator=None) -> list[dict]:
+    """The documents matching `flt` (for count, distinct, writes): a plan without projection (`matcher`
+    compiled with `collator`, the query's collation)."""
+    if coll is None:
+        return []
+    cq = CanonicalQuery(coll.ns, flt, matcher or Matcher(flt, None, collator), sort=sort or None, limit=limit,
+                        hint=hint, collator=collator)
+    return execute(coll, cq, view)[0]
+
+
+def count(coll, flt: dict, view: Any = None, *, hint: Any = None, skip: int = 0, limit: int | None = None,
+          collator=None) -> int:
+    if coll is None:
+        return 0
+    cq = CanonicalQuery(coll.ns, flt, Matcher(flt, None, collator), skip=skip, limit=limit, hint=hint, count=True,
+                        collator=collator)
+    _docs, sol, _ctx = execute(coll, cq, view)
+    return sol.root.n_counted
+
+
+def pipeline_query(coll, ns: str, pipeline: list, hint: Any, variables: dict | None = None, collator=None
+                   ) -> tuple[CanonicalQuery | None, list]:
+    """The query layer's part of a pipeline (its leading `$match`, then `$sort`, then `$limit`, and the
+    `hint`) as a canonical query, and the stages left; None when a plain collection scan feeds it."""
+    hint = check_hint(hint)
+    k = 0
+    flt: dict = {}
+    sort = None
+    limit = None
+    matches = []
+    while k < len(pipeline) and _only(pipeline[k], "$match") and isinstance(pipeline[k]["$match"], dict):
+        matches.append(pipeline[k]["$match"])  # (adjacent $match stages coalesce, as the server's optimizer does)
+        k += 1
+    if matches:
+        flt = matches[0] if len(matches) == 1 else {"$and": matches}
+    if k < len(pipeline) and _only(pipeline[k], "$sort") and isinstance(pipeline[k]["$sort"], dict):
+        sort = pipeline[k]["$sort"]
+        k += 1
+        if k < len(pipeline) and _only(pipeline[k], "$limit") and type(pipeline[k]["$limit"]) is int \
+                and pipeline[k]["$limit"] > 0:
+            limit = pipeline[k]["$limit"]
+            k += 1
+    if not flt and sort is None and hint is None:
+        return None, pipeline
+    return CanonicalQuery(ns, flt, Matcher(flt, variables, collator), sort=sort, limit=limit, hint=hint,
+                          variables=variables, collator=collator), pipeline[k:]
+
+
+def _only(stage: Any, name: str) -> bool:
+    return isinstance(stage, dict) and len(stage) == 1 and name in stage

@@ -1,0 +1,130 @@
+"""CollatorInterface: one collation's string comparison, as ICU's sort keys order strings.
+
+`comparison_key(s)` is the server's `getComparisonKey`: bytes whose byte order is the
+collation's order and whose equality is the collation's equality, so one key serves for
+sorting, for equality, as a dict key (`$group`, `distinct`, unique indexes) and in index
+keys (the server's index keys hold exactly these keys in place of the strings).
+
+The key is built level by level from the root collation's elements (UTS #10 §7 and
+ICU's CollationKeys), each weight 16 bits big-endian, levels joined by 0x0000:
+
+1. primary weights (base letters);
+2. secondary weights (accents), reversed when `backwards` (French);
+   the case level (`caseLevel`): one case weight per primary element, lowercase first
+   unless `caseFirst: "upper"`;
+3. tertiary weights (case and variants); with `caseLevel` the case is taken out of them,
+   with `caseFirst` upper/lower the case weighs first (ICU's case bits above the tertiary);
+4. quaternary (only with `alternate: "shifted"`): the primaries of the variable characters
+   (spaces and punctuation, up to `maxVariable`), which weigh nothing at levels 1-3;
+5. identical: the NFD code points.
+
+`strength` says how many of the levels count.  Keys are cached per collator.
+
+Hand-written over pyuca (see `root_collation.py`): pyuca builds the plain UCA key only.
+"""
+
+from __future__ import annotations
+
+import functools
+import struct
+import unicodedata
+
+from mongosim.shardsim.query.collation.root_collation import root
+
+__all__ = ["CollatorInterface"]
+
+# DUCET tertiary weights of uppercase forms (UTS #10 §7.3), and the lowercase form of each
+_UPPER_TO_LOWER = {0x08: 0x02, 0x09: 0x03, 0x0A: 0x04, 0x0B: 0x05, 0x0C: 0x06, 0x1D: 0x1C}
+_SEP = b"\x00\x00"
+
+
+def _pack(weights: list[int]) -> bytes:
+    return struct.pack(f">{len(weights)}H", *weights)
+
+
+class CollatorInterface:
+    """A non-simple collation (`spec`: the normalised collation document)."""
+
+    __slots__ = ("spec", "strength", "case_level", "case_first", "numeric", "shifted", "var_top", "backwards",
+                 "comparison_key", "_frozen")
+
+    def __init__(self, spec: dict) -> None:
+        self.spec = spec
+        self.strength = spec["strength"]
+        self.case_level = spec["caseLevel"]
+        self.case_first = spec["caseFirst"]
+        self.numeric = spec["numericOrdering"]
+        self.shifted = spec["alternate"] == "shifted"
+        r = root()
+        self.var_top = r.punct_top if spec["maxVariable"] == "punct" else r.space_top
+        self.backwards = spec["backwards"]
+        self._frozen = tuple(spec.items())
+        self.comparison_key = functools.lru_cache(maxsize=1 << 16)(self._key)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, CollatorInterface) and other._frozen == self._frozen
+
+    def __hash__(self) -> int:
+        return hash(self._frozen)
+
+    def __repr__(self) -> str:
+        return f"CollatorInterface({self.spec!r})"
+
+    def compare(self, a: str, b: str) -> int:
+        ka, kb = self.comparison_key(a), self.comparison_key(b)
+        return -1 if ka < kb else (1 if ka > kb else 0)
+
+    def _key(self, s: str) -> bytes:
+        nfd = unicodedata.normalize("NFD", s)
+        r = root()
+        ces = r.numeric_elements(nfd) if self.numeric else r.elements(nfd)
+        strength, shifted, var_top = self.strength, self.shifted, self.var_top
+        case_level, case_first = self.case_level, self.case_first
+        upper_rank = 1 if case_first == "upper" else 2  # the case weight of an uppercase element
+        lower_rank = 3 - upper_rank
+        l1: list[int] = []
+        l2: list[int] = []
+        lc: list[int] = []
+        l3: list[int] = []
+        l4: list[int] = []
+        after_variable = False
+        for p, sec, ter in ces:
+            if shifted:
+                if p:
+                    if p <= var_top:
+                        after_variable = True
+                        l4.append(p)
+                        continue
+                    after_variable = False
+                elif after_variable or not (sec or ter):
+                    continue  # an ignorable after a variable weighs nothing
+                l4.append(0xFFFF)
+            if p:
+                l1.append(p)
+            if sec:
+                l2.append(sec)
+            if ter:
+                lower = _UPPER_TO_LOWER.get(ter)
+                rank = upper_rank if lower is not None else lower_rank
+                if case_level:
+                    if p:
+                        lc.append(rank)
+                    l3.append(ter if lower is None else lower)
+                elif case_first != "off":
+                    l3.append((rank << 8) | (ter if lower is None else lower))
+                else:
+                    l3.append(ter)
+        levels = [_pack(l1)]
+        if strength >= 2:
+            if self.backwards:
+                l2.reverse()
+            levels.append(_pack(l2))
+        if case_level:
+            levels.append(_pack(lc))
+        if strength >= 3:
+            levels.append(_pack(l3))
+        if strength >= 4 and shifted:
+            levels.append(_pack(l4))
+        if strength == 5:
+            levels.append(nfd.encode("utf-32-be"))
+        return _SEP.join(levels)

@@ -1,0 +1,541 @@
+"""The query planner: which index (if any) answers a query, with which bounds, and the plan around it.
+
+The steps follow the server's QueryPlanner::plan, simplified to what mongosim's
+indexes do:
+
+1. A *canonical query* (`CanonicalQuery`): the filter's top-level conjunction
+   split into leaf predicates `(path, operator, value)`; clauses an index can
+   never serve (`$or`, `$expr`, `$nor`, `$not`, positional paths) stay in the
+   residual filter only.
+2. Fast paths first, as the server's express executor: `{_id: <value>}` is one
+   lookup in the `_id` index; a single-field equality with `limit: 1` (what
+   `find_one` sends) on a plain index is one seek (`EXPRESS_IXSCAN`).
+3. A `hint` (a name or a key pattern; `{$natural: 1}` asks for a collection
+   scan) picks the index — a whole-index scan if no predicate bounds it; an
+   unknown hint is BadValue, as the server says it.
+4. Otherwise each *relevant* index — one whose first field has a predicate —
+   gets bounds for every field (`query.index_bounds`): predicates on one field
+   intersect, except on a multikey path (two predicates may hold for two
+   different elements); fields sharing a multikey array prefix do not compound.
+   A sparse index is eligible only when the query cannot match a document
+   missing its fields; a partial index only when the query implies its filter.
+   If no relevant index provides the requested sort, every index that can
+   (non-sparse, not multikey on the sort fields) is a candidate for a full scan.
+5. Candidates are ranked by the number of keys they would examine (counted on
+   the index, O(log n) per interval), then by whether they avoid a blocking
+   SORT and a residual filter.  The server races candidates for a trial period
+   instead; with exact key counts the cheapest plan is the one it picks too.
+6. No candidate: a collection scan.
+
+The plan is a tree of stages (`plan_executor`): IXSCAN under FETCH, or
+COLLSCAN, then SHARDING_FILTER (sharded collections), SORT (unless the index
+provides the order), SKIP, a projection, LIMIT — the server's
+QueryPlannerAnalysis::analyzeDataAccess order.
+
+Source: src/mongo/db/query/query_planner.cpp, planner_ixselect.cpp,
+planner_analysis.cpp, query_utils.h (express eligibility).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from bson import Regex
+
+from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.index_access_method import IndexAccessMethod
+from mongosim.shardsim.plan_executor import (
+    CollScan,
+    Count,
+    CountScan,
+    EOFStage,
+    ExpressIxscan,
+    Fetch,
+    IndexScan,
+    Limit,
+    PlanStage,
+    Projection,
+    ReturnKey,
+    ShardingFilter,
+    Skip,
+    Sort,
+)
+from mongosim.shardsim.canonical_query import (
+    CanonicalQuery,
+    Leaf,
+    bad_hint,
+    check_hint,
+    extract_leaves,
+)
+from mongosim.shardsim.query import index_bounds as B
+from mongosim.shardsim.query.collation.comparison_keys import collatable
+from mongosim.shardsim.query.paths import split
+from mongosim.shardsim.query.sorting import parse_sort
+from mongosim.shardsim.query.values import hashable
+
+MAX_SCANS_TO_EXPLODE = 200  # internalQueryMaxScansToExplode
+
+
+def _hinted_index(coll, cq: CanonicalQuery) -> IndexAccessMethod | str | None:
+    """The hinted index, "natural" for {$natural: ±1}, None without a hint."""
+    hint = check_hint(cq.hint)
+    if hint is None:
+        return None
+    if isinstance(hint, dict) and "$natural" in hint:
+        return "natural"
+    spec = None
+    if isinstance(hint, str):
+        spec = coll.index(hint) if coll is not None else None
+    elif coll is not None:
+        matches = [s for s in coll.indexes if _same_pattern(s["key"], hint)]
+        if len(matches) > 1:
+            raise MongoError("IndexNotFound", f"Hint matched multiple indexes, must hint by index name. Matched: "
+                                              f"{matches[0]} and {matches[1]}")
+        spec = matches[0] if matches else None
+    if spec is None or spec.get("hidden"):
+        raise bad_hint(cq)
+    ix = coll.index_access(spec["name"])
+    if ix is None or not ix.usable:
+        raise bad_hint(cq)
+    return ix
+
+
+def _same_pattern(a: dict, b: dict) -> bool:
+    """Key patterns equal as BSON (field order counts; 1 == 1.0)."""
+    if list(a) != list(b):
+        return False
+    for k in a:
+        x, y = a[k], b[k]
+        if isinstance(x, str) or isinstance(y, str):
+            if x != y:
+                return False
+        elif hashable(x) != hashable(y):
+            return False
+    return True
+
+
+# -- bounds for one index ---------------------------------------------------------------------------
+@dataclass
+class IndexPlan:
+    ix: IndexAccessMethod
+    bounds: list[list[B.Interval]]
+    exact: list[Leaf]  # predicates the bounds answer exactly
+    direction: int = 1
+    provides_sort: bool = False
+    whole: bool = False  # a whole-index scan (hint, or sort only)
+    keys: int = 0  # keys it would examine
+    position: int = 0
+    min_max: tuple | None = None  # (min key, max key) of a min/max scan
+
+def _field_leaves(cq: CanonicalQuery, path: str) -> list[Leaf]:
+    return [lf for lf in cq.leaves if lf.path == path]
+
+
+_NOT_COMPARED = frozenset({"$exists", "$type", "$size", "$mod", "$bitsAllSet", "$bitsAnySet", "$bitsAllClear",
+                           "$bitsAnyClear"})
+
+
+def _collation_allows(ix: IndexAccessMethod, lf: Leaf, collator) -> bool:
+    """Whether `ix` may bound `lf` (planner_ixselect's collation check): a string (or an object or array,
+    which may hold strings) compares in the index's order only under the index's own collation; a regex
+    bounds only an index without one (its prefix bounds are code-point ranges)."""
+    if lf.op == "$regex":
+        return ix.collator is None
+    if ix.collator == collator or lf.op in _NOT_COMPARED:
+        return True
+    if lf.op in ("$in", "$nin", "$all") and isinstance(lf.value, list):
+        return not any(collatable(v) for v in lf.value)
+    return not collatable(lf.value)
+
+
+def _bounds_of(ix: IndexAccessMethod, i: int, lf: Leaf, collator=None):
+    if not _collation_allows(ix, lf, collator):
+        return None
+    hashed = ix._hash64 if ix.hashed_pos == i else None
+    return B.predicate_bounds(lf.op, lf.value, hashed=hashed)
+
+
+def _multikey_prefixes(ix: IndexAccessMethod, i: int) -> set[str]:
+    parts = split(ix.paths[i])
+    return {".".join(parts[: c + 1]) for c in ix.multikey_paths[i]}
+
+
+def _plan_bounds(ix: IndexAccessMethod, cq: CanonicalQuery) -> tuple[list[list[B.Interval]], list[Leaf], bool]:
+    """Bounds for every field of `ix`, the leaves they answer exactly, whether field 0 is bounded."""
+    bounds: list[list[B.Interval]] = []
+    exact: list[Leaf] = []
+    used_prefixes: set[str] = set()
+    first_bounded = False
+    for i, path in enumerate(ix.paths):
+        oil = None
+        mk = _multikey_prefixes(ix, i)
+        if not (mk & used_prefixes):
+            for lf in _field_leaves(cq, path):
+                b = _bounds_of(ix, i, lf, cq.collator)
+                if b is None:
+                    continue
+                if oil is None:
+                    oil = b[0]
+                    if b[1] and not lf.derived and not (mk and lf.op in ("$ne", "$nin")):
+                        exact.append(lf)
+                elif not mk or lf.op == "$elemMatch":
+                    oil = B.intersect(oil, b[0])
+                    if b[1] and not lf.derived:
+                        exact.append(lf)
+        if oil is None:
+            bounds.append(B.ALL())
+        else:
+            bounds.append(oil)
+            used_prefixes |= mk
+            if i == 0:
+                first_bounded = True
+    return bounds, exact, first_bounded
+
+
+def _can_match_missing(ix: IndexAccessMethod, cq: CanonicalQuery) -> bool:
+    """Whether the query may match a document missing every field of a sparse index: no predicate
+    on an indexed field excludes the key a missing field would have (null)."""
+    for path in ix.paths:
+        for lf in _field_leaves(cq, path):
+            if _excludes_missing(lf):
+                return False
+    return True
+
+
+def _excludes_missing(lf: Leaf) -> bool:
+    if lf.op == "$exists":
+        return lf.value not in (False, 0, None)
+    b = B.predicate_bounds(lf.op, lf.value)
+    return b is not None and not B.contains_null(b[0])
+
+
+def _implies(cq: CanonicalQuery, partial: dict) -> bool:
+    """Whether every document the query matches matches the partial filter (expression::isSubsetOf,
+    for conjunctions of simple predicates)."""
+    leaves: list[Leaf] = []
+    residual: list[dict] = []
+    extract_leaves(partial, leaves, residual)
+    if residual:
+        return False
+    for p in leaves:
+        pb = B.predicate_bounds(p.op, p.value)
+        ok = False
+        for q in _field_leaves(cq, p.path):
+            if q.derived:
+                continue
+            if p.op == "$exists":
+                if p.value in (False, 0, None):
+                    break
+                if _excludes_missing(q):
+                    ok = True
+                    break
+                continue
+            if pb is None or not pb[1]:
+                if q.op == p.op and hashable(q.value if q.op != "$regex" else q.value[:2]) == \
+                        hashable(p.value if p.op != "$regex" else p.value[:2]):
+                    ok = True
+                    break
+                continue
+            qb = B.predicate_bounds(q.op, q.value)
+            if qb is not None and q.op not in ("$ne", "$nin") and B.oil_within(qb[0], pb[0]):
+                ok = True
+                break
+        if not ok:
+            return False
+    return True
+
+
+def _eligible(ix: IndexAccessMethod, cq: CanonicalQuery) -> bool:
+    if not ix.usable or ix.hidden:
+        return False
+    if ix.sparse and _can_match_missing(ix, cq):
+        return False
+    if ix.partial is not None and not _implies(cq, ix.partial.filter):
+        return False
+    return True
+
+
+def _sort_fields(cq: CanonicalQuery) -> list[tuple[str, int]]:
+    try:
+        return [(f, d) for f, d in parse_sort(cq.sort)] if cq.has_sort else []
+    except MongoError:
+        return []
+
+
+def _provides_sort(ix: IndexAccessMethod, bounds: list[list[B.Interval]], sort: list[tuple[str, int]],
+                   collator=None) -> int:
+    """1 or -1 when scanning `ix` forward / backward yields the requested order, else 0.
+
+    Equality (single point) fields may be skipped; a multikey or hashed field never gives order; strings
+    come in the order of the index's collation, so only a query of that collation may take it."""
+    if not sort or any(d == 0 for _f, d in sort) or ix.collator != collator:
+        return 0
+    paths = ix.paths
+    j = 0
+    direction = 0
+    for f, d in sort:
+        while j < len(paths) and paths[j] != f and len(bounds[j]) == 1 and bounds[j][0].is_point:
+            j += 1
+        if j >= len(paths) or paths[j] != f or ix.hashed_pos == j or ix.field_multikey(j):
+            return 0
+        ix_dir = -1 if ix.descending[j] else 1
+        want = 1 if d * ix_dir > 0 else -1
+        if direction == 0:
+            direction = want
+        elif direction != want:
+            return 0
+        j += 1
+    return direction
+
+
+# -- ranges: the contiguous key ranges an index scan visits ----------------------------------------
+def scan_ranges(ix: IndexAccessMethod, bounds: list[list[B.Interval]]) -> tuple[list[tuple], int]:
+    """The key ranges (lo, lo_incl, hi, hi_incl) covering `bounds`, in index order, and how many
+    leading fields they pin (the rest is checked key by key)."""
+    prefixes: list[tuple] = [()]
+    k = 0
+    n = len(ix.paths)
+    while k < n and B.is_point_oil(bounds[k]) and len(prefixes) * len(bounds[k]) <= MAX_SCANS_TO_EXPLODE:
+        prefixes = [p + (_enc(ix, k, iv.start),) for p in prefixes for iv in _ordered(ix, k, bounds[k])]
+        k += 1
+    ranges = []
+    if k < n:
+        ivs = _ordered(ix, k, bounds[k])
+        if len(prefixes) * len(ivs) <= MAX_SCANS_TO_EXPLODE:
+            for p in prefixes:
+                for iv in ivs:
+                    if ix.descending[k]:
+                        lo, lo_i, hi, hi_i = _enc(ix, k, iv.end), iv.end_incl, _enc(ix, k, iv.start), iv.start_incl
+                    else:
+                        lo, lo_i, hi, hi_i = _enc(ix, k, iv.start), iv.start_incl, _enc(ix, k, iv.end), iv.end_incl
+                    ranges.append((p + (lo,), lo_i, p + (hi,), hi_i))
+            return ranges, k + 1
+    for p in prefixes:
+        ranges.append((p, True, p, True))
+    return ranges, k
+
+
+def _ordered(ix: IndexAccessMethod, k: int, oil: list[B.Interval]) -> list[B.Interval]:
+    return list(reversed(oil)) if ix.descending[k] else oil
+
+
+def _enc(ix: IndexAccessMethod, k: int, v):
+    from mongosim.shardsim.index_access_method import Desc
+
+    kv = ix.key_hash(v)
+    return Desc(kv) if ix.descending[k] else kv
+
+
+def count_keys(ix: IndexAccessMethod, bounds: list[list[B.Interval]]) -> int:
+    ranges, _k = scan_ranges(ix, bounds)
+    return sum(ix.count(lo, li, hi, hi_i) for lo, li, hi, hi_i in ranges)
+
+
+# -- choosing ---------------------------------------------------------------------------------------
+@dataclass
+class Solution:
+    """The winning plan and the rejected ones (for explain)."""
+
+    root: PlanStage
+    rejected: list[PlanStage] = field(default_factory=list)
+    express: bool = False
+    index_plan: IndexPlan | None = None
+
+
+def _express_id(cq: CanonicalQuery) -> Any:
+    """isIdHackEligibleQuery: the `_id` value of `{_id: <scalar>}` (or `{_id: {$eq: <scalar>}}`)."""
+    f = cq.filter
+    if len(f) != 1 or "_id" not in f:
+        return _NO
+    v = f["_id"]
+    if isinstance(v, dict):
+        if len(v) == 1 and "$eq" in v:
+            v = v["$eq"]
+        else:
+            return _NO
+        if isinstance(v, dict):
+            return _NO
+    if isinstance(v, (list, Regex, re.Pattern)):
+        return _NO
+    if cq.collator is not None and collatable(v):
+        return _NO  # (the lookup compares `_id` values as they are)
+    if cq.hint is not None and check_hint(cq.hint) is not None:
+        return _NO
+    if cq.skip or cq.min or cq.max or cq.show_record_id or cq.return_key or cq.batch_size:
+        return _NO
+    if cq.projection and not _simple_projection(cq.projection):
+        return _NO
+    return v
+
+
+_NO = object()
+
+
+def _simple_projection(p: dict) -> bool:
+    return all(not isinstance(v, dict) and not isinstance(v, str) and "$" not in k for k, v in p.items())
+
+
+def _express_equality(coll, cq: CanonicalQuery) -> IndexAccessMethod | None:
+    """isEqualityExpressEligibleQuery + getIndexForExpressEquality: `{a: <scalar>}` with limit 1 (or
+    a unique single-field index) on a plain index answers with one seek."""
+    f = cq.filter
+    if len(f) != 1 or len(cq.leaves) != 1 or cq.residual:
+        return None
+    lf = cq.leaves[0]
+    if lf.op != "$eq" or lf.derived or not B._exact_value(lf.value) or isinstance(lf.value, (dict, Regex, re.Pattern)):
+        return None
+    if cq.sort or cq.skip or cq.min or cq.max or cq.show_record_id or cq.return_key or cq.batch_size or cq.count:
+        return None
+    if (cq.hint is not None and check_hint(cq.hint) is not None) or \
+            (cq.projection and not _simple_projection(cq.projection)):
+        return None
+    best = None
+    for ix in coll.secondary_access():
+        if ix.paths[0] != lf.path or not ix.usable or ix.hidden or ix.sparse or ix.partial is not None \
+                or ix.hashed_pos is not None or not _collation_allows(ix, lf, cq.collator):
+            continue
+        if not (cq.limit == 1 or (ix.unique and len(ix.paths) == 1)):
+            continue
+        mat = coll.index_access(ix.name)
+        if mat.field_multikey(0):
+            continue
+        if best is None or len(ix.paths) < len(best.paths):
+            best = mat
+    return best
+
+
+def plan_query(coll, cq: CanonicalQuery, *, view_changed: bool = False, sharded: bool = False) -> Solution:
+    """The winning plan for `cq` on `coll` (None: the collection does not exist)."""
+    hinted = _hinted_index(coll, cq) if (coll is not None and cq.hint is not None) else None  # (no collection: EOF)
+    if cq.min or cq.max:
+        if not isinstance(hinted, IndexAccessMethod):
+            if coll is None:
+                return Solution(_finish(EOFStage(), cq, False, sharded))
+            raise MongoError(51173, "When using min()/max() a hint of which index to use must be provided")
+    if coll is None:
+        return Solution(_finish(EOFStage(), cq, False, sharded))
+    if hinted is None and not cq.count:
+        idv = _express_id(cq)
+        if idv is not _NO:
+            return Solution(ExpressIxscan(None, idv, cq.projection, variables=cq.variables), express=True)
+        ex = _express_equality(coll, cq) if not view_changed else None
+        if ex is not None:
+            return Solution(ExpressIxscan(ex, cq.leaves[0].value, cq.projection, limit=cq.limit,
+                                          variables=cq.variables), express=True)
+    sort = _sort_fields(cq)
+    if hinted == "natural":
+        direction = check_hint(cq.hint)["$natural"]
+        return Solution(_finish(CollScan(cq.matcher, direction), cq, False, sharded))
+    if isinstance(hinted, IndexAccessMethod):
+        if cq.min or cq.max:
+            plan = _min_max_plan(hinted, cq)
+        else:
+            bounds, exact, _first = _plan_bounds(hinted, cq)
+            plan = IndexPlan(hinted, bounds, exact)
+            d = _provides_sort(hinted, bounds, sort, cq.collator) if not view_changed else 0
+            if d:
+                plan.direction, plan.provides_sort = d, True
+        return Solution(_build(plan, cq, sharded, view_changed), index_plan=plan)
+    candidates: list[IndexPlan] = []
+    order = 0
+    access = list(coll.secondary_access())
+    if any(lf.path == "_id" for lf in cq.leaves) or any(f == "_id" for f, _d in sort):
+        access.insert(0, coll.index_access("_id_"))
+    for ix0 in access:
+        order += 1
+        if not _eligible(ix0, cq):
+            continue
+        if not any(lf.path == ix0.paths[0] for lf in cq.leaves):
+            continue
+        ix = coll.index_access(ix0.name)
+        bounds, exact, first = _plan_bounds(ix, cq)
+        if not first:
+            continue
+        plan = IndexPlan(ix, bounds, exact, position=order)
+        d = _provides_sort(ix, bounds, sort, cq.collator) if not view_changed else 0
+        if d:
+            plan.direction, plan.provides_sort = d, True
+        candidates.append(plan)
+    if sort and not view_changed and not any(p.provides_sort for p in candidates):
+        order = 0
+        for ix0 in access:
+            order += 1
+            if not ix0.usable or ix0.hidden or ix0.sparse or ix0.hashed_pos == 0:
+                continue
+            if ix0.partial is not None and not _implies(cq, ix0.partial.filter):
+                continue
+            ix = coll.index_access(ix0.name)
+            whole = [B.ALL() for _ in ix.paths]
+            d = _provides_sort(ix, whole, sort, cq.collator)
+            if d:
+                plan = IndexPlan(ix, whole, [], direction=d, provides_sort=True, whole=True, position=100 + order)
+                candidates.append(plan)
+    if not candidates:
+        return Solution(_finish(CollScan(cq.matcher, 1), cq, False, sharded))
+    for p in candidates:
+        p.keys = count_keys(p.ix, p.bounds)
+    needs_filter = bool(cq.residual) or bool(cq.leaves)
+
+    def rank(p: IndexPlan):
+        residual = needs_filter and len(p.exact) < len([lf for lf in cq.leaves if not lf.derived]) + len(cq.residual)
+        return (p.keys, not p.provides_sort if sort else False, residual, p.position)
+
+    candidates.sort(key=rank)
+    best = candidates[0]
+    return Solution(_build(best, cq, sharded, view_changed), [_build(p, cq, sharded, view_changed) for p in candidates[1:]],
+                    index_plan=best)
+
+
+def _min_max_plan(ix: IndexAccessMethod, cq: CanonicalQuery) -> IndexPlan:
+    """min/max: the scan from `min` (inclusive) to `max` (exclusive) over the hinted index."""
+    for bound in (cq.min, cq.max):
+        if bound and (list(bound) != ix.paths[: len(bound)] or len(bound) != len(ix.paths)):
+            raise MongoError(51174, "The index chosen is not compatible with min/max")
+    plan = IndexPlan(ix, [B.ALL() for _ in ix.paths], [], whole=True)
+    lo = tuple(_enc(ix, i, v) for i, v in enumerate(cq.min.values())) if cq.min else None
+    hi = tuple(_enc(ix, i, v) for i, v in enumerate(cq.max.values())) if cq.max else None
+    if lo is not None and hi is not None and not lo < hi:
+        raise MongoError(51175, "The value provided for min() does not come before the value provided for max() "
+                                "in the hinted index")
+    plan.min_max = (lo, hi)
+    return plan
+
+
+def _build(plan: IndexPlan, cq: CanonicalQuery, sharded: bool, view_changed: bool = False) -> PlanStage:
+    """IXSCAN (+ FETCH) for an index plan, then the rest of the plan."""
+    mm = plan.min_max
+    ranges, pinned = scan_ranges(plan.ix, plan.bounds) if mm is None else (None, 0)
+    scan = IndexScan(plan.ix, plan.bounds, plan.direction, ranges, pinned, min_max=mm, min_doc=cq.min,
+                     max_doc=cq.max)
+    exact_ids = {id(lf) for lf in plan.exact}
+    rest = [{lf.path: {lf.op: lf.value if lf.op != "$regex" else lf.value[2]}}
+            for lf in cq.leaves if id(lf) not in exact_ids and not lf.derived]
+    rest += cq.residual
+    shown = None if not rest else (rest[0] if len(rest) == 1 else {"$and": rest})
+    if cq.count and not shown and mm is None and not sharded and not view_changed and not plan.ix.is_multikey and ranges is not None \
+            and len(ranges) == 1 and all(B.is_all(b) for b in plan.bounds[pinned:]):
+        return Count(CountScan(plan.ix, plan.bounds, ranges, pinned), cq)
+    fetch = Fetch(scan, cq.matcher, shown)
+    return _finish(fetch, cq, plan.provides_sort, sharded)
+
+
+def _finish(root: PlanStage, cq: CanonicalQuery, sorted_by_index: bool, sharded: bool) -> PlanStage:
+    if sharded and not isinstance(root, EOFStage):
+        root = ShardingFilter(root)
+    if cq.count:
+        return Count(root, cq)
+    if cq.has_sort and not sorted_by_index:
+        limit = (cq.limit + cq.skip) if cq.limit else None
+        root = Sort(root, cq.sort, limit, cq.collator)
+    if cq.skip:
+        root = Skip(root, cq.skip)
+    if cq.return_key:
+        root = ReturnKey(root, cq.show_record_id)
+    elif cq.projection or cq.show_record_id:
+        root = Projection(root, cq.projection, cq.matcher, cq.show_record_id, cq.variables)
+    if cq.limit and not (cq.has_sort and not sorted_by_index):
+        root = Limit(root, cq.limit)
+    return root
+

@@ -1,0 +1,175 @@
+"""removeShard: draining (the balancer moves the chunks), movePrimary, completion; running change
+streams lose nothing; a stale router follows the moved database."""
+
+from __future__ import annotations
+
+import pytest
+import trio
+from bson import Int64
+
+from mongosim.core import open_cluster
+from mongosim.testing import AsyncClient, CommandError
+
+EPOCH = 1_700_000_000
+
+
+async def _setup(c: AsyncClient) -> None:
+    """db.c sharded over the three shards; db2 (primary shard02) holds the unsharded db2.u."""
+    await c.admin({"enableSharding": "db", "primaryShard": "shard00"})
+    await c.admin({"shardCollection": "db.c", "key": {"k": 1}})
+    for i, s in ((1, "shard01"), (2, "shard02"), (3, "shard02")):
+        await c.admin({"split": "db.c", "middle": {"k": 100 * i}})
+        await c.admin({"moveChunk": "db.c", "find": {"k": 100 * i}, "to": s})
+    await c.admin({"enableSharding": "db2", "primaryShard": "shard02"})
+    await c.insert("db", "c", [{"_id": i, "k": i * 10} for i in range(40)])
+    await c.insert("db2", "u", [{"_id": i} for i in range(5)])
+
+
+async def _until_completed(c: AsyncClient, shard: str) -> list[dict]:
+    replies = []
+    while True:
+        r = await c.admin({"removeShard": shard})
+        replies.append(r)
+        if r["state"] == "completed":
+            return replies
+        if r["state"] == "ongoing" and r["remaining"]["chunks"] == 0 and r["dbsToMove"]:
+            for db in r["dbsToMove"]:
+                await c.admin({"movePrimary": db, "to": "shard00"})
+        await trio.sleep(1)
+
+
+async def test_remove_shard_replies_and_the_shard_leaves(autojump_clock):
+    async with open_cluster(shards=3, routers=2, listen=False, epoch=EPOCH, instant_hwm=True) as core:
+        c = AsyncClient(core.router)
+        await _setup(c)
+        await c.admin({"balancerStop": 1})  # first look at the replies with nothing moving
+        started = await c.admin({"removeShard": "shard02"})
+        assert {k: v for k, v in started.items() if k not in ("$clusterTime", "operationTime")} == {
+            "msg": "draining started successfully", "state": "started", "shard": "shard02",
+            "note": "you need to drop or movePrimary these databases", "dbsToMove": ["db2"], "ok": 1.0}
+        shards = {d["_id"]: d for d in (await c.admin({"listShards": 1}))["shards"]}
+        assert shards["shard02"]["draining"] is True
+        ongoing = await c.admin({"removeShard": "shard02"})
+        assert ongoing["msg"] == "draining ongoing" and ongoing["state"] == "ongoing"
+        assert ongoing["remaining"] == {"chunks": Int64(2), "dbs": Int64(1), "jumboChunks": Int64(0)}
+        assert ongoing["dbsToMove"] == ["db2"]
+        await c.admin({"balancerStart": 1})
+        replies = await _until_completed(c, "shard02")
+        done = replies[-1]
+        assert (done["msg"], done["state"], done["shard"]) == ("removeshard completed successfully", "completed", "shard02")
+        assert [d["_id"] for d in (await c.admin({"listShards": 1}))["shards"]] == ["shard00", "shard01"]
+        chunks = await c.find("config", "chunks", {})
+        assert chunks and all(ch["shard"] != "shard02" for ch in chunks)
+        assert {d["_id"]: d["primary"] for d in await c.find("config", "databases", {})}["db2"] == "shard00"
+        assert sorted(d["_id"] for d in await c.find("db", "c", {})) == list(range(40))
+        assert sorted(d["_id"] for d in await c.find("db2", "u", {})) == list(range(5))
+        assert "shard02" not in core.router.shards
+        with pytest.raises(CommandError) as info:
+            await c.admin({"removeShard": "shard02"})
+        assert info.value.code_name == "ShardNotFound" and info.value.reply["errmsg"] == "Shard shard02 does not exist"
+
+
+async def test_the_last_shard_cannot_leave(autojump_clock):
+    async with open_cluster(shards=2, routers=2, listen=False, epoch=EPOCH, instant_hwm=True) as core:
+        c = AsyncClient(core.router)
+        await c.admin({"removeShard": "shard01"})
+        with pytest.raises(CommandError) as info:
+            await c.admin({"removeShard": "shard00"})
+        assert info.value.code_name == "IllegalOperation"
+        assert info.value.reply["errmsg"] == "Operation not allowed because it would remove the last shard"
+
+
+async def test_move_primary_moves_unsharded_collections_silently(autojump_clock):
+    async with open_cluster(shards=2, routers=2, listen=False, epoch=EPOCH, instant_hwm=True) as core:
+        c = AsyncClient(core.router)
+        await c.admin({"enableSharding": "m", "primaryShard": "shard01"})
+        await c.insert("m", "u", [{"_id": 1}, {"_id": 2}])
+        uuid = core.shards["shard01"].catalog.collection("m", "u").uuid
+        stale = AsyncClient(core.routers[1])
+        await stale.find("m", "u", {})  # it learned the old primary
+        cs = c.watch("m", 1, max_await_time_ms=100)
+        await cs.open()
+        await c.admin({"movePrimary": "m", "to": "shard00"})
+        moved = core.shards["shard00"].catalog.collection("m", "u")
+        assert moved is not None and moved.uuid == uuid and len(moved) == 2
+        assert core.shards["shard01"].catalog.collection("m", "u") is None
+        await stale.insert("m", "u", [{"_id": 3}])  # StaleDbVersion at shard01, then shard00
+        assert core.shards["shard00"].catalog.collection("m", "u").get(3) == {"_id": 3}
+        ev = await cs.try_next()
+        while ev is None:
+            ev = await cs.try_next()
+        assert (ev["operationType"], ev["documentKey"]) == ("insert", {"_id": 3})  # nothing of the move itself
+        version = (await c.find("config", "databases", {"_id": "m"}))[0]["version"]
+        assert version["lastMod"] == 2
+        with pytest.raises(CommandError) as info:
+            await c.admin({"movePrimary": "nope", "to": "shard00"})
+        assert info.value.code_name == "NamespaceNotFound"
+        with pytest.raises(CommandError) as info:
+            await c.admin({"movePrimary": "m", "to": "shard09"})
+        assert info.value.code_name == "ShardNotFound"
+
+
+async def test_a_stream_across_a_shards_departure_loses_nothing(autojump_clock):
+    async with open_cluster(shards=3, routers=2, listen=False, epoch=EPOCH, instant_hwm=True) as core:
+        c = AsyncClient(core.router)
+        await _setup(c)
+        cs = c.watch("admin", 1, max_await_time_ms=200)
+        await cs.open()
+        written: list = []
+        removed = trio.Event()
+
+        async def writer():
+            i = 1000
+            while not removed.is_set():
+                await c.insert("db", "c", [{"_id": i, "k": (i * 37) % 400}])
+                written.append(i)
+                i += 1
+                await trio.sleep(0.05)
+            for j in range(i, i + 5):
+                await c.insert("db", "c", [{"_id": j, "k": (j * 37) % 400}])
+                written.append(j)
+
+        async def remover():
+            await trio.sleep(0.3)
+            await _until_completed(c, "shard02")
+            removed.set()
+
+        async with trio.open_nursery() as n:
+            n.start_soon(writer)
+            n.start_soon(remover)
+        got = []
+        with trio.move_on_after(120):  # (virtual time)
+            while len(got) < len(written):
+                ev = await cs.try_next()
+                if ev is not None and ev["operationType"] == "insert" and ev["ns"] == {"db": "db", "coll": "c"}:
+                    got.append(ev)
+        ids = [e["documentKey"]["_id"] for e in got]
+        assert ids == written
+        tokens = [e["_id"]["_data"] for e in got]
+        assert tokens == sorted(tokens)
+
+
+async def test_resuming_from_before_the_removal_reads_the_removed_shard(autojump_clock):
+    async with open_cluster(shards=3, routers=2, listen=False, epoch=EPOCH, instant_hwm=True) as core:
+        c = AsyncClient(core.router)
+        await _setup(c)
+        cs = c.watch("db", "c", max_await_time_ms=100)
+        await cs.open()
+        await c.insert("db", "c", [{"_id": 500, "k": 5}])
+        first = None
+        while first is None:
+            first = await cs.try_next()
+        token = first["_id"]
+        await cs.close()
+        await c.insert("db", "c", [{"_id": 501, "k": 250}, {"_id": 502, "k": 350}])  # on shard02
+        await _until_completed(c, "shard02")
+        await c.insert("db", "c", [{"_id": 503, "k": 250}])  # now elsewhere
+        resumed = c.watch("db", "c", resumeAfter=token, max_await_time_ms=100)
+        await resumed.open()
+        got = []
+        with trio.move_on_after(120):  # (virtual time)
+            while len(got) < 3:
+                ev = await resumed.try_next()
+                if ev is not None:
+                    got.append(ev["documentKey"]["_id"])
+        assert got == [501, 502, 503]
