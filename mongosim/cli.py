@@ -197,8 +197,8 @@ async def _serve(opts: ClusterOptions, trace_out: Any) -> None:
 
                 Trace(out=trace_out, keep=False).attach(core)
             _print_routers(core)  # (before the ready line, which scripts wait for)
-            _print_replica_sets(core)
             print(f"mongosim {opts.topology} cluster ready: {core.uri}  (Ctrl-C stops it)", flush=True)
+            _print_replica_sets(core)
             if opts.topology == "sharded" and not opts.instant_hwm:
                 print(f"  note: as on a real cluster, an idle shard delays change events by up to its noop interval "
                       f"({opts.noop_interval:g} s); --instant-hwm removes that latency", flush=True)

@@ -94,6 +94,10 @@ class ReplSetFrontend:
         """A member's failpoints are its node's (configureFailPoint on this port sets them)."""
         return self.member.node.failpoints
 
+    @failpoints.setter
+    def failpoints(self, value) -> None:
+        self.member.node.failpoints = value
+
     # -- hello ------------------------------------------------------------------------------
     def replica_set_fields(self) -> dict:
         """This member's part of `hello`, in the server's field order (hello_response.cpp)."""

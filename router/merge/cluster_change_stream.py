@@ -153,6 +153,9 @@ class ClusterChangeStreamCursor:
 
     async def _fetch(self, idx: int, await_ms: int, batch_size: int | None = None) -> None:
         rc = self.arm.remotes[idx]
+        if getattr(self, "_closed", False):  # scheduled before the cursor closed, started after: nothing to ask
+            rc.pending = False
+            return
         with trio.CancelScope() as scope:
             self._scopes.add(scope)
             try:

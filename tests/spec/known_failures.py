@@ -29,7 +29,6 @@ COUNT_IN_TXN = "count allowed in a transaction (the server: OperationNotSupporte
 MAPREDUCE = "no mapReduce command (CommandNotFound 59)"
 TAILABLE = "a tailable find on a capped collection returns cursor id 0 (the cursor must stay open)"
 TIMESERIES = "time-series collection refuses duplicate _id values (DuplicateKey 11000)"
-UNSATISFIABLE_WC = "unsatisfiable write concern (w: 10) ignored instead of a writeConcernError (100)"
 VALIDATORS = "collection validators not enforced (no DocumentValidationFailure 121 with errInfo)"
 CHECK_METADATA = "no checkMetadataConsistency command (CommandNotFound 59)"
 
@@ -211,10 +210,6 @@ _BY_CAUSE: dict[str, list[str]] = {
     TIMESERIES: [  # 2
         "replset/collection-management/timeseries-collection.json/insertMany with duplicate ids",
         "sharded/collection-management/timeseries-collection.json/insertMany with duplicate ids",
-    ],
-    UNSATISFIABLE_WC: [  # 2
-        "replset/transactions/commit.json/write concern error on commit",
-        "sharded/transactions/commit.json/write concern error on commit",
     ],
     VALIDATORS: [  # 2
         "replset/crud/findOneAndUpdate-errorResponse.json/findOneAndUpdate document validation errInfo is accessible",
