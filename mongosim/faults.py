@@ -108,7 +108,7 @@ class FaultInjector:
         node = self._node(shard)
         # operations in flight fail as at shutdown; later getMores find no cursor (CursorNotFound)
         node.cursors.kill_all(MongoError("InterruptedAtShutdown", "interrupted at shutdown"))
-        node.oplog._lot.unpark_all()
+        node.oplog.wake_readers()
         node.progress.unpark_all()
         abort_open_transactions(node)
         node.catalog.snapshots.expire(float("inf"))

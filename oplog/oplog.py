@@ -228,3 +228,8 @@ class Oplog:
         """Park until the oplog holds a (majority-visible) entry at absolute position >= `pos`."""
         while self.visible_end <= pos:
             await self._lot.park()
+
+    def wake_readers(self) -> None:
+        """Wake every reader parked on this oplog so it looks again (its node changed state: a
+        restart, a rollback, an initial sync, a new replication source)."""
+        self._lot.unpark_all()

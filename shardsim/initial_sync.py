@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from mongosim.oplog import bsonutil
+from mongosim.oplog.errors import MongoError
 from mongosim.oplog.oplog import Oplog
 from mongosim.shardsim.catalog import Catalog, Collection
 from mongosim.shardsim.query.values import hashable
@@ -51,7 +52,9 @@ def initial_sync(member: "Member", source: "Member") -> None:
     node.catalog = catalog
     copy_sessions(src.sessions, node.sessions)
     node.preimages = {k: bsonutil.decode(bsonutil.encode(v)) for k, v in src.preimages.items()}
-    node.cursors.kill_all()
+    node.cursors.kill_all(MongoError("InterruptedDueToReplStateChange", "operation was interrupted because a "
+                                     "replica set state change occurred: initial sync"))
+    node.oplog.wake_readers()
     oplog = Oplog(src.oplog.max_bytes)
     last = src.oplog.end - 1
     key, op, ns = src.oplog.meta_at(last)

@@ -256,7 +256,7 @@ class ReplicaSet:
             m.topology_counter += 1
             ev, m.hello_changed = m.hello_changed, trio.Event()
             ev.set()
-            m.node.oplog._lot.unpark_all()  # replication parked on its source's oplog
+            m.node.oplog.wake_readers()  # replication parked on its source's oplog
             m.node.progress.unpark_all()
             m.wakeup.unpark_all()
         self.changed.unpark_all()

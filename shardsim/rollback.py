@@ -55,7 +55,7 @@ def end_operations(member: "Member", error: MongoError, *, close: bool = True) -
         member.on_close_connections()
     member.interrupt(("read", "write"))
     node.cursors.kill_all(error)
-    node.oplog._lot.unpark_all()
+    node.oplog.wake_readers()
     node.progress.unpark_all()
     for state in list(node.sessions._sessions.values()):
         if state.txn is not None and state.txn.state in ("in_progress", "prepared"):

@@ -147,9 +147,9 @@ class ChangeStreamCursor:
             return self.finish(batch), self.reply_fields(batch), self.exhausted
         if not batch and not self.exhausted:
             wait = (max_time_ms if max_time_ms is not None else DEFAULT_AWAIT_MS) / 1000.0
-            instant = self.node.instant_hwm
             with trio.move_on_after(wait):
                 while True:
+                    instant = self.node.instant_hwm  # (read each time: a primary stepping down stops promising)
                     if instant:  # woken by new entries, or by a newer cluster time to promise
                         await self.node.wait_for_progress(self.source.pos, self.pbrt_key)
                     else:
