@@ -27,6 +27,7 @@ from mongosim.oplog.errors import MongoError
 from mongosim.router import handshake
 from mongosim.router.mongos import Router
 from mongosim.router.sharding_catalog_manager import ShardingCatalogManager
+from mongosim.shardsim import ttl_monitor
 from mongosim.shardsim.node import Node
 from mongosim.shardsim.replica_set import ReplicaSet
 
@@ -296,6 +297,9 @@ class ClusterCore:
             for rs in list(self.replica_sets.values()):
                 for m in rs.members:
                     m.node.cursors.reap_idle()
+                primary = rs.primary  # the TTL monitor deletes on the primary; secondaries replicate it
+                if primary is not None:
+                    ttl_monitor.run_once(primary.node)  # (ttlMonitorSleepSecs is 60 s too: one periodic task)
             for router in self.routers:
                 router.cursors.reap_idle()
 

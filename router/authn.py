@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import trio
+
 from mongosim.router import logical_session_id
 from mongosim.router.auth import USER_COMMANDS, AuthManager
 
@@ -61,6 +63,28 @@ def with_session(frontend: Any, cmd: dict, conn: Any) -> dict:
     enabled = auth is not None and auth.enabled
     user = auth.authenticated_user(conn_auth(frontend, conn)) if enabled else None
     return logical_session_id.with_session(cmd, user, enabled)
+
+
+def authenticated_name(frontend: Any, conn: Any) -> str | None:
+    """The connection's user as "user@db" (None: authentication off, or nobody logged in)."""
+    auth = frontend.auth
+    user = auth.authenticated_user(conn_auth(frontend, conn)) if auth is not None and auth.enabled else None
+    return str(user) if user is not None else None
+
+
+def client_info(frontend: Any, conn: Any) -> dict:
+    """Who runs a command, as the profiler records it: {client, appName, user}."""
+    app = ((conn.client or {}).get("application") or {}).get("name")
+    return {"client": conn.peer, "appName": app, "user": authenticated_name(frontend, conn)}
+
+
+def vivify_session(frontend: Any, cmd: dict, conn: Any) -> None:
+    """The command's session (its lsid resolved) becomes known to the front door's logical session
+    cache, with the authenticated user's name (shardsim/logical_session_cache.py)."""
+    lsid = cmd.get("lsid")
+    if not isinstance(lsid, dict) or "uid" not in lsid:
+        return
+    frontend.session_cache.vivify(lsid, authenticated_name(frontend, conn), trio.current_time())
 
 
 def note_cursor_owner(frontend: Any, reply: dict, conn: Any) -> None:

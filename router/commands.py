@@ -8,10 +8,13 @@ import it, nothing imports it back, and no command module imports the router.
 from mongosim.router import (  # noqa: F401
     balancer,
     bulk_write,
+    check_metadata_consistency,
     cluster_explain,
+    cluster_validate,
     commands_admin,
     commands_crud,
     commands_ddl,
+    map_reduce,
     move_primary,
     remove_shard,
     search_indexes,

@@ -11,6 +11,7 @@ from mongosim.oplog.errors import MongoError
 from mongosim.router import authn, handshake
 from mongosim.router.command_registry import ROUTER_COMMANDS, router_command
 from mongosim.router.request import Request
+from mongosim.shardsim.profiler import apply_profile_command
 
 if TYPE_CHECKING:
     from mongosim.router.mongos import Router
@@ -68,6 +69,8 @@ async def cmd_whatsmyuri(router: Router, req: Request) -> dict:
 async def cmd_end_sessions(router: Router, req: Request) -> dict:
     """Sessions ended or killed: their open transactions abort (on a mongos through its transaction
     router, on a replica-set primary in its own session table)."""
+    if req.name == "endSessions" and isinstance(req.cmd.get("endSessions"), list):
+        router.session_cache.end([lsid for lsid in req.cmd["endSessions"] if isinstance(lsid, dict) and "id" in lsid])
     if req.name in ("endSessions", "killSessions", "killAllSessions"):
         if router.txns is not None:
             await router.txns.end_sessions(req.cmd)
@@ -78,7 +81,26 @@ async def cmd_end_sessions(router: Router, req: Request) -> dict:
 
 @router_command("startSession")
 async def cmd_start_session(router: Router, req: Request) -> dict:
-    return {"id": {"id": Binary(_uuid.uuid4().bytes, 4)}, "timeoutMinutes": handshake.LOGICAL_SESSION_TIMEOUT_MINUTES, "ok": 1.0}
+    """A new session of the connection's user, known to this process's session cache from now."""
+    lsid = {"id": Binary(_uuid.uuid4().bytes, 4)}
+    authn.vivify_session(router, authn.with_session(router, {"lsid": lsid}, req.conn), req.conn)
+    return {"id": lsid, "timeoutMinutes": handshake.LOGICAL_SESSION_TIMEOUT_MINUTES, "ok": 1.0}
+
+
+@router_command("profile")
+async def cmd_profile(router: Router, req: Request) -> dict:
+    """A mongos keeps slowms, sampleRate and per-database filters for its logs, but profiles nothing:
+    only levels -1 and 0 (shardsim/profiler.py)."""
+    return apply_profile_command(router.profile_settings, req.db, req.cmd, on_mongos=True)[0]
+
+
+@router_command("refreshLogicalSessionCacheNow")
+async def cmd_refresh_logical_session_cache_now(router: Router, req: Request) -> dict:
+    """A test command: the session cache refreshes now (ended and expired sessions leave it)."""
+    if not router.identity.parameters.get("enableTestCommands", 1):
+        raise MongoError("CommandNotFound", "no such command: 'refreshLogicalSessionCacheNow'")
+    router.session_cache.refresh(trio.current_time())
+    return {"ok": 1.0}
 
 
 @router_command("configureFailPoint")

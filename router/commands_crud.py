@@ -23,16 +23,27 @@ from mongosim.oplog.clock import ts_key
 from mongosim.oplog.errors import MongoError
 from mongosim.router.aggregate_output import output_writer
 from mongosim.router.change_owning_shard import Outcome, change_owning_shard
+from mongosim.router.collation_targeting import collation_sensitive, effective_collation
 from mongosim.router.command_registry import ROUTER_COMMANDS, router_command
 from mongosim.router.let_parameters import router_variables
 from mongosim.router.request import GENERIC_FIELDS, Request
+from mongosim.shardsim.query.document_metadata import strip
+from mongosim.shardsim.query.extensions_callback import check_pipeline
+from mongosim.router.sort_key_merge import (
+    merge,
+    merged_with_metadata,
+    needs_sort_key,
+    shard_projection,
+    starts_with_metadata,
+)
 from mongosim.router.shard_versioning import MAX_STALE_RETRIES, is_stale, note_routing, with_versions
 from mongosim.router.sharding import critical_sections, ensure_database
-from mongosim.router.collation_targeting import collation_sensitive, effective_collation
+from mongosim.router.store_possible_cursor import store_possible_cursor
 from mongosim.router.write_without_shard_key import first_in_sort_order, narrowed
 from mongosim.shardsim.collation import command_collator
 from mongosim.shardsim.cursors import DEFAULT_FIRST_BATCH, QueryCursor, cursor_reply
 from mongosim.shardsim.node import WOULD_CHANGE_OWNING_SHARD
+from mongosim.shardsim.logical_session_cache import expand_list_local_sessions
 from mongosim.shardsim.query.documents_stage import documents_source
 from mongosim.shardsim.query.pipeline_shape import split_pipeline
 from mongosim.shardsim.reads import int_arg
@@ -487,6 +498,24 @@ async def _gather(router: Router, req: Request, db: str, shards: list[str], cmd:
     return out
 
 
+async def _gather_aggregate(router: Router, req: Request, db: str, shards: list[str], target: str,
+                            part: list) -> list[dict]:
+    """Run the shards' part of a pipeline on `shards` with `needsMerge` (their documents keep their metadata)."""
+    out: list[dict] = []
+    for shard in shards:
+        cmd = {"aggregate": target, "pipeline": part, "cursor": {"batchSize": 2**31 - 1}, "needsMerge": True,
+               **_hint(req), **_collation_field(req), **_session_fields(req)}
+        reply = await _run_txn_aware(router, req, shard, db, cmd)
+        cur = reply["cursor"]
+        out.extend(cur["firstBatch"])
+        cid = cur["id"]
+        while cid:
+            more = await router.shard(shard).command(db, {"getMore": cid, "collection": cur["ns"].split(".", 1)[1]})
+            out.extend(more["cursor"]["nextBatch"])
+            cid = more["cursor"]["id"]
+    return out
+
+
 @router_command("find")
 async def cmd_find(router: Router, req: Request) -> dict:
     from mongosim.shardsim.query.projection import compile_projection
@@ -499,6 +528,9 @@ async def cmd_find(router: Router, req: Request) -> dict:
     if not isinstance(flt, dict):
         raise MongoError("TypeMismatch", "BSON field 'FindCommandRequest.filter' is the wrong type, expected type 'object'")
     shards = _read_targets(router, req, ns, flt)
+    if cmd.get("tailable") and len(shards) == 1:  # a capped collection is never sharded: its one shard's cursor
+        reply = await router.shard(shards[0]).command(db, {k: v for k, v in cmd.items() if k not in GENERIC_FIELDS})
+        return store_possible_cursor(router, shards[0], db, reply)
     batch_size = cmd.get("batchSize")
     limit = cmd.get("limit")
     skip = cmd.get("skip") or 0
@@ -508,6 +540,18 @@ async def cmd_find(router: Router, req: Request) -> dict:
             return cursor_reply([], 0, ns, first=True)
         shard_cmd = {k: v for k, v in passthrough.items() if k not in ("batchSize", "singleBatch")}
         results = await _gather(router, req, db, shards, shard_cmd)
+    elif needs_sort_key(flt, cmd.get("sort"), cmd.get("projection")):  # (text scores, distances: sort_key_merge)
+        proj, directions = shard_projection(cmd)
+        shard_cmd = {k: v for k, v in passthrough.items() if k not in ("skip", "limit", "batchSize", "singleBatch")}
+        shard_cmd["projection"] = proj
+        if limit:
+            shard_cmd["limit"] = int(limit) + int(skip)
+        results = merge(await _gather(router, req, db, shards, shard_cmd), directions,
+                        _merge_collator(router, ns, cmd))
+        if skip:
+            results = results[int(skip):]
+        if limit:
+            results = results[: int(limit)]
     else:
         shard_cmd = {k: v for k, v in passthrough.items() if k not in ("projection", "skip", "limit", "batchSize", "singleBatch")}
         if limit:
@@ -617,6 +661,8 @@ async def cmd_aggregate(router: Router, req: Request) -> dict:
     target = req.cmd["aggregate"]
     db = req.db
     batch_size = (req.cmd.get("cursor") or {}).get("batchSize")
+    # (a mongos lists its own sessions)
+    pipeline = expand_list_local_sessions(target, pipeline, req.cmd, router.session_cache, router.config.wall.wall)
     documents, pipeline, writer = split_pipeline(target, pipeline, req.cmd)
     write = None if req.cmd.get("explain") else output_writer(router, req, writer)
     if target == 1:
@@ -627,6 +673,7 @@ async def cmd_aggregate(router: Router, req: Request) -> dict:
     if not isinstance(target, str):
         raise MongoError("InvalidNamespace", "aggregate target must be a collection name or 1")
     ns = f"{db}.{target}"
+    check_pipeline(pipeline)
     shards = _read_targets(router, req, ns, None)
     if len(shards) == 1 and router.catalog.routing(ns) is None:
         cmd = {k: v for k, v in req.cmd.items() if k not in ("$db", "$clusterTime", "$readPreference")}
@@ -639,6 +686,12 @@ async def cmd_aggregate(router: Router, req: Request) -> dict:
                 db, {"getMore": cid, "collection": reply["cursor"]["ns"].split(".", 1)[1]})
             results.extend(more["cursor"]["nextBatch"])
             cid = more["cursor"]["id"]
+    elif starts_with_metadata(pipeline):  # a $text $match or a $geoNear: run on the shards with needsMerge
+        k = starts_with_metadata(pipeline)
+        docs = await _gather_aggregate(router, req, db, shards, target, pipeline[:k])
+        docs = merged_with_metadata(docs, by_distance="$geoNear" in pipeline[0])
+        results = list(run_pipeline(iter(docs), pipeline[k:], variables=variables,
+                                    collator=_merge_collator(router, ns, req.cmd)))
     else:
         # the leading $match stages run on the shards (where indexes serve them), the rest here
         k = 0
@@ -668,5 +721,5 @@ async def _written(write, results: list[dict], variables: dict) -> list[dict]:
     """The results to return: none once a $out or $merge has written them."""
     if write is None:
         return results
-    await write(results, variables)
+    await write(strip(results), variables)
     return []

@@ -52,13 +52,20 @@ async def _primary_then_others(router: Router, db: str, holders: list[str], cmd:
     return reply
 
 
+async def _on_shard(router: Router, req: Request, shard: str) -> dict:
+    """Run the command on `shard`: as a statement of the client's transaction when it is one."""
+    if "autocommit" in req.cmd:
+        return await router.txns.run_in_transaction(req, shard, req.db, _forward(req.cmd))
+    return await router.shard(shard).command(req.db, _forward(req.cmd))
+
+
 @router_command("create")
 async def cmd_create(router: Router, req: Request) -> dict:
     router.refresh_catalog()  # DDL runs on the authoritative metadata (the database may have moved)
     primary = await ensure_database(router, req.db)
     if primary == "config":
         return await router.config_remote.command(req.db, _forward(req.cmd))
-    return await router.shard(primary).command(req.db, _forward(req.cmd))
+    return await _on_shard(router, req, primary)
 
 
 async def _drop_sharded_metadata(router: Router, ns: str) -> None:
@@ -175,7 +182,7 @@ async def _broadcast_collection_ddl(router: Router, req: Request, create_db: boo
     reply: dict = {}
     raw: dict[str, Any] = {}
     for s in holders:
-        reply = await router.shard(s).command(req.db, _forward(req.cmd))
+        reply = await _on_shard(router, req, s)
         raw[s] = {k: v for k, v in reply.items() if k != "ok"}
     req.op_time_key = max(router.shard(s).node.oplog.last_key for s in holders)
     if len(holders) > 1:

@@ -88,15 +88,20 @@ async def apply_fail_command(failpoints: "FailPoints", req: "Request") -> None:
         raise err
     if "writeConcernError" in data:
         req.conn.extra["writeConcernError"] = data["writeConcernError"]
-        if "errorLabels" in data:
+        if isinstance(data.get("errorLabels"), list):
             req.conn.extra["writeConcernErrorLabels"] = list(data["errorLabels"])
 
 
-def attach_write_concern_error(reply: dict, conn: Any) -> None:
-    """A failCommand writeConcernError on a successful reply, with the failpoint's errorLabels."""
+def attach_write_concern_error(reply: dict, conn: Any) -> bool:
+    """A failCommand writeConcernError on a successful reply, as given (an `errorLabels` inside
+    it stays inside), with the failpoint's top-level errorLabels when it names some.  True if
+    the failpoint named them: they replace the labels the server would add (an empty list,
+    none at all)."""
     wce = conn.extra.pop("writeConcernError", None)
     labels = conn.extra.pop("writeConcernErrorLabels", None)
-    if wce is not None and reply.get("ok"):
-        reply["writeConcernError"] = wce
-        if labels is not None:
-            reply["errorLabels"] = labels
+    if wce is None or not reply.get("ok"):
+        return False
+    reply["writeConcernError"] = wce
+    if labels:
+        reply["errorLabels"] = labels
+    return labels is not None

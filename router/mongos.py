@@ -23,7 +23,7 @@ from mongosim.oplog.errors import MongoError
 from mongosim.router import authn, handshake, shard_versioning
 from mongosim.router.catalog_cache import CatalogCache
 from mongosim.router.commands import ROUTER_COMMANDS
-from mongosim.router.error_labels import change_stream_labels
+from mongosim.router.error_labels import COMMIT_OR_ABORT, change_stream_labels
 from mongosim.router.failpoints import (
     CloseConnection,
     FailPoints,
@@ -43,6 +43,10 @@ from mongosim.shardsim.collation import check_collations
 from mongosim.shardsim.cursors import CursorManager
 from mongosim.shardsim.fail_point import check_max_time_always_times_out
 from mongosim.shardsim.generic_args import check_generic_arguments
+from mongosim.shardsim.logical_session_cache import LogicalSessionCache
+from mongosim.shardsim.profiler import ProfileSettings
+from mongosim.shardsim.read_concern_support import check_read_concern_support
+from mongosim.shardsim.transaction_validation import validate_session_options
 from mongosim.shardsim.node import Node
 
 
@@ -127,6 +131,8 @@ class Router:
         self.cursors = CursorManager(None)
         self.failpoints = FailPoints()
         self.txns = RouterTransactions(self)  # the transaction coordinator
+        self.session_cache = LogicalSessionCache()  # the sessions this mongos has seen ($listLocalSessions)
+        self.profile_settings = ProfileSettings()  # slowms, sampleRate, filters: a mongos profiles nothing
         self.started_at = trio.current_time()
         self.identity.process_id = ObjectId()
         self.identity.topology_counter = 0
@@ -193,10 +199,15 @@ class Router:
         if handler is None:
             raise MongoError("CommandNotFound", f"no such command: '{name}'")
         check_generic_arguments(name, cmd)
+        validate_session_options(db, name, cmd)
+        if db == "local":  # ExecCommandClient's prologue: after the session options are validated
+            raise MongoError("IllegalOperation", "Can't use 'local' database through mongos")
+        check_read_concern_support(name, cmd)
         check_collations(name, cmd)
         check_max_time_always_times_out(self.failpoints, cmd)
         authn.authorize(self, db, cmd, conn)
         cmd = authn.with_session(self, cmd, conn)
+        authn.vivify_session(self, cmd, conn)
         req = Request(db, cmd, conn, name)
         at_cluster_time = await self._snapshot_read_time(req) if snapshot_reads.is_snapshot_read(name, cmd) else 0
         # decided before running: a failing getMore may remove its cursor
@@ -204,11 +215,16 @@ class Router:
         shard_request = begin_request(cmd)  # read preference out, the shards' writeConcernErrors back
         try:
             await apply_fail_command(self.failpoints, req)
+            if "autocommit" in cmd:
+                self.txns.begin(req)
             if name == "getMore":
                 fail_get_more_after_checkout(self.failpoints, self.cursors, db, cmd, app_name_of(conn.client))
             reply = await self._run_handler(handler, req)
         except MongoError as err:
+            injected = err.extra.get("_failCommand", False)  # (failCommand fires before the transaction is touched)
             self._label(err, req)
+            if "autocommit" in cmd and name not in COMMIT_OR_ABORT and not injected:
+                await self.txns.implicitly_abort(req)
             raise
         finally:
             wces = end_request(shard_request)
@@ -275,7 +291,7 @@ class Router:
 
     def decorate(self, reply: dict, db: str, cmd: dict, conn: ConnState) -> dict:
         op_key = reply.pop("_opTimeKey", 0) or self.clock.key
-        attach_write_concern_error(reply, conn)
+        attach_write_concern_error(reply, conn)  # (a mongos adds no label of its own to it)
         reply["operationTime"] = key_ts(op_key)
         reply["$clusterTime"] = handshake.cluster_time_doc(self.clock.now())
         return reply

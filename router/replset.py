@@ -26,10 +26,10 @@ from typing import Any
 import trio
 from bson import Int64, Timestamp
 from mongosim.oplog.clock import key_ts, ts_key
-from mongosim.oplog.errors import MongoError, in_category
+from mongosim.oplog.errors import MongoError
 from mongosim.router import authn, handshake
 from mongosim.router.commands import ROUTER_COMMANDS
-from mongosim.router.error_labels import change_stream_labels
+from mongosim.router.error_labels import change_stream_labels, label_write_concern_error
 from mongosim.router.failpoints import (
     CloseConnection,
     app_name_of,
@@ -51,6 +51,7 @@ ADMIN_COMMANDS = {
     "serverStatus", "connectionStatus", "whatsmyuri", "endSessions", "killSessions", "refreshSessions",
     "killAllSessions", "killAllSessionsByPattern", "startSession", "configureFailPoint", "getDefaultRWConcern",
     "hostInfo", "logout", "listCommands", "saslStart", "saslContinue", "mongosimFault",
+    "refreshLogicalSessionCacheNow",
 }
 HELLO = ("hello", "isMaster", "ismaster")
 _EPOCH = datetime(1970, 1, 1)
@@ -88,6 +89,11 @@ class ReplSetFrontend:
     @property
     def cursors(self):
         return self.member.node.cursors
+
+    @property
+    def session_cache(self):
+        """A member's sessions are its node's."""
+        return self.member.node.session_cache
 
     @property
     def failpoints(self):
@@ -171,6 +177,7 @@ class ReplSetFrontend:
             self.node.clock.advance(ts_key(ct["clusterTime"]))
         authn.authorize(self, db, cmd, conn)
         cmd = authn.with_session(self, cmd, conn)
+        authn.vivify_session(self, cmd, conn)
         req = Request(db, cmd, conn, name)
         if name in HELLO:
             return self.hello(req)
@@ -181,12 +188,13 @@ class ReplSetFrontend:
             await apply_fail_command(self.failpoints, req)  # same failpoint semantics as mongos
             if name == "getMore":
                 fail_get_more_after_checkout(self.failpoints, self.node.cursors, db, cmd, app_name_of(conn.client))
+            client = authn.client_info(self, conn) if self.node.profiler.levels else None  # (for the profiler)
             try:
-                reply = await service_entry_point.run_command(self.member, db, cmd, secondary_ok=_secondary_ok(cmd))
+                reply = await service_entry_point.run_command(self.member, db, cmd, secondary_ok=_secondary_ok(cmd),
+                                                              client=client)
             except MemberGone:
                 raise CloseConnection() from None
             authn.note_cursor_owner(self, reply, conn)
-            self._label_write_concern_error(reply, name, cmd)
             return reply
         except MongoError as err:
             explicit = err.extra.pop("_explicitLabels", None)
@@ -200,18 +208,6 @@ class ReplSetFrontend:
                 transaction_labels(err, name, cmd)
             raise
 
-    @staticmethod
-    def _label_write_concern_error(reply: dict, name: str, cmd: dict) -> None:
-        """A retryable write (or a transaction's commit/abort) whose write concern failed with a
-        retryable code: RetryableWriteError, so the driver retries it."""
-        wce = reply.get("writeConcernError")
-        if wce is None or "txnNumber" not in cmd:
-            return
-        if cmd.get("autocommit") is False and name not in ("commitTransaction", "abortTransaction"):
-            return
-        if in_category(int(wce.get("code", 0)), "RetriableError"):
-            reply.setdefault("errorLabels", []).append("RetryableWriteError")
-
     def _is_change_stream(self, name: str, cmd: dict) -> bool:
         if name == "aggregate":
             p = cmd.get("pipeline")
@@ -224,7 +220,8 @@ class ReplSetFrontend:
 
     def decorate(self, reply: dict, db: str, cmd: dict, conn: ConnState) -> dict:
         op_key = reply.pop("_opTimeKey", 0) or self.node.clock.key
-        attach_write_concern_error(reply, conn)
+        if not attach_write_concern_error(reply, conn) and cmd:
+            label_write_concern_error(reply, next(iter(cmd)), cmd)
         reply["operationTime"] = key_ts(op_key)
         reply["$clusterTime"] = handshake.cluster_time_doc(self.node.clock.now())
         return reply

@@ -34,6 +34,8 @@ class ShardPassthroughCursor:
         cmd: dict[str, Any] = {"getMore": Int64(self.shard_cursor_id), "collection": self.ns.split(".", 1)[1]}
         if batch_size:
             cmd["batchSize"] = batch_size
+        if max_time_ms:
+            cmd["maxTimeMS"] = max_time_ms  # (a tailable awaitData cursor's await time)
         reply = await self.remote.command(self.db, cmd)
         self.exhausted = reply["cursor"]["id"] == 0
         return reply["cursor"]["nextBatch"], None, self.exhausted

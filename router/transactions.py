@@ -9,12 +9,8 @@ and the transaction's readConcern on first contact).  `commitTransaction`:
   logs applyOps with `prepare: true` and returns its prepareTimestamp), then
   `commitTransaction` with `commitTimestamp = max(prepare timestamps)` on each.
 
-Any error inside the transaction aborts it on every participant.  Labels as
-the server puts them (error_labels.cpp): TransientTransactionError for
-WriteConflict, NoSuchTransaction, LockTimeout, network and not-primary errors
-inside a transaction; UnknownTransactionCommitResult for commit errors whose
-outcome is unknown; RetryableWriteError for retryable writes failing with a
-retriable code.
+Any error inside the transaction aborts it on every participant.  Errors get
+the labels the server's ErrorLabelBuilder gives them (router/error_labels.py).
 """
 
 from __future__ import annotations
@@ -23,8 +19,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import trio
-from mongosim.oplog.errors import MongoError, in_category
+from mongosim.oplog.errors import MongoError
 from mongosim.router.command_registry import router_command
+from mongosim.router.error_labels import error_labels
 from mongosim.router.request import Request
 from mongosim.shardsim.node import WOULD_CHANGE_OWNING_SHARD
 from mongosim.shardsim.sessions import named_sessions, session_key, user_digest
@@ -37,28 +34,10 @@ WRITE_COMMANDS = {"insert", "update", "delete", "findAndModify", "findandmodify"
 TXN_FIELDS = ("lsid", "txnNumber", "autocommit")
 
 
-def is_transient_transaction_error(code: int, has_write_concern_error: bool, commit_or_abort: bool) -> bool:
-    """The server's isTransientTransactionError (error_labels.cpp): the transaction failed with no
-    lasting effect and may be run again whole."""
-    transient = code in (112, 24, 267, 249) or in_category(code, "SnapshotError") \
-        or in_category(code, "NeedRetargettingError")  # WriteConflict, LockTimeout, PreparedTransactionInProgress
-    if commit_or_abort:
-        return transient or (code == 251 and not has_write_concern_error)
-    return transient or code == 251 or in_category(code, "RetriableError")
-
-
-def transaction_labels(err: MongoError, name: str, cmd: dict) -> None:
-    """Add the transaction and retryable-write labels the server would add."""
-    code = err.code
-    if cmd.get("autocommit") is False:
-        if is_transient_transaction_error(code, False, name in ("commitTransaction", "abortTransaction")):
-            err.add_label("TransientTransactionError")
-        if name == "commitTransaction" and code != 251 and (
-                in_category(code, "RetriableError") or in_category(code, "NetworkError") or code in (50, 64, 79, 100)):
-            err.add_label("UnknownTransactionCommitResult")
-    elif "txnNumber" in cmd and name in WRITE_COMMANDS:
-        if in_category(code, "RetriableError") or in_category(code, "NetworkError"):
-            err.add_label("RetryableWriteError")
+def transaction_labels(err: MongoError, name: str, cmd: dict, *, is_mongos: bool = False) -> None:
+    """Add the transaction and retryable-write labels the server would add (router/error_labels.py)."""
+    for label in error_labels(name, cmd, err.code, is_mongos=is_mongos):
+        err.add_label(label)
 
 
 @dataclass
@@ -92,6 +71,12 @@ class RouterTransactions:
         if cur is None or cur.txn_number != txn_number:
             raise no_such_transaction(int(txn_number), aborted=False)
         return cur
+
+    def begin(self, req: Request) -> None:
+        """A statement with startTransaction starts the router's transaction as it arrives
+        (TransactionRouter::beginOrContinueTxn), whether or not a shard is asked."""
+        if req.cmd.get("startTransaction"):
+            self._get(req)
 
     def _read_concern(self, rc: Any) -> Any:
         """The transaction's readConcern; for level snapshot, with the atClusterTime mongos picks
@@ -217,10 +202,23 @@ class RouterTransactions:
         txn = self._get(req)
         if txn.state == "committed":
             raise MongoError("TransactionCommitted", f"Transaction with {{ txnNumber: {txn.txn_number} }} has been committed.")
-        if txn.state == "aborted" and not txn.participants:
-            raise no_such_transaction(txn.txn_number)
+        if not txn.participants:  # (the error a shard would give)
+            raise MongoError("NoSuchTransaction", "no known command has been sent by this router for this transaction",
+                             labels=["TransientTransactionError"])
+        if txn.state == "aborted":  # already aborted after an error: the participants say so
+            for shard in txn.participants:
+                await self.router.shard(shard).command("admin", self._cmd(txn, "abortTransaction"))
         await self._abort_all(txn)
         return {"ok": 1.0}
+
+    async def implicitly_abort(self, req: Request) -> None:
+        """A statement of the transaction failed at the router (not on a shard, which aborts it
+        there already): the transaction is aborted on every participant, as mongos's
+        implicitlyAbortTransaction does after any error that reaches the client."""
+        lsid = req.cmd.get("lsid")
+        txn = self._txns.get(session_key(lsid)) if isinstance(lsid, dict) else None
+        if txn is not None and txn.txn_number == req.cmd.get("txnNumber") and txn.state == "in_progress":
+            await self._abort_all(txn)
 
     async def restart_after_stale(self, req: Request) -> bool:
         """A stale routing table met by a transaction's first statement, sent to one shard: the
@@ -254,7 +252,7 @@ class RouterTransactions:
                 await self._abort_all(txn)
 
     def label_error(self, err: MongoError, req: Request) -> None:
-        transaction_labels(err, req.name, req.cmd)
+        transaction_labels(err, req.name, req.cmd, is_mongos=True)
 
 
 @router_command("commitTransaction")

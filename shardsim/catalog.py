@@ -18,6 +18,7 @@ call them with the decoded document when `has_secondary_indexes` is true.
 from __future__ import annotations
 
 import uuid as _uuid
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
@@ -31,6 +32,10 @@ from mongosim.shardsim.query.values import hashable
 from mongosim.shardsim.snapshots import Snapshots
 
 ID_INDEX = {"v": 2, "key": {"_id": 1}, "name": "_id_"}
+
+# the collections created by the transaction whose statement this task is running ((db, name) -> Collection);
+# None outside transactions (set by shardsim/uncommitted_catalog_updates.visible_to)
+CREATED_IN_TRANSACTION: ContextVar[dict | None] = ContextVar("CREATED_IN_TRANSACTION", default=None)
 
 
 def new_uuid() -> Binary:
@@ -57,6 +62,9 @@ class Collection:
     rids: dict[Any, int] | None = field(default=None, repr=False, compare=False)  # id key -> RecordId
     _next_rid: int = field(default=1, repr=False, compare=False)
     _checked: Any = field(default=None, repr=False, compare=False)  # (doc, its keys per maintained index)
+    # derived from `options` by shardsim.collection_options.refresh (not dataclass fields: never persisted)
+    validator = None  # shardsim.document_validation.Validator when the collection validates its documents
+    capped = None  # shardsim.capped.CappedState of a capped collection
 
     def __post_init__(self) -> None:
         for spec in self.indexes:
@@ -210,7 +218,7 @@ class Collection:
             if name != "_id_" or self.index("_id_") is None:
                 return None
             ix = self.access["_id_"] = IndexAccessMethod(self.index("_id_"))
-        if ix.entries is None and ix.usable:
+        if ix.entries is None and ix.materializable:
             self._materialize(ix)
         return ix
 
@@ -305,6 +313,18 @@ class Catalog:
         return d
 
     def collection(self, db: str, name: str) -> Collection | None:
+        """The collection `db.name` as the running command sees it: a statement of a transaction
+        also finds the collections that transaction created (shardsim/uncommitted_catalog_updates.py)."""
+        created = CREATED_IN_TRANSACTION.get()
+        if created:
+            coll = created.get((db, name))
+            if coll is not None:
+                return coll
+        d = self.databases.get(db)
+        return d.collections.get(name) if d else None
+
+    def committed_collection(self, db: str, name: str) -> Collection | None:
+        """The collection `db.name` as every command sees it."""
         d = self.databases.get(db)
         return d.collections.get(name) if d else None
 

@@ -7,10 +7,14 @@ module imports the node back.
 
 from mongosim.shardsim import (  # noqa: F401
     bulk_write,
+    collection_validation,
     ddl,
+    map_reduce,
+    profiler,
     explain_cmd,
     reads,
     repl_commands,
+    script_engine,
     search_indexes,
     sharding_ops,
     txn_commands,

@@ -29,14 +29,17 @@ from mongosim.oplog.clock import LogicalClock, NodeClock, TimeSource, key_ts
 from mongosim.oplog.error_codes import CODES
 from mongosim.oplog.errors import MongoError
 from mongosim.oplog.oplog import Oplog
-from mongosim.shardsim import snapshot_reads, views
+from mongosim.shardsim import profiler, snapshot_reads, views
 from mongosim.shardsim.catalog import Catalog
 from mongosim.shardsim.collation import check_collations
 from mongosim.shardsim.commands import COMMANDS
 from mongosim.shardsim.fail_point import CloseConnection, FailPoints, check_max_time_always_times_out
 from mongosim.shardsim.generic_args import check_generic_arguments
+from mongosim.shardsim.logical_session_cache import LogicalSessionCache
+from mongosim.shardsim.read_concern_support import check_read_concern_support
 from mongosim.shardsim.generic_args import max_time_ms as generic_max_time_ms
 from mongosim.shardsim.operation_context import OpCtx
+from mongosim.shardsim.uncommitted_catalog_updates import visible_to
 
 _WRITE_COMMANDS = {"insert", "update", "delete", "findAndModify", "findandmodify"}
 WOULD_CHANGE_OWNING_SHARD = CODES["WouldChangeOwningShard"]  # mongos handles it (router/change_owning_shard.py)
@@ -78,6 +81,8 @@ class Node:
         from mongosim.shardsim.sessions import SessionTable
 
         self.sessions = SessionTable()
+        self.session_cache = LogicalSessionCache()  # the sessions clients used on this member ($listLocalSessions)
+        self.profiler = profiler.ProfileSettings()  # the database profiler's settings (shardsim/profiler.py)
         from mongosim.shardsim.cursors import (
             CursorManager,  # local import: cursors imports node types
         )
@@ -134,9 +139,16 @@ class Node:
         return self.oplog.last_key
 
     # -- commands ----------------------------------------------------------------------
-    async def run_command(self, db: str, cmd: dict, *, from_router: bool = False, view: Any = None) -> dict:
+    async def run_command(self, db: str, cmd: dict, *, from_router: bool = False, view: Any = None,
+                          client: dict | None = None) -> dict:
         """Run one command; raise MongoError on failure.  The reply has `ok: 1.0`.
-        `view`: what a read sees instead of the present data (readConcern majority's snapshot)."""
+        `view`: what a read sees instead of the present data (readConcern majority's snapshot).
+        In a profiled database the profiler records it (`client`: the connection's {client, appName, user})."""
+        if not self.profiler.levels:  # (profiling off everywhere: the common case costs this test)
+            return await self._run_command(db, cmd, from_router, view)
+        return await profiler.profiled(self, db, cmd, lambda: self._run_command(db, cmd, from_router, view), client)
+
+    async def _run_command(self, db: str, cmd: dict, from_router: bool, view: Any) -> dict:
         if not cmd:
             raise MongoError("FailedToParse", "Empty command object")
         name = next(iter(cmd))
@@ -144,6 +156,9 @@ class Node:
         if handler is None:
             raise MongoError("CommandNotFound", f"no such command: '{name}'")
         check_generic_arguments(name, cmd)
+        if name in _WRITE_COMMANDS and not from_router:
+            profiler.check_user_write(db, name, cmd)
+        check_read_concern_support(name, cmd)
         check_collations(name, cmd)
         check_max_time_always_times_out(self.failpoints, cmd)
         if self.filtering is not None and ("shardVersion" in cmd or "databaseVersion" in cmd or name == "bulkWrite"):
@@ -167,14 +182,11 @@ class Node:
                 self.sessions.begin(lsid, ctx.txn_number)  # the session is checked out before any wait
             await self._wait_for_prepared(db, cmd.get(name), ctx.deadline)
         try:
-            reply = None
-            target = cmd.get(name)
-            if name in views.ON_A_NAMESPACE and type(target) is str and self.catalog.collection(db, target) is None:
-                reply = await views.run_on_view(self, ctx, name, target)  # (None: not a view either)
-            if reply is None:
-                reply = handler(self, ctx)
-                if hasattr(reply, "__await__"):
-                    reply = await reply
+            if ctx.txn is None:
+                reply = await self._dispatch(handler, ctx, db, name)
+            else:
+                with visible_to(ctx.txn):  # the collections the transaction created are found by name
+                    reply = await self._dispatch(handler, ctx, db, name)
         except MongoError as err:
             if (ctx.txn is not None and name not in ("commitTransaction", "abortTransaction", "prepareTransaction")
                     and err.code != WOULD_CHANGE_OWNING_SHARD):
@@ -190,6 +202,18 @@ class Node:
             reply["_opTimeKey"] = ctx.op_time_key
         if ctx.close_connection:
             raise CloseConnection()  # (the command's writes stand; its reply is lost with the connection)
+        return reply
+
+    async def _dispatch(self, handler: Any, ctx: OpCtx, db: str, name: str) -> dict:
+        """Run the command's handler (a command on a view runs as the view's aggregate)."""
+        reply = None
+        target = ctx.cmd.get(name)
+        if name in views.ON_A_NAMESPACE and type(target) is str and self.catalog.collection(db, target) is None:
+            reply = await views.run_on_view(self, ctx, name, target)  # (None: not a view either)
+        if reply is None:
+            reply = handler(self, ctx)
+            if hasattr(reply, "__await__"):
+                reply = await reply
         return reply
 
     @property

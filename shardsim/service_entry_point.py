@@ -68,8 +68,8 @@ def interrupted(m: "Member") -> Exception:
 
 
 async def run_command(m: "Member", db: str, cmd: dict, *, from_router: bool = False,
-                      secondary_ok: bool = False) -> dict:
-    """Run `cmd` on member `m` as its mongod would."""
+                      secondary_ok: bool = False, client: dict | None = None) -> dict:
+    """Run `cmd` on member `m` as its mongod would (`client`: for the profiler, see Node.run_command)."""
     if not m.alive:
         raise MemberGone()
     name = next(iter(cmd))
@@ -83,7 +83,7 @@ async def run_command(m: "Member", db: str, cmd: dict, *, from_router: bool = Fa
     with trio.CancelScope() as scope:
         m.ops[scope] = "write" if is_write else "read"
         try:
-            reply = await m.node.run_command(db, cmd, from_router=from_router, view=view)
+            reply = await m.node.run_command(db, cmd, from_router=from_router, view=view, client=client)
         finally:
             m.ops.pop(scope, None)
     if scope.cancelled_caught:

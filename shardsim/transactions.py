@@ -50,6 +50,7 @@ from mongosim.shardsim.index_access_method import TOP
 from mongosim.shardsim.query.index_keys import duplicate_key_error
 from mongosim.shardsim.query.values import hashable
 from mongosim.shardsim.sessions import lsid_with_uid
+from mongosim.shardsim.uncommitted_catalog_updates import UncommittedCatalogUpdates
 
 APPLY_OPS_LIMIT = bsonutil.MAX_BSON_OBJECT_SIZE - 64 * 1024
 
@@ -79,6 +80,7 @@ class Transaction:
         self.overlay: dict[tuple[str, Any], Any] = {}  # (ns, id key) -> doc or _DELETED
         self.touched: dict[tuple[str, Any], Any] = {}  # (ns, id key) -> base doc at first touch (identity)
         self.mutations: list[tuple[str, Collection, Any, Any]] = []
+        self.uncommitted = UncommittedCatalogUpdates()  # the collections it created
         self.prepare_key = 0
         self.prepare_entry_key = 0
         self.commit_key = 0
@@ -207,6 +209,9 @@ class Transaction:
 
     # -- the end ---------------------------------------------------------------------------
     def _check_unchanged(self) -> None:
+        taken = self.uncommitted.taken_namespace(self.node)
+        if taken is not None:
+            raise write_conflict(f"Transaction aborted: collection {taken} was created by another operation")
         for (ns, idk), base in self.touched.items():
             db, name = ns.split(".", 1)
             coll = self.node.catalog.collection(db, name)
@@ -243,6 +248,7 @@ class Transaction:
                 else:
                     coll.insert(doc, checked=True)
             raise write_conflict(f"Transaction aborted at commit: {err.errmsg}") from None
+        self.uncommitted.publish(self.node)  # the collections it created, with their documents
 
     def _release(self) -> None:
         if self.snapshot is not None:

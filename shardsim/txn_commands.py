@@ -18,17 +18,11 @@ from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.command_registry import command
 from mongosim.shardsim.operation_context import OpCtx
 from mongosim.shardsim.sessions import end_open_transaction
+from mongosim.shardsim.transaction_validation import validate_session_options
 from mongosim.shardsim.transactions import Transaction, no_such_transaction
 
 if TYPE_CHECKING:
     from mongosim.shardsim.node import Node
-
-ALLOWED_IN_TXN = {
-    "insert", "update", "delete", "findAndModify", "findandmodify", "find", "getMore", "killCursors", "count",
-    "distinct", "aggregate", "commitTransaction", "abortTransaction", "prepareTransaction", "create",
-    "createIndexes", "bulkWrite",
-}
-
 
 def attach_transaction(node: Node, ctx: OpCtx, name: str) -> None:
     cmd = ctx.cmd
@@ -36,8 +30,7 @@ def attach_transaction(node: Node, ctx: OpCtx, name: str) -> None:
         raise MongoError("InvalidOptions", "'autocommit' field requires a transaction number to also be specified")
     if ctx.txn_number is None:
         raise MongoError("InvalidOptions", "'autocommit' field requires a transaction number to also be specified")
-    if name not in ALLOWED_IN_TXN:
-        raise MongoError("OperationNotSupportedInTransaction", f"Cannot run '{name}' in a multi-document transaction.")
+    validate_session_options(ctx.db, name, cmd, allow_config_database=ctx.from_router)
     state = node.sessions.state(ctx.lsid)
     if cmd.get("startTransaction"):
         if ctx.txn_number < state.txn_number:

@@ -32,6 +32,8 @@ from mongosim.shardsim.query.expressions import (
     field_path_get,
 )
 from mongosim.shardsim.query.collation import compare_for, expression_context, hashable_for
+from mongosim.shardsim.query.document_metadata import MetaDoc, carry
+from mongosim.shardsim.query.extensions_callback import check_match_stage
 from mongosim.shardsim.query.fmt import bson_str
 from mongosim.shardsim.query.values import (
     MISSING,
@@ -54,13 +56,17 @@ _KNOWN_OTHER = frozenset({
 })
 
 
+# Stages other modules implement over the whole stream (`$_internalUnpackBucket`: shardsim.timeseries).
+STREAM_STAGES: dict[str, Callable[[Iterable[dict], Any], Iterable[dict]]] = {}
+
+
 def _stage_name(stage) -> tuple[str, Any]:
     if not isinstance(stage, dict):
         raise MongoError(40323, "A pipeline stage specification object must contain exactly one field.")
     if len(stage) != 1:
         raise MongoError(40323, "A pipeline stage specification object must contain exactly one field.")
     name, spec = next(iter(stage.items()))
-    if name not in DOC_STAGES and name not in _KNOWN_OTHER:
+    if name not in DOC_STAGES and name not in _KNOWN_OTHER and name not in STREAM_STAGES:
         raise MongoError(40324, f"Unrecognized pipeline stage name: '{name}'")
     refuse_search_stage(name)
     return name, spec
@@ -87,6 +93,7 @@ def compile_stage(stage: dict, *, now=None, variables: dict | None = None) -> Ca
 
         if not isinstance(spec, dict):
             raise MongoError(15959, "the match filter must be an expression in an object")
+        check_match_stage(spec)
         m = Matcher(spec, variables if checked else None).matches
         return lambda doc: doc if m(doc) else None
     if name == "$project":
@@ -116,7 +123,7 @@ def compile_stage(stage: dict, *, now=None, variables: dict | None = None) -> Ca
 
         def replace(doc):
             v = expr(doc, variables)
-            if type(v) is not dict:
+            if type(v) is not dict and type(v) is not MetaDoc:
                 raise MongoError(
                     40228,
                     f"'newRoot' expression must evaluate to an object, but resulting value was: "
@@ -305,6 +312,10 @@ def _run_pipeline(docs, pipeline, now, variables, collator) -> Iterator[dict]:
             stream = _unwind(stream, spec)
         elif name == "$sortByCount":
             stream = _sort_by_count(stream, spec, variables, checked, collator)
+        elif name in STREAM_STAGES:
+            stream = STREAM_STAGES[name](stream, spec)
+        elif name == "$geoNear":  # (run by the query layer when it comes first: shardsim/geo/geo_near_stage.py)
+            raise MongoError(40603, "$geoNear was not the first stage in the pipeline.")
         else:
             raise MongoError("NotImplemented", f"{name} is not supported by mongosim")
     return iter(stream)
@@ -314,7 +325,7 @@ def _map_stage(stream, f):
     for d in stream:
         r = f(d)
         if r is not None:
-            yield r
+            yield r if r is d else carry(d, r)  # (a new document keeps the metadata: text score, distance)
 
 
 def _limit(stream, n):
@@ -401,7 +412,7 @@ def _unwind(stream, spec):
 def _plain_get(doc, parts):
     cur = doc
     for p in parts:
-        if type(cur) is not dict:
+        if type(cur) is not dict and type(cur) is not MetaDoc:
             return MISSING
         cur = cur.get(p, MISSING)
     return cur

@@ -86,7 +86,9 @@ def test_count_does_not_support_snapshot_reads(deployment):
     _topology, client = deployment
     with pytest.raises(pymongo.errors.OperationFailure) as err:
         client.snapsess.command("count", "s1", readConcern={"level": "snapshot"})
-    assert err.value.code == 72 and str(err.value).startswith("read concern snapshot not supported")
+    assert err.value.code == 72 and str(err.value).startswith(
+        'Command count does not support { readConcern: { level: "snapshot", provenance: "clientSupplied" } } '
+        ":: caused by :: read concern snapshot not supported")
 
 
 def test_a_snapshot_transaction_reads_every_shard_at_one_time(deployment):

@@ -16,21 +16,12 @@ pymongo does what the specification's tests say.
 
 from __future__ import annotations
 REPLSET_ADMIN_FAILCOMMAND = "replica set: failCommand never fails ping (admin commands are answered before the failpoint check)"
-WCE_LABELS = "writeConcernError reply without the RetryableWriteError label the server adds for retryable codes: no retry"
 GRIDFS_EQ = "not the emulator: pymongo 4.20 GridFS finds the file by {_id: {$eq: id}}, the test expects {_id: id}"
-SNAPSHOT_OUTSIDE_TXN = "readConcern snapshot accepted outside transactions by commands the server refuses it on"
-LIST_LOCAL_SESSIONS = "$listLocalSessions not implemented (NotImplemented 238)"
-DDL_IN_TXN_VISIBLE = "a collection or index created in a transaction is visible outside it before commit"
 NO_SECONDARIES = "secondary read preference: the replica set has no secondaries (issue 18)"
 PYMONGO_PARTIAL_RESULT = "not the emulator: pymongo 4.20 sets partial_result when an ordered client bulk write's first op fails (nErrors < ops sent)"
-CLUSTERED = "clustered collections: clusteredIndex lacks v: 2 and listIndexes omits the clustered index"
 ON_PRIMARY_TXN_WRITE = "onPrimaryTransactionalWrite closes the connection on both attempts: pymongo raises AutoReconnect with no partial result, the test expects a BulkWriteError result (unverified against a real server)"
-COUNT_IN_TXN = "count allowed in a transaction (the server: OperationNotSupportedInTransaction 263)"
-MAPREDUCE = "no mapReduce command (CommandNotFound 59)"
-TAILABLE = "a tailable find on a capped collection returns cursor id 0 (the cursor must stay open)"
-TIMESERIES = "time-series collection refuses duplicate _id values (DuplicateKey 11000)"
-VALIDATORS = "collection validators not enforced (no DocumentValidationFailure 121 with errInfo)"
-CHECK_METADATA = "no checkMetadataConsistency command (CommandNotFound 59)"
+MAPREDUCE = "no JavaScript engine (a deployment with security.javascriptEnabled: false): the map function fails with 31246"
+UNSATISFIABLE_WC = "unsatisfiable write concern (w: 10) ignored instead of a writeConcernError (100)"
 
 _BY_CAUSE: dict[str, list[str]] = {
     REPLSET_ADMIN_FAILCOMMAND: [  # 53
@@ -88,14 +79,6 @@ _BY_CAUSE: dict[str, list[str]] = {
         "replset/retryable-writes/handshakeError.json/collection.updateOne succeeds after retryable handshake server error (ShutdownInProgress)",
         "replset/run-command/runCommand.json/does not retry retryable errors on given command",
     ],
-    WCE_LABELS: [  # 6
-        "replset/retryable-writes/findOneAndDelete-errorLabels.json/FindOneAndDelete succeeds after WriteConcernError ShutdownInProgress",
-        "replset/retryable-writes/findOneAndReplace-errorLabels.json/FindOneAndReplace succeeds after WriteConcernError ShutdownInProgress",
-        "replset/retryable-writes/findOneAndUpdate-errorLabels.json/FindOneAndUpdate succeeds after WriteConcernError ShutdownInProgress",
-        "sharded/retryable-writes/findOneAndDelete-errorLabels.json/FindOneAndDelete succeeds after WriteConcernError ShutdownInProgress",
-        "sharded/retryable-writes/findOneAndReplace-errorLabels.json/FindOneAndReplace succeeds after WriteConcernError ShutdownInProgress",
-        "sharded/retryable-writes/findOneAndUpdate-errorLabels.json/FindOneAndUpdate succeeds after WriteConcernError ShutdownInProgress",
-    ],
     GRIDFS_EQ: [  # 34
         "replset/retryable-reads/gridfs-download-serverErrors.json/Download fails after NotWritablePrimary when retryReads is false",
         "replset/retryable-reads/gridfs-download-serverErrors.json/Download fails after two NotWritablePrimary errors",
@@ -132,44 +115,6 @@ _BY_CAUSE: dict[str, list[str]] = {
         "sharded/retryable-reads/gridfs-download.json/Download succeeds on first attempt",
         "sharded/retryable-reads/gridfs-download.json/Download succeeds on second attempt",
     ],
-    SNAPSHOT_OUTSIDE_TXN: [  # 14
-        "replset/sessions/snapshot-sessions-unsupported-ops.json/Server returns an error on deleteOne with snapshot",
-        "replset/sessions/snapshot-sessions-unsupported-ops.json/Server returns an error on findOneAndUpdate with snapshot",
-        "replset/sessions/snapshot-sessions-unsupported-ops.json/Server returns an error on insertMany with snapshot",
-        "replset/sessions/snapshot-sessions-unsupported-ops.json/Server returns an error on insertOne with snapshot",
-        "replset/sessions/snapshot-sessions-unsupported-ops.json/Server returns an error on listCollections with snapshot",
-        "replset/sessions/snapshot-sessions-unsupported-ops.json/Server returns an error on listDatabases with snapshot",
-        "replset/sessions/snapshot-sessions-unsupported-ops.json/Server returns an error on listIndexes with snapshot",
-        "replset/sessions/snapshot-sessions-unsupported-ops.json/Server returns an error on runCommand with snapshot",
-        "replset/sessions/snapshot-sessions-unsupported-ops.json/Server returns an error on updateOne with snapshot",
-        "sharded/sessions/snapshot-sessions-unsupported-ops.json/Server returns an error on findOneAndUpdate with snapshot",
-        "sharded/sessions/snapshot-sessions-unsupported-ops.json/Server returns an error on listCollections with snapshot",
-        "sharded/sessions/snapshot-sessions-unsupported-ops.json/Server returns an error on listDatabases with snapshot",
-        "sharded/sessions/snapshot-sessions-unsupported-ops.json/Server returns an error on listIndexes with snapshot",
-        "sharded/sessions/snapshot-sessions-unsupported-ops.json/Server returns an error on runCommand with snapshot",
-    ],
-    LIST_LOCAL_SESSIONS: [  # 10
-        "replset/crud/db-aggregate-rawdata.json/Aggregate with rawData option on less than 8.2.0 - ignore argument",
-        "replset/crud/db-aggregate-write-readPreference.json/Database-level aggregate with $merge includes read preference for 5.0+ server",
-        "replset/crud/db-aggregate-write-readPreference.json/Database-level aggregate with $out includes read preference for 5.0+ server",
-        "replset/crud/db-aggregate.json/Aggregate with $listLocalSessions",
-        "replset/crud/db-aggregate.json/Aggregate with $listLocalSessions and allowDiskUse",
-        "sharded/crud/db-aggregate-rawdata.json/Aggregate with rawData option on less than 8.2.0 - ignore argument",
-        "sharded/crud/db-aggregate.json/Aggregate with $listLocalSessions",
-        "sharded/crud/db-aggregate.json/Aggregate with $listLocalSessions and allowDiskUse",
-        "sharded/retryable-reads/handshakeError.json/database.aggregate succeeds after retryable handshake network error",
-        "sharded/retryable-reads/handshakeError.json/database.aggregate succeeds after retryable handshake server error (ShutdownInProgress)",
-    ],
-    DDL_IN_TXN_VISIBLE: [  # 8
-        "replset/transactions/create-collection.json/explicitly create collection using create command",
-        "replset/transactions/create-collection.json/implicitly create collection using insert",
-        "replset/transactions/create-index.json/create index on a collection created within the same transaction",
-        "replset/transactions/create-index.json/create index on a non-existing collection",
-        "sharded/transactions/create-collection.json/explicitly create collection using create command",
-        "sharded/transactions/create-collection.json/implicitly create collection using insert",
-        "sharded/transactions/create-index.json/create index on a collection created within the same transaction",
-        "sharded/transactions/create-index.json/create index on a non-existing collection",
-    ],
     NO_SECONDARIES: [  # 6
         "replset/transactions/read-pref.json/secondary readPreference",
         "replset/transactions/run-command.json/run command fails with explicit secondary read preference",
@@ -184,39 +129,18 @@ _BY_CAUSE: dict[str, list[str]] = {
         "sharded/crud/client-bulkWrite-partialResults.json/partialResult is unset when first operation fails during an ordered bulk write (summary)",
         "sharded/crud/client-bulkWrite-partialResults.json/partialResult is unset when first operation fails during an ordered bulk write (verbose)",
     ],
-    CLUSTERED: [  # 4
-        "replset/collection-management/clustered-indexes.json/listCollections includes clusteredIndex",
-        "replset/collection-management/clustered-indexes.json/listIndexes returns the index",
-        "sharded/collection-management/clustered-indexes.json/listCollections includes clusteredIndex",
-        "sharded/collection-management/clustered-indexes.json/listIndexes returns the index",
-    ],
     ON_PRIMARY_TXN_WRITE: [  # 3
         "replset/retryable-writes/bulkWrite.json/First insertOne is never committed",
         "replset/retryable-writes/bulkWrite.json/Second updateOne is never committed",
         "replset/retryable-writes/bulkWrite.json/Third updateOne is never committed",
     ],
-    COUNT_IN_TXN: [  # 2
-        "replset/transactions/count.json/count",
-        "sharded/transactions/count.json/count",
-    ],
     MAPREDUCE: [  # 2
         "replset/retryable-reads/mapReduce.json/MapReduce succeeds with retry on",
         "sharded/retryable-reads/mapReduce.json/MapReduce succeeds with retry on",
     ],
-    TAILABLE: [  # 2
-        "replset/run-command/runCursorCommand.json/does not close the cursor when receiving an empty batch",
-        "sharded/run-command/runCursorCommand.json/does not close the cursor when receiving an empty batch",
-    ],
-    TIMESERIES: [  # 2
-        "replset/collection-management/timeseries-collection.json/insertMany with duplicate ids",
-        "sharded/collection-management/timeseries-collection.json/insertMany with duplicate ids",
-    ],
-    VALIDATORS: [  # 2
-        "replset/crud/findOneAndUpdate-errorResponse.json/findOneAndUpdate document validation errInfo is accessible",
-        "sharded/crud/findOneAndUpdate-errorResponse.json/findOneAndUpdate document validation errInfo is accessible",
-    ],
-    CHECK_METADATA: [  # 1
-        "sharded/run-command/runCursorCommand.json/successfully executes checkMetadataConsistency cursor creating command",
+    UNSATISFIABLE_WC: [  # 2
+        "replset/transactions/commit.json/write concern error on commit",
+        "sharded/transactions/commit.json/write concern error on commit",
     ],
 }
 

@@ -13,7 +13,8 @@ everything committed on its namespace, and:
 - resuming from any token it saw yields exactly the rest (rule `resume_check`).
 
 Reads through the shard-key index (rule `indexed_read`, also under a collation) see exactly the
-documents written.
+documents written; a capped collection (rule `insert_capped`) keeps its newest three, and streams show
+the evictions as deletes.
 """
 
 from __future__ import annotations
@@ -90,6 +91,7 @@ class ClusterMachine(RuleBasedStateMachine):
         self.docs: dict[int, int] = {}  # _id -> k, in db.c
         self.other: set[int] = set()  # _ids in db.o (unsharded)
         self.elsewhere: set[int] = set()  # _ids in other.c
+        self.capped: list[int] | None = None  # _ids in db.cap (capped, at most 3), oldest first
         self.log: list[tuple] = []  # (ns, operationType, _id) in commit order
         self.watchers: list[Watcher] = []
         self.next_id = 0
@@ -97,6 +99,7 @@ class ClusterMachine(RuleBasedStateMachine):
         self.snapshots: list[tuple] = []  # (atClusterTime, {_id: k} seen, drops then, restarts then, trio time)
         self.drops = 0
         self.restarts = 0  # a restarted shard has no snapshot history
+        self.created = 0  # collections db.t<N> created by transactions (rule transaction_creates_a_collection)
         self.removed: set[str] = set()  # shards removed by removeShard
 
     def cluster_options(self) -> dict:
@@ -238,6 +241,25 @@ class ClusterMachine(RuleBasedStateMachine):
             (self.other if where == "db.o" else self.elsewhere).add(i)
             self.log.append((where, "insert", i))
 
+    @rule()
+    def insert_capped(self) -> None:
+        """An insert into a capped collection of at most 3 documents: past 3, the oldest is deleted,
+        and the stream shows that delete after the insert."""
+        if self.capped is None:
+            if not self._write(self.client.command, "db", {"create": "cap", "capped": True, "size": 4096, "max": 3}):
+                return
+            self.capped = []
+        i = self.next_id
+        self.next_id += 1
+        if self._write(self.client.insert, "db", "cap", [{"_id": i}]):
+            self.capped.append(i)
+            self.log.append(("db.cap", "insert", i))
+            if len(self.capped) > 3:
+                self.log.append(("db.cap", "delete", self.capped.pop(0)))
+            reply = self.portal.call(lambda: self.client.command("db", {"find": "cap"}, check=False))
+            if reply.get("ok"):
+                assert [d["_id"] for d in reply["cursor"]["firstBatch"]] == self.capped
+
     @rule(ks=st.lists(st.integers(0, 399), min_size=1, max_size=4), via=st.integers(0, 1))
     def transaction(self, ks: list[int], via: int) -> None:
         ids = list(range(self.next_id, self.next_id + len(ks)))
@@ -256,6 +278,38 @@ class ClusterMachine(RuleBasedStateMachine):
             for i, k in zip(ids, ks):
                 self.docs[i] = k
                 self.log.append(("db.c", "insert", i))
+
+    @rule(n=st.integers(1, 3), commit=st.booleans())
+    def transaction_creates_a_collection(self, n: int, commit: bool) -> None:
+        """A transaction creates db.t<N> by inserting into it: no other command sees the collection
+        before the commit (none after an abort); the watchers get its inserts with the commit."""
+        name = f"t{self.created}"
+        self.created += 1
+        ids = list(range(self.next_id, self.next_id + n))
+        self.next_id += n
+        lsid = {"id": __import__("bson").Binary(os.urandom(16), 4)}
+        seen: list[bool] = []
+
+        async def listed() -> bool:
+            reply = await self.client.command("db", {"listCollections": 1, "filter": {"name": name}})
+            return bool(reply["cursor"]["firstBatch"])
+
+        async def txn() -> None:
+            c = self.client
+            for j, i in enumerate(ids):
+                extra = {"startTransaction": True} if j == 0 else {}
+                await c.command("db", {"insert": name, "documents": [{"_id": i}], "lsid": lsid, "txnNumber": 1,
+                                       "autocommit": False, **extra})
+            seen.append(await listed())
+            end = "commitTransaction" if commit else "abortTransaction"
+            await c.command("admin", {end: 1, "lsid": lsid, "txnNumber": 1, "autocommit": False})
+
+        committed = self._write(txn)
+        assert seen[:1] != [True], f"db.{name} was visible before its transaction committed"
+        if committed and commit:
+            self.log.extend((f"db.{name}", "insert", i) for i in ids)
+        elif committed:
+            assert not self.portal.call(listed), f"db.{name} exists after its transaction aborted"
 
     # -- topology and DDL ---------------------------------------------------------------
     @rule(region=st.integers(0, 2), to=st.integers(0, 4), via=st.integers(0, 1))
