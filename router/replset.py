@@ -29,6 +29,7 @@ from mongosim.oplog.clock import key_ts, ts_key
 from mongosim.oplog.errors import MongoError
 from mongosim.router import authn, handshake
 from mongosim.router.commands import ROUTER_COMMANDS
+from mongosim.router.commands_admin import answer_hello
 from mongosim.router.error_labels import change_stream_labels, label_write_concern_error
 from mongosim.router.failpoints import (
     CloseConnection,
@@ -145,15 +146,7 @@ class ReplSetFrontend:
         return wall - timedelta(microseconds=wall.microsecond)  # appendTimeT: whole seconds
 
     def hello(self, req: Request) -> dict:
-        if "client" in req.cmd and req.conn.client is None:
-            req.conn.client = req.cmd["client"]
-        reply = handshake.hello_reply(self.identity, req.cmd, req.conn.id, replica_set=self.replica_set_fields())
-        extra = self.auth.hello_fields(req.cmd, authn.conn_auth(self, req.conn))
-        if extra:
-            ok = reply.pop("ok")
-            reply.update(extra)
-            reply["ok"] = ok
-        return reply
+        return answer_hello(self, req, self.replica_set_fields())
 
     async def await_hello(self, cmd: dict, conn: ConnState) -> None:
         m = self.member
@@ -179,13 +172,15 @@ class ReplSetFrontend:
         cmd = authn.with_session(self, cmd, conn)
         authn.vivify_session(self, cmd, conn)
         req = Request(db, cmd, conn, name)
-        if name in HELLO:
-            return self.hello(req)
-        if name in ADMIN_COMMANDS or authn.is_user_command(name):
-            return await ROUTER_COMMANDS[name](self, req)
         is_cs = self._is_change_stream(name, cmd)
         try:
-            await apply_fail_command(self.failpoints, req)  # same failpoint semantics as mongos
+            # failCommand applies to every command it names, hello and ping included (only
+            # configureFailPoint is exempt: commands.cpp shouldActivateFailCommandFailPoint)
+            await apply_fail_command(self.failpoints, req)
+            if name in HELLO:
+                return self.hello(req)
+            if name in ADMIN_COMMANDS or authn.is_user_command(name):
+                return await ROUTER_COMMANDS[name](self, req)
             if name == "getMore":
                 fail_get_more_after_checkout(self.failpoints, self.node.cursors, db, cmd, app_name_of(conn.client))
             client = authn.client_info(self, conn) if self.node.profiler.levels else None  # (for the profiler)
