@@ -20,10 +20,11 @@ $(CORE): pyproject.toml requirements-lock.txt | $(PY)
 	$(PY) -m pip install -c requirements-lock.txt -e .
 	touch $(CORE)
 
-# `make test`: the project's own suite and the Spark extra
-$(STAMP): pyproject.toml requirements-lock.txt | $(PY)
+# `make test`: the project's own suite and the Spark extra (its companion distribution mongosim-spark,
+# spark-plugin/, is installed from the clone in the same pip run: the extra requires it by name)
+$(STAMP): pyproject.toml spark-plugin/pyproject.toml requirements-lock.txt | $(PY)
 	@echo "Installing mongosim with the test and spark extras into $(VENV) (pyspark is large: a few minutes the first time) ..."
-	$(PY) -m pip install -q -c requirements-lock.txt -e '.[test,spark]'
+	$(PY) -m pip install -q -c requirements-lock.txt -e '.[test,spark]' -e ./spark-plugin
 	touch $(STAMP) $(CORE)
 
 install: $(STAMP)
@@ -32,7 +33,9 @@ serve: $(CORE)
 	$(VENV)/bin/mongosim serve $(ARGS)
 
 # The timeline's browser test finds a Chromium if there is one, installs Debian's only when it runs as
-# root (as CI does), and otherwise skips saying why: `make test` needs no root.
+# root (as CI does), and otherwise skips saying why: `make test` needs no root. The mongosh tests find
+# mongosh 2.x ($$MONGOSIM_MONGOSH, PATH, .tools/mongosh) or install it into .tools/mongosh with npm
+# (once per clone, ~2 min), and without npm skip saying why.
 test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
 

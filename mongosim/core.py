@@ -201,11 +201,9 @@ class ClusterCore:
             for rs in self.replica_sets.values():  # a failover changes the nodes routers gossip to
                 rs.listeners.append(manager.registry.topology_changed)
             self._make_routers(manager, ident)
-            from mongosim.router.sharding import config_write, shard_document
+            from mongosim.router.config_initialization import initialize_config_database
 
-            if shards and not saved:
-                await config_write(self.router, {"insert": "shards",
-                                                 "documents": [shard_document(self.router, n) for n in shards]})
+            await initialize_config_database(self.router, [] if saved else list(shards))
             self.router.refresh_catalog()
             self._start_balancer(manager)
             for router in self.routers:
@@ -292,14 +290,16 @@ class ClusterCore:
         self.nursery.start_soon(self.balancer.run, name="balancer")
 
     async def _reap_cursors(self) -> None:
+        """The cursor monitor: every 4 s (clientCursorMonitorFrequencySecs) cursors idle for longer than
+        cursorTimeoutMillis (10 minutes) are killed, on every node and router."""
         while True:
-            await trio.sleep(60)
+            await trio.sleep(4)
             for rs in list(self.replica_sets.values()):
                 for m in rs.members:
                     m.node.cursors.reap_idle()
                 primary = rs.primary  # the TTL monitor deletes on the primary; secondaries replicate it
                 if primary is not None:
-                    ttl_monitor.run_once(primary.node)  # (ttlMonitorSleepSecs is 60 s too: one periodic task)
+                    ttl_monitor.run_once(primary.node)
             for router in self.routers:
                 router.cursors.reap_idle()
 

@@ -23,6 +23,6 @@ from mongosim.router import (  # noqa: F401
     views,
 )
 from mongosim.router.command_registry import ROUTER_COMMANDS
-from mongosim.router.merge import cluster_change_stream  # noqa: F401
+from mongosim.router.merge import cluster_change_stream, passthrough_to_shard  # noqa: F401
 
 __all__ = ["ROUTER_COMMANDS"]

@@ -24,7 +24,7 @@ from mongosim.oplog.errors import MongoError
 from mongosim.router.aggregate_output import output_writer
 from mongosim.router.change_owning_shard import Outcome, change_owning_shard
 from mongosim.router.collation_targeting import collation_sensitive, effective_collation
-from mongosim.router.command_registry import ROUTER_COMMANDS, router_command
+from mongosim.router.command_registry import AGGREGATE_OPTIONS, ROUTER_COMMANDS, router_command
 from mongosim.router.let_parameters import router_variables
 from mongosim.router.request import GENERIC_FIELDS, Request
 from mongosim.shardsim.query.document_metadata import strip
@@ -44,6 +44,8 @@ from mongosim.shardsim.collation import command_collator
 from mongosim.shardsim.cursors import DEFAULT_FIRST_BATCH, QueryCursor, cursor_reply
 from mongosim.shardsim.node import WOULD_CHANGE_OWNING_SHARD
 from mongosim.shardsim.logical_session_cache import expand_list_local_sessions
+from mongosim.shardsim.coll_stats import leading_coll_stats
+from mongosim.router.cluster_coll_stats import cluster_coll_stats, leading_data_distribution, sharded_data_distribution
 from mongosim.shardsim.query.documents_stage import documents_source
 from mongosim.shardsim.query.pipeline_shape import split_pipeline
 from mongosim.shardsim.reads import int_arg
@@ -640,6 +642,9 @@ async def cmd_aggregate(router: Router, req: Request) -> dict:
     pipeline = req.cmd.get("pipeline")
     if not isinstance(pipeline, list):
         raise MongoError("TypeMismatch", "'pipeline' option must be specified as an array")
+    for option, handler in AGGREGATE_OPTIONS.items():  # e.g. $_passthroughToShard: one shard's stream, unmerged
+        if option in req.cmd:
+            return await handler(router, req)
     if pipeline and isinstance(pipeline[0], dict) and "$changeStream" in pipeline[0]:
         from mongosim.router.merge.cluster_change_stream import (
             open_cluster_change_stream,
@@ -661,6 +666,11 @@ async def cmd_aggregate(router: Router, req: Request) -> dict:
     target = req.cmd["aggregate"]
     db = req.db
     batch_size = (req.cmd.get("cursor") or {}).get("batchSize")
+    cluster_stats = await _cluster_stats_source(router, db, target, pipeline)
+    if cluster_stats is not None:  # $collStats / $shardedDataDistribution: documents about the cluster first
+        ns = f"{db}.{target}" if isinstance(target, str) else f"{db}.$cmd.aggregate"
+        return _serve(router, ns, list(run_pipeline(iter(cluster_stats), pipeline[1:], variables=variables)),
+                      batch_size)
     # (a mongos lists its own sessions)
     pipeline = expand_list_local_sessions(target, pipeline, req.cmd, router.session_cache, router.config.wall.wall)
     documents, pipeline, writer = split_pipeline(target, pipeline, req.cmd)
@@ -704,6 +714,16 @@ async def cmd_aggregate(router: Router, req: Request) -> dict:
         results = list(run_pipeline(iter(docs), pipeline[k:], variables=variables,
                                     collator=_merge_collator(router, ns, req.cmd)))
     return _serve(router, ns, await _written(write, results, variables), batch_size)
+
+
+async def _cluster_stats_source(router: Router, db: str, target: Any, pipeline: list) -> list[dict] | None:
+    """The documents of a leading $collStats or $shardedDataDistribution (router/cluster_coll_stats.py)."""
+    spec = leading_coll_stats(pipeline, target)
+    if spec is not None:
+        return await cluster_coll_stats(router, db, target, spec)
+    if leading_data_distribution(pipeline, db, target) is not None:
+        return await sharded_data_distribution(router)
+    return None
 
 
 def _uses_variables(v) -> bool:

@@ -21,6 +21,7 @@ from mongosim.shardsim.operation_context import OpCtx
 from mongosim.shardsim.merge_stage import parse_merge, run_merge
 from mongosim.shardsim.oplog_collection import is_oplog
 from mongosim.shardsim.out_stage import parse_out, run_out
+from mongosim.shardsim.coll_stats import coll_stats_document, leading_coll_stats
 from mongosim.shardsim.logical_session_cache import expand_list_local_sessions
 from mongosim.shardsim.query.documents_stage import documents_source
 from mongosim.shardsim.query.matcher import Matcher
@@ -231,6 +232,11 @@ async def cmd_aggregate(node: Node, ctx: OpCtx) -> dict:
     from mongosim.shardsim.query.stages import run_pipeline
 
     variables = for_command(node, ctx)
+    coll_stats = leading_coll_stats(pipeline, target)
+    if coll_stats is not None:  # one document about the collection, then the rest of the pipeline
+        doc = coll_stats_document(node, ctx.db, check_namespace(ctx.db, target), coll_stats)
+        results = list(run_pipeline(iter([doc]), pipeline[1:], variables=variables))
+        return serve_cursor(node, f"{ctx.db}.{target}", iter(results), (cursor_opt or {}).get("batchSize"))
     pipeline = expand_list_local_sessions(target, pipeline, cmd, node.session_cache, node.wall.wall)
     documents, stages, writer = split_pipeline(target, pipeline, cmd)
     write = output_writer(ctx.db, writer)  # its spec checked before anything is read
