@@ -13,6 +13,7 @@ from mongosim.shardsim import (  # noqa: F401
     profiler,
     explain_cmd,
     reads,
+    repl_commands,
     script_engine,
     search_indexes,
     sharding_ops,
