@@ -8,6 +8,8 @@ import it, nothing imports it back, and no command module imports the router.
 from mongosim.router import (  # noqa: F401
     balancer,
     bulk_write,
+    cluster_aggregate,
+    cluster_source_stages,
     cluster_explain,
     cluster_validate,
     commands_admin,

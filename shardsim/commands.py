@@ -7,10 +7,14 @@ module imports the node back.
 
 from mongosim.shardsim import (  # noqa: F401
     bulk_write,
+    coll_stats_stage,
     collection_validation,
+    current_op_stage,
     ddl,
     profiler,
     explain_cmd,
+    index_stats_stage,
+    plan_cache_stats_stage,
     reads,
     search_indexes,
     sharding_ops,

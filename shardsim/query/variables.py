@@ -29,7 +29,8 @@ from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.query.expressions import compile_expression
 from mongosim.shardsim.query.values import MISSING, type_name
 
-__all__ = ["runtime_constants", "seed_let", "frozen_let", "check_references", "for_command", "BUILTINS"]
+__all__ = ["runtime_constants", "seed_let", "frozen_let", "check_references", "for_command", "BUILTINS",
+           "check_user_variable_name"]
 
 # variables every expression may name (their availability is checked when they are read)
 BUILTINS = frozenset({"ROOT", "CURRENT", "REMOVE", "NOW", "CLUSTER_TIME", "KEEP", "PRUNE", "DESCEND",
@@ -67,6 +68,13 @@ def _name_error(name: str) -> MongoError | None:
         if not ((c.isascii() and (c.isalnum() or c == "_")) or ord(c) > 0x7F):
             return MongoError(16868, f"'{name}' contains an invalid character for a variable name: '{c}'")
     return None
+
+
+def check_user_variable_name(name: str) -> None:
+    """variableValidation::validateNameForUserWrite: raise 16866/16867/16868 for a bad name."""
+    err = _name_error(name)
+    if err is not None:
+        raise err
 
 
 def _check_system_value(name: str, value: Any) -> None:
