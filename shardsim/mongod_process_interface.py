@@ -29,14 +29,7 @@ class MongodProcessInterface(MongoProcessInterface):
         self.node = node
         self.ctx = ctx
         self.in_transaction = ctx.txn is not None
-        self._docs: dict[tuple[str, str], list[dict]] = {}
-
-    def documents(self, db: str, coll: str, pctx: Any) -> list[dict]:
-        key = (db, coll)
-        found = self._docs.get(key)
-        if found is None:
-            found = self._docs[key] = self._read(db, coll, pctx)
-        return found
+        super().__init__()
 
     def _read(self, db: str, coll: str, pctx: Any) -> list[dict]:
         resolved = view_catalog.resolve(self.node, db, coll)

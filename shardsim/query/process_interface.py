@@ -33,7 +33,18 @@ class MongoProcessInterface:
 
     in_transaction = False
 
-    def documents(self, db: str, coll: str, pctx: Any) -> list[dict]:  # pragma: no cover - interface
+    def __init__(self) -> None:
+        self._docs: dict[tuple[str, str], list[dict]] = {}
+
+    def documents(self, db: str, coll: str, pctx: Any) -> list[dict]:
+        """The namespace's documents, read (`_read`) once per command."""
+        key = (db, coll)
+        found = self._docs.get(key)
+        if found is None:
+            found = self._docs[key] = self._read(db, coll, pctx)
+        return found
+
+    def _read(self, db: str, coll: str, pctx: Any) -> list[dict]:  # pragma: no cover - interface
         raise NotImplementedError
 
     def is_sharded(self, db: str, coll: str) -> bool:
@@ -63,16 +74,9 @@ class InMemoryProcessInterface(MongoProcessInterface):
         self.views = dict(views or {})
         self.sharded = set(sharded or ())
         self.in_transaction = in_transaction
-        self._resolved: dict[tuple[str, str], list[dict]] = {}
+        super().__init__()
 
-    def documents(self, db: str, coll: str, pctx: Any) -> list[dict]:
-        key = (db, coll)
-        found = self._resolved.get(key)
-        if found is None:
-            found = self._resolved[key] = self._resolve(db, coll, pctx)
-        return found
-
-    def _resolve(self, db: str, coll: str, pctx: Any) -> list[dict]:
+    def _read(self, db: str, coll: str, pctx: Any) -> list[dict]:
         pipelines: list[list] = []
         name = coll
         while (db, name) in self.views:

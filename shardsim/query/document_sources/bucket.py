@@ -22,7 +22,7 @@ from mongosim.shardsim.query.pipeline_context import PipelineContext
 from mongosim.shardsim.query.stage_registry import register
 from mongosim.shardsim.query.stages import compile_group
 from mongosim.shardsim.query.values import MISSING, canonical_rank, type_name
-from mongosim.shardsim.query.variables import _reads_document
+from mongosim.shardsim.query.variables import is_constant_expression
 from mongosim.shardsim.query.sorting import sort_key_fn
 
 __all__ = ["parse_bucket", "constant_value"]
@@ -31,21 +31,9 @@ __all__ = ["parse_bucket", "constant_value"]
 def constant_value(expr: Any) -> Any:
     """The value of an expression the server's optimizer folds to a constant; MISSING if it is not one
     (it reads the document or a variable)."""
-    if _reads_document(expr) or _names_variable(expr):
+    if not is_constant_expression(expr):
         return MISSING
     return compile_expression(expr)({})
-
-
-def _names_variable(expr: Any) -> bool:
-    if isinstance(expr, str):
-        return expr.startswith("$$")
-    if isinstance(expr, list):
-        return any(_names_variable(e) for e in expr)
-    if isinstance(expr, dict):
-        if len(expr) == 1 and next(iter(expr)) == "$literal":
-            return False
-        return any(_names_variable(v) for v in expr.values()) or any(k in ("$rand",) for k in expr)
-    return False
 
 
 @register("$bucket")
