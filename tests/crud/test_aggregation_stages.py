@@ -124,6 +124,18 @@ def test_mongos_results_equal_the_replica_sets(clusters):
                                                       "as": "same"}},
          {"$project": {"n": {"$size": "$same"}}}, {"$sort": {"_id": 1}}],
         [{"$bucket": {"groupBy": "$k", "boundaries": [0, 50, 120, 200], "output": {"qs": {"$sum": "$qty"}}}}],
+        [{"$bucketAuto": {"groupBy": "$k", "buckets": 3, "output": {"n": {"$sum": 1}, "q": {"$avg": "$qty"}}}}],
+        [{"$facet": {"a": [{"$sortByCount": "$item"}, {"$sort": {"_id": 1}}],
+                     "b": [{"$group": {"_id": None, "sd": {"$stdDevPop": "$k"},
+                                       "m": {"$median": {"input": "$k", "method": "approximate"}}}}]}}],
+        [{"$graphLookup": {"from": "c", "startWith": "$qty", "connectFromField": "qty", "connectToField": "_id",
+                           "as": "r", "depthField": "d"}},
+         {"$unwind": "$r"}, {"$sort": {"_id": 1, "r._id": 1}}, {"$project": {"r": "$r._id", "d": "$r.d"}}],
+        [{"$unionWith": {"coll": "c", "pipeline": [{"$match": {"qty": 0}}]}}, {"$sort": {"_id": 1, "k": 1}}],
+        [{"$sort": {"k": -1}}, {"$skip": 1}, {"$limit": 4},
+         {"$lookup": {"from": "c", "let": {"q": "$qty"}, "as": "same",
+                      "pipeline": [{"$match": {"$expr": {"$eq": ["$qty", "$$q"]}}}, {"$count": "n"}]}}],
+        [{"$match": {"k": {"$gt": 1000}}}, {"$group": {"_id": None, "n": {"$sum": 1}}}],
     ]
     docs = [{**o, "tags": ["a", "b"][: o["_id"] % 3]} for o in ORDERS]
     results = {}
