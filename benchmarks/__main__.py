@@ -1,6 +1,7 @@
 """Run every benchmark and print each figure beside its reference: ``python -m benchmarks``.
 
     python -m benchmarks [--quick] [--json FILE] [--only read,merge,...] [--check]
+    python -m benchmarks --only spark   # Spark at scale (bench_spark.py): not in the default run
 
 ``--quick`` takes about two minutes, the full run about ten.  ``--json`` writes
 the figures (``read_ratio``, ``merge_scaling``, ``write_ratio``,
@@ -36,6 +37,7 @@ from benchmarks import (
     bench_latency,
     bench_memory,
     bench_read,
+    bench_spark,
     bench_startup,
     bench_write,
 )
@@ -59,6 +61,10 @@ class Settings:
     startup_runs: int
     memory_entries: int
     reset_rounds: int
+    spark_merge_events: int
+    spark_stream_events: int
+    spark_reps: int
+    spark_partitions: int
     index_docs: int = 100_000
     index_seconds: float = 1.0
     index_reps: int = 3
@@ -69,12 +75,14 @@ QUICK = Settings(read_events=20_000, batch_sizes=(100, 1000), read_reps=2,
                  write_seconds=1.0, write_reps=2, write_ordered=False,
                  latency_probes=300, latency_budget_s=8.0, noop_interval_s=2.0,
                  startup_runs=3, memory_entries=250_000, reset_rounds=20,
+                 spark_merge_events=40_000, spark_stream_events=20_000, spark_reps=2, spark_partitions=8,
                  index_docs=50_000, index_seconds=0.5, index_reps=2)
 FULL = Settings(read_events=50_000, batch_sizes=(100, 1000), read_reps=3,
                 merge_events=32_000, merge_shards=(1, 4, 16, 64), merge_reps=3,
                 write_seconds=3.0, write_reps=3, write_ordered=True,
                 latency_probes=1000, latency_budget_s=45.0, noop_interval_s=2.0,
-                startup_runs=5, memory_entries=1_000_000, reset_rounds=50)
+                startup_runs=5, memory_entries=1_000_000, reset_rounds=50,
+                spark_merge_events=120_000, spark_stream_events=50_000, spark_reps=3, spark_partitions=8)
 
 # figure -> (goal text, passes?)
 GOALS: dict[str, tuple[str, Callable[[float], bool]]] = {
@@ -93,7 +101,11 @@ GOALS: dict[str, tuple[str, Callable[[float], bool]]] = {
     "plugin_four_tests_s": ("<= 2 s", lambda v: v <= 2.0),
     "index_point_ratio": (">= 0.8", lambda v: v >= 0.8),
     "index_scaling": (">= 0.8", lambda v: v >= 0.8),
+    "spark_merge_scaling": (">= 1.6", lambda v: v >= 1.6),
+    "spark_stream_router_ratio": (">= 0.5", lambda v: v >= 0.5),
+    "spark_stream_shards_over_router": ("> 1", lambda v: v > 1.0),
 }
+OPT_IN = {"spark"}  # benchmarks that run only when named in --only
 
 
 def _raw_text(name: str, r: dict) -> str:
@@ -126,6 +138,16 @@ def _raw_text(name: str, r: dict) -> str:
         return f"p95 {r['reset_p95_ms']} ms; the pytest fixtures' reset between tests"
     if name == "plugin_four_tests_s" and "plugin_four_tests_wall_s" in r:
         return f"pytest's session time, cluster start included; {r['plugin_four_tests_wall_s']} s for the process"
+    if name == "spark_merge_scaling" and "spark_merge_events_per_s_local1" in r:
+        return (f"{r['spark_merge_events_per_s_local2']} / {r['spark_merge_events_per_s_local1']} ev/s,"
+                f" {r['spark_merge_events']} events; single-partition job at local[2]"
+                f" {r['spark_merge_single_events_per_s_local2']} ev/s (distributed / single"
+                f" {r['spark_merge_vs_single']})")
+    if name == "spark_stream_router_ratio" and "spark_stream_direct_events_per_s" in r:
+        return (f"{r['spark_stream_router_events_per_s']} / {r['spark_stream_direct_events_per_s']} ev/s"
+                f" (pymongo watch()), {r['spark_stream_events']} events, 4 shards")
+    if name == "spark_stream_shards_over_router" and "spark_stream_shards_events_per_s" in r:
+        return f"{r['spark_stream_shards_events_per_s']} / {r['spark_stream_router_events_per_s']} ev/s"
     return ""
 
 
@@ -211,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="a run of about two minutes")
     p.add_argument("--json", metavar="FILE", help="write the figures as JSON")
     p.add_argument("--only", default="", help="comma-separated: startup,read,breakdown,merge,write,latency,memory,"
-                                              "fixtures,index")
+                                              "fixtures,index; spark (only when named)")
     p.add_argument("--check", action="store_true", help="exit 1 when a goal is missed")
     p.add_argument("--markdown", metavar="FILE", help="write the table of figures as Markdown (for the README)")
     args = p.parse_args(argv)
@@ -226,6 +248,8 @@ def main(argv: list[str] | None = None) -> int:
         "memory": lambda r: bench_memory.run_memory(st.memory_entries, r),
         "fixtures": lambda r: bench_fixtures.run_fixtures(st.reset_rounds, r),
         "index": lambda r: bench_index.run_index(st.index_docs, st.index_seconds, st.index_reps, r),
+        "spark": lambda r: bench_spark.run_spark(st.spark_merge_events, st.spark_stream_events, st.spark_reps,
+                                                 st.spark_partitions, r),
     }
     only = [x.strip() for x in args.only.split(",") if x.strip()]
     unknown = set(only) - set(benches)
@@ -239,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     failed: list[str] = []
     t_all = time.monotonic()
     for name, fn in benches.items():
-        if only and name not in only:
+        if (only and name not in only) or (not only and name in OPT_IN):
             continue
         H.say("")
         try:

@@ -27,6 +27,7 @@ from mongosim.router.replset import ReplSetFrontend
 from mongosim.router.mongos import Router
 from mongosim.router.server import serve_tcp
 from mongosim.router.sharding_catalog_manager import ShardingCatalogManager
+from mongosim.shardsim import ttl_monitor
 from mongosim.shardsim.node import Node
 
 
@@ -163,11 +164,9 @@ class ClusterCore:
             shards = {n: self.make_node(n) for n in names}
             manager = ShardingCatalogManager(self.config, shards, shard_factory=self.make_node)
             self._make_routers(manager, ident)
-            from mongosim.router.sharding import config_write, shard_document
+            from mongosim.router.config_initialization import initialize_config_database
 
-            if shards and not saved:
-                await config_write(self.router, {"insert": "shards",
-                                                 "documents": [shard_document(self.router, n) for n in shards]})
+            await initialize_config_database(self.router, [] if saved else list(shards))
             self.router.refresh_catalog()
             self._start_balancer(manager)
             from mongosim.faults import FaultInjector
@@ -259,10 +258,13 @@ class ClusterCore:
         self.nursery.start_soon(self.balancer.run, name="balancer")
 
     async def _reap_cursors(self) -> None:
+        """The cursor monitor: every 4 s (clientCursorMonitorFrequencySecs) cursors idle for longer than
+        cursorTimeoutMillis (10 minutes) are killed, on every node and router."""
         while True:
-            await trio.sleep(60)
+            await trio.sleep(4)
             for node in list(self.nodes.values()):
                 node.cursors.reap_idle()
+                ttl_monitor.run_once(node)  # (ttlMonitorSleepSecs is 60 s too: one periodic task for both)
             for router in self.routers:
                 router.cursors.reap_idle()
 

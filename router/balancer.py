@@ -27,7 +27,8 @@ from bson import Int64
 
 from mongosim.router.command_registry import router_command
 from mongosim.router.request import Request
-from mongosim.router.sharding import config_write, migrate_chunk
+from mongosim.oplog.errors import MongoError
+from mongosim.router.sharding import admin_only, config_write, migrate_chunk
 
 if TYPE_CHECKING:
     from mongosim.router.mongos import Router
@@ -104,10 +105,42 @@ def _balancer(router: Router) -> Balancer | None:
 
 @router_command("balancerStatus")
 async def cmd_balancer_status(router: Router, req: Request) -> dict:
+    """`{mode, inBalancerRound, numBalancerRounds, term}`: `term` is the config server primary's (one here)."""
     b = _balancer(router)
     if b is None:
-        return {"mode": "off", "inBalancerRound": False, "numBalancerRounds": Int64(0), "ok": 1.0}
-    return {"mode": b.mode, "inBalancerRound": b.in_round, "numBalancerRounds": Int64(b.rounds), "ok": 1.0}
+        return {"mode": "off", "inBalancerRound": False, "numBalancerRounds": Int64(0), "term": Int64(1), "ok": 1.0}
+    return {"mode": b.mode, "inBalancerRound": b.in_round, "numBalancerRounds": Int64(b.rounds), "term": Int64(1),
+            "ok": 1.0}
+
+
+MAX_CHUNK_SIZE_MB = 128.0  # the default chunk size (config.settings {_id: "chunksize"} may change it)
+
+
+@router_command("balancerCollectionStatus")
+async def cmd_balancer_collection_status(router: Router, req: Request) -> dict:
+    """Is the collection as the balancer wants it (Balancer::getBalancerStatusForNs)?  The first reason it
+    is not: `draining` (chunks on a shard being removed); mongosim's balancer wants nothing else.
+    `chunkSize` is the collection's maximum chunk size in MB."""
+    admin_only(req)
+    ns = req.cmd[req.name]
+    if not isinstance(ns, str) or "." not in ns or ns.startswith(".") or ns.endswith("."):
+        raise MongoError("InvalidNamespace", f"Invalid namespace specified '{ns}'")
+    colls = router.config.catalog.collection("config", "collections")
+    doc = colls.get(ns) if colls is not None else None
+    if doc is None or doc.get("dropped") or doc.get("unsplittable"):
+        raise MongoError("NamespaceNotSharded", "Collection unsharded or undefined")
+    settings = router.config.catalog.collection("config", "settings")
+    chunk_size = (settings.get("chunksize") if settings is not None else None) or {}
+    size_mb = float(doc.get("maxChunkSizeBytes", 0)) / (1024 * 1024) or float(chunk_size.get("value", MAX_CHUNK_SIZE_MB))
+    reply: dict = {"chunkSize": size_mb, "balancerCompliant": True}
+    draining = set(_balancer(router).draining_shards()) if _balancer(router) is not None else set()
+    chunks = router.config.catalog.collection("config", "chunks")
+    if draining and chunks is not None and any(bytes(c["uuid"]) == bytes(doc["uuid"]) and c["shard"] in draining
+                                               for c in chunks.docs.values()):
+        reply["balancerCompliant"] = False
+        reply["firstComplianceViolation"] = "draining"
+    reply["ok"] = 1.0
+    return reply
 
 
 @router_command("balancerStart", "balancerStop")

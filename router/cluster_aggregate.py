@@ -17,10 +17,16 @@ A change stream goes to the merge machinery (`router/merge/`); an explain to
   (`mongos_process_interface`).  A sort or group at the router sees every
   document, as on a replica set, so its results are the replica set's.
 
-`{aggregate: 1}` pipelines ($documents, $currentOp, $listLocalSessions) run on the
-router; `$collStats`, `$indexStats` and `$planCacheStats` ask each shard holding
-the collection (`router/cluster_source_stages.py`).  A `$out`/`$merge` at the end
-writes the results (`aggregate_output`).
+A pipeline starting with a `$text` `$match` or a `$geoNear` runs that part on the
+shards with `needsMerge` (their documents keep their scores and distances) and
+the rest here (`sort_key_merge`).  An option registered in `AGGREGATE_OPTIONS`
+(`$_passthroughToShard`) takes the command whole.
+
+`{aggregate: 1}` pipelines ($documents, $currentOp, $listLocalSessions,
+$shardedDataDistribution) run on the router; `$collStats` asks each shard holding
+the collection (`router/cluster_coll_stats.py`), as do `$indexStats` and
+`$planCacheStats` (`router/cluster_source_stages.py`).  A `$out`/`$merge` at the
+end writes the results (`aggregate_output`).
 """
 
 from __future__ import annotations
@@ -29,7 +35,8 @@ from typing import TYPE_CHECKING, Any
 
 from mongosim.oplog.errors import MongoError
 from mongosim.router.aggregate_output import output_writer
-from mongosim.router.command_registry import ROUTER_COMMANDS, router_command
+from mongosim.router.cluster_coll_stats import cluster_coll_stats, leading_data_distribution, sharded_data_distribution
+from mongosim.router.command_registry import AGGREGATE_OPTIONS, ROUTER_COMMANDS, router_command
 from mongosim.router.commands_crud import (
     _collation_field,
     _hint,
@@ -42,9 +49,13 @@ from mongosim.router.commands_crud import (
 from mongosim.router.let_parameters import router_variables
 from mongosim.router.mongos_process_interface import backing_of, gather_foreign, view_definitions
 from mongosim.router.request import Request
+from mongosim.router.sort_key_merge import merged_with_metadata, starts_with_metadata
 from mongosim.router.source_stage_registry import ROUTER_SOURCES
+from mongosim.shardsim.coll_stats import leading_coll_stats
 from mongosim.shardsim.logical_session_cache import expand_list_local_sessions
+from mongosim.shardsim.query.document_metadata import strip
 from mongosim.shardsim.query.documents_stage import documents_source
+from mongosim.shardsim.query.extensions_callback import check_pipeline
 from mongosim.shardsim.query.pipeline_shape import involved_collections, split_pipeline
 from mongosim.shardsim.query.process_interface import InMemoryProcessInterface
 from mongosim.shardsim.query.stages import DOC_STAGES, run_pipeline
@@ -92,6 +103,9 @@ async def cmd_aggregate(router: Router, req: Request) -> dict:
     pipeline = req.cmd.get("pipeline")
     if not isinstance(pipeline, list):
         raise MongoError("TypeMismatch", "'pipeline' option must be specified as an array")
+    for option, handler in AGGREGATE_OPTIONS.items():  # e.g. $_passthroughToShard: one shard's stream, unmerged
+        if option in req.cmd:
+            return await handler(router, req)
     if pipeline and isinstance(pipeline[0], dict) and "$changeStream" in pipeline[0]:
         from mongosim.router.merge.cluster_change_stream import (
             open_cluster_change_stream,
@@ -111,6 +125,15 @@ async def cmd_aggregate(router: Router, req: Request) -> dict:
     target = req.cmd["aggregate"]
     db = req.db
     batch_size = (req.cmd.get("cursor") or {}).get("batchSize")
+    cluster_stats = await _cluster_stats_source(router, db, target, pipeline)
+    if cluster_stats is not None:  # $collStats / $shardedDataDistribution: documents about the cluster first
+        ns = f"{db}.{target}" if isinstance(target, str) else f"{db}.$cmd.aggregate"
+        rest = pipeline[1:]
+        process = await _foreign(router, req, db, rest)
+        results = list(run_pipeline(iter(cluster_stats), rest, variables=variables,
+                                    collator=_merge_collator(router, ns, req.cmd) if isinstance(target, str) else None,
+                                    process=process, db=db))
+        return _serve(router, ns, results, batch_size)
     # (a mongos lists its own sessions)
     pipeline = expand_list_local_sessions(target, pipeline, req.cmd, router.session_cache, router.config.wall.wall)
     documents, pipeline, writer = split_pipeline(target, pipeline, req.cmd)
@@ -129,8 +152,9 @@ async def cmd_aggregate(router: Router, req: Request) -> dict:
     if not isinstance(target, str):
         raise MongoError("InvalidNamespace", "aggregate target must be a collection name or 1")
     ns = f"{db}.{target}"
+    check_pipeline(pipeline)
     source = ROUTER_SOURCES.get(_name(pipeline[0]) if pipeline else None)
-    if source is not None:  # $collStats, $indexStats, $planCacheStats: each shard's documents
+    if source is not None:  # $indexStats, $planCacheStats: each shard's documents
         docs = await source(router, req, target, pipeline[0][_name(pipeline[0])])
         rest = pipeline[1:]
         process = await _foreign(router, req, db, rest)
@@ -144,6 +168,15 @@ async def cmd_aggregate(router: Router, req: Request) -> dict:
     unsharded = router.catalog.routing(ns) is None
     if len(shards) == 1 and not foreign_sharded and (unsharded or not involved):
         results = await _whole_on(router, req, shards[0], db, pipeline)
+    elif starts_with_metadata(pipeline):  # a $text $match or a $geoNear: run on the shards with needsMerge
+        k = starts_with_metadata(pipeline)
+        docs = []
+        for shard in shards:
+            docs.extend(await _aggregate_on(router, req, shard, db, target, pipeline[:k], variables, needs_merge=True))
+        docs = merged_with_metadata(docs, by_distance="$geoNear" in pipeline[0])
+        process = await _foreign(router, req, db, pipeline[k:], views)
+        results = list(run_pipeline(iter(docs), pipeline[k:], variables=variables,
+                                    collator=_merge_collator(router, ns, req.cmd), process=process, db=db))
     else:
         shard_part, merge_part = split_for_shards(pipeline)
         docs: list[dict] = []
@@ -153,6 +186,16 @@ async def cmd_aggregate(router: Router, req: Request) -> dict:
         results = list(run_pipeline(iter(docs), merge_part, variables=variables,
                                     collator=_merge_collator(router, ns, req.cmd), process=process, db=db))
     return _serve(router, ns, await _written(write, results, variables), batch_size)
+
+
+async def _cluster_stats_source(router: Router, db: str, target: Any, pipeline: list) -> list[dict] | None:
+    """The documents of a leading $collStats or $shardedDataDistribution (router/cluster_coll_stats.py)."""
+    spec = leading_coll_stats(pipeline, target)
+    if spec is not None:
+        return await cluster_coll_stats(router, db, target, spec)
+    if leading_data_distribution(pipeline, db, target) is not None:
+        return await sharded_data_distribution(router)
+    return None
 
 
 async def _foreign(router: Router, req: Request, db: str, pipeline: list, views: dict | None = None
@@ -187,13 +230,16 @@ async def _whole_on(router: Router, req: Request, shard: str, db: str, pipeline:
 
 
 async def _aggregate_on(router: Router, req: Request, shard: str, db: str, coll: str, stages: list,
-                        variables: dict) -> list[dict]:
-    """A shard's results for the shards' part of a split pipeline (with the router's variables)."""
+                        variables: dict, *, needs_merge: bool = False) -> list[dict]:
+    """A shard's results for the shards' part of a split pipeline (with the router's variables;
+    `needs_merge`: the documents keep their metadata, as the shards send it for a merge)."""
     let = req.cmd.get("let")
     if let is None:
         let = frozen_let({}, variables)  # ($$NOW and $$CLUSTER_TIME: the router's)
     cmd = {"aggregate": coll, "pipeline": stages, "cursor": {"batchSize": 2**31 - 1}, **_hint(req),
            **_collation_field(req), **_session_fields(req), "let": let}
+    if needs_merge:
+        cmd["needsMerge"] = True
     for k in ("allowDiskUse",):
         if k in req.cmd:
             cmd[k] = req.cmd[k]
@@ -205,5 +251,5 @@ async def _written(write, results: list[dict], variables: dict) -> list[dict]:
     """The results to return: none once a $out or $merge has written them."""
     if write is None:
         return results
-    await write(results, variables)
+    await write(strip(results), variables)
     return []

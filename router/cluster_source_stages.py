@@ -1,9 +1,9 @@
-"""$collStats, $indexStats, $planCacheStats and $currentOp through mongos.
+"""$indexStats, $planCacheStats and $currentOp through mongos ($collStats: router/cluster_coll_stats.py).
 
 mongos asks the shards and returns their documents (the server's
 ShardServerProcessInterface fan-out):
 
-- `$collStats`, `$indexStats`, `$planCacheStats`: every shard that owns chunks of
+- `$indexStats`, `$planCacheStats`: every shard that owns chunks of
   the collection (an unsharded one: its primary shard) runs the stage; each
   document names its `shard`.  The spec is checked here first, so a bad one fails
   before any shard is asked.
@@ -22,7 +22,6 @@ from bson import Int64
 from mongosim.router.commands_crud import _run_txn_aware, targets_for_query
 from mongosim.router.request import Request
 from mongosim.router.source_stage_registry import register_router_source
-from mongosim.shardsim.coll_stats_stage import parse_coll_stats
 from mongosim.shardsim.current_op_stage import parse_current_op
 from mongosim.shardsim.plan_cache_stats_stage import check_plan_cache_stats
 
@@ -57,7 +56,6 @@ def _check_index_stats(spec: Any) -> None:
         raise MongoError(28803, "The $indexStats stage specification must be an empty object")
 
 
-register_router_source("$collStats")(_per_collection("$collStats", parse_coll_stats))
 register_router_source("$indexStats")(_per_collection("$indexStats", _check_index_stats))
 register_router_source("$planCacheStats")(_per_collection("$planCacheStats", check_plan_cache_stats))
 

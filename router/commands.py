@@ -8,6 +8,7 @@ import it, nothing imports it back, and no command module imports the router.
 from mongosim.router import (  # noqa: F401
     balancer,
     bulk_write,
+    check_metadata_consistency,
     cluster_aggregate,
     cluster_source_stages,
     cluster_explain,
@@ -15,6 +16,7 @@ from mongosim.router import (  # noqa: F401
     commands_admin,
     commands_crud,
     commands_ddl,
+    map_reduce,
     move_primary,
     remove_shard,
     search_indexes,
@@ -23,6 +25,6 @@ from mongosim.router import (  # noqa: F401
     views,
 )
 from mongosim.router.command_registry import ROUTER_COMMANDS
-from mongosim.router.merge import cluster_change_stream  # noqa: F401
+from mongosim.router.merge import cluster_change_stream, passthrough_to_shard  # noqa: F401
 
 __all__ = ["ROUTER_COMMANDS"]

@@ -22,12 +22,14 @@ from bson import ObjectId
 from mongosim.oplog.clock import ts_key
 from mongosim.oplog.errors import MongoError
 from mongosim.router.change_owning_shard import Outcome, change_owning_shard
+from mongosim.router.collation_targeting import collation_sensitive, effective_collation
 from mongosim.router.command_registry import router_command
 from mongosim.router.let_parameters import router_variables
 from mongosim.router.request import GENERIC_FIELDS, Request
+from mongosim.router.sort_key_merge import merge, needs_sort_key, shard_projection
 from mongosim.router.shard_versioning import MAX_STALE_RETRIES, is_stale, note_routing, with_versions
 from mongosim.router.sharding import critical_sections, ensure_database
-from mongosim.router.collation_targeting import collation_sensitive, effective_collation
+from mongosim.router.store_possible_cursor import store_possible_cursor
 from mongosim.router.write_without_shard_key import first_in_sort_order, narrowed
 from mongosim.shardsim.collation import command_collator
 from mongosim.shardsim.cursors import DEFAULT_FIRST_BATCH, QueryCursor, cursor_reply
@@ -496,6 +498,9 @@ async def cmd_find(router: Router, req: Request) -> dict:
     if not isinstance(flt, dict):
         raise MongoError("TypeMismatch", "BSON field 'FindCommandRequest.filter' is the wrong type, expected type 'object'")
     shards = _read_targets(router, req, ns, flt)
+    if cmd.get("tailable") and len(shards) == 1:  # a capped collection is never sharded: its one shard's cursor
+        reply = await router.shard(shards[0]).command(db, {k: v for k, v in cmd.items() if k not in GENERIC_FIELDS})
+        return store_possible_cursor(router, shards[0], db, reply)
     batch_size = cmd.get("batchSize")
     limit = cmd.get("limit")
     skip = cmd.get("skip") or 0
@@ -505,6 +510,18 @@ async def cmd_find(router: Router, req: Request) -> dict:
             return cursor_reply([], 0, ns, first=True)
         shard_cmd = {k: v for k, v in passthrough.items() if k not in ("batchSize", "singleBatch")}
         results = await _gather(router, req, db, shards, shard_cmd)
+    elif needs_sort_key(flt, cmd.get("sort"), cmd.get("projection")):  # (text scores, distances: sort_key_merge)
+        proj, directions = shard_projection(cmd)
+        shard_cmd = {k: v for k, v in passthrough.items() if k not in ("skip", "limit", "batchSize", "singleBatch")}
+        shard_cmd["projection"] = proj
+        if limit:
+            shard_cmd["limit"] = int(limit) + int(skip)
+        results = merge(await _gather(router, req, db, shards, shard_cmd), directions,
+                        _merge_collator(router, ns, cmd))
+        if skip:
+            results = results[int(skip):]
+        if limit:
+            results = results[: int(limit)]
     else:
         shard_cmd = {k: v for k, v in passthrough.items() if k not in ("projection", "skip", "limit", "batchSize", "singleBatch")}
         if limit:

@@ -199,6 +199,8 @@ class Router:
             raise MongoError("CommandNotFound", f"no such command: '{name}'")
         check_generic_arguments(name, cmd)
         validate_session_options(db, name, cmd)
+        if db == "local":  # ExecCommandClient's prologue: after the session options are validated
+            raise MongoError("IllegalOperation", "Can't use 'local' database through mongos")
         check_read_concern_support(name, cmd)
         check_collations(name, cmd)
         check_max_time_always_times_out(self.failpoints, cmd)

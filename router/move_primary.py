@@ -24,6 +24,7 @@ from mongosim.oplog.errors import MongoError
 from mongosim.router.command_registry import router_command
 from mongosim.router.request import Request
 from mongosim.router.sharding import admin_only, config_write, critical_sections
+from mongosim.router.sharding_logging import log_change
 
 if TYPE_CHECKING:
     from mongosim.router.mongos import Router
@@ -60,6 +61,8 @@ async def move_primary(router: Router, db: str, donor: str, to: str, version: di
     cs.acquire(marker)
     try:
         donor_remote, recipient = router.shard(donor), router.shard(to)
+        entry = {"database": db, "from": donor, "to": to}  # MovePrimarySourceManager::_buildMoveLogEntry
+        await log_change(router, "movePrimary.start", db, entry, by=donor_remote.node)
         source = donor_remote.node.catalog.db(db)
         moved = []
         for name, coll in sorted((source.collections if source else {}).items()):
@@ -78,6 +81,7 @@ async def move_primary(router: Router, db: str, donor: str, to: str, version: di
         await config_write(router, {"update": "databases", "updates": [
             {"q": {"_id": db}, "u": {"$set": {"primary": to, "version": new_version}}}]})
         router.refresh_catalog()
+        await log_change(router, "movePrimary.commit", db, entry, by=donor_remote.node)
         for name in moved:
             await donor_remote.command(db, {"drop": name, "fromMigrate": True})
     finally:

@@ -34,6 +34,7 @@ from mongosim.oplog.errors import MongoError
 from mongosim.router.command_registry import router_command
 from mongosim.router.request import Request
 from mongosim.router.sharding import admin_only, config_write
+from mongosim.router.sharding_logging import log_change
 
 if TYPE_CHECKING:
     from mongosim.router.mongos import Router
@@ -64,6 +65,7 @@ async def cmd_remove_shard(router: Router, req: Request) -> dict:
         if not any(d["_id"] != name and not d.get("draining") for d in shards):
             raise MongoError("IllegalOperation", "Operation not allowed because it would remove the last shard")
         if not doc.get("draining"):
+            await log_change(router, "removeShard.start", "", {"shard": name})
             await config_write(router, {"update": "shards", "updates": [
                 {"q": {"_id": name}, "u": {"$set": {"draining": True}}}]})
             balancer = router.manager.balancer
@@ -90,3 +92,4 @@ async def _remove(router: Router, name: str, shards: list[dict]) -> None:
     await config_write(router, {"update": "shards", "updates": [
         {"q": {"_id": control}, "u": {"$set": {"topologyTime": router.clock.now()}}}]})
     router.registry.retire(name, removed_key)
+    await log_change(router, "removeShard", "", {"shard": name})

@@ -190,10 +190,26 @@ async def _handle(stream: trio.abc.Stream, service: Service, conn: ConnState, ms
             response_to = rid
             await service.await_hello(cmd, conn)
             reply = await _answer(service, db, cmd, conn)
+    if name == "getMore" and msg.exhaust_allowed:
+        await _exhaust_get_more(stream, service, conn, db, cmd, reply, msg.request_id)
+        return True
     await stream.send_all(_encode_reply(reply, msg.request_id))
     if conn.after_reply:
         run_after_reply(conn)
     return True
+
+
+async def _exhaust_get_more(stream: trio.abc.Stream, service: Service, conn: ConnState, db: str, cmd: dict,
+                            reply: dict, response_to: int) -> None:
+    """An exhaust cursor: while the cursor stays open, each reply goes out with moreToCome and the
+    getMore runs again by itself (the server's exhaust protocol); the last reply (cursor closed, or
+    an error) goes without it."""
+    while reply.get("ok") and (reply.get("cursor") or {}).get("id"):
+        rid = next(_request_ids)
+        await stream.send_all(wire.encode_op_msg_raw(bsonutil.encode_reply(reply), rid, response_to, MORE_TO_COME))
+        response_to = rid
+        reply = await _answer(service, db, cmd, conn)
+    await stream.send_all(_encode_reply(reply, response_to))
 
 
 async def serve_tcp(service: Service, host: str, port: int, *, task_status=trio.TASK_STATUS_IGNORED,

@@ -62,7 +62,15 @@ class ShardRegistry:
         self.faults.setdefault(name, Faults())
         node.filtering = FilteringMetadata(name, self.config_primary)
         node.owns = node.filtering.owns
+        node.shard_node = self.node_of
         self.version += 1
+
+    def node_of(self, name: str) -> "Node | None":
+        """A shard's node by name (a removed shard's too: it still runs)."""
+        node = self.nodes.get(name)
+        if node is None and name in self.retired:
+            node = self.retired[name].node
+        return node
 
     def retire(self, name: str, removed_key: int) -> None:
         """A shard leaves (removeShard completed): no router targets it any more."""

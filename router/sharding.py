@@ -21,12 +21,14 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 from bson import Binary, Int64, MaxKey, MinKey, ObjectId, Timestamp
+from mongosim.oplog import bsonutil
 from mongosim.oplog.errors import MongoError
 from mongosim.router.catalog_cache import Chunk, CollectionRouting
 from mongosim.router.collation_targeting import check_default_collation, check_shard_collection_collation
 from mongosim.router.command_registry import router_command
 from mongosim.router.request import Request
 from mongosim.router.sharding_catalog_manager import CriticalSections
+from mongosim.router.sharding_logging import chunk_version_string, log_change
 from mongosim.shardsim.shard_key import ShardKeyPattern
 
 if TYPE_CHECKING:
@@ -122,6 +124,11 @@ async def cmd_enable_sharding(router: Router, req: Request) -> dict:
     return {"ok": 1.0}
 
 
+def _peer(req: Request) -> str:
+    """The client's address, as a process logs it (config.changelog's clientAddr)."""
+    return getattr(req.conn, "peer", "") or ""
+
+
 def admin_only(req: Request) -> None:
     if req.db != "admin":
         raise MongoError("Unauthorized", f"{req.name} may only be run against the admin database.")
@@ -150,6 +157,8 @@ async def cmd_shard_collection(router: Router, req: Request) -> dict:
                              f"sharding already enabled for collection {ns} with options {{ shardKey: {existing.pattern.key} }}")
         primary = await ensure_database(router, db)
         pnode = router.shard(primary).node
+        await log_change(router, "shardCollection.start", ns, {"shardKey": dict(pattern.key), "collection": ns,
+                                                               "primary": primary}, by=pnode, client_addr=_peer(req))
         coll = pnode.catalog.collection(db, name)
         if coll is None:
             await router.shard(primary).command(db, {"create": name})
@@ -212,6 +221,9 @@ async def cmd_shard_collection(router: Router, req: Request) -> dict:
         router.refresh_catalog()
         request = {"shardKey": dict(pattern.key), "unique": unique, "presplitHashedZones": bool(req.cmd.get("presplitHashedZones", False))}
         await router.shard(primary).command(db, {"_shardsvrNotifyShardCollection": ns, "request": request})
+        await log_change(router, "shardCollection.end", ns, {
+            "uuid": uuid, "placementVersion": chunk_version_string(1, len(bounds) - 1, epoch, timestamp),
+            "empty": len(coll) == 0, "numChunks": len(bounds)}, by=pnode, client_addr=_peer(req))
     return {"collectionsharded": ns, "ok": 1.0}
 
 
@@ -257,6 +269,14 @@ async def split_chunk(router: Router, r: CollectionRouting, chunk: Chunk, middle
     }]})
     router.refresh_catalog()
 
+    def version(major: int, minor: int) -> dict:  # ChunkVersion::serializeToBSON
+        return {"e": r.epoch, "t": r.timestamp, "v": Timestamp(major, minor)}
+    await log_change(router, "split", r.ns, {
+        "before": {"min": chunk.min, "max": chunk.max, "lastmod": version(major, minor)},
+        "left": {"min": chunk.min, "max": middle, "lastmod": version(major, minor + 1)},
+        "right": {"min": middle, "max": chunk.max, "lastmod": version(major, minor + 2)},
+        "owningShard": chunk.shard})
+
 
 @router_command("split")
 async def cmd_split(router: Router, req: Request) -> dict:
@@ -296,14 +316,27 @@ async def migrate_chunk(router: Router, r: CollectionRouting, chunk: Chunk, to: 
     cs.acquire(r.ns)
     try:
         donor_remote, recipient = router.shard(donor), router.shard(to)
+        bounds = {"min": chunk.min, "max": chunk.max, "from": donor, "to": to}
+        donor_steps, recipient_steps = MigrationTimings(6), MigrationTimings(8)  # MoveTimingHelper
+        donor_steps.done(1)
+        await log_change(router, "moveChunk.start", r.ns, dict(bounds), by=donor_remote.node,
+                         client_addr=router.config.host)
+        donor_steps.done(2)
         if not r.chunks_on(to):
             await donor_remote.command(db, {"_notifyMigrateChunkToNewShard": r.ns, "fromShardId": donor, "toShardId": to})
         clone = await donor_remote.command(db, {"_migrateClone": r.ns, "key": r.pattern.key, "min": chunk.min, "max": chunk.max})
+        donor_steps.done(3)
+        recipient_steps.done(1, 2, 3)
         if recipient.node.catalog.collection(db, name) is None:
             await recipient.command(db, {"_shardsvrSetShardKey": r.ns, "key": r.pattern.key, "uuid": clone["uuid"],
                                          "options": clone["options"], "indexes": clone["indexes"], "fromMigrate": True})
+        recipient_steps.done(4)
         if clone["documents"]:
             await recipient.command(db, {"_recvChunkDocs": r.ns, "documents": clone["documents"]})
+        recipient_steps.done(5, 6, 7, 8)
+        await log_change(router, "moveChunk.to", r.ns, recipient_steps.details(chunk.min, chunk.max, to, donor),
+                         by=recipient.node, client_addr=donor_remote.node.host)
+        donor_steps.done(4)
         major = max(c.lastmod.time for c in r.chunks) + 1
         now = router.clock.now()
         updates = [{
@@ -319,9 +352,38 @@ async def migrate_chunk(router: Router, r: CollectionRouting, chunk: Chunk, to: 
             updates.append({"q": {"_id": control.id}, "u": {"$set": {"lastmod": Timestamp(major, 1)}}})
         await config_write(router, {"update": "chunks", "updates": updates})
         router.refresh_catalog()
+        donor_steps.done(5)
+        counts = {"cloned": Int64(len(clone["documents"])),
+                  "clonedBytes": Int64(sum(len(bsonutil.encode(d)) for d in clone["documents"])),
+                  "catchup": Int64(0), "steady": Int64(0)}
+        await log_change(router, "moveChunk.commit", r.ns, {**bounds, "counts": counts}, by=donor_remote.node,
+                         client_addr=router.config.host)
         await _delete_range(donor_remote, db, {"_deleteRange": r.ns, "key": r.pattern.key, "min": chunk.min, "max": chunk.max})
+        donor_steps.done(6)
+        await log_change(router, "moveChunk.from", r.ns, donor_steps.details(chunk.min, chunk.max, to, donor),
+                         by=donor_remote.node, client_addr=router.config.host)
     finally:
         cs.release(r.ns)
+
+
+class MigrationTimings:
+    """MoveTimingHelper: how long each step of one side of a migration took ("step i of n": ms), and at
+    the end the chunk, the shards and whether every step was done (`note`: "success" / "aborted")."""
+
+    def __init__(self, steps: int) -> None:
+        self.steps = steps
+        self.timings: dict[str, int] = {}
+        self._last = trio.current_time()
+
+    def done(self, *steps: int) -> None:
+        now = trio.current_time()
+        for step in steps:
+            self.timings[f"step {step} of {self.steps}"] = int((now - self._last) * 1000)
+            self._last = now
+
+    def details(self, mn: dict, mx: dict, to: str, frm: str) -> dict:
+        note = "success" if len(self.timings) == self.steps else "aborted"
+        return {**self.timings, "min": mn, "max": mx, "to": to, "from": frm, "note": note}
 
 
 async def _delete_range(donor: Any, db: str, cmd: dict) -> None:
@@ -410,7 +472,9 @@ async def add_shard(router: Router, name: str) -> None:
     node.clock.advance(router.clock.key)
     node.joined_key = router.clock.key + 1  # it held nothing at earlier cluster times (snapshot reads)
     router.registry.register(name, node)
-    await config_write(router, {"insert": "shards", "documents": [shard_document(router, name)]})
+    doc = shard_document(router, name)
+    await config_write(router, {"insert": "shards", "documents": [doc]})
+    await log_change(router, "addShard", "", {"name": name, "host": doc["host"]})
 
 
 @router_command("listShards", "listshards")

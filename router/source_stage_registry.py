@@ -1,4 +1,4 @@
-"""mongos's stages that start a pipeline from the cluster's state ($collStats, $indexStats, ...).
+"""mongos's stages that start a pipeline from the cluster's state ($indexStats, $planCacheStats, $currentOp).
 
 Each is registered as `source(router, req, coll, spec) -> [documents]` (`coll` is
 None for `{aggregate: 1}`) by router/cluster_source_stages.py; router/cluster_aggregate.py

@@ -19,10 +19,17 @@ from typing import Any
 from bson import Regex
 
 from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.fts.text_match_expression import check_text
+from mongosim.shardsim.geo.geo_expression import GeoNearExpression, find_near, parse_near
+from mongosim.shardsim.query.extensions_callback import TextParams
 from mongosim.shardsim.query.fmt import bson_str
 from mongosim.shardsim.query.matcher import Matcher
 from mongosim.shardsim.query.paths import is_array_index, split
 from mongosim.shardsim.query.regex import regex_from
+
+
+_NEAR_PARTS = frozenset({"$near", "$nearSphere", "$minDistance", "$maxDistance"})
+_GEO_OPS = frozenset({"$geoWithin", "$within", "$geoIntersects"})
 
 
 @dataclass
@@ -51,7 +58,7 @@ def extract_leaves(flt: dict, out: list[Leaf], residual: list[dict], derived: bo
                 if isinstance(sub, dict):
                     extract_leaves(sub, out, residual, derived)
             continue
-        if key == "$comment":
+        if key == "$comment" or key == "$text":  # ($text: the text plan's, see shardsim/fts/text_stages.py)
             continue
         if key.startswith("$"):
             residual.append({key: val})
@@ -61,7 +68,10 @@ def extract_leaves(flt: dict, out: list[Leaf], residual: list[dict], derived: bo
             continue
         if _is_operator_doc(val):
             for op, arg in val.items():
-                if op == "$options":
+                if op == "$options" or op in _NEAR_PARTS:
+                    continue  # (a $near is the GEO_NEAR plan's: shardsim/geo/geo_near.py)
+                if op in _GEO_OPS:
+                    residual.append({key: {op: arg}})
                     continue
                 if op == "$regex":
                     try:
@@ -112,22 +122,41 @@ class CanonicalQuery:
     collator: Any = None  # the query's collation (None: simple); `matcher` was compiled with it
     leaves: list[Leaf] = field(default_factory=list)
     residual: list[dict] = field(default_factory=list)
+    text: TextParams | None = None  # the filter's $text (shardsim.fts)
+    text_shown: dict | None = None  # its parsed form, once the planner resolved it against the text index
+    want_text_score: bool = False  # an aggregation's later stages may read the text score
+    near: GeoNearExpression | None = None  # the filter's $near / $nearSphere (shardsim.geo)
 
     def __post_init__(self) -> None:
         extract_leaves(self.filter, self.leaves, self.residual)
+        f = self.filter
+        if "$text" in f or "$and" in f or "$or" in f or "$nor" in f:
+            self.text = check_text(f)
+        nears, nested = find_near(f)
+        if nears:
+            if len(nears) > 1:
+                raise MongoError("BadValue", "Too many geoNear expressions")
+            if nested:
+                raise MongoError("BadValue", "geoNear must be top-level expr")
+            if self.text is not None:
+                raise MongoError("BadValue", "text and geoNear not allowed in same query")
+            self.near = parse_near(*nears[0])
 
     @property
     def has_sort(self) -> bool:
         return bool(self.sort) and "$natural" not in self.sort
 
 
-def parsed_query(flt: dict) -> dict:
-    """explain's `parsedQuery`: leaf predicates in `{path: {$op: v}}` form, several under `$and`."""
+def parsed_query(flt: dict, text: dict | None = None) -> dict:
+    """explain's `parsedQuery`: leaf predicates in `{path: {$op: v}}` form, several under `$and` (`text`: the
+    `$text` clause as resolved)."""
     leaves: list[Leaf] = []
     residual: list[dict] = []
     extract_leaves(flt, leaves, residual)
     parts = [{lf.path: {lf.op: lf.value if lf.op != "$regex" else lf.value[2]}} for lf in leaves if not lf.derived]
     parts.extend(residual)
+    if text is not None:
+        parts.append(text)
     if not parts:
         return {}
     if len(parts) == 1:
@@ -136,10 +165,15 @@ def parsed_query(flt: dict) -> dict:
 
 
 def bad_hint(cq: CanonicalQuery) -> MongoError:
+    return planner_error(cq, "hint provided does not correspond to an existing index")
+
+
+def planner_error(cq: CanonicalQuery, reason: str, code: str = "BadValue") -> MongoError:
+    """The error the server's get_executor reports when the planner fails."""
     opts = (f" limit={cq.limit}" if cq.limit else "") + (f" skip={cq.skip}" if cq.skip else "")
-    return MongoError("BadValue", f"error processing query: ns={cq.ns}{opts}Tree: {_tree(cq.filter)}Sort: "
-                                  f"{_show(cq.sort or {})}\nProj: {_show(cq.projection or {})}\n planner returned "
-                                  "error :: caused by :: hint provided does not correspond to an existing index")
+    return MongoError(code, f"error processing query: ns={cq.ns}{opts}Tree: {_tree(cq.filter)}Sort: "
+                            f"{_show(cq.sort or {})}\nProj: {_show(cq.projection or {})}\n planner returned "
+                            f"error :: caused by :: {reason}")
 
 
 def _show(d) -> str:

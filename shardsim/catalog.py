@@ -56,7 +56,7 @@ class Collection:
     history: Any = field(default=None, repr=False, compare=False)
     versions: dict[Any, list] = field(default_factory=dict, repr=False, compare=False)
     # index name -> [ops, since]: the queries each index served, "$collScan": the collection scans
-    # ($indexStats, $collStats' queryExecStats: shardsim/index_stats_stage.py, coll_stats_stage.py)
+    # ($indexStats, $collStats' queryExecStats: shardsim/index_stats_stage.py, coll_stats.py)
     index_usage: dict[str, list] = field(default_factory=dict, repr=False, compare=False)
     # index access: name -> IndexAccessMethod (secondary indexes, and "_id_" once ordered access is needed)
     access: dict[str, IndexAccessMethod] = field(default_factory=dict, repr=False, compare=False)
@@ -65,6 +65,9 @@ class Collection:
     rids: dict[Any, int] | None = field(default=None, repr=False, compare=False)  # id key -> RecordId
     _next_rid: int = field(default=1, repr=False, compare=False)
     _checked: Any = field(default=None, repr=False, compare=False)  # (doc, its keys per maintained index)
+    # derived from `options` by shardsim.collection_options.refresh (not dataclass fields: never persisted)
+    validator = None  # shardsim.document_validation.Validator when the collection validates its documents
+    capped = None  # shardsim.capped.CappedState of a capped collection
 
     def __post_init__(self) -> None:
         for spec in self.indexes:
@@ -218,7 +221,7 @@ class Collection:
             if name != "_id_" or self.index("_id_") is None:
                 return None
             ix = self.access["_id_"] = IndexAccessMethod(self.index("_id_"))
-        if ix.entries is None and ix.usable:
+        if ix.entries is None and ix.materializable:
             self._materialize(ix)
         return ix
 

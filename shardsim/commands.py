@@ -7,15 +7,16 @@ module imports the node back.
 
 from mongosim.shardsim import (  # noqa: F401
     bulk_write,
-    coll_stats_stage,
     collection_validation,
     current_op_stage,
     ddl,
+    map_reduce,
     profiler,
     explain_cmd,
     index_stats_stage,
     plan_cache_stats_stage,
     reads,
+    script_engine,
     search_indexes,
     sharding_ops,
     txn_commands,

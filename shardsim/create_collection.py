@@ -16,6 +16,7 @@ from bson import Binary
 from mongosim.oplog import entry as E
 from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.catalog import ID_INDEX, Collection
+from mongosim.shardsim.collection_options import refresh
 from mongosim.shardsim.operation_context import OpCtx
 
 if TYPE_CHECKING:
@@ -38,7 +39,10 @@ def create_collection(node: Node, ctx: OpCtx, db: str, name: str, options: dict,
     coll = Collection(db, name, uuid=uuid or Binary(_uuid.uuid4().bytes, 4), options=dict(options))
     if options.get("collation"):
         coll.indexes[0] = {**ID_INDEX, "collation": options["collation"]}  # the _id index takes the default
-    o = {"create": name, **options, "idIndex": dict(coll.indexes[0])}
+    o = {"create": name, **options}
+    if "clusteredIndex" not in options:  # (a clustered collection has no separate _id index)
+        o["idIndex"] = dict(coll.indexes[0])
+    refresh(coll)
     if ctx.txn is not None:  # the transaction's alone until it commits (shardsim/uncommitted_catalog_updates.py)
         return ctx.txn.uncommitted.create(ctx.txn, coll, E.command_op(db, o, ui=coll.uuid))
     node.catalog.add_collection(coll)

@@ -29,14 +29,18 @@ from typing import TYPE_CHECKING, Any
 from bson import Binary
 from mongosim.oplog import entry as E
 from mongosim.oplog.errors import MongoError
+from mongosim.shardsim import clustered, timeseries
+from mongosim.shardsim.capped import normalize_options
 from mongosim.shardsim.catalog import Collection
 from mongosim.shardsim.collation import index_collation, normalise_option
+from mongosim.shardsim.collection_options import refresh
 from mongosim.shardsim.command_registry import command
 from mongosim.shardsim.create_collection import (
     check_namespace,
     create_collection,
     ensure_collection,
 )
+from mongosim.shardsim.document_validation import check_options
 from mongosim.shardsim.index_key_validate import validate_index_spec
 from mongosim.shardsim.operation_context import OpCtx
 from mongosim.shardsim import uncommitted_catalog_updates as in_transaction
@@ -77,6 +81,10 @@ def _options_of(cmd: dict, first: str) -> dict:
 def cmd_create(node: Node, ctx: OpCtx) -> dict:
     name = check_namespace(ctx.db, ctx.cmd["create"])
     opts = normalise_option(_options_of(ctx.cmd, "create"))
+    check_options("create", ctx.db, name, opts)
+    opts = clustered.normalize_options(normalize_options(opts))
+    if "timeseries" in opts:
+        return _create_timeseries(node, ctx, name, opts)
     existing = node.catalog.collection(ctx.db, name)
     if ctx.txn is not None:
         in_transaction.check_create(ctx.db, name, opts, existing)
@@ -88,6 +96,22 @@ def cmd_create(node: Node, ctx: OpCtx) -> dict:
         raise MongoError("NamespaceExists", f"Collection {ctx.db}.{name} already exists with different options: {existing.options}")
     uuid = ctx.cmd.get("$uuid")  # internal: the router makes a sharded collection's UUID equal on every shard
     create_collection(node, ctx, ctx.db, name, opts, uuid=uuid)
+    return {"ok": 1.0}
+
+
+def _create_timeseries(node: Node, ctx: OpCtx, name: str, opts: dict) -> dict:
+    opts = timeseries.normalize_options(ctx.db, name, opts)
+    if ctx.txn is not None:  # (before its buckets collection, a system collection, could be refused instead)
+        raise MongoError("OperationNotSupportedInTransaction",
+                         "Cannot create a time-series collection in a multi-document transaction.")
+    system_views = node.catalog.collection(ctx.db, "system.views")
+    view = system_views.get(f"{ctx.db}.{name}") if system_views is not None else None
+    if view is not None or node.catalog.collection(ctx.db, name) is not None:
+        existing = timeseries.options_of(node, ctx.db, view) if view is not None else None
+        if existing is not None and existing.get("timeseries") == opts["timeseries"]:
+            return {"ok": 1.0}
+        raise MongoError("NamespaceExists", f"Namespace {ctx.db}.{name} already exists")
+    timeseries.create(node, ctx, ctx.db, name, opts)
     return {"ok": 1.0}
 
 
@@ -122,6 +146,9 @@ def cmd_drop(node: Node, ctx: OpCtx) -> dict:
     coll = node.catalog.collection(ctx.db, name)
     if coll is None:
         views = node.catalog.collection(ctx.db, "system.views")
+        buckets = node.catalog.collection(ctx.db, timeseries.buckets_of(name))
+        if buckets is not None and "timeseries" in buckets.options:  # a time-series collection: both go
+            drop_collection(node, ctx, buckets)
         if views is not None and views.get(f"{ctx.db}.{name}") is not None:
             from mongosim.shardsim.writes import WriteSession, delete_document
 
@@ -174,7 +201,7 @@ def cmd_rename(node: Node, ctx: OpCtx) -> dict:
     coll.db, coll.name = ddb, dname
     if not cmd.get("stayTemp"):
         coll.options.pop("temp", None)  # a temporary collection renamed without stayTemp is kept
-    node.catalog.add_collection(coll)
+    node.catalog.add_collection(refresh(coll))
     o = {"renameCollection": src, "to": dst, "stayTemp": bool(cmd.get("stayTemp", False)), "dropTarget": drop_target}
     node.log(E.command_op(sdb, o, ui=coll.uuid), ctx, from_migrate=_from_migrate(ctx))
     return {"ok": 1.0}
@@ -301,6 +328,7 @@ def cmd_coll_mod(node: Node, ctx: OpCtx) -> dict:
     if coll is None:
         raise MongoError("NamespaceNotFound", f"ns does not exist: {ctx.db}.{name}")
     changes = {k: v for k, v in ctx.cmd.items() if k not in ("collMod", "dryRun") and k not in _GENERIC_ARGS}
+    check_options("collMod", ctx.db, name, changes)
     dry_run = bool(ctx.cmd.get("dryRun"))
     if dry_run and (set(changes) != {"index"} or not isinstance(changes["index"], dict)
                     or set(changes["index"]) - {"name", "keyPattern", "unique"} or "unique" not in changes["index"]):
@@ -325,6 +353,7 @@ def cmd_coll_mod(node: Node, ctx: OpCtx) -> dict:
             coll.options[k] = v
         else:
             raise MongoError(40415, f"BSON field 'collMod.{k}' is an unknown field.")
+    refresh(coll)
     node.log(E.command_op(ctx.db, {"collMod": name, **changes}, ui=coll.uuid, o2=o2), ctx, from_migrate=_from_migrate(ctx))
     reply["ok"] = 1.0
     return reply

@@ -104,7 +104,7 @@ def _shape(v: Any) -> Any:
 
 # -- the planner's part -------------------------------------------------------------------------
 def planner_info(ns: str, cq: CanonicalQuery, sol: Solution) -> dict:
-    qp: dict[str, Any] = {"namespace": ns, "parsedQuery": parsed_query(cq.filter)}
+    qp: dict[str, Any] = {"namespace": ns, "parsedQuery": parsed_query(cq.filter, cq.text_shown)}
     if cq.collator is not None:
         qp["collation"] = dict(cq.collator.spec)
     qp["indexFilterSet"] = False

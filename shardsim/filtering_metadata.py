@@ -74,9 +74,17 @@ class CollectionMetadata:
         return {"e": self.epoch, "t": self.timestamp, "v": self.placement}
 
     def owner_of(self, doc: dict) -> str:
-        key = ShardKeyPattern.comparable(self.pattern.extract(doc))
+        return self.owner_of_values(self.pattern.extract(doc))
+
+    def owner_of_values(self, values: tuple) -> str:
+        """The shard owning the chunk of these shard-key values (in chunk space: hashed fields hashed)."""
+        key = ShardKeyPattern.comparable(values)
         i = self.chunks.bisect_key_right(key) - 1
         return self.chunks[max(i, 0)][1]
+
+    def owners(self) -> list[str]:
+        """Every shard owning a chunk of the collection, in ShardId order."""
+        return sorted({shard for _min, shard in self.chunks})
 
 
 class FilteringMetadata:
@@ -88,6 +96,7 @@ class FilteringMetadata:
         self._seen = -1  # the config oplog position the caches were read at
         self._collections: dict[str, CollectionMetadata | None] = {}
         self._databases: dict[str, dict | None] = {}
+        self._primaries: dict[str, str | None] = {}
 
     # -- reading the config server ---------------------------------------------------------
     def _catalog(self) -> Any:
@@ -97,6 +106,7 @@ class FilteringMetadata:
             self._seen = end
             self._collections.clear()
             self._databases.clear()
+            self._primaries.clear()
         return cfg.catalog
 
     def _cached(self, cache: dict, key: str, read: Callable[[Any, str], Any]) -> Any:
@@ -138,6 +148,16 @@ class FilteringMetadata:
         dbs = catalog.collection("config", "databases")
         doc = dbs.get(db) if dbs is not None else None
         return doc.get("version") if doc is not None and doc.get("primary") == self.shard else None
+
+    def primary_shard(self, db: str) -> str | None:
+        """The database's primary shard (where its unsharded collections live), as config.databases says."""
+        return self._cached(self._primaries, db, self._read_primary)
+
+    @staticmethod
+    def _read_primary(catalog: Any, db: str) -> str | None:
+        dbs = catalog.collection("config", "databases")
+        doc = dbs.get(db) if dbs is not None else None
+        return doc.get("primary") if doc is not None else None
 
     # -- filtering ---------------------------------------------------------------------------
     def owns(self, ns: str, doc: dict) -> bool:

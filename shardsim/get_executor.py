@@ -14,6 +14,7 @@ from typing import Any
 
 from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.plan_executor import Count, ExecContext, view_changes
+from mongosim.shardsim.query.extensions_callback import NEAR_OPS, check_pipeline, mentions, near_not_allowed
 from mongosim.shardsim.query.matcher import Matcher
 from mongosim.shardsim.query.values import describe_type
 from mongosim.shardsim.canonical_query import CanonicalQuery, check_hint
@@ -91,6 +92,8 @@ def matching(coll, flt: dict, matcher: Matcher | None, view: Any = None, *, hint
 
 def count(coll, flt: dict, view: Any = None, *, hint: Any = None, skip: int = 0, limit: int | None = None,
           collator=None) -> int:
+    if mentions(flt, NEAR_OPS):
+        raise near_not_allowed()
     if coll is None:
         return 0
     cq = CanonicalQuery(coll.ns, flt, Matcher(flt, None, collator), skip=skip, limit=limit, hint=hint, count=True,
@@ -104,6 +107,7 @@ def pipeline_query(coll, ns: str, pipeline: list, hint: Any, variables: dict | N
     """The query layer's part of a pipeline (its leading `$match`, then `$sort`, then `$limit`, and the
     `hint`) as a canonical query, and the stages left; None when a plain collection scan feeds it."""
     hint = check_hint(hint)
+    check_pipeline(pipeline)
     k = 0
     flt: dict = {}
     sort = None
@@ -123,8 +127,10 @@ def pipeline_query(coll, ns: str, pipeline: list, hint: Any, variables: dict | N
             k += 1
     if not flt and sort is None and hint is None:
         return None, pipeline
-    return CanonicalQuery(ns, flt, Matcher(flt, variables, collator), sort=sort, limit=limit, hint=hint,
-                          variables=variables, collator=collator), pipeline[k:]
+    cq = CanonicalQuery(ns, flt, Matcher(flt, variables, collator), sort=sort, limit=limit, hint=hint,
+                        variables=variables, collator=collator)
+    cq.want_text_score = cq.text is not None  # (later stages may read it)
+    return cq, pipeline[k:]
 
 
 def _only(stage: Any, name: str) -> bool:

@@ -19,8 +19,12 @@ from then on; a unique index is materialized at once.  Until then a write pays
 only the checks that can fail (parallel arrays, arrays under a hashed field),
 so an index nobody reads — a hashed shard-key index, say — costs inserts nothing.
 
-Text, geo and wildcard indexes are recorded (listIndexes, change-stream events)
-but hold no keys: the planner never uses them.
+A text index's keys are its terms with their scores (`shardsim.fts.fts_spec`):
+`(prefix fields..., term, score, suffix fields...)`; only `$text` plans read them
+(`shardsim.fts.text_stages`).  A geo index checks each document's geometry at every
+write (`shardsim.geo.geo_index`: "Can't extract geo keys") but holds no keys: geo
+predicates are checked document by document.  Wildcard indexes are recorded
+(listIndexes, change-stream events) but hold no keys.
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ from typing import Any, Iterator
 from sortedcontainers import SortedList
 
 from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.fts.fts_spec import FTSSpec
+from mongosim.shardsim.geo.geo_index import GeoIndex
 from mongosim.shardsim.index_key_validate import plugin_name
 from mongosim.shardsim.query.collation import make_collator
 from mongosim.shardsim.query.index_keys import btree_keys, key_hash_for
@@ -160,6 +166,10 @@ class IndexAccessMethod:
         self.multikey_paths: list[set[int]] = [set() for _ in self.paths]
         # inserts must still check what could fail: arrays (parallel arrays, arrays under a hash)
         self.validates = self.type in ("btree", "hashed") and any(split(p)[0] != "_id" for p in self.paths)
+        self.fts = FTSSpec(spec) if self.type == "text" else None
+        self.geo = GeoIndex(spec) if self.type in ("2dsphere", "2d") else None
+        if self.fts is not None or self.geo is not None:
+            self.validates = True
 
     # -- properties the planner reads --------------------------------------------------------
     @property
@@ -182,8 +192,13 @@ class IndexAccessMethod:
         return self.type in ("btree", "hashed")
 
     @property
+    def materializable(self) -> bool:
+        """An index whose keys are kept in order (btree, hashed, text)."""
+        return self.type in ("btree", "hashed", "text")
+
+    @property
     def is_multikey(self) -> bool:
-        return any(self.multikey_paths)
+        return self.type == "text" or any(self.multikey_paths)
 
     def multikey_path_names(self) -> dict:
         """explain's `multiKeyPaths`: per field, the prefixes of its path that held arrays."""
@@ -203,6 +218,11 @@ class IndexAccessMethod:
             return []
         if self.is_id:
             return [(doc["_id"],)]
+        if self.fts is not None:
+            return self.fts.index_keys(doc)
+        if self.geo is not None:
+            self.geo.check(doc)
+            return []
         h = self.hashed_pos
         if h is None:
             keys, mk = btree_keys(doc, self.paths, self.sparse)
@@ -236,7 +256,7 @@ class IndexAccessMethod:
     def validate(self, doc: dict) -> None:
         """Raise what indexing `doc` would raise (for an index not materialized yet)."""
         if self.validates and (self.partial is None or self.partial.matches(doc)):
-            if self.hashed_pos is not None:
+            if self.hashed_pos is not None or self.fts is not None or self.geo is not None:
                 self.keys(doc)
             else:
                 btree_keys(doc, self.paths, self.sparse)

@@ -320,6 +320,8 @@ def validate_index_spec(spec: Any) -> dict:
                                                   "regular index.")
         if plugin == "text":
             out = fix_text_spec(out)
+        if plugin == "2dsphere":
+            out.setdefault("2dsphereIndexVersion", 3)  # (S2IndexingParams: the version new indexes get)
         if spec.get("hidden") and list(key) == ["_id"]:
             raise MongoError("BadValue", "can't hide _id index")
     except MongoError as err:

@@ -70,6 +70,8 @@ class Node:
         # the shard-version check of routed commands, and does this shard own a document's shard-key value?
         self.filtering: Any = None
         self.owns: Callable[[str, dict], bool] | None = None
+        # the cluster's shards by name, for a shard acting as a router (updateLookup: lookup_single_document.py)
+        self.shard_node: Callable[[str], Node | None] | None = None
         self.noop_paused = False
         self.preimages: dict[tuple[bytes, int, int], dict] = {}
         from mongosim.shardsim.sessions import SessionTable

@@ -134,7 +134,10 @@ async def run_out(node: Node, ctx: OpCtx, db: str, coll: str, docs: Iterable[dic
         if indexes:
             await step(cmd_create_indexes, db, {"createIndexes": tmp, "indexes": indexes})
         for batch in _batches(docs):
-            await step(cmd_insert, db, {"insert": tmp, "documents": batch, "ordered": True})
+            insert = {"insert": tmp, "documents": batch, "ordered": True}
+            if ctx.cmd.get("bypassDocumentValidation"):
+                insert["bypassDocumentValidation"] = True
+            await step(cmd_insert, db, insert)
         await step(cmd_rename, "admin", {"renameCollection": f"{db}.{tmp}", "to": f"{db}.{coll}",
                                          "stayTemp": False, "dropTarget": True})
     except MongoError:

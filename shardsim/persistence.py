@@ -55,6 +55,7 @@ from mongosim.oplog import bsonutil
 from mongosim.oplog.clock import ts_key
 from mongosim.oplog.oplog import Oplog
 from mongosim.shardsim.catalog import Catalog, Collection
+from mongosim.shardsim.collection_options import refresh
 from mongosim.shardsim.query.values import hashable
 
 if TYPE_CHECKING:
@@ -261,7 +262,7 @@ def restore_node(node: "Node", state: NodeState, sink_oplog: Any, sink_pre: Any)
         for spec in indexes:
             if spec.get("name") != "_id_":
                 coll.add_index(spec)
-        catalog.add_collection(coll)
+        catalog.add_collection(refresh(coll))
     node.catalog = catalog
     oplog = JournaledOplog(node.oplog.max_bytes)
     oplog._base = state.oplog_base

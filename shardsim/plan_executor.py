@@ -174,13 +174,15 @@ class CollScan(PlanStage):
         return iter(out)
 
 
-def _index_fields(ix: IndexAccessMethod, out: dict) -> None:
+def index_fields(ix: IndexAccessMethod, out: dict, multikey_paths: bool = True) -> None:
+    """An index scan's description of its index (text indexes show no multiKeyPaths)."""
     out["keyPattern"] = dict(ix.key_pattern)
     out["indexName"] = ix.name
     if ix.collator is not None:
         out["collation"] = dict(ix.collator.spec)  # (only a non-simple one is shown)
     out["isMultiKey"] = ix.is_multikey
-    out["multiKeyPaths"] = ix.multikey_path_names()
+    if multikey_paths:
+        out["multiKeyPaths"] = ix.multikey_path_names()
     out["isUnique"] = ix.unique
     out["isSparse"] = ix.sparse
     out["isPartial"] = ix.partial is not None
@@ -215,7 +217,7 @@ class IndexScan(PlanStage):
         self.dups_dropped = 0
 
     def _fields(self, out: dict, stats: bool) -> None:
-        _index_fields(self.ix, out)
+        index_fields(self.ix, out)
         out["direction"] = "forward" if self.direction > 0 else "backward"
         if self.min_max is not None:
             out["indexBounds"] = {}
@@ -414,7 +416,7 @@ class CountScan(PlanStage):
         self.n = 0
 
     def _fields(self, out: dict, stats: bool) -> None:
-        _index_fields(self.ix, out)
+        index_fields(self.ix, out)
         lo, lo_incl, hi, hi_incl = self._bound_docs()
         out["indexBounds"] = {"startKey": lo, "startKeyInclusive": lo_incl, "endKey": hi, "endKeyInclusive": hi_incl}
         if stats:
@@ -494,6 +496,27 @@ class Sort(PlanStage):
         if self.limit:
             docs = docs[: self.limit]
         return iter(docs)
+
+
+class SortKeyGenerator(PlanStage):
+    """Attaches each document's sort key as metadata (`$sortKey` for mongos's merge); not shown by explain."""
+
+    stage = "SORT_KEY_GENERATOR"
+
+    def __init__(self, child: PlanStage, pattern: dict, collator=None) -> None:
+        super().__init__(child)
+        self.pattern = pattern
+        self.collator = collator
+
+    def explain(self, stats: bool = False) -> dict:
+        return self.child.explain(stats)
+
+    def rows(self, ctx):
+        from mongosim.shardsim.query.document_metadata import SORT_KEY, with_meta
+        from mongosim.shardsim.query.sorting import sort_key_values
+
+        for doc in self.child.run(ctx):
+            yield with_meta(doc, **{SORT_KEY: sort_key_values(doc, self.pattern, self.collator)})
 
 
 class Skip(PlanStage):

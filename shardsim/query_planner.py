@@ -61,6 +61,7 @@ from mongosim.shardsim.plan_executor import (
     ShardingFilter,
     Skip,
     Sort,
+    SortKeyGenerator,
 )
 from mongosim.shardsim.canonical_query import (
     CanonicalQuery,
@@ -68,11 +69,15 @@ from mongosim.shardsim.canonical_query import (
     bad_hint,
     check_hint,
     extract_leaves,
+    planner_error,
 )
+from mongosim.shardsim.fts.text_stages import build_text_plan
 from mongosim.shardsim.query import index_bounds as B
+from mongosim.shardsim.geo.geo_near import GeoNear, find_geo_index
+from mongosim.shardsim.query.document_metadata import GEO_NEAR_DISTANCE, GEO_NEAR_POINT, TEXT_SCORE, unavailable
 from mongosim.shardsim.query.collation.comparison_keys import collatable
 from mongosim.shardsim.query.paths import split
-from mongosim.shardsim.query.sorting import parse_sort
+from mongosim.shardsim.query.sorting import meta_sorts, parse_sort
 from mongosim.shardsim.query.values import hashable
 
 MAX_SCANS_TO_EXPLODE = 200  # internalQueryMaxScansToExplode
@@ -406,8 +411,64 @@ def _express_equality(coll, cq: CanonicalQuery) -> IndexAccessMethod | None:
     return best
 
 
+def _metadata_needed(cq: CanonicalQuery) -> list[str]:
+    """The metadata the query's projection and sort read (`{$meta: ...}`)."""
+    names = [v["$meta"] for v in (cq.projection or {}).values() if isinstance(v, dict) and "$meta" in v]
+    return names + meta_sorts(cq.sort) if cq.sort else names
+
+
+def _check_metadata(cq: CanonicalQuery) -> None:
+    """A text score needs a `$text` query, a distance a `$near` (40218), as the server's find validates it."""
+    if cq.projection is None and cq.sort is None:
+        return
+    for name in _metadata_needed(cq):
+        if name == TEXT_SCORE and cq.text is None or name in (GEO_NEAR_DISTANCE, GEO_NEAR_POINT) and cq.near is None:
+            raise unavailable(name)
+
+
+def _text_solution(coll, cq: CanonicalQuery, sharded: bool) -> Solution:
+    """The plan of a `$text` query (shardsim.fts.text_stages)."""
+    if cq.hint is not None and check_hint(cq.hint) is not None:
+        raise MongoError("BadValue", "text and hint not allowed in same query")
+    if cq.sort and "$natural" in cq.sort:
+        raise MongoError("BadValue", "text expression not allowed with $natural sort order")
+    rest = [{lf.path: {lf.op: lf.value if lf.op != "$regex" else lf.value[2]}} for lf in cq.leaves if not lf.derived]
+    rest += cq.residual
+    shown = None if not rest else (rest[0] if len(rest) == 1 else {"$and": rest})
+    want_score = cq.want_text_score or TEXT_SCORE in _metadata_needed(cq)
+    root = build_text_plan(coll, cq, cq.text, want_score, shown)
+    cq.text_shown = cq.text.to_bson(root.query.language.name)
+    return Solution(_finish(root, cq, False, sharded))
+
+
+def _near_solution(coll, cq: CanonicalQuery, sharded: bool) -> Solution:
+    """The plan of a `$near` / `$nearSphere` query (shardsim.geo.geo_near)."""
+    natural_hint = isinstance(cq.hint, dict) and "$natural" in cq.hint
+    if cq.sort and "$natural" in cq.sort:
+        raise MongoError("BadValue", "geoNear expression not allowed with $natural sort order")
+    if natural_hint:
+        raise MongoError("BadValue", "geoNear expression not allowed with $natural hint")
+    spec = find_geo_index(coll, cq.near)
+    if spec is None:
+        raise planner_error(cq, "unable to find index for $geoNear query", "NoQueryExecutionPlans")
+    rest = [{lf.path: {lf.op: lf.value if lf.op != "$regex" else lf.value[2]}} for lf in cq.leaves if not lf.derived]
+    rest += cq.residual
+    shown = None if not rest else (rest[0] if len(rest) == 1 else {"$and": rest})
+    root = GeoNear(spec, cq.near, cq.matcher, shown)
+    if cq.has_sort:  # (a sort given with $near orders the documents instead of the distance)
+        return Solution(_finish(root, cq, False, sharded))
+    return Solution(_finish(root, cq, True, sharded))
+
+
 def plan_query(coll, cq: CanonicalQuery, *, view_changed: bool = False, sharded: bool = False) -> Solution:
     """The winning plan for `cq` on `coll` (None: the collection does not exist)."""
+    _check_metadata(cq)
+    if cq.text is not None:
+        return _text_solution(coll, cq, sharded)
+    if cq.near is not None:
+        if coll is None:
+            return Solution(_finish(EOFStage(), cq, False, sharded))
+        return _near_solution(coll, cq, sharded)
     hinted = _hinted_index(coll, cq) if (coll is not None and cq.hint is not None) else None  # (no collection: EOF)
     if cq.min or cq.max:
         if not isinstance(hinted, IndexAccessMethod):
@@ -531,6 +592,8 @@ def _finish(root: PlanStage, cq: CanonicalQuery, sorted_by_index: bool, sharded:
         root = Sort(root, cq.sort, limit, cq.collator)
     if cq.skip:
         root = Skip(root, cq.skip)
+    if cq.projection and cq.has_sort and cq.projection.get("$sortKey") == {"$meta": "sortKey"}:
+        root = SortKeyGenerator(root, cq.sort, cq.collator)
     if cq.return_key:
         root = ReturnKey(root, cq.show_record_id)
     elif cq.projection or cq.show_record_id:

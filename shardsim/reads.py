@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Iterator
 
 from mongosim.oplog.errors import MongoError
+from mongosim.shardsim import timeseries
+from mongosim.shardsim.clustered import index_specs, is_clustered
 from mongosim.shardsim.collation import command_collator
 from mongosim.shardsim.command_registry import COMMANDS, command
 from mongosim.shardsim.create_collection import check_namespace
@@ -19,7 +21,9 @@ from mongosim.shardsim.operation_context import OpCtx
 from mongosim.shardsim.source_stage_registry import NODE_SOURCES
 from mongosim.shardsim.merge_stage import parse_merge, run_merge
 from mongosim.shardsim.mongod_process_interface import MongodProcessInterface
+from mongosim.shardsim.oplog_collection import is_oplog
 from mongosim.shardsim.out_stage import parse_out, run_out
+from mongosim.shardsim.coll_stats import coll_stats_document, leading_coll_stats
 from mongosim.shardsim.logical_session_cache import expand_list_local_sessions
 from mongosim.shardsim.query.documents_stage import documents_source
 from mongosim.shardsim.query.matcher import Matcher
@@ -28,6 +32,8 @@ from mongosim.shardsim.query.variables import for_command
 from mongosim.shardsim import get_executor
 from mongosim.shardsim.canonical_query import check_hint
 from mongosim.shardsim.get_executor import execute, find_query
+from mongosim.shardsim.geo.geo_near_stage import GeoNearStage
+from mongosim.shardsim.query.document_metadata import strip, to_wire
 
 if TYPE_CHECKING:
     from mongosim.shardsim.node import Node
@@ -65,10 +71,28 @@ def run_find(node: Node, db: str, coll_name: str, cmd: dict, view=None, variable
     return iter(docs)
 
 
+def tailable_find(node: Node, ctx: OpCtx, name: str) -> dict:
+    """A find that follows new records: tailable on a capped collection, or on `local.oplog.rs`."""
+    from mongosim.shardsim import oplog_collection, tailable_cursor
+    from mongosim.shardsim.query.projection import compile_projection
+
+    cmd = ctx.cmd
+    tailable_cursor.check_find_options(cmd)
+    variables = for_command(node, ctx)
+    matcher = Matcher(cmd.get("filter") or {}, variables)
+    project = compile_projection(cmd["projection"], variables=variables) if cmd.get("projection") else None
+    if is_oplog(ctx.db, name):
+        return oplog_collection.find(node, cmd, matcher.matches, project)
+    return tailable_cursor.find(node, ctx.db, name, cmd, matcher.matches, project)
+
+
 def pipeline_source(coll, ns: str, pipeline: list, view, hint, variables: dict | None = None, collator=None
                     ) -> tuple[Iterator[dict], list]:
     """The documents a pipeline starts from, and the stages left to run on them (its leading
     `$match`/`$sort`/`$limit` run as a planned query: `get_executor.pipeline_query`)."""
+    if pipeline and isinstance(pipeline[0], dict) and len(pipeline[0]) == 1 and "$geoNear" in pipeline[0]:
+        stage = GeoNearStage(pipeline[0]["$geoNear"])
+        return iter(stage.run(coll, ns, view, variables, collator)), pipeline[1:]
     cq, rest = get_executor.pipeline_query(coll, ns, pipeline, hint, variables, collator)
     if coll is None:
         return iter(()), pipeline
@@ -90,6 +114,8 @@ def serve_cursor(node: Node, ns: str, results: Iterator[dict], batch_size: int |
 def cmd_find(node: Node, ctx: OpCtx) -> dict:
     cmd = ctx.cmd
     name = check_namespace(ctx.db, cmd["find"])
+    if cmd.get("tailable") or cmd.get("awaitData") or is_oplog(ctx.db, name):
+        return tailable_find(node, ctx, name)
     batch_size = int_arg(cmd, "batchSize", "find", None)
     limit = int_arg(cmd, "limit", "find", None)
     results = run_find(node, ctx.db, name, cmd, ctx.view, for_command(node, ctx))
@@ -208,6 +234,12 @@ async def cmd_aggregate(node: Node, ctx: OpCtx) -> dict:
     from mongosim.shardsim.query.stages import run_pipeline
 
     variables = for_command(node, ctx)
+    coll_stats = leading_coll_stats(pipeline, target)
+    if coll_stats is not None:  # one document about the collection, then the rest of the pipeline
+        doc = coll_stats_document(node, ctx.db, check_namespace(ctx.db, target), coll_stats)
+        results = list(run_pipeline(iter([doc]), pipeline[1:], variables=variables,
+                                    process=MongodProcessInterface(node, ctx), db=ctx.db))
+        return serve_cursor(node, f"{ctx.db}.{target}", iter(results), (cursor_opt or {}).get("batchSize"))
     pipeline = expand_list_local_sessions(target, pipeline, cmd, node.session_cache, node.wall.wall)
     documents, stages, writer = split_pipeline(target, pipeline, cmd)
     write = output_writer(ctx.db, writer)  # its spec checked before anything is read
@@ -232,8 +264,10 @@ async def cmd_aggregate(node: Node, ctx: OpCtx) -> dict:
             docs, stages = pipeline_source(coll, ns, stages, ctx.view, cmd.get("hint"), variables, collator)
     results = list(run_pipeline(docs, stages, variables=variables, collator=collator,
                                 process=MongodProcessInterface(node, ctx), db=ctx.db))
+    if cmd.get("needsMerge"):  # (for mongos: the documents' metadata goes with them)
+        results = [to_wire(d) for d in results]
     if write is not None:
-        await write(node, ctx, results, variables)
+        await write(node, ctx, strip(results), variables)
         results = []
     batch_size = (cursor_opt or {}).get("batchSize")
     return serve_cursor(node, ns, iter(results), batch_size)
@@ -260,18 +294,24 @@ def cmd_list_collections(node: Node, ctx: OpCtx) -> dict:
     database = node.catalog.db(ctx.db)
     if database is not None:
         for coll in database.collections.values():
-            if coll.name.startswith("system.") and coll.name != "system.views":
+            if coll.name.startswith("system.") and coll.name not in ("system.views", "system.profile") and \
+                    not coll.name.startswith(timeseries.BUCKETS):
                 continue
             info: dict[str, Any] = {"name": coll.name, "type": "collection"}
             if not name_only:
                 info["options"] = dict(coll.options)
                 info["info"] = {"readOnly": False, "uuid": coll.uuid}
-                info["idIndex"] = coll.indexes[0] if coll.indexes and coll.indexes[0]["name"] == "_id_" else \
-                    {"v": 2, "key": {"_id": 1}, "name": "_id_"}
+                if not is_clustered(coll.options):
+                    info["idIndex"] = coll.indexes[0] if coll.indexes and coll.indexes[0]["name"] == "_id_" else \
+                        {"v": 2, "key": {"_id": 1}, "name": "_id_"}
             out.append(info)
         views = database.collections.get("system.views")
         if views is not None:
             for v in views.docs.values():
+                ts_info = timeseries.list_entry(node, ctx.db, v, name_only)
+                if ts_info is not None:
+                    out.append(ts_info)
+                    continue
                 vname = v["_id"].split(".", 1)[1]
                 info = {"name": vname, "type": "view"}
                 if not name_only:
@@ -292,7 +332,7 @@ def cmd_list_indexes(node: Node, ctx: OpCtx) -> dict:
     coll = node.catalog.collection(ctx.db, name)
     if coll is None:
         raise MongoError("NamespaceNotFound", f"ns does not exist: {ctx.db}.{name}")
-    return serve_cursor(node, f"{ctx.db}.$cmd.listIndexes.{name}", iter([dict(s) for s in coll.indexes]),
+    return serve_cursor(node, f"{ctx.db}.$cmd.listIndexes.{name}", iter(index_specs(coll.options, coll.indexes)),
                         (ctx.cmd.get("cursor") or {}).get("batchSize"))
 
 

@@ -1,7 +1,7 @@
 """The stages that start a pipeline from a node's own state rather than a collection's documents.
 
-`$collStats`, `$indexStats`, `$planCacheStats` (first in an aggregate on a
-collection) and `$currentOp` (first in `{aggregate: 1}` on admin) produce their
+`$indexStats`, `$planCacheStats` (first in an aggregate on a collection) and
+`$currentOp` (first in `{aggregate: 1}` on admin) produce their
 documents from the node — its catalog, its sessions, its cursors.  Each module
 registers `source(node, ctx, coll, spec) -> [documents]` here (`coll` is None for
 `{aggregate: 1}`); the aggregate command (`reads.py`) runs the rest of the pipeline

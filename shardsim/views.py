@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from mongosim.oplog.errors import MongoError
+from mongosim.shardsim import timeseries
 from mongosim.shardsim.collation import view_collator
 from mongosim.shardsim.operation_context import OpCtx
 from mongosim.shardsim.view_catalog import MAX_VIEW_DEPTH, definition, resolve  # noqa: F401
@@ -76,6 +77,8 @@ async def run_on_view(node: Node, ctx: OpCtx, command: str, name: str) -> dict |
         return None
     if command in REFUSED or (command == "aggregate" and _opens_change_stream(ctx.cmd)):
         raise not_a_collection(ctx.db, name)
+    if command == "insert" and timeseries.options_of(node, ctx.db, definition(node, ctx.db, name)) is not None:
+        return await timeseries.insert(node, ctx, name)
     if command in WRITES:
         stmts = ctx.cmd.get({"insert": "documents", "update": "updates", "delete": "deletes"}[command]) or [None]
         first = not_a_collection(ctx.db, name).to_write_error(0)

@@ -19,10 +19,12 @@ from mongosim.oplog import bsonutil
 from mongosim.oplog import entry as E
 from mongosim.oplog.errors import MongoError
 from mongosim.oplog.oplog import EntryTooLarge
+from mongosim.shardsim import capped
 from mongosim.shardsim.catalog import Collection
 from mongosim.shardsim import get_executor
 from mongosim.shardsim.command_registry import command
 from mongosim.shardsim.create_collection import check_namespace, ensure_collection
+from mongosim.shardsim.document_validation import check_insert, check_update
 from mongosim.shardsim.fail_point import ON_PRIMARY_TRANSACTIONAL_WRITE
 from mongosim.shardsim.operation_context import OpCtx
 from mongosim.shardsim.query.matcher import Matcher
@@ -200,8 +202,12 @@ def _too_large(doc: dict) -> MongoError:
 
 
 def insert_one(node: Node, ctx: OpCtx, coll: Collection, doc: dict, ws: WriteSession, index: int) -> None:
+    if coll.validator is not None:
+        check_insert(coll.validator, ctx.cmd, doc, ws.from_migrate)
     op = E.insert_op(coll.ns, coll.uuid, doc, coll.document_key(doc))
     if ws.txn is not None:
+        if coll.capped is not None:
+            capped.refuse_in_transaction(coll)
         if len(bsonutil.encode(doc)) > bsonutil.MAX_BSON_OBJECT_SIZE:
             raise _too_large(doc)
         ws.insert(coll, doc)
@@ -214,6 +220,8 @@ def insert_one(node: Node, ctx: OpCtx, coll: Collection, doc: dict, ws: WriteSes
     except EntryTooLarge:
         raise _too_large(doc) from None
     coll.insert(doc, checked=True)
+    if coll.capped is not None:
+        capped.after_insert(node, ctx, coll, doc, hashable(doc["_id"]))
 
 
 def _write_concern_reply(reply: dict, errors: list[dict]) -> dict:
@@ -357,6 +365,8 @@ def update_document(node: Node, ctx: OpCtx, coll: Collection, doc: dict, update:
         op = E.update_op(coll.ns, coll.uuid, res.diff, coll.document_key(doc))
     if len(bsonutil.encode(new)) > bsonutil.MAX_BSON_OBJECT_SIZE:
         raise MongoError("BSONObjectTooLarge", "Resulting document after update is larger than 16777216")
+    if coll.validator is not None:
+        check_update(coll.validator, ctx.cmd, doc, new, ws.from_migrate)
     check_shard_key_change(node, ctx, coll, doc, new, multi)
     ws.before_write()
     ws.replace(coll, doc, new)

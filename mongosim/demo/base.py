@@ -107,7 +107,7 @@ class Demo:
         self.received: list[tuple[float, dict]] = []
         self.facts: dict[str, Any] = {}
         self.stream: AsyncChangeStream | None = None
-        self._readers: list[tuple[trio.CancelScope, AsyncChangeStream]] = []
+        self._readers: list[tuple[trio.CancelScope, AsyncChangeStream, trio.Event]] = []
         self._new_event = trio.Event()
 
     # -- time and words ---------------------------------------------------------------------
@@ -160,16 +160,20 @@ class Demo:
 
     def start_reading(self, stream: AsyncChangeStream) -> None:
         scope = trio.CancelScope()
-        self._readers.append((scope, stream))
+        done = trio.Event()
+        self._readers.append((scope, stream, done))
 
         async def reader() -> None:
-            with scope:
-                while not stream.closed:
-                    ev = await stream.try_next()
-                    if ev is not None:
-                        self.received.append((trio.current_time(), ev))
-                        self._new_event.set()
-                        self._new_event = trio.Event()
+            try:
+                with scope:
+                    while not stream.closed:
+                        ev = await stream.try_next()
+                        if ev is not None:
+                            self.received.append((trio.current_time(), ev))
+                            self._new_event.set()
+                            self._new_event = trio.Event()
+            finally:
+                done.set()
         self.nursery.start_soon(reader)
 
     async def wait_for_events(self, n: int, *, within: float = 120.0) -> list[dict]:
@@ -182,8 +186,9 @@ class Demo:
     async def stop_reading(self) -> None:
         """Stop the background readers and close their streams (as an application would)."""
         readers, self._readers = self._readers, []
-        for scope, stream in readers:
+        for scope, stream, done in readers:
             scope.cancel()
+            await done.wait()  # the reader is gone before its stream closes (it must not resume it)
             if not stream.closed:
                 await stream.close()
 

@@ -8,8 +8,13 @@
 - `schema.py`: the row schema both produce; `example_pipeline.py`: mongosim
   -> Spark -> parquet, with its throughput.
 
-Needs the `spark` extra (`pip install -e '.[spark]'`: pyspark 4.3, pyarrow).
-`register(spark)` registers both data sources with a session.
+Needs the `spark` extra (pyspark 4.3, pyarrow, Java 17) and its companion
+distribution `mongosim-spark` (`spark-plugin/`: `pip install -e '.[spark]' -e
+./spark-plugin`), whose top-level `pyspark_mongodb_changestream` and
+`pyspark_mongodb_oplog` modules Spark 4 imports when a session first uses a
+Python data source: both formats then work with no registration call.
+`register(spark)` registers them by hand (where the companion is not installed);
+`ensure_registered(spark)` does that only when it is missing.
 """
 
 from __future__ import annotations
@@ -22,3 +27,12 @@ def register(spark) -> None:
 
     spark.dataSource.register(MongoChangeStreamDataSource)
     spark.dataSource.register(MongoOplogDataSource)
+
+
+def ensure_registered(spark) -> None:
+    """Register the sources by hand only if Spark cannot find them itself (no `mongosim-spark`)."""
+    import importlib.util
+
+    if importlib.util.find_spec("pyspark_mongodb_changestream") is None or \
+            importlib.util.find_spec("pyspark_mongodb_oplog") is None:
+        register(spark)

@@ -92,13 +92,13 @@ def main(argv: list[str] | None = None) -> int:
 
         from pyspark.sql import SparkSession
 
-        from mongosim.spark import register
+        from mongosim.spark import ensure_registered
 
         t0 = time.monotonic()
         spark = (SparkSession.builder.master(args.master).appName("mongosim-example-pipeline")
                  .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2").getOrCreate())
         spark.sparkContext.setLogLevel("ERROR")
-        register(spark)
+        ensure_registered(spark)  # (a no-op once mongosim-spark is installed)
         print(f"spark session: {time.monotonic() - t0:.1f} s")
 
         def run_pipeline():

@@ -11,6 +11,13 @@ checkpoint's `offsets/<batch>` file) of one of two forms:
 - `{"operationTime": {"t": <seconds>, "i": <increment>}}` — only as the initial
   offset of a query started with `startAtOperationTime`: the events with
   `clusterTime >= T` (what `startAtOperationTime: T` opens).
+- `{"after": "<_data>"}` — shards mode only, one shard's position: another
+  shard's event token (or the user's start token, whose shard is unknown), a
+  point in the merged order this shard has been read up to.  Like a token, but
+  not required to be in this shard's stream.
+
+Shards mode's offset is a vector of such positions, `{"shards": {<shard>:
+<position>, ...}}` (see `shards_reader.py`).
 
 Tokens are ordered by comparing `_data` as plain strings (the server's
 KeyString is built so that string order is event order).  An operation time
@@ -31,6 +38,10 @@ _TS_TYPE = "82"  # KeyString type byte of a BSON Timestamp: every resume token s
 
 def token_offset(data: str) -> dict:
     return {"token": data}
+
+
+def after_offset(data: str) -> dict:
+    return {"after": data}
 
 
 def optime_offset(ts: Timestamp) -> dict:
@@ -58,8 +69,8 @@ def token_cluster_time(data: str) -> Timestamp:
 
 
 def offset_cluster_time(offset: dict) -> Timestamp:
-    if "token" in offset:
-        return token_cluster_time(offset["token"])
+    if "token" in offset or "after" in offset:
+        return token_cluster_time(offset.get("token") or offset["after"])
     ot = offset["operationTime"]
     return Timestamp(int(ot["t"]), int(ot["i"]))
 
@@ -71,8 +82,8 @@ def offset_sort_key(offset: dict) -> str:
     `82<T>` followed by `2B` — the version byte a high-water-mark token has
     next; every event token at T continues `2B..2C` and sorts after it.
     """
-    if "token" in offset:
-        return offset["token"]
+    if "token" in offset or "after" in offset:
+        return offset.get("token") or offset["after"]
     ts = offset_cluster_time(offset)
     return f"{_TS_TYPE}{ts.time:08X}{ts.inc:08X}"
 
@@ -97,9 +108,12 @@ def watch_start_kwargs(offset: dict) -> dict[str, Any]:
 def describe(offset: dict | None) -> str:
     if offset is None:
         return "<none>"
-    if "token" in offset:
-        ts = token_cluster_time(offset["token"])
-        return f"token {offset['token']} (clusterTime {ts.time},{ts.inc})"
+    if "shards" in offset:
+        return "{" + ", ".join(f"{k}: {describe(v)}" for k, v in sorted(offset["shards"].items())) + "}"
+    if "token" in offset or "after" in offset:
+        kind = "token" if "token" in offset else "after"
+        ts = token_cluster_time(offset[kind])
+        return f"{kind} {offset[kind]} (clusterTime {ts.time},{ts.inc})"
     ts = offset_cluster_time(offset)
     return f"operationTime {ts.time},{ts.inc}"
 

@@ -11,8 +11,8 @@ and none of its events reach the client).
 
 Replay
 ------
-Nothing is re-implemented: a dump is loaded into an in-memory
-`oplog.oplog.Oplog`, wrapped in `DumpNode` (the attributes of a `Node` the
+Nothing is re-implemented: a dump (or a range of it, `dump_ranges`) is loaded
+into an in-memory `oplog.oplog.Oplog`, wrapped in `DumpNode` (the attributes of a `Node` the
 change-stream stages read: `oplog`, `catalog`, `preimages`, `name`,
 `instant_hwm`, `clock`, `tracer`), and the shard's own stage list is run on it
 through `shardsim.changestream.aggregate.build_cursor` with `needs_merge=True`
@@ -21,9 +21,11 @@ transaction -> transform -> check invalidate -> check resumability -> ... ->
 the user's stages).  The events come out as the same BSON bytes the shard
 would send.
 
-Merge (`merge=true`, the default) — the batch counterpart of the router
+Merge (`merge=true`, the default) — the router's merge in one partition
 -----------------------------------------------------------------------
-The shards' event sequences are merged by token `_data` (a k-way merge with
+The distributed job is `merge_job` (ranges read by their own partitions,
+Spark's sort); this is the earlier single-partition form.  The shards' event
+sequences are merged by token `_data` (a k-way merge with
 `heapq.merge`; each shard's sequence is already in token order).  A dump is a
 finished history, so every shard's cursor counts as exhausted and the
 AsyncResultsMerger's gate (release an event only once every shard promised
@@ -44,7 +46,10 @@ stream before that time.
 
 `merge=false` gives each shard's own event sequence (what the shard sends the
 router, `migrateChunkToNewShard` included), one partition per dump, with a
-`shard` column.
+`shard` column.  With `ranges` (the plan `merge_job` makes: the dumps' sparse
+indexes and their ranges, as JSON) it is one partition per range instead; the
+internal option `mergeColumns` adds the columns the distributed merge sorts
+and filters on (`__key`, `__order`, `__op`, `__intact`).
 
 Options: `path` (a directory of `*.bson` dumps, one file, or a comma-separated
 list; the shard's name is the file's stem), `merge`, `endBeforeOperationTime`,
@@ -64,7 +69,8 @@ import struct
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from mongosim.spark.offsets import parse_operation_time
+from mongosim.spark.dump_ranges import DumpRange
+from mongosim.spark.offsets import parse_operation_time, token_cluster_time
 from mongosim.spark.options import StreamOptions, parse_bool
 
 NAME = "mongodb-oplog"
@@ -84,17 +90,12 @@ def write_dump(raws: Iterable[bytes], path: str | os.PathLike) -> int:
 
 def iter_dump(path: str | os.PathLike) -> Iterator[bytes]:
     """The raw BSON documents of a concatenated-BSON file, in file order."""
+    from mongosim.spark.dump_ranges import walk
+
     with open(path, "rb") as f:
         data = f.read()
-    pos, end = 0, len(data)
-    while pos < end:
-        if end - pos < 5:
-            raise ValueError(f"{path}: truncated BSON at byte {pos}")
-        (size,) = _LEN.unpack_from(data, pos)
-        if size < 5 or pos + size > end or data[pos + size - 1] != 0:
-            raise ValueError(f"{path}: corrupt BSON document at byte {pos}")
+    for pos, size in walk(data, str(path)):
         yield data[pos:pos + size]
-        pos += size
 
 
 def dump_oplogs(cluster: Any, directory: str | os.PathLike) -> dict[str, Path]:
@@ -162,17 +163,28 @@ class DumpNode:
         self.preimages: dict = {}  # nor pre-images
 
 
+def whole_dump(shard: str, path: str | os.PathLike, order: int = 0) -> DumpRange:
+    """One range covering a whole dump (its first entry read for the start time)."""
+    from mongosim.spark.dump_ranges import entry_meta, walk
+
+    size = os.path.getsize(path)
+    lo_key = 0
+    with open(path, "rb") as f:
+        head = f.read(min(size, 4))
+        if len(head) == 4:
+            (n,) = _LEN.unpack(head)
+            data = head + f.read(max(n - 4, 0))
+            for pos, sz in walk(data, str(path)):
+                lo_key = entry_meta(data[pos:pos + sz])[0]
+                break
+    return DumpRange(shard, order, str(path), 0, size, lo_key, None, True)
+
+
 def load_oplog(path: str | os.PathLike) -> Any:
     """An in-memory `oplog.oplog.Oplog` holding a dump's entries."""
-    from mongosim.oplog import bsonutil
-    from mongosim.oplog.clock import ts_key
-    from mongosim.oplog.oplog import Oplog
+    from mongosim.spark.dump_ranges import load_range
 
-    oplog = Oplog()
-    for raw in iter_dump(path):
-        e = bsonutil.decode(raw)
-        oplog.append_raw(raw, ts_key(e["ts"]), e.get("op", ""), e.get("ns", ""))
-    return oplog
+    return load_range(whole_dump("", path))
 
 
 def _check_replayable(opts: StreamOptions) -> None:
@@ -184,14 +196,16 @@ def _check_replayable(opts: StreamOptions) -> None:
                          "a dump has none")
 
 
-def shard_command(opts: StreamOptions, start_ts: Any) -> tuple[str, dict]:
-    """(db, aggregate command) of the shard part of the stream, as the router sends it."""
+def shard_command(opts: StreamOptions, start_ts: Any, *, user_start: bool = True) -> tuple[str, dict]:
+    """(db, aggregate command) of the shard part of the stream, as the router sends it.
+
+    The stream starts at the user's start point (`user_start`), or else at `start_ts`."""
     from bson import Timestamp
 
     spec = opts.change_stream_spec()
-    if opts.start_after:
+    if user_start and opts.start_after:
         spec["startAfter"] = {"_data": opts.start_after}
-    elif opts.start_at_operation_time is not None:
+    elif user_start and opts.start_at_operation_time is not None:
         spec["startAtOperationTime"] = opts.start_at_operation_time
     else:
         spec["startAtOperationTime"] = start_ts if start_ts is not None else Timestamp(0, 1)
@@ -202,14 +216,38 @@ def shard_command(opts: StreamOptions, start_ts: Any) -> tuple[str, dict]:
     return db, cmd
 
 
-def shard_events(name: str, oplog: Any, opts: StreamOptions) -> Iterator[tuple[str, bytes, str, bool]]:
-    """Run the shard's change-stream stages over `oplog`: (token _data, event BSON, operationType, _id intact)."""
+def user_start_key(opts: StreamOptions) -> int | None:
+    """The ts key the user's start option names (a token's clusterTime), or None."""
+    from mongosim.oplog.clock import ts_key
+
+    if opts.start_after:
+        return ts_key(token_cluster_time(opts.start_after))
+    if opts.start_at_operation_time is not None:
+        return ts_key(opts.start_at_operation_time)
+    return None
+
+
+def range_events(rng: DumpRange, opts: StreamOptions) -> Iterator[tuple[str, bytes, str, bool]]:
+    """The shard's events from the entries of one range: (token _data, event BSON, operationType, _id intact).
+
+    The shard's stages run from the range's start: the range that holds the user's start point (or the
+    dump's first range) opens the stream as the user asked; a later range opens it at its first entry
+    (`startAtOperationTime`), which lets through exactly the events of its entries; a range wholly
+    before the start point has none.  No stage keeps state across entries except the unwind (the
+    transaction chains `dump_ranges.load_range` carries in), the resume checks (only where the start
+    point is) and check-invalidate, whose end of the stream the merge applies across ranges."""
     from mongosim.oplog.clock import key_ts
     from mongosim.shardsim.changestream.aggregate import build_cursor
+    from mongosim.spark.dump_ranges import load_range
 
     _check_replayable(opts)
-    node = DumpNode(name, oplog)
-    db, cmd = shard_command(opts, key_ts(oplog.first_key) if len(oplog) else None)
+    start = user_start_key(opts)
+    if start is not None and rng.hi_key is not None and start >= rng.hi_key:
+        return
+    own_start = start is not None and (rng.first or start >= rng.lo_key)
+    oplog = load_range(rng)
+    node = DumpNode(rng.shard, oplog)
+    db, cmd = shard_command(opts, key_ts(rng.lo_key) if rng.lo_key else None, user_start=own_start)
     cur = build_cursor(node, db, cmd, needs_merge=True)
     while True:
         batch = cur.run_batch(1000)
@@ -217,6 +255,11 @@ def shard_events(name: str, oplog: Any, opts: StreamOptions) -> Iterator[tuple[s
             return
         for tok, raw, intact, op_type in batch:
             yield tok["_data"], raw if isinstance(raw, (bytes, bytearray)) else raw.raw, op_type, intact
+
+
+def shard_events(name: str, path: str | os.PathLike, opts: StreamOptions) -> Iterator[tuple[str, bytes, str, bool]]:
+    """Run the shard's change-stream stages over its whole dump (see `range_events`)."""
+    return range_events(whole_dump(name, path), opts)
 
 
 # -- merging the shards, like the router ---------------------------------------------------------
@@ -230,9 +273,7 @@ def merge_events(streams: dict[str, Iterator[tuple[str, bytes, str, bool]]], opt
     ensure = None
     if opts.start_after and not _is_hwm(opts.start_after):
         ensure = EnsureResumeTokenPresent({"_data": opts.start_after})
-    end_key = None
-    if end_before is not None:
-        end_key = f"82{end_before.time:08X}{end_before.inc:08X}"
+    end_key = _end_key(end_before)
     merged = heapq.merge(*[((k, i, raw, op, ok) for k, raw, op, ok in it) for i, it in enumerate(streams.values())])
     for key, _i, raw, op_type, intact in merged:
         if end_key is not None and key >= end_key:
@@ -259,15 +300,21 @@ def replay_dumps(files: dict[str, Path], opts: StreamOptions, *, merge: bool = T
                  end_before: Any = None) -> Iterator[tuple[str | None, bytes]]:
     """(shard or None, event BSON) for the dumps: merged like the router, or shard after shard."""
     if merge:
-        streams = {name: shard_events(name, load_oplog(path), opts) for name, path in files.items()}
+        streams = {name: shard_events(name, path, opts) for name, path in files.items()}
         for raw in merge_events(streams, opts, end_before):
             yield None, raw
     else:
+        end_key = _end_key(end_before)
         for name, path in files.items():
-            for key, raw, _op, _ok in shard_events(name, load_oplog(path), opts):
-                if end_before is not None and key >= f"82{end_before.time:08X}{end_before.inc:08X}":
+            for key, raw, _op, _ok in shard_events(name, path, opts):
+                if end_key is not None and key >= end_key:
                     break
                 yield name, raw
+
+
+def _end_key(end_before: Any) -> str | None:
+    """`endBeforeOperationTime` as a sort key: every token at or after that time sorts at or after it."""
+    return None if end_before is None else f"82{end_before.time:08X}{end_before.inc:08X}"
 
 
 # -- the Spark data source -------------------------------------------------------------------------
@@ -281,7 +328,27 @@ except ImportError:  # pragma: no cover - the dump/replay functions work without
             self.value = value
 
 
+def with_samples(plan: dict | list) -> list[dict]:
+    """The ranges of a plan (`{"dumps": {shard: [offsets, keys]}, "ranges": [...]}`), each given its
+    dump's sparse index up to its start (to fetch the transaction entries it carries in)."""
+    if isinstance(plan, list):
+        return plan
+    import bisect
+
+    out = []
+    for r in plan["ranges"]:
+        offsets, keys = plan["dumps"].get(r["shard"], ([], []))
+        j = bisect.bisect_left(offsets, r["lo"])
+        out.append({**r, "samples": [offsets[:j], keys[:j]]})
+    return out
+
+
+MERGE_COLUMNS = (("__key", "STRING"), ("__order", "INT"), ("__op", "STRING"), ("__intact", "BOOLEAN"))
+
+
 class DumpPartition(InputPartition):
+    """The merged replay of whole dumps, in one partition."""
+
     def __init__(self, files: dict[str, str]) -> None:
         self.files = files
 
@@ -289,41 +356,72 @@ class DumpPartition(InputPartition):
         return f"DumpPartition({sorted(self.files)})"
 
 
+class RangePartition(InputPartition):
+    """One range of one dump (`dump_ranges.DumpRange` as JSON), replayed on its own."""
+
+    def __init__(self, rng: dict) -> None:
+        self.rng = rng
+
+    def __repr__(self) -> str:
+        r = self.rng
+        return f"RangePartition({r['shard']} bytes {r['lo']}..{r['hi']})"
+
+
 class MongoOplogDataSource(DataSource):
     @classmethod
     def name(cls) -> str:
         return NAME
 
+    def _opt(self, name: str) -> Any:
+        return {k.lower(): v for k, v in self.options.items()}.get(name.lower())
+
     def _merge(self) -> bool:
-        return parse_bool("merge", {k.lower(): v for k, v in self.options.items()}.get("merge"), True)
+        return parse_bool("merge", self._opt("merge"), self._opt("ranges") is None)
 
     def schema(self) -> str:
         from mongosim.spark.schema import schema_ddl
 
         o = StreamOptions.parse(self.options)
-        return schema_ddl(full_document_schema=o.full_document_schema, include_raw=o.include_raw,
-                          shard_column=not self._merge())
+        ddl = schema_ddl(full_document_schema=o.full_document_schema, include_raw=o.include_raw,
+                         shard_column=not self._merge())
+        if parse_bool("mergeColumns", self._opt("mergeColumns")):
+            ddl += "".join(f", `{n}` {t}" for n, t in MERGE_COLUMNS)
+        return ddl
 
     def reader(self, schema: Any) -> "MongoOplogReader":
         return MongoOplogReader(dict(self.options), schema, self._merge())
 
 
 class MongoOplogReader(DataSourceReader):
+    """Partitions: the merged replay in one (`merge=true`), or one per dump, or one per planned range
+    (`ranges`: the JSON list `merge_job` plans; with `mergeColumns`, each row also carries the
+    columns the distributed merge sorts and filters on: sort key, shard order, operation type as the
+    shard stage saw it, and whether the user's stages left `_id` intact)."""
+
     def __init__(self, options: dict, schema: Any, merge: bool) -> None:
+        import json
+
         from mongosim.spark.schema import RowBuilder
 
         options = {k.lower(): v for k, v in options.items()}
         self.opts = StreamOptions.parse(options)
         _check_replayable(self.opts)
-        path = options.get("path") or options.get("paths")
-        if not path:
-            raise ValueError(f"{NAME}: give the dumps' path (load(path) or option path)")
-        if str(path).startswith("["):  # load([...]) passes a JSON list
-            import json
-
-            path = json.loads(path)
-        self.files = {k: str(v) for k, v in dump_files(path).items()}
         self.merge = merge
+        self.merge_columns = parse_bool("mergeColumns", options.get("mergecolumns"))
+        ranges = options.get("ranges")
+        if ranges is not None:
+            if merge:
+                raise ValueError(f"{NAME}: the option ranges reads each range on its own: give merge=false")
+            self.ranges = json.loads(ranges)
+            self.files = {}
+        else:
+            path = options.get("path") or options.get("paths")
+            if not path:
+                raise ValueError(f"{NAME}: give the dumps' path (load(path) or option path)")
+            if str(path).startswith("["):  # load([...]) passes a JSON list
+                path = json.loads(path)
+            self.files = {k: str(v) for k, v in dump_files(path).items()}
+            self.ranges = None
         end = options.get("endbeforeoperationtime")
         self.end_before = parse_operation_time(end) if end else None
         self.rows = RowBuilder.for_schema(schema)
@@ -331,10 +429,23 @@ class MongoOplogReader(DataSourceReader):
     def partitions(self):
         if self.merge:
             return [DumpPartition(self.files)]
-        return [DumpPartition({k: v}) for k, v in self.files.items()]
+        if self.ranges is not None:
+            return [RangePartition(r) for r in with_samples(self.ranges)]
+        return [RangePartition(whole_dump(k, v, i).to_json()) for i, (k, v) in enumerate(sorted(self.files.items()))]
 
-    def read(self, partition: DumpPartition) -> Iterator[tuple]:
-        rows = self.rows
-        files = {k: Path(v) for k, v in partition.files.items()}
-        for shard, raw in replay_dumps(files, self.opts, merge=self.merge, end_before=self.end_before):
-            yield rows.row(raw, shard)
+    def read(self, partition: DumpPartition | RangePartition) -> Iterator[tuple]:
+        if isinstance(partition, DumpPartition):
+            files = {k: Path(v) for k, v in partition.files.items()}
+            yield from self.rows.batches(
+                self.rows.row(raw, shard)
+                for shard, raw in replay_dumps(files, self.opts, merge=True, end_before=self.end_before))
+        else:
+            yield from self.rows.batches(self._range_rows(DumpRange.from_json(partition.rng)))
+
+    def _range_rows(self, rng: DumpRange) -> Iterator[tuple]:
+        rows, end_key, extra = self.rows, _end_key(self.end_before), self.merge_columns
+        for key, raw, op, intact in range_events(rng, self.opts):
+            if end_key is not None and key >= end_key:
+                return
+            row = rows.row(raw, rng.shard)
+            yield row + (key, rng.order, op, intact) if extra else row

@@ -29,10 +29,12 @@ from __future__ import annotations
 
 import datetime as _dt
 import decimal
-from typing import Any, Mapping
+import json
+from typing import Any, Iterator, Mapping
 
 import bson
 from bson import json_util
+from bson.code import Code
 from bson.codec_options import CodecOptions, DatetimeConversion
 from bson.decimal128 import Decimal128
 from bson.objectid import ObjectId
@@ -84,9 +86,52 @@ def schema_ddl(*, full_document_schema: str | None = None, include_raw: bool = F
 
 
 def to_json(value: Any) -> str | None:
+    """Relaxed Extended JSON (`bson.json_util`)."""
     if value is None:
         return None
     return json_util.dumps(value, json_options=JSON_OPTIONS)
+
+
+def _ejson_default(value: Any) -> Any:
+    return json_util.default(value, json_options=JSON_OPTIONS)
+
+
+_dumps = json.JSONEncoder(default=_ejson_default, allow_nan=False, check_circular=False).encode
+
+
+def _has_code(value: Any) -> bool:
+    """Does a decoded value hold JavaScript code?  `Code` is a `str` subclass, which the C JSON encoder
+    would write as a plain string (without calling `default`), so such values take `json_util`'s path."""
+    stack = [value]
+    pop, extend = stack.pop, stack.extend
+    while stack:
+        x = pop()
+        t = type(x)
+        if t is dict:
+            extend(x.values())
+        elif t is list:
+            extend(x)
+        elif t is Code:
+            return True
+    return False
+
+
+def _code_free_json(value: Any) -> str | None:
+    """`to_json` of a value known to hold no `Code` (see `fast_json`)."""
+    if value is None:
+        return None
+    try:
+        return _dumps(value)
+    except ValueError:  # NaN or an infinity: JSON has no such number
+        return to_json(value)
+
+
+def fast_json(value: Any) -> str | None:
+    """`to_json(value)`, the same text, most of it written by the stdlib's C JSON encoder: `json_util`
+    walks every value in Python, which is most of the cost of a row; here only the values JSON has no
+    type for go through `json_util.default` (ObjectId, dates, binary, ...).  Code and non-finite floats
+    take `json_util`'s own path."""
+    return to_json(value) if _has_code(value) else _code_free_json(value)
 
 
 def _utc(value: Any) -> _dt.datetime | None:
@@ -96,7 +141,7 @@ def _utc(value: Any) -> _dt.datetime | None:
 
 
 def _ns(value: Any) -> tuple | None:
-    if not isinstance(value, Mapping):
+    if type(value) is not dict:
         return None
     return (value.get("db"), value.get("coll"))
 
@@ -114,35 +159,70 @@ def decode_event(raw: bytes) -> dict:
 class RowBuilder:
     """Event (raw BSON) -> row tuple, for one schema.  Picklable (no Spark types kept)."""
 
-    def __init__(self, full_document_type: Any = None, include_raw: bool = False, shard_column: bool = False) -> None:
+    def __init__(self, full_document_type: Any = None, include_raw: bool = False, shard_column: bool = False,
+                 arrow_schema: Any = None) -> None:
         self.full_document_type = full_document_type  # a pyspark StructType, or None for JSON
         self._convert = None
         self.include_raw = include_raw
         self.shard_column = shard_column
+        self.arrow_schema = arrow_schema  # the reader's rows as Arrow (see `record_batch`), when known
 
     @classmethod
     def for_schema(cls, schema: Any) -> "RowBuilder":
         """Derive the options from the (Spark-parsed) schema handed to the reader."""
+        from pyspark.sql.pandas.types import to_arrow_schema
         from pyspark.sql.types import StringType
 
         names = schema.fieldNames()
         fd = schema["fullDocument"].dataType
-        return cls(None if isinstance(fd, StringType) else fd, "rawEvent" in names, "shard" in names)
+        plain = isinstance(fd, StringType)
+        # the Arrow schema Spark checks a reader's record batches against (plan_data_source_read.py)
+        arrow = to_arrow_schema(schema, timezone="UTC") if plain else None
+        return cls(None if plain else fd, "rawEvent" in names, "shard" in names, arrow)
 
     def __getstate__(self) -> dict:
         return {**self.__dict__, "_convert": None}
 
+    def record_batch(self, rows: list[tuple]) -> Any:
+        """Rows (tuples in the schema's order) as one `pyarrow.RecordBatch`, for a reader to yield.
+
+        Spark converts the tuples a Python data source yields value by value through a Python
+        converter per column; a reader that yields record batches skips that (pyarrow builds each
+        column in C).  Only for the plain schema (`arrow_schema` set); `fullDocumentSchema` rows are
+        yielded as tuples."""
+        import pyarrow as pa
+
+        schema = self.arrow_schema
+        columns = list(zip(*rows)) if rows else [()] * len(schema)
+        return pa.RecordBatch.from_arrays([pa.array(col, type=f.type) for col, f in zip(columns, schema)],
+                                          schema=schema)
+
+    def batches(self, rows: Iterator[tuple], size: int = 2048) -> Iterator[Any]:
+        """`rows` as record batches of `size` rows (or as they are, without an Arrow schema)."""
+        if self.arrow_schema is None:
+            yield from rows
+            return
+        chunk: list[tuple] = []
+        for row in rows:
+            chunk.append(row)
+            if len(chunk) >= size:
+                yield self.record_batch(chunk)
+                chunk = []
+        if chunk:
+            yield self.record_batch(chunk)
+
     def row(self, raw: bytes, shard: str | None = None) -> tuple:
         ev = decode_event(raw)
         tok = ev.get("_id")
-        token = tok.get("_data") if isinstance(tok, Mapping) else None
+        token = tok.get("_data") if type(tok) is dict else None
         fd = ev.get("fullDocument")
+        js = to_json if _has_code(ev) else _code_free_json  # (one look for Code over the whole event)
         if self.full_document_type is not None:
             if self._convert is None:
                 self._convert = make_converter(self.full_document_type)
             fd_col = self._convert(fd)
         else:
-            fd_col = to_json(fd)
+            fd_col = js(fd)
         rest = {k: v for k, v in ev.items() if k not in _CONSUMED}
         txn = ev.get("txnNumber")
         out = (
@@ -151,13 +231,13 @@ class RowBuilder:
             _cluster_time(ev.get("clusterTime")),
             _utc(ev.get("wallTime")),
             _ns(ev.get("ns")),
-            to_json(ev.get("documentKey")),
+            js(ev.get("documentKey")),
             fd_col,
-            to_json(ev.get("fullDocumentBeforeChange")),
-            to_json(ev.get("updateDescription")),
+            js(ev.get("fullDocumentBeforeChange")),
+            js(ev.get("updateDescription")),
             int(txn) if isinstance(txn, int) else None,
-            to_json(ev.get("lsid")),
-            to_json(rest) if rest else None,
+            js(ev.get("lsid")),
+            js(rest) if rest else None,
         )
         if self.include_raw:
             out += (bytes(raw),)

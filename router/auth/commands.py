@@ -576,6 +576,7 @@ _RULES: dict[str, Callable[[str, Mapping[str, Any]], list[Requirement]]] = {
     "balancerStart": lambda db, cmd: [_p(Resource.namespace("config", "settings"), "update")],
     "balancerStop": lambda db, cmd: [_p(Resource.namespace("config", "settings"), "update")],
     "balancerStatus": lambda db, cmd: [_p(Resource.namespace("config", "settings"), "find")],
+    "balancerCollectionStatus": _on_arg_ns("enableSharding"),
 }
 
 UNKNOWN_COMMAND_REQUIREMENT = Privilege(ANY, frozenset({"anyAction"}))

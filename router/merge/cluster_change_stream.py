@@ -44,6 +44,7 @@ from mongosim.shardsim.changestream.cursor import (
     SORT_KEYS_FIELD,
 )
 from mongosim.shardsim.changestream.spec import parse_spec, validate
+from mongosim.shardsim.changestream.token_version import regenerate_high_water_mark
 from mongosim.shardsim.changestream.user_stages import validate_user_pipeline
 from mongosim.shardsim.cursors import cursor_reply
 
@@ -290,6 +291,7 @@ async def open_cluster_change_stream(router: Router, req: Request) -> dict:
     target = cmd["aggregate"]
     spec = parse_spec(pipeline[0]["$changeStream"])
     validate(spec, req.db, target, in_router=True)
+    regenerate_high_water_mark(spec)
     user_stages, split = validate_user_pipeline(pipeline[1:])
     shard_stages = list(pipeline[1:])
     cursor_opt = cmd.get("cursor")

@@ -22,8 +22,10 @@ from mongosim.shardsim.changestream.cursor import (  # noqa: F401
     SORT_KEYS_FIELD,
     ChangeStreamCursor,
 )
+from mongosim.shardsim.changestream.explain import explain_stages
 from mongosim.shardsim.changestream.pipeline import build_stages
 from mongosim.shardsim.changestream.spec import parse_spec, validate
+from mongosim.shardsim.changestream.token_version import regenerate_high_water_mark
 from mongosim.shardsim.changestream.user_stages import validate_user_pipeline
 from mongosim.shardsim.cursors import DEFAULT_FIRST_BATCH, cursor_reply
 from mongosim.shardsim.operation_context import OpCtx
@@ -40,6 +42,7 @@ def build_cursor(node: Node, db: str, cmd: dict, *, needs_merge: bool) -> Change
     if not (target == 1 or isinstance(target, str)):
         raise MongoError("FailedToParse", "Invalid aggregate namespace")
     level = validate(spec, db, target, in_router=False)
+    regenerate_high_water_mark(spec)
     user_stages, split = validate_user_pipeline(pipeline[1:])
     token = spec.token_data()
     if token is not None:
@@ -48,9 +51,10 @@ def build_cursor(node: Node, db: str, cmd: dict, *, needs_merge: bool) -> Change
     elif spec.start_at_operation_time is not None:
         start_key = ts_key(spec.start_at_operation_time)
         initial_pbrt = make_high_water_mark_token(spec.start_at_operation_time)
-    else:
+    else:  # a new stream starts now (the spec records it, as the server's does)
         start_key = node.oplog.last_key + 1
         initial_pbrt = make_high_water_mark_token(key_ts(start_key))
+        spec.start_at_operation_time = key_ts(start_key)
     coll = target if isinstance(target, str) else None
     ns = f"{db}.{coll}" if coll else f"{db}.$cmd.aggregate"
     ctx = ChangeStreamContext(node, spec, level, db, coll, needs_merge, start_key,
@@ -64,9 +68,7 @@ async def open_change_stream(node: Node, ctx: OpCtx) -> dict:
     needs_merge = bool(cmd.get("$_needsMerge")) and ctx.from_router
     if cmd.get("explain"):
         cur = build_cursor(node, ctx.db, cmd, needs_merge=needs_merge)
-        from mongosim.shardsim.changestream.pipeline import explain_stages
-
-        return {"stages": explain_stages(cur.stages), "ok": 1.0}
+        return {"explainVersion": "1", "stages": explain_stages(cur.ctx, cur.stages), "ok": 1.0}
     cursor_opt = cmd.get("cursor")
     if cursor_opt is None:
         raise MongoError("FailedToParse", "The 'cursor' option is required, except for aggregate with the explain argument")

@@ -95,7 +95,9 @@ class EnsureResumeTokenPresent(CheckResumability):
     Swallows every event up to and including the token; if the stream passes
     the token without having seen it, the stream fails with
     ChangeStreamFatalError (280).  Runs on the router for sharded streams and
-    on the node for replica-set streams; never for high-water-mark tokens.
+    on the node for replica-set streams, as the last stage (the optimizer moves
+    the user's stages and the split stage ahead of it); never for
+    high-water-mark tokens.
     """
 
     name = "$_internalChangeStreamEnsureResumeTokenPresent"
@@ -119,8 +121,7 @@ class EnsureResumeTokenPresent(CheckResumability):
                 self.ctx.emit("swallowed", ts=ev.ts_key, token=ev.sort_key, reason="the resume token itself")
                 continue
             if self.status is ResumeStatus.NEEDS_SPLIT:
-                self.seen = True  # the split stage regenerates the fragments after the token's
-                return ev
+                continue  # a split event's fragments come from the split stage, which runs before this one
             if not self.seen:
                 raise MongoError("ChangeStreamFatalError",
                                  f"cannot resume stream; the resume token was not found. {ev.token}")

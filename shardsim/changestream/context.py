@@ -77,13 +77,21 @@ class Event:
 class NamespaceFilter:
     """The stream's namespace rules (document_source_change_stream.cpp regexes).
 
-    collection `^<db.coll>$`; database `^<db>\\.(?!(\\$|system\\.))`;
-    cluster `^(?!(admin|config|local)\\.)[^.]+\\.(?!(\\$|system\\.))`.
-    Command namespaces: `^<db>\\.\\$cmd$`, or any non-internal db's `$cmd`.
+    collection `^<db.coll>$`; database `^<db>\\.` and cluster
+    `^(?!(admin|config|local)\\.)[^.]+\\.`, each followed by the collections
+    regex: `(?!(\\$|system\\.))` (no `$...` and no `system.*` collection), or with
+    showSystemEvents `(?!(\\$|system\\.(?!(js$|resharding\\.|buckets\\.|views$))))`
+    (kRegexAllCollectionsShowSystemEvents: `system.js`, `system.resharding.*`,
+    `system.buckets.*` and `system.views` are then in the stream; `system.views`
+    writes become view events, `transform.py`).  The same collection rules apply
+    to the DDL commands' target collections.  Command namespaces:
+    `^<db>\\.\\$cmd$`, or any non-internal db's `$cmd`.
     """
 
     _CLUSTER_NS = re.compile(r"^(?!(admin|config|local)\.)[^.]+\.(?!(\$|system\.))")
     _CLUSTER_CMD = re.compile(r"^(?!(admin|config|local)\.)[^.]+\.\$cmd$")
+    _SYSTEM_COLLECTIONS = r"(?!(\$|system\.(?!(js$|resharding\.|buckets\.|views$))))"
+    _CLUSTER_NS_SHOW_SYSTEM = re.compile(r"^(?!(admin|config|local)\.)[^.]+\." + _SYSTEM_COLLECTIONS)
 
     def __init__(self, level: str, db: str, coll: str | None, show_system: bool = False) -> None:
         self.level, self.db, self.coll = level, db, coll
@@ -91,17 +99,22 @@ class NamespaceFilter:
         self.target = f"{db}.{coll}" if coll else None
         self._db_prefix = db + "."
         self.cmd_ns = f"{db}.$cmd"
+        if show_system and level == DATABASE:
+            self._db_show_system = re.compile("^" + re.escape(self._db_prefix) + self._SYSTEM_COLLECTIONS)
 
     def ns(self, ns: str) -> bool:
         """Does a CRUD namespace belong to this stream?"""
         if self.level == COLLECTION:
             return ns == self.target
+        if self.show_system:
+            rx = self._db_show_system if self.level == DATABASE else self._CLUSTER_NS_SHOW_SYSTEM
+            return rx.match(ns) is not None
         if self.level == DATABASE:
             if not ns.startswith(self._db_prefix):
                 return False
             rest = ns[len(self._db_prefix):]
-            return not rest.startswith("$") and (self.show_system or not rest.startswith("system."))
-        return self._CLUSTER_NS.match(ns) is not None and (self.show_system or ".system." not in ns)
+            return not rest.startswith("$") and not rest.startswith("system.")
+        return self._CLUSTER_NS.match(ns) is not None
 
     def cmd(self, ns: str) -> bool:
         """Is `ns` a command namespace this stream reads?"""

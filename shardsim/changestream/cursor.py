@@ -14,8 +14,10 @@ promise holds, and a cold shard no longer holds a merged stream back until
 its next periodic noop.
 
 getMore waits (awaitData) up to maxTimeMS (default 1 s) for a batch with at
-least one event; if none comes, it returns an empty batch whose PBRT may
-still have advanced.
+least one event — through oplog entries that are not the stream's events; if
+none comes, it returns an empty batch whose PBRT may still have advanced.
+(With instant HWM, a shard feeding a router answers as soon as its promise
+moves, so that the router's merge can move on.)
 """
 
 from __future__ import annotations
@@ -142,12 +144,13 @@ class ChangeStreamCursor:
         limit = batch_size if batch_size else 2**31
         promised_before = self.pbrt_key
         batch = await self.fill_batch(limit)
-        if self.node.instant_hwm and self.pbrt_key > promised_before:
-            # instant-HWM: a promise that moved is news for the router; do not sit on it
+        # instant-HWM: a promise that moved is news for a router; do not sit on it (a client reading a
+        # replica set waits through entries that are not its events, up to maxTimeMS, as on the server)
+        instant = self.node.instant_hwm and self.ctx.needs_merge
+        if instant and self.pbrt_key > promised_before:
             return self.finish(batch), self.reply_fields(batch), self.exhausted
         if not batch and not self.exhausted:
             wait = (max_time_ms if max_time_ms is not None else DEFAULT_AWAIT_MS) / 1000.0
-            instant = self.node.instant_hwm
             with trio.move_on_after(wait):
                 while True:
                     if instant:  # woken by new entries, or by a newer cluster time to promise
@@ -162,7 +165,7 @@ class ChangeStreamCursor:
                         break
             if self.interrupt is not None:
                 raise self.interrupt
-            if not batch and self.node.instant_hwm:
+            if not batch and instant:
                 # Scan again before promising the clock: an entry appended while the wait was
                 # being cancelled must not be promised away (it would come after a later shard's).
                 batch = self.run_batch(limit)

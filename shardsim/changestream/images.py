@@ -6,7 +6,8 @@ collection created or modified with `changeStreamPreAndPostImages: {enabled:
 true}`, keyed by `{nsUUID, ts, applyOpsIndex}`.
 
 Post-images (`fullDocument`): `updateLookup` reads the document's current
-version by its documentKey (null if it is gone; with
+version by its documentKey (`lookup_single_document.py`: on a shard, on the
+shard that owns it now; null if it is gone; with
 matchCollectionUUIDForUpdateLookup, null if the collection is another
 generation); `whenAvailable`/`required` apply the update's diff to the
 stored pre-image.  `required` with no image is NoMatchingDocument (47).
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.changestream.context import PAUSE, Stage
+from mongosim.shardsim.lookup_single_document import lookup_single_document
 from mongosim.shardsim.query.diff import apply_diff
 
 
@@ -64,16 +66,7 @@ class AddPostImage(Stage):
         return ev
 
     def _lookup(self, ev):
+        """lookupSingleDocument by the event's documentKey (on a shard: wherever the document lives now)."""
         ns = ev.doc["ns"]
-        node = self.ctx.node
-        key = ev.doc.get("documentKey") or {}
-        lookup = getattr(node, "document_lookup", None)
-        if lookup is not None:
-            doc = lookup(ns["db"], ns["coll"], key)
-        else:
-            coll = node.catalog.collection(ns["db"], ns["coll"])
-            doc = coll.get(key.get("_id")) if coll is not None else None
-            if doc is not None and self.ctx.spec.match_collection_uuid_for_update_lookup and ev.uuid is not None \
-                    and bytes(coll.uuid) != bytes(ev.uuid):
-                doc = None
-        return doc
+        uuid = bytes(ev.uuid) if self.ctx.spec.match_collection_uuid_for_update_lookup and ev.uuid is not None else None
+        return lookup_single_document(self.ctx.node, ns["db"], ns["coll"], ev.doc.get("documentKey") or {}, uuid)

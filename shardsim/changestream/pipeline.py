@@ -3,9 +3,18 @@
 Replica set (and each shard of a sharded stream):
 
     oplog match -> unwind transaction -> transform -> [check invalidate]
-    -> check resumability -> [add pre-image] -> [add post-image]
-    -> [classic-events filter] -> [ensure resume token present]   (replica set only)
-    -> [user stages] -> [split large event]
+    -> check resumability -> [classic-events filter] -> [add pre-image]
+    -> [add post-image] -> [user stages] -> [split large event]
+    -> [ensure resume token present]   (replica set only)
+
+This is the order after the server's optimizer: DocumentSourceChangeStream::
+buildPipeline places ensure-resume-token-present and the classic-events
+`$match` after the image stages and before the user's stages, but a `$match`
+may move ahead of every stage that allows it (the image stages and
+ensure-resume-token-present do, for a filter on fields they leave alone), the
+user's `$match`/`$project`-like stages move ahead of ensure-resume-token-present,
+and $changeStreamSplitLargeEvent moves ahead of it too, so that it sees the
+fragments it must find.
 
 On a sharded cluster the shards run everything above except
 ensure-resume-token-present, which runs in the router's merge part (after
@@ -44,20 +53,17 @@ def build_stages(ctx: ChangeStreamContext, user_stages: list[dict], split: bool)
     if client is None:
         client = decode_resume_token(make_high_water_mark_token(ctx.start_key_ts))
     top = add(CheckResumability(top, ctx, client))
+    if not ctx.spec.show_expanded_events:
+        top = add(ClassicEventFilter(top, ctx))
     if ctx.spec.full_document_before_change != "off":
         top = add(AddPreImage(top, ctx))
     if ctx.spec.full_document != "default":
         top = add(AddPostImage(top, ctx))
-    if not ctx.spec.show_expanded_events:
-        top = add(ClassicEventFilter(top, ctx))
-    if not ctx.needs_merge and ctx.client_token is not None and ctx.client_token.token_type != 0:
-        top = add(EnsureResumeTokenPresent(top, ctx, ctx.client_token))
     if user_stages:
         top = add(UserStages(top, ctx, user_stages))
     if split:
         top = add(SplitLargeEvent(top, ctx))
+    if not ctx.needs_merge and ctx.client_token is not None and ctx.client_token.token_type != 0:
+        top = add(EnsureResumeTokenPresent(top, ctx, ctx.client_token))
     return source, top, stages
 
-
-def explain_stages(stages: list[Stage]) -> list[dict]:
-    return [s.explain() for s in stages]

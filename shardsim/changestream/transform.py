@@ -12,7 +12,9 @@ first); `txnNumber`/`lsid` only for events unwound from a transaction;
 (multi-shard) transaction; `collectionUUID` and `operationDescription` only
 with showExpandedEvents.
 The `_id` is the resume token: clusterTime, txnOpIndex, the collection UUID
-and the event identifier `{operationType, documentKey | operationDescription}`.
+and the event identifier `{operationType, documentKey | operationDescription}`
+(v2; resuming from an older token, the events up to it carry the client's
+version: `token_version.py`).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from mongosim.oplog.oplog import EntryView
 from mongosim.shardsim.changestream.render import render_crud
 from mongosim.oplog.resume_token import ResumeTokenData, encode_resume_token
 from mongosim.shardsim.changestream.context import PAUSE, ChangeStreamContext, Event, Stage
+from mongosim.shardsim.changestream.token_version import ClientTokenVersion
 from mongosim.shardsim.query.diff import update_description
 
 try:  # the fast path for CRUD event tokens, when the codec provides one
@@ -79,6 +82,7 @@ class Transform(Stage):
         self.want_pre = spec.full_document_before_change != "off"
         self.want_post = spec.full_document in ("whenAvailable", "required")
         self.cache = getattr(ctx.node, "event_cache", None)
+        self.client_version = ClientTokenVersion.for_stream(ctx.client_token)  # resuming from a v1 token
 
     def get_next(self):
         e = self.source.get_next()
@@ -86,10 +90,13 @@ class Transform(Stage):
             return e
         if type(e) is EntryView:
             ev = self.render(e)
-            if ev is not None:
-                return ev
-            e = bsonutil.decode(e.raw)
-        return self.transform(e)
+            if ev is None:
+                ev = self.transform(bsonutil.decode(e.raw))
+        else:
+            ev = self.transform(e)
+        if self.client_version is not None:
+            self.client_version.adopt(ev)
+        return ev
 
     def render(self, view: EntryView) -> Event | None:
         """The fast path: a CRUD event assembled from the entry's bytes (render.py)."""

@@ -36,6 +36,7 @@ from typing import Any, Callable
 
 from bson import Decimal128, Int64, ObjectId, Regex, Timestamp
 from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.query.document_metadata import MetaDoc, meta_value, parse_meta
 from mongosim.shardsim.query.collation import comparison_keys, expression_context
 from mongosim.shardsim.query.fmt import bson_str, query_error
 from mongosim.shardsim.query.regex import compile_regex
@@ -178,6 +179,9 @@ def field_path_get(v, parts, i=0):
                     if r is not MISSING:
                         out.append(r)
             return out
+        elif t is MetaDoc:  # (a document with metadata: a text score, a distance)
+            v = v.get(parts[i], MISSING)
+            i += 1
         else:
             return MISSING
     return v
@@ -191,7 +195,8 @@ def _compile_field_path(path: str) -> Fn:
 
         def get1(vs):
             cur = vs["CURRENT"]
-            return cur.get(p, MISSING) if type(cur) is dict else MISSING
+            t = type(cur)
+            return cur.get(p, MISSING) if t is dict or t is MetaDoc else MISSING
 
         return get1
     return lambda vs: field_path_get(vs["CURRENT"], parts)
@@ -277,6 +282,13 @@ def _rand(arg):
     if arg != {}:
         raise MongoError(3040501, "$rand does not currently accept arguments")
     return lambda vs: random.random()
+
+
+@_op("$meta")
+def _meta(arg):
+    """The document's metadata (`shardsim.query.document_metadata`): its text score, its distance..."""
+    name = parse_meta(arg)
+    return lambda vs: meta_value(vs["ROOT"], name)
 
 
 # --- comparison ------------------------------------------------------------------

@@ -103,7 +103,10 @@ def multikey_values(doc, parts: tuple[str, ...]) -> tuple[list, bool]:
         else:
             walk(MISSING, len(parts))
 
-    walk(doc, 0)
+    if parts:  # (the document itself may be a dict subclass: one with metadata)
+        walk(doc.get(parts[0], MISSING) if isinstance(doc, dict) else MISSING, 1)
+    else:
+        walk(doc, 0)
     if not out:
         out.append(None)
     return out, arrays[0]

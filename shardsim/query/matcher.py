@@ -40,6 +40,7 @@ from typing import Any, Callable
 from bson import Decimal128, Int64, MaxKey, MinKey, ObjectId, Regex
 from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.query.collation import comparison_keys, expression_context
+from mongosim.shardsim.query.extensions_callback import PATH_OPERATORS, parse_text
 from mongosim.shardsim.query.regex import compile_regex, regex_from
 from mongosim.shardsim.query.values import (
     MISSING,
@@ -60,6 +61,9 @@ _TOP_LEVEL_OK = frozenset({"$and", "$or", "$nor", "$expr", "$comment", "$alwaysT
 _NUMT = frozenset({int, float, Int64})
 
 Pred = Callable[[Any, Any], bool]  # (doc, details|None) -> bool
+
+# Top-level operators compiled by modules of their own (`$jsonSchema`: shardsim.json_schema registers here).
+TOP_LEVEL_EXTENSIONS: dict[str, Callable[[Any], Pred]] = {}
 
 
 class Matcher:
@@ -172,10 +176,15 @@ def _compile_top_op(key: str, val, variables: dict | None = None) -> Pred:
         return lambda doc, details: to_bool(expr(doc, variables))
     if key == "$comment":
         return _true
+    if key == "$text":
+        parse_text(val)
+        return _true  # (the text plan finds and checks the documents: shardsim/fts/text_stages.py)
     if key == "$alwaysTrue":
         return _true
     if key == "$alwaysFalse":
         return _false
+    if key in TOP_LEVEL_EXTENSIONS:
+        return TOP_LEVEL_EXTENSIONS[key](val)
     if key in _TOP_LEVEL_OK:
         raise MongoError("NotImplemented", f"{key} is not supported by mongosim")
     raise MongoError(
@@ -269,6 +278,10 @@ def _op_test(op: str, arg, ops: dict):
         return _bits_test(op, arg), True, False, False
     if op == "$regex":
         return _regex_test(_parse_regex(arg, ops.get("$options", MISSING))), True, False, False
+    ext = PATH_OPERATORS.get(op)
+    if ext is not None:
+        test, expand = ext(op, arg)
+        return test, expand, False, False
     if op in ("$near", "$nearSphere", "$geoWithin", "$geoIntersects", "$within", "$text", "$where"):
         raise MongoError("NotImplemented", f"{op} is not supported by mongosim")
     raise MongoError("BadValue", f"unknown operator: {op}")

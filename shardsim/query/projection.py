@@ -29,6 +29,7 @@ from typing import Any, Callable
 from bson import Decimal128, Int64
 
 from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.query.document_metadata import meta_value, parse_meta
 from mongosim.shardsim.query.values import MISSING
 
 __all__ = ["compile_projection"]
@@ -78,6 +79,7 @@ def compile_projection(spec: dict | None, *, find: bool = True, variables: dict 
     mode = None
     id_mode = None
     positional = None
+    metas: list[tuple[str, str]] = []  # {path: {$meta: name}}: neither inclusion nor exclusion
 
     def set_mode(m, path):
         nonlocal mode
@@ -118,10 +120,16 @@ def compile_projection(spec: dict | None, *, find: bool = True, variables: dict 
             set_mode(_INC, path)
             insert(base, ("positional",))
             continue
+        if path == "$sortKey" and isinstance(v, dict) and list(v) == ["$meta"]:
+            metas.append((path, parse_meta(v["$meta"])))  # (what mongos asks of a shard to merge by)
+            continue
         if path.startswith("$"):
             raise MongoError(16410, "FieldPath field names may not start with '$'. Consider using $getField or $setField.")
         if isinstance(v, dict) and v and next(iter(v)).startswith("$"):
             op = next(iter(v))
+            if op == "$meta" and len(v) == 1:
+                metas.append((path, parse_meta(v[op])))
+                continue
             if find and op == "$slice" and len(v) == 1:
                 arg = v["$slice"]
                 if isinstance(arg, list):
@@ -168,6 +176,39 @@ def compile_projection(spec: dict | None, *, find: bool = True, variables: dict 
     if mode is None:
         mode = _INC if (id_mode is True and not _has_slice(root)) else _EXC
     include_id = id_mode is not False
+    if metas:
+        return _with_metas(_project_fn(root, mode, id_mode, include_id), metas)
+    return _project_fn(root, mode, id_mode, include_id)
+
+
+def _with_metas(project: Callable, metas: list[tuple[str, str]]) -> Callable:
+    """The projection, then each `{$meta: name}` field set from the document's metadata (when it has it)."""
+
+    def with_metas(doc, match_position=None):
+        out = project(doc, match_position)
+        if out is doc:
+            out = dict(doc)
+        for path, name in metas:
+            v = meta_value(doc, name)
+            if v is MISSING:
+                continue
+            *parents, last = path.split(".")
+            cur = out
+            for p in parents:
+                nxt = cur.get(p)
+                if type(nxt) is not dict:
+                    nxt = cur[p] = {}
+                cur = nxt
+            cur[last] = v
+        return out
+
+    with_metas.metas = metas  # type: ignore[attr-defined]
+    return with_metas
+
+
+def _project_fn(root: _Node, mode: str, id_mode, include_id: bool) -> Callable:
+    if not root.children and mode == _EXC and id_mode is not False:
+        return lambda doc, match_position=None: doc
 
     if mode == _INC:
         if include_id and "_id" not in root.children:

@@ -21,7 +21,7 @@ from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.query.collation import comparison_keys, expression_context
 from mongosim.shardsim.query.index_keys import UNDEFINED, multikey_values
 from mongosim.shardsim.query.paths import split
-from mongosim.shardsim.query.values import R_UNDEF, sort_key
+from mongosim.shardsim.query.values import MISSING, R_UNDEF, sort_key
 
 __all__ = ["sort_key_fn", "parse_sort", "Reversed"]
 
@@ -61,7 +61,7 @@ def parse_sort(spec) -> list[tuple[str, int]]:
     out = []
     for k, v in spec.items():
         if isinstance(v, dict):
-            if v.get("$meta") in ("textScore", "randVal", "searchScore"):
+            if len(v) == 1 and v.get("$meta") in _META_SORTS:
                 out.append((k, 0))
                 continue
             raise MongoError(17312, f"$meta is the only expression supported by $sort right now")
@@ -74,6 +74,27 @@ def parse_sort(spec) -> list[tuple[str, int]]:
 
 
 _EMPTY_KEY = (R_UNDEF,)
+# the metadata a sort may use, and their order (scores: highest first)
+_META_SORTS = {"textScore": -1, "searchScore": -1, "vectorSearchScore": -1, "score": -1, "randVal": 1,
+               "geoNearDistance": 1}
+
+
+def meta_sorts(spec) -> list[str]:
+    """The metadata names a (valid) sort specification sorts by."""
+    return [v["$meta"] for v in spec.values() if isinstance(v, dict)] if isinstance(spec, dict) else []
+
+
+def _meta_key(name: str, value_key):
+    from mongosim.shardsim.query.document_metadata import meta_value
+
+    descending = _META_SORTS[name] < 0
+
+    def key(doc):
+        v = meta_value(doc, name)
+        k = value_key(None if v is MISSING else v)
+        return Reversed(k) if descending else k
+
+    return key
 
 
 def _field_key(doc, parts, direction, value_key=sort_key):
@@ -84,6 +105,24 @@ def _field_key(doc, parts, direction, value_key=sort_key):
     return min(keys) if direction > 0 else max(keys)
 
 
+def sort_key_values(doc, spec, collator=None) -> list:
+    """A document's sort key as values (the server's `$sortKey`): per sort field, the value it sorts by
+    (an array's least element ascending, its greatest descending; null when missing), or the metadata."""
+    from mongosim.shardsim.query.document_metadata import meta_value
+
+    value_key = comparison_keys.sort_key_for(collator if collator is not None else expression_context.current())
+    out = []
+    for k, v in spec.items():
+        if isinstance(v, dict):
+            m = meta_value(doc, v["$meta"])
+            out.append(None if m is MISSING else m)
+            continue
+        vals, _was_array = multikey_values(doc, tuple(split(k)))
+        vals = [None if x is UNDEFINED else x for x in vals] or [None]
+        out.append(min(vals, key=value_key) if v >= 0 else max(vals, key=value_key))
+    return out
+
+
 def sort_key_fn(spec, collator=None) -> Callable[[dict], Any]:
     """`collator`: strings compare under it (None: the collation in force while compiling, by default
     the simple one)."""
@@ -91,6 +130,21 @@ def sort_key_fn(spec, collator=None) -> Callable[[dict], Any]:
     if collator is None:
         collator = expression_context.current()
     value_key = comparison_keys.sort_key_for(collator)
+    if any(d == 0 for _p, d in fields):
+        parts_keys = [(_meta_key(v["$meta"], value_key) if isinstance(v, dict) else None, split(k), v)
+                      for k, v in spec.items()]
+
+        def with_meta(doc):
+            out = []
+            for meta, parts, d in parts_keys:
+                if meta is not None:
+                    out.append(meta(doc))
+                else:
+                    k = _field_key(doc, parts, d, value_key)
+                    out.append(k if d >= 0 else Reversed(k))
+            return tuple(out)
+
+        return with_meta
     if len(fields) == 1:
         parts, d = fields[0]
         if len(parts) == 1:

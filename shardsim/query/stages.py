@@ -37,6 +37,8 @@ from mongosim.shardsim.query.expressions import (
     field_path_get,
 )
 from mongosim.shardsim.query.collation import compare_for, expression_context, hashable_for
+from mongosim.shardsim.query.document_metadata import MetaDoc, carry
+from mongosim.shardsim.query.extensions_callback import check_match_stage
 from mongosim.shardsim.query.fmt import bson_str
 from mongosim.shardsim.query.pipeline_context import PipelineContext
 from mongosim.shardsim.query.stage_registry import NOT_IN_FACET, NOT_IN_LOOKUP, NOT_IN_UNION, STAGES
@@ -62,13 +64,17 @@ _KNOWN_OTHER = frozenset({
 })
 
 
+# Stages other modules implement over the whole stream (`$_internalUnpackBucket`: shardsim.timeseries).
+STREAM_STAGES: dict[str, Callable[[Iterable[dict], Any], Iterable[dict]]] = {}
+
+
 def _stage_name(stage) -> tuple[str, Any]:
     if not isinstance(stage, dict):
         raise MongoError(40323, "A pipeline stage specification object must contain exactly one field.")
     if len(stage) != 1:
         raise MongoError(40323, "A pipeline stage specification object must contain exactly one field.")
     name, spec = next(iter(stage.items()))
-    if name not in DOC_STAGES and name not in _KNOWN_OTHER and name not in STAGES:
+    if name not in DOC_STAGES and name not in _KNOWN_OTHER and name not in STAGES and name not in STREAM_STAGES:
         raise MongoError(40324, f"Unrecognized pipeline stage name: '{name}'")
     refuse_search_stage(name)
     return name, spec
@@ -99,6 +105,7 @@ def _doc_stage(name: str, spec, variables: dict | None, checked: bool) -> Callab
 
         if not isinstance(spec, dict):
             raise MongoError(15959, "the match filter must be an expression in an object")
+        check_match_stage(spec)
         m = Matcher(spec, variables if checked else None).matches
         return lambda doc: doc if m(doc) else None
     if name == "$project":
@@ -128,7 +135,7 @@ def _doc_stage(name: str, spec, variables: dict | None, checked: bool) -> Callab
 
         def replace(doc):
             v = expr(doc, variables)
-            if type(v) is not dict:
+            if type(v) is not dict and type(v) is not MetaDoc:
                 raise MongoError(
                     40228,
                     f"'newRoot' expression must evaluate to an object, but resulting value was: "
@@ -353,12 +360,16 @@ def _compile_steps(pipeline, pctx: PipelineContext) -> list[Callable[[Iterable[d
             steps.append(_compile_sort_by_count(spec, pctx))
         elif name in STAGES:
             steps.append(STAGES[name].parse(spec, pctx))
+        elif name in STREAM_STAGES:
+            steps.append(lambda s, run=STREAM_STAGES[name], spec=spec: run(s, spec))
         elif name == "$documents" and i == 1 and pctx.inside in ("$lookup", "$unionWith"):
             from mongosim.shardsim.query.documents_stage import documents_source
 
             steps.append(lambda s, spec=spec: iter(documents_source(spec, pctx.variables)))
+        elif name == "$geoNear":  # (run by the query layer when it comes first: shardsim/geo/geo_near_stage.py)
+            raise MongoError(40603, "$geoNear was not the first stage in the pipeline.")
         elif name in ("$documents", "$collStats", "$indexStats", "$currentOp", "$planCacheStats", "$changeStream",
-                      "$listLocalSessions", "$listSessions", "$geoNear"):
+                      "$listLocalSessions", "$listSessions"):
             raise MongoError(40602, f"{name} is only valid as the first stage in a pipeline")
         else:
             raise MongoError("NotImplemented", f"{name} is not supported by mongosim")
@@ -390,7 +401,7 @@ def _map_stage(stream, f):
     for d in stream:
         r = f(d)
         if r is not None:
-            yield r
+            yield r if r is d else carry(d, r)  # (a new document keeps the metadata: text score, distance)
 
 
 def _limit(stream, n):
@@ -504,7 +515,7 @@ def _unwind(stream, parts, idx_parts, preserve):
 def _plain_get(doc, parts):
     cur = doc
     for p in parts:
-        if type(cur) is not dict:
+        if type(cur) is not dict and type(cur) is not MetaDoc:
             return MISSING
         cur = cur.get(p, MISSING)
     return cur

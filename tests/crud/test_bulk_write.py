@@ -13,6 +13,7 @@ from pymongo import DeleteMany, DeleteOne, InsertOne, ReplaceOne, UpdateMany, Up
 from pymongo.errors import ClientBulkWriteException, OperationFailure
 
 from tests.crud.conftest import shard_two_ways
+from tests.driver_version import RAW_BULK_WRITE, UPDATE_ONE_SORT
 
 
 def bulk(client, ops, ns_info, **kw):
@@ -39,6 +40,7 @@ def test_mixed_namespaces_verbose_results(client):
     assert list(client.bw2.b.find()) == []
 
 
+@RAW_BULK_WRITE
 def test_reply_shape_and_summary(client):
     reply = bulk(client, [
         {"insert": 0, "document": {"_id": 1}},
@@ -58,6 +60,7 @@ def test_reply_shape_and_summary(client):
     assert [reply[k] for k in ("nErrors", "nInserted", "nMatched", "nModified", "nUpserted", "nDeleted")] == [0, 1, 1, 1, 1, 1]
 
 
+@RAW_BULK_WRITE
 def test_errors_only_and_error_items(client):
     client.bw.a.insert_one({"_id": 1})
     reply = bulk(client, [{"insert": 0, "document": {"_id": 1}}, {"insert": 0, "document": {"_id": 2}},
@@ -99,6 +102,7 @@ def test_undefined_variable_is_a_write_error(client):
     assert ei.value.partial_result.deleted_count == 2
 
 
+@RAW_BULK_WRITE
 def test_cursor_batches_and_get_more(client):
     reply = bulk(client, [{"insert": 0, "document": {"_id": i}} for i in range(5)], ["bw.a"], cursor={"batchSize": 2})
     cur = reply["cursor"]
@@ -109,6 +113,7 @@ def test_cursor_batches_and_get_more(client):
     assert [i["idx"] for i in more["cursor"]["nextBatch"]] == [4] and more["cursor"]["id"] == 0
 
 
+@UPDATE_ONE_SORT
 def test_let_comment_bypass_and_sort(client):
     client.bw.c.insert_many([{"_id": 1, "x": 11}, {"_id": 2, "x": 22}, {"_id": 3, "x": 33}])
     r = client.bulk_write([
@@ -121,6 +126,7 @@ def test_let_comment_bypass_and_sort(client):
     assert list(client.bw.c.find()) == [{"_id": 1, "x": 12}, {"_id": 3, "x": 33, "last": True}]
 
 
+@RAW_BULK_WRITE
 def test_validation_errors(client):
     with pytest.raises(OperationFailure) as ei:
         client.bw.command({"bulkWrite": 1, "ops": [{"insert": 0, "document": {}}], "nsInfo": [{"ns": "bw.a"}]})
@@ -144,6 +150,7 @@ def test_validation_errors(client):
     assert client.bw.a.count_documents({}) == 0
 
 
+@RAW_BULK_WRITE
 def test_retryable_statements_answer_from_the_session(client):
     lsid = {"id": client.start_session().session_id["id"]}
     cmd = {"bulkWrite": 1, "ops": [{"insert": 0, "document": {"_id": 1}},
@@ -228,6 +235,7 @@ def sharded(sharded_client):
     return sharded_client
 
 
+@UPDATE_ONE_SORT
 def test_sharded_ops_go_to_their_shards(sharded):
     r = sharded.bulk_write([InsertOne({"_id": i, "k": k}, namespace="bws.c") for i, k in enumerate([1, 2, 150, 160])]
                            + [UpdateMany({}, {"$inc": {"n": 1}}, namespace="bws.c"),
@@ -276,6 +284,7 @@ def _nodes(client):
     return client.mongosim_cluster.core.nodes
 
 
+@UPDATE_ONE_SORT
 def test_sharded_update_one_with_sort_across_shards(sharded):
     sharded.bws.c.insert_many([{"_id": i, "k": k, "v": v} for i, (k, v) in enumerate([(1, 5), (2, 9), (150, 7), (160, 1)])])
     sharded.bws.c.update_one({"v": {"$gt": 0}}, {"$set": {"top": True}}, sort={"v": -1})
@@ -313,6 +322,7 @@ def test_merge_write_concern_errors():
                                          " :: and :: WriteConcernTimeout: timed out at shard01"}
 
 
+@RAW_BULK_WRITE
 def test_ops_on_a_view_fail_one_by_one(replset_client):
     db = replset_client.bw
     db.src.insert_one({"_id": 1})

@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.crud.conftest import shard_two_ways
+from tests.driver_version import RAW_BULK_WRITE
 
 KS = [1, 150]  # shard keys on either shard
 _ids = st.integers(0, 4)
@@ -65,6 +66,7 @@ def _outcomes(items: list[dict]) -> list[tuple]:
             for i in items]
 
 
+@RAW_BULK_WRITE
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=st.lists(_op, min_size=1, max_size=8), ordered=st.booleans())
 def test_bulk_write_equals_single_writes(client, ops, ordered):

@@ -250,9 +250,12 @@ def test_hashed_index_equality(coll):
 
 
 def test_text_index_spec(coll):
-    coll.create_index([("s", "text"), ("a", 1)], default_language="french")
-    spec = [ix for ix in coll.list_indexes() if ix["name"] == "s_text_a_1"][0]
-    assert dict(spec) == {"v": 2, "key": {"_fts": "text", "_ftsx": 1, "a": 1}, "name": "s_text_a_1",
+    with pytest.raises(OperationFailure) as e:  # (a text index's other fields hold no arrays: `a` has one)
+        coll.create_index([("s", "text"), ("a", 1)], default_language="french")
+    assert e.value.code == 201 and "Field 'a' of text index contains an array in document" in e.value.details["errmsg"]
+    coll.create_index([("s", "text"), ("b", 1)], default_language="french")
+    spec = [ix for ix in coll.list_indexes() if ix["name"] == "s_text_b_1"][0]
+    assert dict(spec) == {"v": 2, "key": {"_fts": "text", "_ftsx": 1, "b": 1}, "name": "s_text_b_1",
                           "default_language": "french", "weights": {"s": 1}, "language_override": "language",
                           "textIndexVersion": 3}
     with pytest.raises(OperationFailure) as e:

@@ -1,4 +1,4 @@
-"""Offsets and options of the Spark sources (no Spark session needed)."""
+"""Offsets, options and row conversion of the Spark sources (no Spark session needed)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import datetime as dt
 
 import pytest
 from bson import Decimal128, Int64, ObjectId, Timestamp
+from hypothesis import strategies as hst
 
 from mongosim.spark import offsets as off
 from mongosim.spark.options import StreamOptions
@@ -77,3 +78,44 @@ def test_schema_and_full_document_conversion():
     assert t == dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
     assert convert({"i": 2**40, "s": {"x": 1}}, st)[:2] == (None, '{"x": 1}')  # out of range -> null
     assert convert("not a document", st) is None
+
+
+# -- the fast relaxed Extended JSON of the rows: the same text as bson.json_util ----------------------
+CHARS = hst.characters(blacklist_categories=("Cs",), blacklist_characters="\x00")  # what BSON strings hold
+KEYS = hst.text(alphabet=CHARS, max_size=4)
+
+
+def bson_values():
+    import datetime as dt
+
+    from bson import Binary, Code, DBRef, MaxKey, MinKey, Regex
+    st = hst
+    scalars = st.one_of(
+        st.none(), st.booleans(), st.integers(-2**31, 2**31 - 1), st.integers(-2**63, 2**63 - 1).map(Int64),
+        st.floats(allow_nan=True, allow_infinity=True), st.text(alphabet=CHARS, max_size=8),
+        st.binary(max_size=8), st.binary(min_size=16, max_size=16).map(lambda b: Binary(b, 4)),
+        st.builds(ObjectId), st.integers(0, 2**32 - 1).map(lambda i: Timestamp(i, 1)),
+        st.datetimes(min_value=dt.datetime(1, 1, 1), max_value=dt.datetime(9999, 12, 31))
+        .map(lambda d: d.replace(microsecond=d.microsecond // 1000 * 1000)),
+        st.decimals(allow_nan=False, places=3).map(lambda d: Decimal128(str(d))),
+        st.text(alphabet=CHARS, max_size=5).map(Code), st.just(Code("f()", {"x": 1})), st.just(Regex("^a", "i")),
+        st.just(MinKey()), st.just(MaxKey()), st.just(DBRef("c", 1)),
+    )
+    return st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=4),
+                                                         st.dictionaries(KEYS, inner, max_size=4)),
+                        max_leaves=12)
+
+
+def test_fast_json_is_json_util_text():
+    import bson
+    from hypothesis import given, settings
+
+    from mongosim.spark.schema import decode_event, fast_json, to_json
+
+    @settings(max_examples=300, deadline=None)
+    @given(hst.dictionaries(KEYS, bson_values(), max_size=5))
+    def check(doc):
+        decoded = decode_event(bson.encode(doc))  # as the rows see it: decoded from BSON
+        assert fast_json(decoded) == to_json(decoded)
+
+    check()

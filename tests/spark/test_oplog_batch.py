@@ -11,91 +11,9 @@ import pytest
 from bson.raw_bson import RawBSONDocument
 
 from mongosim.spark.merge_job import merge_dumps
-from mongosim.spark.oplog_source import dump_files, dump_oplogs, iter_dump
+from mongosim.spark.oplog_source import dump_files, iter_dump
 from mongosim.spark.schema import RowBuilder, decode_event
-from tests.spark.helpers import shard_across
-
-# (name, watch target, watch options, source options)
-STREAMS = [
-    ("cluster", None, {}, {}),
-    ("cluster-expanded", None, {"show_expanded_events": True}, {"showExpandedEvents": "true"}),
-    ("collection-match", ("eq", "orders"),
-     {"pipeline": [{"$match": {"operationType": {"$ne": "update"}}}]},
-     {"database": "eq", "collection": "orders",
-      "pipeline": json.dumps([{"$match": {"operationType": {"$ne": "update"}}}])}),
-    ("database", ("eq", None), {}, {"database": "eq"}),
-]
-
-
-def workload(client) -> None:
-    """DDL, CRUD on both shards, chunk migrations (to a shard without chunks, twice), renames and drops."""
-    shard_across(client, "eq", "orders", split_at=50, to="shard01")
-    orders = client.eq.orders
-    orders.insert_many([{"_id": i, "n": i, "tags": ["a", "b"], "nested": {"x": i}} for i in range(100)])
-    orders.update_many({"_id": {"$lt": 60}}, {"$inc": {"n": 1}, "$set": {"nested.y": True}})
-    orders.update_one({"_id": 70}, {"$pop": {"tags": 1}, "$unset": {"nested": 1}})
-    orders.replace_one({"_id": 5}, {"n": -5, "replaced": True})
-    orders.delete_many({"_id": {"$gte": 90}})
-    orders.create_index([("n", 1)])
-    # every chunk back to shard00, then one to shard01 again: shard01 gets a chunk while owning none
-    client.admin.command("moveChunk", "eq.orders", find={"_id": 50}, to="shard00")
-    client.admin.command("moveChunk", "eq.orders", find={"_id": 50}, to="shard01")
-    orders.update_many({"_id": {"$gte": 45, "$lt": 55}}, {"$set": {"moved": True}})
-    log = client.eq.log
-    log.insert_many([{"_id": 1000 + i, "msg": f"m{i}", "at": dt.datetime(2024, 1, 1, 0, 0, i)} for i in range(5)])
-    log.rename("log2")
-    client.eq.log2.drop()
-    client.eq2.things.insert_many([{"_id": i} for i in range(3)])
-    client.drop_database("eq2")
-    orders.drop()  # sharded drop: the primary's entry; shard01's is fromMigrate
-
-
-def drain(uri: str, start: str, target, watch_kw: dict, quiet: int = 3) -> list[bytes]:
-    c = pymongo.MongoClient(uri, document_class=RawBSONDocument)
-    try:
-        t = c if target is None else (c[target[0]] if target[1] is None else c[target[0]][target[1]])
-        out: list[bytes] = []
-        nones = 0
-        deadline = time.monotonic() + 60
-        with t.watch(start_after={"_data": start}, max_await_time_ms=100, **watch_kw) as cs:
-            while nones < quiet and cs.alive:
-                ev = cs.try_next()
-                if ev is None:
-                    nones += 1
-                else:
-                    nones = 0
-                    out.append(ev.raw)
-                assert time.monotonic() < deadline
-        return out
-    finally:
-        c.close()
-
-
-def _spark_row(row) -> tuple:
-    """A collected Row as plain tuples, timestamps back to aware UTC (the session time zone is UTC)."""
-    out = []
-    for v in row:
-        if isinstance(v, dt.datetime):  # collect() gives naive local time
-            v = v.astimezone(dt.timezone.utc)
-        elif isinstance(v, tuple):
-            v = tuple(v)
-        elif isinstance(v, bytearray):
-            v = bytes(v)
-        out.append(v)
-    return tuple(out)
-
-
-@pytest.fixture(scope="module")
-def recorded(cluster, client, tmp_path_factory):
-    """The workload run on the cluster: the start token, the dumps, and what the router streamed."""
-    with client.watch(max_await_time_ms=50) as cs:
-        start = cs.resume_token["_data"]
-    workload(client)
-    dumps = tmp_path_factory.mktemp("dumps")
-    dump_oplogs(cluster, dumps)
-    streamed = {name: drain(cluster.uri, start, target, kw) for name, target, kw, _ in STREAMS}
-    return start, dumps, streamed
-
+from tests.spark.helpers import STREAMS, spark_row
 
 def test_dump_files_are_concatenated_bson_per_shard(recorded, cluster):
     _start, dumps, _ = recorded
@@ -117,7 +35,7 @@ def test_batch_replay_equals_router_stream(spark, recorded, name, target, watch_
     expected = streamed[name]
     assert len(expected) > 10
     df = merge_dumps(spark, str(dumps), start_after=start, include_raw_event=True, **options)
-    rows = [_spark_row(r) for r in df.collect()]
+    rows = [spark_row(r) for r in df.collect()]
     # event by event: the same BSON bytes, in the same order
     assert [r[-1] for r in rows] == expected
     # and the same rows as the streaming source builds from the router's events
@@ -180,8 +98,8 @@ def test_streaming_source_gives_the_same_rows(spark, cluster, recorded, tmp_path
          .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start())
     q.awaitTermination(120)
     assert q.exception() is None
-    from_stream = [_spark_row(r) for r in spark.read.parquet(str(tmp_path / "out")).orderBy("token").collect()]
+    from_stream = [spark_row(r) for r in spark.read.parquet(str(tmp_path / "out")).orderBy("token").collect()]
     from_stream = [r for r in from_stream if r[0] <= last]
-    from_dumps = [_spark_row(r) for r in merge_dumps(spark, str(dumps), start_after=start, show_expanded_events=True,
+    from_dumps = [spark_row(r) for r in merge_dumps(spark, str(dumps), start_after=start, show_expanded_events=True,
                                                     include_raw_event=True).collect()]
     assert from_stream == from_dumps

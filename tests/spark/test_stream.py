@@ -3,10 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -15,8 +11,6 @@ import pytest
 from mongosim.spark.schema import decode_event
 from tests.spark.conftest import now_token, wait_for
 from tests.spark.helpers import checkpoint_offsets, committed, read_events, shard_across
-
-DRIVER = Path(__file__).with_name("stream_driver.py")
 
 
 def tokens_of(raws: list[bytes]) -> list[str]:
@@ -91,43 +85,25 @@ def test_restart_from_checkpoint_after_stop(spark, cluster, client, tmp_path):
     assert sorted(json.loads(r.documentKey)["_id"] for r in rows if r.operationType == "delete") == list(range(25, 30))
 
 
-def test_killed_driver_restarts_from_checkpoint(spark, cluster, client, tmp_path):
+def test_killed_driver_restarts_from_checkpoint(spark, cluster, killed_driver):
     """SIGKILL the driver in the middle of a batch; the restarted query replays that batch: every event once."""
-    start = now_token(client)
-    client.kill.c.insert_many([{"_id": i} for i in range(60)])
-    expected = tokens_of(read_events(cluster.uri, start, 60, db="kill"))
-    sink, ck = tmp_path / "out", tmp_path / "ck"
-    env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
-    proc = subprocess.Popen([sys.executable, str(DRIVER), cluster.uri, "kill", start, str(ck), str(sink)],
-                            env=env, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    try:
-        def mid_batch():
-            assert proc.poll() is None, f"the driver died: {proc.stdout.read().decode()}"
-            offs, done = checkpoint_offsets(ck), committed(ck)
-            pending = set(offs) - done
-            return (len(done) >= 2 and pending) and (max(pending), dict(offs[max(pending)]))
-
-        batch, planned = wait_for(mid_batch, 180, 0.01, "a batch planned but not committed")
-        os.killpg(proc.pid, signal.SIGKILL)  # the driver, its JVM and its Python workers
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(30)
-    assert batch not in committed(ck)
-    before = len(sink_tokens(spark, sink))
-    assert before < 60
+    k = killed_driver["router"]
+    expected = tokens_of(read_events(cluster.uri, k.start, 80, db="kill"))
+    assert k.batch not in committed(k.checkpoint)
+    before = len(sink_tokens(spark, k.sink))
+    assert before < 80
 
     # restarted without the limit: the killed batch is replayed as planned, the rest comes in one batch
     df = (spark.readStream.format("mongodb-changestream").option("uri", cluster.uri).option("database", "kill")
-          .option("startAfter", start).load())
-    q = (df.writeStream.format("parquet").option("path", str(sink)).option("checkpointLocation", str(ck))
+          .option("startAfter", k.start).load())
+    q = (df.writeStream.format("parquet").option("path", str(k.sink)).option("checkpointLocation", str(k.checkpoint))
          .trigger(availableNow=True).start())
     q.awaitTermination(180)
     assert q.exception() is None
-    assert checkpoint_offsets(ck)[batch] == planned  # the killed batch was replayed with its planned offsets
-    assert batch in committed(ck)
-    got = sink_tokens(spark, sink)
-    assert sorted(got) == expected and len(got) == 60
+    assert checkpoint_offsets(k.checkpoint)[k.batch] == k.planned  # the killed batch, replayed as planned
+    assert k.batch in committed(k.checkpoint)
+    got = sink_tokens(spark, k.sink)
+    assert sorted(got) == expected and len(got) == 80
 
 
 def test_history_lost_fails_the_query_clearly(spark, tmp_path):
@@ -219,3 +195,54 @@ def test_a_checkpointed_token_missing_from_the_stream_fails(cluster, client):
     with pytest.raises(ChangeStreamSourceError, match="not in the stream"):
         r.latestOffset(r.initialOffset(), ReadAllAvailable())
     r.stop()
+
+
+def test_formats_are_found_with_no_register_call(spark, cluster, client, tmp_path):
+    """Static registration (issue 16): Spark imports the installed `pyspark_*` modules and registers
+    their `DefaultSource`s; nothing in this session called `mongosim.spark.register`."""
+    import pkgutil
+
+    assert {"pyspark_mongodb_changestream", "pyspark_mongodb_oplog"} <= {m.name for m in pkgutil.iter_modules()}
+    start = now_token(client)
+    client.static_reg.c.insert_many([{"_id": i} for i in range(3)])
+    q = (spark.readStream.format("mongodb-changestream").option("uri", cluster.uri).option("database", "static_reg")
+         .option("startAfter", start).load()
+         .writeStream.format("parquet").option("path", str(tmp_path / "out"))
+         .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start())
+    q.awaitTermination(120)
+    assert q.exception() is None
+    assert len(sink_tokens(spark, tmp_path / "out")) == 3
+
+
+@pytest.mark.parametrize("fault", [{"closeConnection": True},
+                                   {"errorCode": 6, "errorLabels": ["ResumableChangeStreamError"]}])
+def test_a_resumable_error_in_mid_stream_is_resumed(cluster, client, fault):
+    """A dropped connection (or an error labelled resumable) on a getMore: the reader's stream resumes
+    after the last event it handed out, as a driver's change stream does; nothing is lost or repeated."""
+    import pymongo
+
+    from mongosim.spark import offsets as off
+    from mongosim.spark.options import StreamOptions
+    from mongosim.spark.streams import RawChangeStream, open_spec
+
+    db = f"resume_err{len(fault)}"
+    start = now_token(client)
+    client[db].c.insert_many([{"_id": i} for i in range(30)])
+    expected = tokens_of(read_events(cluster.uri, start, 30, db=db))
+    c = pymongo.MongoClient(cluster.uri)
+    spec = open_spec(StreamOptions.parse({"database": db}), off.token_offset(start), light=False)
+    spec = {**{k: v for k, v in spec.items() if k != "startAtOperationTime"}, "startAfter": {"_data": start}}
+    cs = RawChangeStream(c[db], 1, spec, [], batch_size=5, await_ms=100, read_ahead=True)
+    got = [cs.try_next()[0] for _ in range(5)]  # the first batch, with the aggregate
+    client.admin.command("configureFailPoint", "failCommand", mode={"times": 1},
+                         data={"failCommands": ["getMore"], **fault})
+    try:
+        while len(got) < 30:
+            ev = cs.try_next()
+            if ev is not None:
+                got.append(ev[0])
+    finally:
+        client.admin.command("configureFailPoint", "failCommand", mode="off")
+        cs.close()
+        c.close()
+    assert got == expected and cs.resumes == 1

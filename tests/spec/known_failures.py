@@ -19,14 +19,9 @@ REPLSET_ADMIN_FAILCOMMAND = "replica set: failCommand never fails ping (admin co
 GRIDFS_EQ = "not the emulator: pymongo 4.20 GridFS finds the file by {_id: {$eq: id}}, the test expects {_id: id}"
 NO_SECONDARIES = "secondary read preference: the replica set has no secondaries (issue 18)"
 PYMONGO_PARTIAL_RESULT = "not the emulator: pymongo 4.20 sets partial_result when an ordered client bulk write's first op fails (nErrors < ops sent)"
-CLUSTERED = "clustered collections: clusteredIndex lacks v: 2 and listIndexes omits the clustered index"
 ON_PRIMARY_TXN_WRITE = "onPrimaryTransactionalWrite closes the connection on both attempts: pymongo raises AutoReconnect with no partial result, the test expects a BulkWriteError result (unverified against a real server)"
-MAPREDUCE = "no mapReduce command (CommandNotFound 59)"
-TAILABLE = "a tailable find on a capped collection returns cursor id 0 (the cursor must stay open)"
-TIMESERIES = "time-series collection refuses duplicate _id values (DuplicateKey 11000)"
+MAPREDUCE = "no JavaScript engine (a deployment with security.javascriptEnabled: false): the map function fails with 31246"
 UNSATISFIABLE_WC = "unsatisfiable write concern (w: 10) ignored instead of a writeConcernError (100)"
-VALIDATORS = "collection validators not enforced (no DocumentValidationFailure 121 with errInfo)"
-CHECK_METADATA = "no checkMetadataConsistency command (CommandNotFound 59)"
 
 _BY_CAUSE: dict[str, list[str]] = {
     REPLSET_ADMIN_FAILCOMMAND: [  # 53
@@ -134,12 +129,6 @@ _BY_CAUSE: dict[str, list[str]] = {
         "sharded/crud/client-bulkWrite-partialResults.json/partialResult is unset when first operation fails during an ordered bulk write (summary)",
         "sharded/crud/client-bulkWrite-partialResults.json/partialResult is unset when first operation fails during an ordered bulk write (verbose)",
     ],
-    CLUSTERED: [  # 4
-        "replset/collection-management/clustered-indexes.json/listCollections includes clusteredIndex",
-        "replset/collection-management/clustered-indexes.json/listIndexes returns the index",
-        "sharded/collection-management/clustered-indexes.json/listCollections includes clusteredIndex",
-        "sharded/collection-management/clustered-indexes.json/listIndexes returns the index",
-    ],
     ON_PRIMARY_TXN_WRITE: [  # 3
         "replset/retryable-writes/bulkWrite.json/First insertOne is never committed",
         "replset/retryable-writes/bulkWrite.json/Second updateOne is never committed",
@@ -149,24 +138,9 @@ _BY_CAUSE: dict[str, list[str]] = {
         "replset/retryable-reads/mapReduce.json/MapReduce succeeds with retry on",
         "sharded/retryable-reads/mapReduce.json/MapReduce succeeds with retry on",
     ],
-    TAILABLE: [  # 2
-        "replset/run-command/runCursorCommand.json/does not close the cursor when receiving an empty batch",
-        "sharded/run-command/runCursorCommand.json/does not close the cursor when receiving an empty batch",
-    ],
-    TIMESERIES: [  # 2
-        "replset/collection-management/timeseries-collection.json/insertMany with duplicate ids",
-        "sharded/collection-management/timeseries-collection.json/insertMany with duplicate ids",
-    ],
     UNSATISFIABLE_WC: [  # 2
         "replset/transactions/commit.json/write concern error on commit",
         "sharded/transactions/commit.json/write concern error on commit",
-    ],
-    VALIDATORS: [  # 2
-        "replset/crud/findOneAndUpdate-errorResponse.json/findOneAndUpdate document validation errInfo is accessible",
-        "sharded/crud/findOneAndUpdate-errorResponse.json/findOneAndUpdate document validation errInfo is accessible",
-    ],
-    CHECK_METADATA: [  # 1
-        "sharded/run-command/runCursorCommand.json/successfully executes checkMetadataConsistency cursor creating command",
     ],
 }
 

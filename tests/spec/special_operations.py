@@ -14,7 +14,10 @@ from typing import Any, Callable
 import pymongo
 from bson.son import SON
 from pymongo.client_session import ClientSession
-from pymongo.client_session_shared import _TxnState
+try:  # pymongo >= 4.14 keeps the state enum in the shared module
+    from pymongo.client_session_shared import _TxnState
+except ImportError:  # pymongo 4.9 - 4.13 (the lowest `make test-lowest` runs)
+    from pymongo.synchronous.client_session import _TxnState
 
 from tests.spec.errors import UnsupportedByRunner
 

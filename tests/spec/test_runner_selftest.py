@@ -21,6 +21,7 @@ from tests.spec.requirements import (Deployment, check_requirements, check_schem
 from tests.spec.results import partial_result, result_to_document
 from tests.spec.runner import _operation_names, _raised_by_driver, spec_files
 from tests.spec.special_operations import SPECIAL_OPERATIONS
+from tests.driver_version import UPDATE_ONE_SORT
 
 
 def ok(expected, actual, root=True, entities=None):
@@ -398,6 +399,7 @@ def test_common_options():
         write_concern({"fsync": True})
 
 
+@UPDATE_ONE_SORT
 def test_write_models():
     assert isinstance(write_model({"insertOne": {"document": {"_id": 1}}}, client_level=False), InsertOne)
     model = write_model({"updateMany": {"namespace": "db.c", "filter": {}, "update": {"$set": {"x": 1}},

@@ -13,7 +13,8 @@ everything committed on its namespace, and:
 - resuming from any token it saw yields exactly the rest (rule `resume_check`).
 
 Reads through the shard-key index (rule `indexed_read`, also under a collation) see exactly the
-documents written.
+documents written; a capped collection (rule `insert_capped`) keeps its newest three, and streams show
+the evictions as deletes.
 """
 
 from __future__ import annotations
@@ -90,6 +91,7 @@ class ClusterMachine(RuleBasedStateMachine):
         self.docs: dict[int, int] = {}  # _id -> k, in db.c
         self.other: set[int] = set()  # _ids in db.o (unsharded)
         self.elsewhere: set[int] = set()  # _ids in other.c
+        self.capped: list[int] | None = None  # _ids in db.cap (capped, at most 3), oldest first
         self.log: list[tuple] = []  # (ns, operationType, _id) in commit order
         self.watchers: list[Watcher] = []
         self.next_id = 0
@@ -235,6 +237,25 @@ class ClusterMachine(RuleBasedStateMachine):
         if self._write(self.clients[via].insert, db, coll, [{"_id": i}]):
             (self.other if where == "db.o" else self.elsewhere).add(i)
             self.log.append((where, "insert", i))
+
+    @rule()
+    def insert_capped(self) -> None:
+        """An insert into a capped collection of at most 3 documents: past 3, the oldest is deleted,
+        and the stream shows that delete after the insert."""
+        if self.capped is None:
+            if not self._write(self.client.command, "db", {"create": "cap", "capped": True, "size": 4096, "max": 3}):
+                return
+            self.capped = []
+        i = self.next_id
+        self.next_id += 1
+        if self._write(self.client.insert, "db", "cap", [{"_id": i}]):
+            self.capped.append(i)
+            self.log.append(("db.cap", "insert", i))
+            if len(self.capped) > 3:
+                self.log.append(("db.cap", "delete", self.capped.pop(0)))
+            reply = self.portal.call(lambda: self.client.command("db", {"find": "cap"}, check=False))
+            if reply.get("ok"):
+                assert [d["_id"] for d in reply["cursor"]["firstBatch"]] == self.capped
 
     @rule(ks=st.lists(st.integers(0, 399), min_size=1, max_size=4), via=st.integers(0, 1))
     def transaction(self, ks: list[int], via: int) -> None:

@@ -81,7 +81,7 @@ def test_router_explain_is_the_real_split():
     names = [next(iter(s)) if "$changeStream" not in s else s["$changeStream"]["stage"]
              for s in doc["splitPipeline"]["shardsPart"]]
     assert names == ["internalOplogMatch", "internalUnwindTransaction", "internalTransform", "internalCheckInvalidate",
-                     "internalCheckResumability", "internalAddPreImage", "$match", "$project"]
+                     "internalCheckResumability", "$match", "internalAddPreImage", "$project"]
     assert "filter" in doc["splitPipeline"]["shardsPart"][0]["$changeStream"]
     assert set(doc["shards"]) == {"shard00", "shard01", "shard02"}
     for name, shard in doc["shards"].items():

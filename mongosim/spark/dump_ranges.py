@@ -1,0 +1,222 @@
+"""Splitting oplog dumps into time ranges that executors replay independently.
+
+A dump is concatenated BSON: a document boundary can only be found by
+following the length prefixes from the start.  So the plan has two steps:
+
+1. **Index** (`index_dump`, one Spark task per dump): walk the length chain
+   once and keep every `sample_every`-th entry's byte offset and ts — a sparse
+   index, a few numbers per thousand entries.  Only those sampled entries are
+   looked into.
+2. **Ranges** (`plan_ranges`, on the driver, over the indexes only): cut each
+   dump at sampled entries into ranges of about equal bytes, as many per dump
+   as its share of the requested partitions.  A range is `[lo, hi)` in bytes and
+   in ts: its first entry's ts (`lo_key`) and the next range's (`hi_key`).
+
+Replaying a range (`load_range`) needs one piece of state from before its
+start: a transaction whose terminal entry lies in the range may have begun
+before it — the `partialTxn` entries of a large transaction, or the `prepare`
+entry a `commitTransaction` points at — and the unwind stage walks the chain
+back through `prevOpTime`.  The range's loader carries those entries across
+the boundary: for every transaction entry (`admin.$cmd`) whose `prevOpTime` is
+before `lo_key`, it fetches the chain's earlier entries from the dump (the
+sparse index gives the nearest sampled offset; from there a short walk finds
+the ts) and puts them in the range's oplog below `lo_key`, where the oplog scan
+(which starts at `lo_key`) never returns them but the unwind finds them.  No
+other stage keeps state from one entry to the next (see
+`oplog_source.shard_events`), so a range's events are exactly the events the
+whole dump's replay produces from its entries.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import struct
+from dataclasses import dataclass, field
+from typing import Iterator
+
+from bson.raw_bson import RawBSONDocument
+
+from mongosim.oplog.bsonutil import RAW_CODEC
+
+SAMPLE_EVERY = 256  # entries between two samples of the sparse index
+_LEN = struct.Struct("<i")
+
+
+def _key(ts) -> int:
+    return (ts.time << 32) | ts.inc
+
+
+def entry_meta(raw: bytes) -> tuple[int, str, str]:
+    """(ts key, op, ns) of an oplog entry, reading its top-level fields only (subdocuments stay raw)."""
+    d = RawBSONDocument(raw, RAW_CODEC)
+    return _key(d["ts"]), d["op"], d.get("ns", "")
+
+
+def walk(data: bytes | memoryview, path: str, start: int = 0) -> Iterator[tuple[int, int]]:
+    """(offset, size) of each BSON document of `data` from `start`, checking only the framing."""
+    pos, end = start, len(data)
+    while pos < end:
+        if end - pos < 5:
+            raise ValueError(f"{path}: truncated BSON at byte {pos}")
+        (size,) = _LEN.unpack_from(data, pos)
+        if size < 5 or pos + size > end or data[pos + size - 1] != 0:
+            raise ValueError(f"{path}: corrupt BSON document at byte {pos}")
+        yield pos, size
+        pos += size
+
+
+@dataclass
+class DumpIndex:
+    """The sparse index of one dump: every `sample_every`-th entry's byte offset and ts key."""
+
+    shard: str
+    path: str
+    size: int
+    count: int
+    offsets: list[int] = field(default_factory=list)
+    keys: list[int] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {"shard": self.shard, "path": self.path, "size": self.size, "count": self.count,
+                "offsets": self.offsets, "keys": self.keys}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "DumpIndex":
+        return cls(d["shard"], d["path"], d["size"], d["count"], list(d["offsets"]), list(d["keys"]))
+
+
+def index_dump(shard: str, path: str | os.PathLike, sample_every: int = SAMPLE_EVERY) -> DumpIndex:
+    """Walk a dump's length chain; sample every `sample_every`-th entry (the first one always)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    idx = DumpIndex(shard, str(path), len(data), 0)
+    view = memoryview(data)
+    for n, (pos, size) in enumerate(walk(view, str(path))):
+        if n % sample_every == 0:
+            idx.offsets.append(pos)
+            idx.keys.append(entry_meta(data[pos:pos + size])[0])
+        idx.count = n + 1
+    return idx
+
+
+@dataclass
+class DumpRange:
+    """Entries `[lo, hi)` (bytes) of one dump; `lo_key`/`hi_key` the ts keys there (`hi_key` None: to
+    the end).  `order` is the dump's place among the shards (ties between shards' tokens sort by it);
+    `first`/`last` say whether the range starts/ends its dump.  `samples` is the dump's sparse index
+    before `lo` (for fetching the transaction entries carried across the boundary)."""
+
+    shard: str
+    order: int
+    path: str
+    lo: int
+    hi: int
+    lo_key: int
+    hi_key: int | None
+    first: bool
+    samples: tuple[list[int], list[int]] = ((), ())  # (offsets, keys)
+
+    def to_json(self) -> dict:
+        return {"shard": self.shard, "order": self.order, "path": self.path, "lo": self.lo, "hi": self.hi,
+                "lo_key": self.lo_key, "hi_key": self.hi_key, "first": self.first,
+                "samples": [list(self.samples[0]), list(self.samples[1])]}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "DumpRange":
+        return cls(d["shard"], d["order"], d["path"], d["lo"], d["hi"], d["lo_key"], d["hi_key"], d["first"],
+                   (list(d["samples"][0]), list(d["samples"][1])))
+
+
+def plan_ranges(indexes: list[DumpIndex], partitions: int) -> list[DumpRange]:
+    """Cut the dumps into about `partitions` ranges in all (at least one per non-empty dump), each
+    dump's share proportional to its bytes; cuts fall on sampled entries, about equally spaced."""
+    indexes = sorted(indexes, key=lambda i: i.shard)
+    total = sum(i.size for i in indexes) or 1
+    out: list[DumpRange] = []
+    for order, idx in enumerate(indexes):
+        if not idx.count:
+            continue
+        want = max(1, min(len(idx.offsets), round(partitions * idx.size / total)))
+        cuts = [0]  # sample numbers where ranges start
+        for k in range(1, want):
+            j = bisect.bisect_left(idx.offsets, idx.size * k / want)
+            if j < len(idx.offsets) and j > cuts[-1]:
+                cuts.append(j)
+        for n, j in enumerate(cuts):
+            nxt = cuts[n + 1] if n + 1 < len(cuts) else None
+            out.append(DumpRange(
+                idx.shard, order, idx.path, idx.offsets[j], idx.offsets[nxt] if nxt is not None else idx.size,
+                idx.keys[j], idx.keys[nxt] if nxt is not None else None, j == 0,
+                (idx.offsets[:j], idx.keys[:j])))
+    return out
+
+
+def _read(path: str, lo: int, hi: int) -> bytes:
+    with open(path, "rb") as f:
+        f.seek(lo)
+        return f.read(hi - lo)
+
+
+def _fetch(rng: DumpRange, key: int) -> bytes | None:
+    """The dump's entry with ts `key` (before the range), found from the nearest sample before it."""
+    offsets, keys = rng.samples
+    j = bisect.bisect_right(keys, key) - 1
+    if j < 0:
+        return None
+    stop = offsets[j + 1] if j + 1 < len(offsets) else rng.lo
+    data = _read(rng.path, offsets[j], stop)
+    for pos, size in walk(data, rng.path):
+        raw = data[pos:pos + size]
+        k = entry_meta(raw)[0]
+        if k == key:
+            return raw
+        if k > key:
+            return None
+    return None
+
+
+def _prev_key(raw: bytes) -> int | None:
+    prev = RawBSONDocument(raw, RAW_CODEC).get("prevOpTime")
+    if prev is None:
+        return None
+    ts = prev.get("ts")
+    return _key(ts) if ts is not None and ts.time != 0 else None
+
+
+def load_range(rng: DumpRange):
+    """An in-memory `Oplog` holding the range's entries, below them the transaction entries carried
+    across its start (the ones a chain ending in the range points back to)."""
+    from mongosim.oplog.oplog import Oplog
+
+    data = _read(rng.path, rng.lo, rng.hi)
+    entries: list[tuple[int, str, str, bytes]] = []
+    wanted: list[int] = []  # chain entries before lo_key that the range's transactions point to
+    for pos, size in walk(data, rng.path):
+        raw = data[pos:pos + size]
+        key, op, ns = entry_meta(raw)
+        entries.append((key, op, ns, raw))
+        if op == "c" and ns == "admin.$cmd" and not rng.first:
+            prev = _prev_key(raw)
+            if prev is not None and prev < rng.lo_key:
+                wanted.append(prev)
+    carried: dict[int, tuple[str, str, bytes]] = {}
+    while wanted:
+        key = wanted.pop()
+        if key in carried:
+            continue
+        raw = _fetch(rng, key)
+        if raw is None:
+            continue  # not in the dump: the unwind reports the history as lost, as for the whole dump
+        _k, op, ns = entry_meta(raw)
+        carried[key] = (op, ns, raw)
+        prev = _prev_key(raw)
+        if prev is not None:
+            wanted.append(prev)
+    oplog = Oplog()
+    for key in sorted(carried):
+        op, ns, raw = carried[key]
+        oplog.append_raw(raw, key, op, ns)
+    for key, op, ns, raw in entries:
+        oplog.append_raw(raw, key, op, ns)
+    return oplog

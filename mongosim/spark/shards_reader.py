@@ -1,0 +1,279 @@
+"""`mongodb-changestream` in shards mode: one input partition per shard, each batch gated like mongos.
+
+    events = (spark.readStream.format("mongodb-changestream").option("uri", uri)
+              .option("mode", "shards").option("maxEventsPerBatch", 10000).load())
+
+A mongos does not scale with its shards (SERVER-98054): every event of a
+sharded stream goes through one router's merge.  In shards mode each shard's
+stream is read by its own Spark partition, through the router with
+`$_passthroughToShard` (that one shard's stream, unmerged), and the
+micro-batch takes over the merge's part:
+
+Offsets are a vector, one position per shard (`offsets.py`):
+`{"shards": {"shard00": {"token": ...}, "shard01": {"after": ...}}}` — a
+shard's own event token or a high-water mark (`token`), another shard's event
+token (`after`: this shard has been read up to that point of the merged
+order), or `operationTime`.  A batch that starts a shard adds `"added":
+{<shard>: <its first position>}`.
+
+Planning (`latestOffset`) is the AsyncResultsMerger's gate, batch-sized.
+Every shard is probed from its position (tokens only): with a row limit n, up
+to n tokens, or until the shard has nothing more — then its
+postBatchResumeToken is its promise: nothing it still returns sorts before
+it.  The batch ends at E = the smallest of what the shards have shown (the
+minimum promised sort key), or earlier at the n-th smallest token.  Every
+shard has then returned all its events up to E, so the union of the shards'
+events in (start, E], sorted by token, is what the router's merge releases
+over that range — batch after batch.  Without a limit, once some shard has an
+event after its position, E is the minimum over the shards of what a stream
+opened now promises (so the events are read once, by `read`).
+
+Shards join: `listShards` is read after the probes.  A shard that is not in
+the vector starts at its `topologyTime` (it holds nothing older; the router
+opens its cursor from the config event on), and its partition appears in the
+batch.  A shard added after that read joins a later batch: its events come
+after its addition, which comes after every promise the probes collected.
+
+Reading (`read`): the shard's stream from its start position to its end
+position, as in router mode (skip up to the start; stop at the end token, or
+once the shard's promise reaches it).  A shard's stream that ends in an
+`invalidate` goes on in a stream opened after it, on that shard.
+
+Order: a micro-batch arrives as one partition per shard; sorting it by
+`token` (e.g. `orderBy("token")` in `foreachBatch`) gives the router's order,
+and the batches follow each other in that order.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Iterator
+
+from bson import Timestamp
+from pyspark.sql.datasource import InputPartition
+from pyspark.sql.streaming.datasource import ReadLimit, ReadMaxRows, ReadMinRows
+
+from mongosim.spark import offsets as off
+from mongosim.spark.router_reader import MongoChangeStreamReader
+from mongosim.spark.streams import NAME, ChangeStreamSourceError, ContinuingStream, TokenStream, events_through
+from mongosim.spark.streams import wrap_error as _wrap
+
+
+class ShardRange(InputPartition):
+    """One shard's part of a batch: its events after `start` up to and including `end`."""
+
+    def __init__(self, shard: str, start: dict, end: dict) -> None:
+        self.shard = shard
+        self.start = start
+        self.end = end
+
+    def __repr__(self) -> str:
+        return f"ShardRange({self.shard}: {off.describe(self.start)} .. {off.describe(self.end)})"
+
+
+class ShardsStreamReader(MongoChangeStreamReader):
+    """The reader of shards mode (see the module doc); options as in router mode."""
+
+    # -- one shard's stream -----------------------------------------------------------------
+    def _shard_events(self, shard: str, position: dict | None, *, probe: bool, await_ms: int,
+                      batch_size: int | None) -> ContinuingStream:
+        extra = {"$_passthroughToShard": {"shard": shard}}
+
+        def open_stream(pos: dict | None) -> TokenStream:
+            return TokenStream(self._raw_stream(pos, probe=probe, await_ms=await_ms, batch_size=batch_size,
+                                                extra=extra), pos)
+
+        return ContinuingStream(open_stream, position)
+
+    def _promise_now(self, shard: str) -> str:
+        """What a stream opened on `shard` now promises after one getMore (its postBatchResumeToken): the
+        shard has written every event that sorts before it.  (The getMore lets an idle shard promise
+        the cluster time it heard, as it does for the router's cursors.)"""
+        se = self._shard_events(shard, None, probe=True, await_ms=self.probe_await_ms, batch_size=1)
+        try:
+            se.next_event()  # an event written since the open: the promise is its token
+            tok = se.pbrt
+        finally:
+            se.close()
+        if tok is None:
+            raise ChangeStreamSourceError(f"{NAME}: {shard} sent no postBatchResumeToken")
+        return tok
+
+    def _list_shards(self) -> dict[str, dict]:
+        """shard -> the position it starts at if it joins now (its topologyTime)."""
+        reply = self._mongo().admin.command("listShards")
+        out = {}
+        for d in reply["shards"]:
+            tt = d.get("topologyTime")
+            out[str(d["_id"])] = off.optime_offset(tt if tt is not None else Timestamp(0, 1))
+        return out
+
+    # -- offsets ------------------------------------------------------------------------------
+    def initialOffset(self) -> dict:
+        if self._initial is not None:
+            return self._initial
+        o = self.opts
+        try:
+            shards = sorted(self._list_shards())
+            if o.start_after:
+                kind = off.token_kind(o.start_after)
+                pos = off.token_offset(o.start_after) if kind == "hwm" else off.after_offset(o.start_after)
+            elif o.start_at_operation_time is not None:
+                pos = off.optime_offset(o.start_at_operation_time)
+            else:
+                pos = off.token_offset(min(self._promise_now(s) for s in shards))
+        except ChangeStreamSourceError:
+            raise
+        except Exception as exc:
+            raise _wrap(exc, "opening the shards' streams", None) from exc
+        self._initial = {"shards": {s: dict(pos) for s in shards}}
+        return self._initial
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        """The target of an availableNow run: the smallest promise of streams opened now on every shard."""
+        self._target = min(self._promise_now(s) for s in self._list_shards())
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        if start is None:
+            start = self.initialOffset()
+        max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
+        min_rows = limit.min_rows if isinstance(limit, ReadMinRows) else None
+        target = self._target
+        positions = dict(start["shards"])
+        owner: dict[str, str] = {}  # event token -> its shard
+        bounds: dict[str, str] = {}  # shard -> up to where it has shown everything
+        keys: list[str] = []
+        any_events = False
+        try:
+            pending = sorted(positions)
+            added: dict[str, dict] = {}
+            while pending:
+                for shard in pending:
+                    got, bound = self._probe(shard, positions[shard], max_rows, target)
+                    for k in got:
+                        owner[k] = shard
+                    keys.extend(got)
+                    any_events = any_events or bool(got)
+                    bounds[shard] = bound
+                # after the probes: a shard added since joins this batch (see the module doc)
+                joining = {s: p for s, p in self._list_shards().items() if s not in positions}
+                added.update(joining)
+                positions.update(joining)
+                pending = sorted(joining)
+            if not any_events:
+                return self._idle(start, positions, added, bounds, target)
+            if max_rows is None:  # everything available: up to what the shards promise now
+                end = target if target is not None else \
+                    min(self._promise_now(s) if s in owner.values() else bounds[s] for s in sorted(positions))
+            else:
+                end = min(bounds.values())
+                keys.sort()
+                if len(keys) >= max_rows:
+                    end = min(end, keys[max_rows - 1])
+            if target is not None:
+                end = min(end, target)
+            if min_rows is not None and sum(1 for k in keys if k <= end) < min_rows:
+                return start
+        except ChangeStreamSourceError:
+            raise
+        except Exception as exc:
+            raise _wrap(exc, "looking for new events", start) from exc
+        return self._vector(start, positions, added, end, owner.get(end))
+
+    def _probe(self, shard: str, position: dict, max_rows: int | None, target: str | None) -> tuple[list[str], str]:
+        """(event tokens after `position`, up to where the shard has shown everything): up to
+        `max_rows` tokens (one without a limit), or all until the shard has nothing more (then its
+        promise bounds it); in an availableNow run, not past the target, once promised up to it."""
+        want = max_rows if max_rows is not None else 1
+        got: list[str] = []
+        deadline = time.monotonic() + self.read_timeout
+        se = self._shard_events(shard, position, probe=True, await_ms=self.probe_await_ms,
+                                batch_size=min(want, 10_000))
+        try:
+            while len(got) < want:
+                ev = se.next_event()
+                if ev is None:
+                    pbrt = se.pbrt
+                    if target is None or (pbrt is not None and pbrt >= target):
+                        return got, pbrt if pbrt is not None else off.offset_sort_key(position)
+                    if time.monotonic() > deadline:
+                        raise ChangeStreamSourceError(
+                            f"{NAME}: availableNow: {shard} did not reach the target {target} (at {pbrt}) "
+                            f"within readTimeoutSeconds={self.read_timeout}")
+                    continue
+                key = ev[0]
+                if target is not None and key > target:
+                    return got, target
+                got.append(key)
+            return got, got[-1]
+        finally:
+            se.close()
+
+    def _idle(self, start: dict, positions: dict, added: dict, bounds: dict, target: str | None) -> dict:
+        """No event anywhere: stay, unless every shard promised idleAdvanceSeconds past the start."""
+        lowest = min((off.offset_sort_key(p) for p in start["shards"].values()), default=None)
+        promised = min(bounds.values(), default=None)
+        if (lowest is None or promised is None or self.idle_advance <= 0 or target is not None
+                or promised <= lowest):
+            return start
+        t0, t1 = off.token_cluster_time(lowest), off.token_cluster_time(promised)
+        if t1.time - t0.time < self.idle_advance:
+            return start
+        return self._vector(start, positions, added, promised, None)
+
+    @staticmethod
+    def _vector(start: dict, positions: dict, added: dict, end: str, end_owner: str | None) -> dict:
+        """The end offset: every shard at `end` (as its own token, or `after` another shard's event),
+        or where it already is if that is later."""
+        kind = off.token_kind(end)
+        shards = {}
+        for shard, pos in sorted(positions.items()):
+            if off.offset_sort_key(pos) >= end:
+                shards[shard] = pos
+            elif kind == "hwm" or end_owner == shard:
+                shards[shard] = off.token_offset(end)
+            else:
+                shards[shard] = off.after_offset(end)
+        if shards == start["shards"]:
+            return start
+        out: dict[str, Any] = {"shards": shards}
+        if added:
+            out["added"] = dict(sorted(added.items()))
+        return out
+
+    def partitions(self, start: dict, end: dict):
+        if start is None:
+            start = self.initialOffset()
+        parts = []
+        for shard, to in sorted(end["shards"].items()):
+            frm = start["shards"].get(shard) or end.get("added", {}).get(shard)
+            if frm is None:
+                raise ChangeStreamSourceError(f"{NAME}: no start position for {shard} in {off.describe(start)}")
+            if off.offset_sort_key(frm) < off.offset_sort_key(to):
+                parts.append(ShardRange(shard, frm, to))
+        return parts
+
+    # -- reading (on an executor) --------------------------------------------------------------
+    def read(self, partition: ShardRange) -> Iterator[tuple]:
+        rows = self.rows
+        yield from rows.batches(rows.row(raw) for raw in self.read_shard(partition.shard, partition.start, partition.end))
+
+    def read_shard(self, shard: str, start: dict, end: dict) -> Iterator[bytes]:
+        """The raw BSON events of `shard` after `start` up to and including `end`."""
+        end_key = off.offset_sort_key(end)
+        deadline = time.monotonic() + self.read_timeout
+        try:
+            se = self._shard_events(shard, start, probe=False, await_ms=self.max_await_ms, batch_size=10_000)
+            try:
+                for _, raw in events_through(se, end_key, deadline, lambda: (
+                        f"{NAME}: {shard}'s part of the batch after {off.describe(start)} did not reach "
+                        f"{off.describe(end)} within readTimeoutSeconds={self.read_timeout}")):
+                    yield raw
+            finally:
+                se.close()
+        except ChangeStreamSourceError:
+            raise
+        except Exception as exc:
+            raise _wrap(exc, f"reading {shard}'s part of the batch", start) from exc
+        finally:
+            self.stop()

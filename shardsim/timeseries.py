@@ -1,0 +1,321 @@
+"""Time-series collections: measurements stored in buckets, read through a view.
+
+`create {timeseries: {timeField, metaField?, granularity?}}` makes two things,
+as the server does:
+
+* `system.buckets.<coll>`: a clustered collection holding *buckets*, with the
+  options `{validator, clusteredIndex: true, timeseries: {...}}`;
+* `<coll>`: a view of `system.buckets.<coll>` whose pipeline is
+  `[{$_internalUnpackBucket: {timeField, metaField?, bucketMaxSpanSeconds}}]`.
+  listCollections shows it with `type: "timeseries"`.
+
+An insert into `<coll>` adds each measurement to an open bucket of the same
+`meta` value whose span (`bucketMaxSpanSeconds` from its rounded minimum
+time) covers the measurement's time and that holds fewer than 1000
+measurements; otherwise a new bucket starts.  A bucket (version 1: one column
+per field, keyed "0", "1", ...) is
+
+    {_id: ObjectId(<rounded min time>...), control: {version: 1, min: {...}, max: {...}},
+     meta: <metaField value>, data: {<field>: {"0": v0, "1": v1, ...}, ...}}
+
+A new bucket is an insert into the buckets collection; a measurement added to
+one is an update (a `$v: 2` diff), as the oplog shows them.  Measurements
+have no unique `_id` (two with the same `_id` are both kept).  Reads unpack
+each bucket: the time field first, then the meta field, then the other
+fields in column order (BucketUnpacker::getNext).  Change streams exclude the
+system.buckets namespace, and a change stream on the view is refused like
+one on any view.
+
+Not done: 8.0 writes compressed (version 2) buckets; updates and deletes of
+measurements, and secondary indexes on the view, are refused as on a view.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
+
+from bson import ObjectId
+
+from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.create_collection import create_collection, ensure_collection
+from mongosim.shardsim.operation_context import OpCtx
+from mongosim.shardsim.query.stages import STREAM_STAGES
+from mongosim.shardsim.query.values import MISSING, hashable, sort_key
+
+from mongosim.shardsim.writes import WriteSession, insert_one, update_document
+
+if TYPE_CHECKING:
+    from mongosim.shardsim.node import Node
+
+BUCKETS = "system.buckets."
+GRANULARITIES = {"seconds": (60, 3600), "minutes": (3600, 86400), "hours": (86400, 2592000)}  # rounding, max span
+MAX_COUNT = 1000  # timeseriesBucketMaxCount
+ALLOWED_WITH = frozenset({"timeseries", "expireAfterSeconds", "storageEngine", "indexOptionDefaults", "collation",
+                          "capped", "validator", "clusteredIndex"})
+_EPOCH = datetime.datetime(1970, 1, 1)
+
+
+def buckets_of(name: str) -> str:
+    return BUCKETS + name
+
+
+def normalize_options(db: str, name: str, opts: dict) -> dict:
+    """The create command's time-series checks; the `timeseries` options as the server stores them."""
+    ts = opts["timeseries"]
+    if not isinstance(ts, dict):
+        raise MongoError("TypeMismatch", "'timeseries' must be a document")
+    for field in opts:
+        if field == "capped" and not opts[field]:
+            continue
+        if field not in ALLOWED_WITH or field in ("validator", "clusteredIndex", "capped"):
+            raise MongoError("InvalidOptions", f"{db}.{name}: 'timeseries' is not allowed with '{field}'")
+    for field in ts:
+        if field not in ("timeField", "metaField", "granularity", "bucketMaxSpanSeconds", "bucketRoundingSeconds"):
+            raise MongoError(40415, f"BSON field 'TimeseriesOptions.{field}' is an unknown field.")
+    time_field = ts.get("timeField")
+    if time_field is None:
+        raise MongoError(40414, "BSON field 'TimeseriesOptions.timeField' is missing but a required field")
+    if not isinstance(time_field, str):
+        raise MongoError("TypeMismatch", "BSON field 'TimeseriesOptions.timeField' is the wrong type, expected "
+                                         "type 'string'")
+    if "." in time_field:
+        raise MongoError("InvalidOptions", f"{db}.{name}: 'timeField' must be a top-level field and not contain a '.'")
+    meta = ts.get("metaField")
+    if meta is not None:
+        if not isinstance(meta, str):
+            raise MongoError("TypeMismatch", "BSON field 'TimeseriesOptions.metaField' is the wrong type, expected "
+                                             "type 'string'")
+        if meta == "_id":
+            raise MongoError("InvalidOptions", "'metaField' cannot be \"_id\"")
+        if meta == time_field:
+            raise MongoError("InvalidOptions", "'metaField' cannot be the same as 'timeField'")
+        if "." in meta:
+            raise MongoError("InvalidOptions", f"{db}.{name}: 'metaField' must be a top-level field and not contain "
+                                               "a '.'")
+    out: dict[str, Any] = {"timeField": time_field}
+    if meta is not None:
+        out["metaField"] = meta
+    span, rounding = ts.get("bucketMaxSpanSeconds"), ts.get("bucketRoundingSeconds")
+    if span is not None or rounding is not None:
+        if "granularity" in ts:
+            raise MongoError("InvalidOptions", "Timeseries 'bucketMaxSpanSeconds' is not allowed with granularity "
+                                               "other than 'seconds'")
+        if span != rounding:
+            raise MongoError("InvalidOptions", "Timeseries 'bucketMaxSpanSeconds' and 'bucketRoundingSeconds' fields "
+                                               "must be present together and must be equal")
+        out["bucketRoundingSeconds"] = int(rounding)
+        out["bucketMaxSpanSeconds"] = int(span)
+    else:
+        granularity = ts.get("granularity", "seconds")
+        if granularity not in GRANULARITIES:
+            raise MongoError("BadValue", f"Enumeration value '{granularity}' for field 'TimeseriesOptions.granularity' "
+                                         "is not a valid value.")
+        out["granularity"] = granularity
+        out["bucketMaxSpanSeconds"] = GRANULARITIES[granularity][1]
+    return {**opts, "timeseries": out}
+
+
+def _rounding(ts: dict) -> int:
+    return int(ts.get("bucketRoundingSeconds") or GRANULARITIES[ts.get("granularity", "seconds")][0])
+
+
+def bucket_validator(time_field: str) -> dict:
+    """The validator the server puts on a buckets collection (version 1 and 2 buckets)."""
+    return {"$jsonSchema": {
+        "bsonType": "object", "required": ["_id", "control", "data"],
+        "properties": {
+            "_id": {"bsonType": "objectId"},
+            "control": {"bsonType": "object", "required": ["version", "min", "max"], "properties": {
+                "version": {"bsonType": "number"},
+                "min": {"bsonType": "object", "required": [time_field],
+                        "properties": {time_field: {"bsonType": "date"}}},
+                "max": {"bsonType": "object", "required": [time_field],
+                        "properties": {time_field: {"bsonType": "date"}}},
+                "closed": {"bsonType": "bool"}, "count": {"bsonType": "number", "minimum": 1}},
+                "additionalProperties": False},
+            "data": {"bsonType": "object"}, "meta": {}},
+        "additionalProperties": False}}
+
+
+def create(node: Node, ctx: OpCtx, db: str, name: str, opts: dict) -> None:
+    """The buckets collection and the view over it."""
+    ts = opts["timeseries"]
+    bucket_opts: dict[str, Any] = {"validator": bucket_validator(ts["timeField"]), "clusteredIndex": True,
+                                   "timeseries": ts}
+    if "expireAfterSeconds" in opts:
+        bucket_opts["expireAfterSeconds"] = opts["expireAfterSeconds"]
+    create_collection(node, ctx, db, buckets_of(name), bucket_opts)
+    unpack: dict[str, Any] = {"timeField": ts["timeField"]}
+    if "metaField" in ts:
+        unpack["metaField"] = ts["metaField"]
+    unpack["bucketMaxSpanSeconds"] = ts["bucketMaxSpanSeconds"]
+    views = ensure_collection(node, ctx, db, "system.views")
+    view = {"_id": f"{db}.{name}", "viewOn": buckets_of(name), "pipeline": [{"$_internalUnpackBucket": unpack}]}
+    insert_one(node, ctx, views, view, WriteSession(node, OpCtx(db, {})), 0)
+
+
+def options_of(node: Node, db: str, view: dict) -> dict | None:
+    """The buckets collection's options when `view` is a time-series view (else None)."""
+    backing = view.get("viewOn", "")
+    if not backing.startswith(BUCKETS):
+        return None
+    coll = node.catalog.collection(db, backing)
+    return coll.options if coll is not None and "timeseries" in coll.options else None
+
+
+def list_entry(node: Node, db: str, view: dict, name_only: bool) -> dict | None:
+    """listCollections' entry for a time-series view (None when the view is an ordinary one)."""
+    opts = options_of(node, db, view)
+    if opts is None:
+        return None
+    info: dict[str, Any] = {"name": view["_id"].split(".", 1)[1], "type": "timeseries"}
+    if not name_only:
+        info["options"] = {k: opts[k] for k in ("timeseries", "expireAfterSeconds") if k in opts}
+        info["info"] = {"readOnly": False}
+    return info
+
+
+# -- inserts ---------------------------------------------------------------------------------
+def _millis(d: datetime.datetime) -> int:
+    return int((d.replace(tzinfo=None) - _EPOCH).total_seconds() * 1000)
+
+
+def _update_min_max(control: dict, field: str, value: Any) -> None:
+    lo, hi = control["min"].get(field, MISSING), control["max"].get(field, MISSING)
+    key = sort_key(value)
+    if lo is MISSING or key < sort_key(lo):
+        control["min"][field] = value
+    if hi is MISSING or key > sort_key(hi):
+        control["max"][field] = value
+
+
+def _new_bucket(ts: dict, doc: dict, when: datetime.datetime) -> dict:
+    rounding = _rounding(ts)
+    seconds = _millis(when) // 1000
+    start = seconds - seconds % rounding
+    oid = ObjectId.from_datetime(_EPOCH + datetime.timedelta(seconds=start))
+    oid = ObjectId(oid.binary[:4] + ObjectId().binary[4:])
+    bucket: dict[str, Any] = {"_id": oid, "control": {"version": 1, "min": {}, "max": {}}}
+    meta = ts.get("metaField")
+    if meta is not None and meta in doc:
+        bucket["meta"] = doc[meta]
+    bucket["data"] = {}
+    bucket["_start"] = _EPOCH + datetime.timedelta(seconds=start)
+    return bucket
+
+
+def _add(ts: dict, bucket: dict, doc: dict) -> dict:
+    """The bucket with `doc` appended (a new dict: the old one stays the pre-image)."""
+    new = {k: v for k, v in bucket.items() if k != "_start"}
+    control = {"version": 1, "min": dict(bucket["control"]["min"]), "max": dict(bucket["control"]["max"])}
+    data = {k: dict(v) for k, v in bucket["data"].items()}
+    time_field, meta = ts["timeField"], ts.get("metaField")
+    n = str(len(data.get(time_field, {})))
+    for field, value in doc.items():
+        if field == meta:
+            continue
+        data.setdefault(field, {})[n] = value
+        _update_min_max(control, field, value)
+    if time_field in control["min"] and "_start" in bucket:
+        control["min"][time_field] = bucket["_start"]
+    new["control"], new["data"] = control, data
+    return new
+
+
+def _open_bucket(coll: Any, ts: dict, doc: dict, when: datetime.datetime) -> dict | None:
+    """The newest bucket this measurement may go into."""
+    meta_field = ts.get("metaField")
+    meta = hashable(doc.get(meta_field, MISSING)) if meta_field is not None and meta_field in doc else None
+    span = datetime.timedelta(seconds=int(ts["bucketMaxSpanSeconds"]))
+    for bucket in reversed(list(coll.docs.values())):
+        bucket_meta = hashable(bucket["meta"]) if "meta" in bucket else None
+        if bucket_meta != meta:
+            continue
+        start = bucket["control"]["min"][ts["timeField"]]
+        if start <= when < start + span and len(bucket["data"].get(ts["timeField"], {})) < MAX_COUNT:
+            return bucket
+        return None
+    return None
+
+
+async def insert(node: Node, ctx: OpCtx, name: str) -> dict:
+    """An insert into the time-series collection `name`: each measurement into a bucket."""
+    docs = ctx.cmd.get("documents")
+    if not isinstance(docs, list):
+        raise MongoError("FailedToParse", "BSON field 'insert.documents' is missing but a required field")
+    coll = ensure_collection(node, ctx, ctx.db, buckets_of(name))
+    ts = coll.options["timeseries"]
+    ws = WriteSession(node, ctx)
+    ordered = ctx.cmd.get("ordered", True)
+    n = 0
+    errors: list[dict] = []
+    for i, doc in enumerate(docs):
+        try:
+            if not isinstance(doc, dict):
+                raise MongoError("TypeMismatch", "document to insert must be an object")
+            when = doc.get(ts["timeField"])
+            if not isinstance(when, datetime.datetime):
+                raise MongoError("BadValue", f"'{ts['timeField']}' must be present and contain a valid BSON UTC "
+                                             "datetime value")
+            if "_id" not in doc:
+                doc = {"_id": ObjectId(), **doc}
+            bucket = _open_bucket(coll, ts, doc, when.replace(tzinfo=None))
+            if bucket is None:
+                fresh = _new_bucket(ts, doc, when)
+                new = _add(ts, fresh, doc)
+                insert_one(node, ctx, coll, new, ws, i)
+            else:
+                new = _add(ts, bucket, doc)
+                update_document(node, ctx, coll, bucket, {"$set": _changes(bucket, new)}, ws, i)
+            n += 1
+        except MongoError as err:
+            errors.append(err.to_write_error(i))
+            if ordered:
+                break
+    reply: dict[str, Any] = {"n": n}
+    if errors:
+        reply["writeErrors"] = errors
+    reply["ok"] = 1.0
+    return reply
+
+
+def _changes(old: dict, new: dict) -> dict:
+    """The `$set` turning bucket `old` into `new` (changed min/max and the appended column values)."""
+    out: dict[str, Any] = {}
+    for part in ("min", "max"):
+        for field, value in new["control"][part].items():
+            if old["control"][part].get(field, MISSING) is not value:
+                out[f"control.{part}.{field}"] = value
+    for field, column in new["data"].items():
+        before = old["data"].get(field)
+        if before is None:
+            out[f"data.{field}"] = column
+            continue
+        for k, v in column.items():
+            if k not in before:
+                out[f"data.{field}.{k}"] = v
+    return out
+
+
+# -- reads -------------------------------------------------------------------------------------
+def unpack(buckets: Iterable[dict], spec: dict) -> Iterator[dict]:
+    """$_internalUnpackBucket: each bucket's measurements, the time field first, then the meta field."""
+    if not isinstance(spec, dict) or not isinstance(spec.get("timeField"), str):
+        raise MongoError(5346504, "The $_internalUnpackBucket stage requires a timeField parameter")
+    time_field, meta_field = spec["timeField"], spec.get("metaField")
+    for bucket in buckets:
+        data = bucket.get("data") or {}
+        times = data.get(time_field) or {}
+        columns = [(f, col) for f, col in data.items() if f != time_field]
+        for key, when in times.items():
+            doc: dict[str, Any] = {time_field: when}
+            if meta_field is not None and "meta" in bucket:
+                doc[meta_field] = bucket["meta"]
+            for field, column in columns:
+                if key in column:
+                    doc[field] = column[key]
+            yield doc
+
+
+STREAM_STAGES["$_internalUnpackBucket"] = unpack

@@ -1,0 +1,223 @@
+"""The distributed merge job: ranges replayed on their own give the whole dump's events; the job's
+ordered partitions are the router's stream — on the recorded workload, on the command line, and as a
+property over random workloads, shard counts and partition counts."""
+
+from __future__ import annotations
+
+import tempfile
+
+import pymongo
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mongosim.spark.dump_ranges import DumpRange, entry_meta, index_dump, load_range, plan_ranges, walk
+from mongosim.spark.merge_job import MergeJob, main, merge_dumps_single_partition
+from mongosim.spark.oplog_source import dump_files, dump_oplogs, range_events, whole_dump
+from mongosim.spark.options import StreamOptions
+from mongosim.spark.schema import decode_event
+from tests.spark.helpers import drain, shard_across, transactions
+
+OPTIONS = [  # (id, source options)
+    ("cluster-expanded", {"showExpandedEvents": "true"}),
+    ("collection", {"database": "eq", "collection": "orders"}),
+]
+
+
+def _split(idx, k: int) -> tuple[DumpRange, DumpRange]:
+    """The dump cut before its k-th entry (the index samples every entry)."""
+    a = DumpRange(idx.shard, 0, idx.path, 0, idx.offsets[k], idx.keys[0], idx.keys[k], True)
+    b = DumpRange(idx.shard, 0, idx.path, idx.offsets[k], idx.size, idx.keys[k], None, False,
+                  (idx.offsets[:k], idx.keys[:k]))
+    return a, b
+
+
+def _chain_cuts(idx) -> tuple[set[int], int]:
+    """Cut points inside transaction chains (between an entry a chain starts with and its terminal
+    entry), and how many of them separate a terminal entry from a `partialTxn` one."""
+    with open(idx.path, "rb") as f:
+        data = f.read()
+    pos_of_key, cuts, partial = {}, set(), 0
+    for n, (pos, size) in enumerate(walk(data, idx.path)):
+        raw = data[pos:pos + size]
+        key, op, ns = entry_meta(raw)
+        pos_of_key[key] = n
+        if op == "c" and ns == "admin.$cmd":
+            ev = decode_event(raw)
+            prev = (ev.get("prevOpTime") or {}).get("ts")
+            if prev is not None and prev.time != 0:
+                first = pos_of_key[(prev.time << 32) | prev.inc]
+                cuts.update(range(first + 1, n + 1))
+                partial += "applyOps" in ev["o"]
+    return cuts, partial
+
+
+@pytest.mark.parametrize("name,options", OPTIONS, ids=[o[0] for o in OPTIONS])
+def test_a_range_replays_exactly_the_events_of_its_entries(recorded, name, options):
+    """Cut anywhere — inside transaction chains too (their earlier entries are carried across) — the
+    two ranges' events, one after the other, are the whole dump's events."""
+    start, dumps, _ = recorded
+    opts = StreamOptions.parse({**options, "startAfter": start})
+    crossing = partial = 0
+    for shard, path in dump_files(dumps).items():
+        idx = index_dump(shard, str(path), sample_every=1)
+        whole = list(range_events(whole_dump(shard, path), opts))
+        assert whole
+        inside, n_partial = _chain_cuts(idx)
+        crossing, partial = crossing + len(inside), partial + n_partial
+        for k in sorted(inside | set(range(1, idx.count, 25))):
+            a, b = _split(idx, k)
+            assert list(range_events(a, opts)) + list(range_events(b, opts)) == whole, (shard, k)
+        many = plan_ranges([idx], 17)
+        assert len(many) == 17
+        assert [e for r in many for e in range_events(r, opts)] == whole
+    assert crossing and partial, "the workload has prepared and partialTxn chains to cut through"
+
+
+def test_carried_entries_sit_below_the_range(recorded):
+    _start, dumps, _ = recorded
+    for shard, path in dump_files(dumps).items():
+        idx = index_dump(shard, str(path), sample_every=1)
+        inside, _ = _chain_cuts(idx)
+        for k in sorted(inside)[:5]:
+            _a, b = _split(idx, k)
+            oplog = load_range(b)
+            carried = oplog.position_at_or_after(b.lo_key) - oplog.start
+            assert carried >= 1 and len(oplog) == idx.count - k + carried
+
+
+def _partitioned(df) -> list[tuple[int, str, bytes]]:
+    from pyspark.sql.functions import spark_partition_id
+
+    return [(r.pid, r.token, bytes(r.rawEvent)) for r in df.withColumn("pid", spark_partition_id()).collect()]
+
+
+@pytest.mark.parametrize("name", ["cluster-expanded", "collection-match"])
+def test_several_ordered_partitions_are_the_router_stream(spark, recorded, name):
+    from tests.spark.helpers import STREAMS
+
+    start, dumps, streamed = recorded
+    options = dict(next(s[3] for s in STREAMS if s[0] == name))
+    job = MergeJob(spark, str(dumps), partitions=7, output_partitions=3, sample_every=4, startAfter=start,
+                   includeRawEvent="true", **options)
+    try:
+        assert len(job.ranges) == 7
+        rows = _partitioned(job.dataframe())
+        assert [raw for _p, _t, raw in rows] == streamed[name]  # collect(): the partitions in order
+        pids = [p for p, _t, _r in rows]
+        assert pids == sorted(pids) and len(set(pids)) >= 2
+        single = merge_dumps_single_partition(spark, str(dumps), startAfter=start, includeRawEvent="true",
+                                              **options)
+        assert [bytes(r.rawEvent) for r in single.collect()] == streamed[name]
+    finally:
+        job.close()
+
+
+def test_the_command_line_writes_ordered_parquet_parts(spark, recorded, tmp_path, capsys):
+    start, dumps, streamed = recorded
+    out = tmp_path / "merged.parquet"
+    assert main([str(dumps), str(out), "--start-after", start, "--show-expanded-events", "--partitions", "5",
+                 "--output-partitions", "3"]) == 0
+    assert "3 ordered partitions" in capsys.readouterr().out
+    parts = sorted(out.glob("part-*.parquet"))
+    assert len(parts) == 3
+    tokens = [[r.token for r in spark.read.parquet(str(p)).collect()] for p in parts]
+    assert all(t for t in tokens) and all(t == sorted(t) for t in tokens)
+    expected = [decode_event(raw)["_id"]["_data"] for raw in streamed["cluster-expanded"]]
+    assert [t for part in tokens for t in part] == expected
+
+
+def test_a_start_token_missing_from_the_stream_fails(spark, recorded):
+    from mongosim.oplog.errors import MongoError
+
+    _start, dumps, streamed = recorded
+    other = decode_event(streamed["database"][0])["_id"]["_data"]  # an event of another namespace
+    job = MergeJob(spark, str(dumps), database="eq", collection="log", startAfter=other, partitions=3)
+    with pytest.raises(MongoError, match="resume token was not found"):
+        job.dataframe()
+    job.close()
+
+
+# -- the property: random workloads, shards and partitions --------------------------------------------
+OPS = ("insert", "update", "delete", "txn", "chain", "move", "index", "rename")
+
+
+def run_workload(client, cluster, ops: list[str], shards: int) -> None:
+    db = client.prop
+    coll = db.c
+    next_id = [0]
+
+    def new_ids(n: int) -> list[int]:
+        ids = [(next_id[0] + i) * 37 % 400 + 400 * ((next_id[0] + i) % max(shards, 1)) for i in range(n)]
+        next_id[0] += n
+        return ids
+
+    for op in ops:
+        if op == "insert":
+            coll.insert_many([{"_id": i, "v": i} for i in new_ids(6) if not coll.find_one({"_id": i})] or [{}])
+        elif op == "update":
+            coll.update_many({"_id": {"$lt": 400 * shards // 2}}, {"$inc": {"u": 1}})
+        elif op == "delete":
+            coll.delete_one({"_id": {"$gte": 200}})
+        elif op == "txn":
+            ids = [d["_id"] for d in coll.find({}, {"_id": 1}).limit(50)]
+            lo = [i for i in ids if i < 400][:1] or [0]
+            hi = [i for i in ids if i >= 400][:1] or [900]
+            with client.start_session() as s, s.start_transaction():
+                for i in lo + hi:
+                    coll.update_one({"_id": i}, {"$set": {"t": op}}, upsert=True, session=s)
+        elif op == "chain":
+            transactions(client, cluster, coll, [1, 2, 3, 4, 5, 6], [401])
+        elif op == "move" and shards > 1:
+            chunk = next_id[0] % shards
+            client.admin.command("moveChunk", "prop.c", find={"_id": 400 * chunk},
+                                 to=f"shard{(chunk + 1 + next_id[0]) % shards:02d}")
+            next_id[0] += 1
+        elif op == "index" and "v_1" in coll.index_information():
+            coll.drop_index("v_1")
+        elif op == "index":
+            coll.create_index([("v", 1)])
+        elif op == "rename":
+            db.tmp.insert_one({"_id": next_id[0]})
+            db.tmp.rename(f"r{next_id[0]}")
+            next_id[0] += 1
+
+
+@settings(max_examples=max(5, settings().max_examples // 40), deadline=None)  # ci: 5; nightly: 50
+@given(shards=st.integers(1, 4), partitions=st.integers(1, 12), sample_every=st.integers(1, 5),
+       ops=st.lists(st.sampled_from(OPS), min_size=3, max_size=9), level=st.sampled_from(["cluster", "collection"]),
+       resume_at=st.integers(0, 30))
+def test_property_distributed_merge_is_the_router_stream(spark, shards, partitions, sample_every, ops, level,
+                                                         resume_at):
+    import mongosim
+
+    with mongosim.Cluster(shards=shards, port=0, instant_hwm=True) as cluster, \
+            tempfile.TemporaryDirectory() as tmp:
+        client = pymongo.MongoClient(cluster.uri)
+        client.admin.command("enableSharding", "prop", primaryShard="shard00")
+        client.admin.command("shardCollection", "prop.c", key={"_id": 1})
+        for k in range(1, shards):
+            client.admin.command("split", "prop.c", middle={"_id": 400 * k})
+            client.admin.command("moveChunk", "prop.c", find={"_id": 400 * k}, to=f"shard{k:02d}")
+        with client.watch(max_await_time_ms=50) as cs:
+            start = cs.resume_token["_data"]
+        run_workload(client, cluster, ops, shards)
+        client.prop.c.drop()  # (a collection stream ends in an invalidate)
+        client.prop.after.insert_one({"_id": 1})
+        dump_oplogs(cluster, tmp)
+        target, options, kw = (None, {"showExpandedEvents": "true"}, {"show_expanded_events": True}) \
+            if level == "cluster" else (("prop", "c"), {"database": "prop", "collection": "c"}, {})
+        router = drain(cluster.uri, start, target, kw)
+        if resume_at and resume_at < len(router):  # resume from an event's token
+            start = decode_event(router[resume_at - 1])["_id"]["_data"]
+            router = router[resume_at:]
+        job = MergeJob(spark, tmp, partitions=partitions, output_partitions=max(1, partitions // 2),
+                       sample_every=sample_every, startAfter=start, includeRawEvent="true", **options)
+        try:
+            got = [bytes(r.rawEvent) for r in job.dataframe().select("rawEvent").collect()]
+        finally:
+            job.close()
+        single = merge_dumps_single_partition(spark, tmp, startAfter=start, includeRawEvent="true", **options)
+        assert got == router
+        assert [bytes(r.rawEvent) for r in single.select("rawEvent").collect()] == router
+        client.close()

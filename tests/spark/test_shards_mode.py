@@ -1,0 +1,122 @@
+"""`mongodb-changestream` with `mode=shards`: one partition per shard (`$_passthroughToShard`), batches
+gated by the shards' minimum promise — each micro-batch, sorted by token, is the next stretch of the
+router's merged stream: across a killed driver and a restart from the checkpoint, and across an
+`addShard` in mid-stream."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mongosim.spark.schema import decode_event
+from tests.spark.conftest import now_token
+from tests.spark.helpers import checkpoint_offsets, committed, drain
+from tests.spark.stream_driver import batch_writer
+
+
+def tokens(raws: list[bytes]) -> list[str]:
+    return [decode_event(r)["_id"]["_data"] for r in raws]
+
+
+def batches_written(spark, sink: Path) -> dict[int, list[str]]:
+    """batch id -> the tokens of that micro-batch (foreachBatch wrote each to `batch=<id>`)."""
+    out = {}
+    for d in sorted(sink.glob("batch=*")):
+        if (d / "_SUCCESS").exists():
+            out[int(d.name.split("=")[1])] = [r.token for r in spark.read.parquet(str(d)).select("token").collect()]
+    return out
+
+
+def test_batches_are_the_router_stream_across_a_killed_driver_and_an_added_shard(spark, three, killed_driver):
+    cluster, client = three
+    coll = client.s.c
+    k = killed_driver["shards"]
+    start, sink, ck, batch, planned = k.start, k.sink, k.checkpoint, k.batch, k.planned
+    assert batch not in committed(ck)
+    assert set(planned["shards"]) == {"shard00", "shard01", "shard02"}  # the offset: a vector of positions
+
+    # meanwhile a shard joins, takes a chunk, and events come from it
+    new = cluster.add_shard()
+    client.admin.command("moveChunk", "s.c", find={"_id": 300}, to=new)
+    coll.insert_many([{"_id": i, "v": i} for i in range(301, 340, 4)])  # on the new shard
+    coll.update_many({"_id": {"$gte": 200}}, {"$set": {"late": True}})
+    routed = drain(cluster.uri, start, ("s", None), {})
+    expected = tokens(routed)
+    assert len(expected) > 60 and {decode_event(r)["documentKey"]["_id"] for r in routed} >= set(range(301, 340, 4))
+
+    # restarted from the checkpoint: the killed batch is replayed as planned, then batches of 9
+    df = (spark.readStream.format("mongodb-changestream").option("uri", cluster.uri).option("database", "s")
+          .option("startAfter", start).option("mode", "shards").option("maxEventsPerBatch", "9").load())
+    q = (df.writeStream.foreachBatch(batch_writer(str(sink))).option("checkpointLocation", str(ck))
+         .trigger(availableNow=True).start())
+    q.awaitTermination(180)
+    assert q.exception() is None
+    offs = checkpoint_offsets(ck)
+    assert offs[batch] == planned and batch in committed(ck)
+    got = batches_written(spark, sink)
+    assert sorted(got) == sorted(committed(ck)) == list(range(len(got)))
+    # batch after batch, each sorted by token: exactly the router's merged stream
+    assert [t for b in sorted(got) for t in sorted(got[b])] == expected
+    assert max(len(t) for t in got.values()) <= 9
+    # the new shard's partition appeared: the vector grew, from the batch where it joined
+    joined = [b for b in sorted(offs) if new in offs[b]["shards"]]
+    assert joined and new in offs[joined[0]].get("added", {}) and new not in offs[joined[0] - 1]["shards"]
+
+
+def reader(uri: str, **options):
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    from mongosim.spark.source import MongoChangeStreamDataSource
+
+    schema = StructType([StructField("fullDocument", StringType())])
+    return MongoChangeStreamDataSource({"uri": uri, **options}).streamReader(schema)
+
+
+def run_batches(r, limit) -> list[list[bytes]]:
+    """Plan and read batches until the reader has nothing more (the driver's loop, without Spark)."""
+    out, s0 = [], r.initialOffset()
+    while True:
+        e = r.latestOffset(s0, limit)
+        if e == s0:
+            return out
+        batch = [raw for p in r.partitions(s0, e)
+                 for raw in (r.read_shard(p.shard, p.start, p.end) if hasattr(p, "shard") else r.read_raw(p.start, p.end))]
+        out.append(sorted(batch, key=lambda raw: decode_event(raw)["_id"]["_data"]))
+        s0 = e
+
+
+@pytest.mark.parametrize("limit", ["all", 4])
+def test_collection_streams_go_on_past_an_invalidate_like_router_mode(three, limit):
+    """drop -> invalidate (on the primary shard) ends a collection stream; each shard's stream goes on,
+    and the batches are what router mode reads (which reopens the merged stream after it)."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
+
+    cluster, client = three
+    start = now_token(client)
+    client.admin.command("shardCollection", "s.inv", key={"_id": 1})
+    client.admin.command("split", "s.inv", middle={"_id": 100})
+    client.admin.command("moveChunk", "s.inv", find={"_id": 100}, to="shard02")
+    inv = client.s.inv
+    inv.insert_many([{"_id": i} for i in (1, 150, 2, 151)])
+    inv.drop()
+    inv.insert_many([{"_id": i} for i in (3, 4)])  # a new, unsharded collection of the same name
+    limit_ = ReadAllAvailable() if limit == "all" else ReadMaxRows(limit)
+    opts = {"database": "s", "collection": "inv", "startAfter": start}
+    shards = run_batches(reader(cluster.uri, mode="shards", **opts), limit_)
+    routed = run_batches(reader(cluster.uri, **opts), limit_)
+    flat = [raw for b in shards for raw in b]
+    assert flat == [raw for b in routed for raw in b]
+    assert [decode_event(r)["operationType"] for r in flat] == ["insert"] * 4 + ["drop", "invalidate"] + ["insert"] * 2
+    if limit != "all":
+        assert [len(b) for b in shards] == [4, 4]
+    # started after the invalidate token (not knowing its shard), every shard goes on from there
+    after = tokens(flat)[5]
+    rest = run_batches(reader(cluster.uri, mode="shards", database="s", collection="inv", startAfter=after), limit_)
+    assert [raw for b in rest for raw in b] == flat[6:]
+
+
+def test_mode_is_checked(three):
+    cluster, _client = three
+    with pytest.raises(ValueError, match="mode must be one of"):
+        reader(cluster.uri, mode="mongos")

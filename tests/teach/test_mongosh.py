@@ -1,0 +1,175 @@
+"""mongosh, for learners: the real mongosh 2.x against a mongosim cluster — `sh.status()`, every `sh.*` read
+helper, `db.c.getShardDistribution()` and `db.c.watch()`.
+
+Finding mongosh: `$MONGOSIM_MONGOSH` (the path of a mongosh binary), a `mongosh` on PATH, or one installed
+earlier into the clone's `.tools/mongosh` (ignored by git).  Otherwise, when `npm` is on PATH, the test
+installs it there (`npm install --prefix .tools/mongosh mongosh@2`: about 2 minutes once per clone, reused
+after); a failed install fails the tests under CI (`CI` set) and skips them elsewhere, as
+does a machine without npm — saying why.  A `$MONGOSIM_MONGOSH` that names no executable fails them: the
+user asked for that mongosh.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pymongo
+import pytest
+from bson import json_util
+
+REPO = Path(__file__).resolve().parents[2]
+PREFIX = REPO / ".tools" / "mongosh"
+INSTALLED = PREFIX / "node_modules" / ".bin" / "mongosh"
+
+
+class MongoshMissing(Exception):
+    def __init__(self, why: str, *, tried_install: bool = False, misconfigured: bool = False) -> None:
+        super().__init__(why)
+        self.tried_install = tried_install
+        self.misconfigured = misconfigured
+
+
+def find_mongosh() -> str:
+    env = os.environ.get("MONGOSIM_MONGOSH")
+    if env:
+        if not os.access(env, os.X_OK):
+            raise MongoshMissing(f"$MONGOSIM_MONGOSH={env} is not an executable file", misconfigured=True)
+        return env
+    on_path = shutil.which("mongosh")
+    if on_path:
+        return on_path
+    if INSTALLED.exists():
+        return str(INSTALLED)
+    npm = shutil.which("npm")
+    if npm is None:
+        raise MongoshMissing("no mongosh ($MONGOSIM_MONGOSH, PATH, or .tools/mongosh) and no npm to "
+                             "install it with")
+    try:
+        subprocess.run([npm, "install", "--prefix", str(PREFIX), "--no-audit", "--no-fund", "--loglevel=error",
+                        "--fetch-retries=2", "mongosh@2"], check=True, capture_output=True, text=True, timeout=600)
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as exc:
+        stderr = getattr(exc, "stderr", None) or str(exc)  # bytes from a TimeoutExpired, even with text=True
+        if isinstance(stderr, bytes):
+            stderr = stderr.decode(errors="replace")
+        detail = stderr.strip().splitlines()[-1:] or [str(exc)]
+        raise MongoshMissing(f"npm install mongosh@2 into {PREFIX} failed: {detail[0]}", tried_install=True) \
+            from None
+    if not INSTALLED.exists():
+        raise MongoshMissing(f"npm installed mongosh@2 but {INSTALLED} is missing", tried_install=True)
+    return str(INSTALLED)
+
+
+@pytest.fixture(scope="module")
+def mongosh() -> str:
+    try:
+        return find_mongosh()
+    except MongoshMissing as err:
+        if err.misconfigured or (err.tried_install and os.environ.get("CI")):
+            pytest.fail(str(err))
+        pytest.skip(f"mongosh 2.x is not available: {err}")
+
+
+def run_js(mongosh: str, uri: str, script: str) -> dict:
+    """Run `script` in mongosh against `uri`; it prints one canonical Extended JSON document, returned parsed."""
+    proc = subprocess.run([mongosh, "--quiet", "--norc", uri, "--eval", script], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "MONGOSH_NO_UPDATE_CHECK": "1"})
+    assert proc.returncode == 0, proc.stderr or proc.stdout
+    last = proc.stdout.strip().splitlines()[-1]
+    return json_util.loads(last)
+
+
+def _plain(value):
+    """Extended JSON numbers (Long, Int32) as Python ints, for comparisons."""
+    return json.loads(json_util.dumps(value, json_options=json_util.RELAXED_JSON_OPTIONS))
+
+
+@pytest.fixture
+def shop(mongosim_cluster):
+    """shop.orders sharded on {k: 1}: shard00 holds k < 100 (3 documents), shard01 k >= 100 (2), after one
+    split and one migration."""
+    client = pymongo.MongoClient(mongosim_cluster.uri)
+    client.admin.command("enableSharding", "shop", primaryShard="shard00")
+    client.admin.command("shardCollection", "shop.orders", key={"k": 1})
+    client.shop.orders.insert_many([{"_id": i, "k": k} for i, k in enumerate([5, 50, 70, 150, 160])])
+    client.admin.command("split", "shop.orders", middle={"k": 100})
+    client.admin.command("moveChunk", "shop.orders", find={"k": 100}, to="shard01")
+    yield client
+    client.close()
+
+
+STATUS_JS = """
+const out = {
+  status: sh.status().value,
+  balancerState: sh.getBalancerState(),
+  balancerRunning: sh.isBalancerRunning(),
+  collectionStatus: sh.balancerCollectionStatus("shop.orders"),
+  dataDistribution: sh.getShardedDataDistribution().toArray(),
+  autoMerger: sh.isAutoMergerEnabled(),
+  shards: sh.listShards(),
+  configShard: sh.isConfigShardEnabled(),
+  shardDistribution: db.getSiblingDB("shop").orders.getShardDistribution().value,
+};
+print(EJSON.stringify(out, {relaxed: false}));
+"""
+
+
+@pytest.mark.mongosim(isolated=True, shards=2)
+def test_sh_status_and_the_read_helpers(mongosh, mongosim_cluster, shop):
+    out = _plain(run_js(mongosh, mongosim_cluster.uri, STATUS_JS))
+    status = out["status"]
+    assert set(status["shardingVersion"]) == {"_id", "clusterId"}
+    assert [s["_id"] for s in status["shards"]] == ["shard00", "shard01"]
+    assert status["active mongoses"] == [{"8.0.4": 1}]
+    balancer = status["balancer"]
+    assert balancer["Currently enabled"] == "yes" and balancer["Currently running"] == "no"
+    assert balancer["Migration Results for the last 24 hours"] == {"1": "Success"}  # config.changelog
+    (shop_db,) = [d for d in status["databases"] if d["database"]["_id"] == "shop"]
+    orders = shop_db["collections"]["shop.orders"]
+    assert orders["shardKey"] == {"k": 1} and orders["balancing"] is True
+    assert orders["chunkMetadata"] == [{"shard": "shard00", "nChunks": 1}, {"shard": "shard01", "nChunks": 1}]
+    assert [c["on shard"] for c in orders["chunks"]] == ["shard00", "shard01"]
+    distribution = {s["shardName"]: s for s in status["shardedDataDistribution"][0]["shards"]}
+    assert {n: s["numOwnedDocuments"] for n, s in distribution.items()} == {"shard00": 3, "shard01": 2}
+    assert all(s["numOrphanedDocs"] == 0 for s in distribution.values())
+    assert out["dataDistribution"] == status["shardedDataDistribution"]
+    assert out["balancerState"] is True
+    assert out["balancerRunning"]["mode"] == "full" and out["balancerRunning"]["inBalancerRound"] is False
+    assert out["collectionStatus"]["balancerCompliant"] is True and out["collectionStatus"]["chunkSize"] == 128
+    assert out["autoMerger"] is True
+    assert [s["_id"] for s in out["shards"]] == ["shard00", "shard01"]
+    assert out["configShard"] == {"enabled": False}
+    dist = out["shardDistribution"]
+    assert dist["Totals"]["docs"] == 5 and dist["Totals"]["chunks"] == 2
+    shard_parts = {k: v for k, v in dist.items() if k.startswith("Shard ")}
+    assert sorted((v["docs"], v["chunks"]) for v in shard_parts.values()) == [(2, 1), (3, 1)]
+
+
+WATCH_JS = """
+const c = db.getSiblingDB("shop").orders;
+const cs = c.watch([], {fullDocument: "updateLookup"});
+c.insertOne({_id: 10, k: 120});
+c.updateOne({_id: 10, k: 120}, {$set: {v: 1}});
+const first = cs.next(), second = cs.next();
+const token = cs.getResumeToken();
+cs.close();
+print(EJSON.stringify({first, second, token}, {relaxed: false}));
+"""
+
+
+@pytest.mark.mongosim(isolated=True, shards=2)
+def test_watch_in_mongosh(mongosh, mongosim_cluster, shop):
+    out = run_js(mongosh, mongosim_cluster.uri, WATCH_JS)
+    first, second = out["first"], out["second"]
+    assert first["operationType"] == "insert" and first["documentKey"] == {"k": 120, "_id": 10}
+    assert second["operationType"] == "update" and second["fullDocument"] == {"_id": 10, "k": 120, "v": 1}
+    assert out["token"]["_data"] >= second["_id"]["_data"]  # the batch's postBatchResumeToken, or the event's
+    # the same events, resumed through pymongo from mongosh's first token
+    with shop.shop.orders.watch(resume_after=first["_id"]) as stream:
+        again = stream.try_next()
+        while again is None:
+            again = stream.try_next()
+    assert again["_id"] == second["_id"]
