@@ -236,7 +236,7 @@ class _MergeObjects:
     def add(self, v) -> None:
         if v is None or v is MISSING:
             return
-        if type(v) is not dict:
+        if not isinstance(v, dict):  # (a dict, or $$ROOT with its metadata)
             raise MongoError(40400, f"$mergeObjects requires object inputs, but input {bson_str(v)} is of type "
                                     f"{type_name(v)}")
         self.out.update(v)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
+from mongosim.shardsim.query.document_metadata import MetaDoc, carry
 from mongosim.shardsim.query.values import MISSING
 
 __all__ = ["visit_all_values_at_path", "set_nested"]
@@ -24,7 +25,7 @@ def visit_all_values_at_path(doc: Any, parts: tuple[str, ...]) -> Iterator[Any]:
 
 
 def _visit(v: Any, parts: tuple[str, ...], i: int) -> Iterator[Any]:
-    if type(v) is not dict:
+    if type(v) is not dict and type(v) is not MetaDoc:  # (the root may carry metadata: a text score...)
         return
     nxt = v.get(parts[i], MISSING)
     if nxt is MISSING:
@@ -68,4 +69,4 @@ def set_nested(doc: dict, parts: tuple[str, ...], value: Any) -> dict:
         cur.pop(parts[-1], None)
     else:
         cur[parts[-1]] = value
-    return out
+    return carry(doc, out)  # (the document keeps its metadata)

@@ -198,3 +198,25 @@ def test_current_op(client):
     with pytest.raises(OperationFailure) as e:
         list(client.admin.aggregate([{"$currentOp": {"bogus": True}}]))
     assert e.value.code == 9
+
+
+def test_metadata_goes_through_the_join_stages(db):
+    """A $text match's score and a $geoNear's distance stay with the documents through $lookup, $unionWith and
+    $mergeObjects of $$ROOT (the server's Document keeps its metadata when a stage adds a field)."""
+    db.orders.create_index([("item", "text")])
+    out = list(db.orders.aggregate([
+        {"$match": {"$text": {"$search": "almonds"}}},
+        {"$lookup": {"from": "inventory", "localField": "item", "foreignField": "sku", "as": "inv"}},
+        {"$replaceWith": {"$mergeObjects": ["$$ROOT", {"score": {"$meta": "textScore"}}]}},
+        {"$sort": {"_id": 1}}]))
+    assert [o["_id"] for o in out] == [0, 3, 6]
+    assert all(o["score"] > 0 and [i["_id"] for i in o["inv"]] == [0] for o in out)
+    db.inventory.update_many({}, {"$set": {"loc": [0, 0]}})
+    db.inventory.update_one({"_id": 1}, {"$set": {"loc": [0, 1]}})
+    db.inventory.create_index([("loc", "2dsphere")])
+    near = list(db.inventory.aggregate([
+        {"$geoNear": {"near": {"type": "Point", "coordinates": [0, 1]}, "distanceField": "d", "spherical": True}},
+        {"$lookup": {"from": "orders", "localField": "sku", "foreignField": "item", "as": "o"}},
+        {"$addFields": {"again": {"$meta": "geoNearDistance"}}}]))
+    assert near[0]["_id"] == 1 and near[0]["d"] == 0 and len(near[0]["o"]) == 3
+    assert [n["again"] for n in near] == [n["d"] for n in near]
