@@ -141,7 +141,7 @@ def test_invalidate_closes_the_cursor_on_mongos(client):
 def test_explain_is_the_shards_and_not_split(client):
     reply = client.pt2.command({"aggregate": "c", "pipeline": [{"$changeStream": {}}], "explain": True,
                                 "$_passthroughToShard": {"shard": "shard01"}})
-    # (the shard's stages in the server's explain form: shardsim/changestream/explain.py)
+    # The shard's own explain: each stage in its explain form, {$changeStream: {stage: "internal..."}}.
     assert "splitPipeline" not in reply and reply["stages"][0]["$changeStream"]["stage"] == "internalOplogMatch"
     names = [st["$changeStream"]["stage"] for st in reply["stages"] if "$changeStream" in st]
     assert "internalCheckInvalidate" in names
