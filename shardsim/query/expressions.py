@@ -16,7 +16,10 @@ value is missing is omitted from the object being built.  Most operators
 return null when an argument is null or missing.
 
 Expressions compile once into closures `f(vars) -> value`; `compile_expression`
-returns `expr(doc, variables=None)`.  Error codes follow the server
+returns `expr(doc, variables=None)`.  The compiler and the operator registry live
+in `expression_core`; importing this module registers every operator family
+(this module's general ones, then `expression_accumulator`, `expression_set`,
+`expression_date`, ...).  Error codes follow the server
 (src/mongo/db/pipeline/expression.cpp): e.g. 16554 `$add only supports
 numeric or date types`, 16608 `can't $divide by zero`, 168
 `Unrecognized expression '$foo'`.
@@ -35,240 +38,42 @@ from decimal import Decimal
 from typing import Any, Callable
 
 from bson import Decimal128, Int64, ObjectId, Regex, Timestamp
+from mongosim.oplog.bsonutil import encode
 from mongosim.oplog.errors import MongoError
-from mongosim.shardsim.query.document_metadata import MetaDoc, meta_value, parse_meta
+from mongosim.shardsim.query.document_metadata import meta_value, parse_meta
 from mongosim.shardsim.query.collation import comparison_keys, expression_context
+from mongosim.shardsim.query.expression_core import (  # noqa: F401  (re-exported)
+    _DESCEND,
+    _KEEP,
+    _PRUNE,
+    DESCEND,
+    KEEP,
+    OPS as _OPS,
+    PRUNE,
+    compile_expression,
+    compile_node as _compile,
+    evaluate,
+    field_path_get,
+    fixed_args as _args,
+    nullish as _nullish,
+    register as _op,
+    to_bool,
+    varargs as _varargs,
+)
+from mongosim.shardsim.query.expression_numeric import (
+    as_decimal as _as_dec,
+    numeric_kind as _kind,
+    numeric_result as _num_result,
+)
 from mongosim.shardsim.query.fmt import bson_str, query_error
-from mongosim.shardsim.query.regex import compile_regex
 from mongosim.shardsim.query.values import (
     MISSING,
     date_millis,
     is_number,
-    regex_flags,
     type_name,
 )
 
 __all__ = ["compile_expression", "to_bool", "evaluate", "field_path_get", "KEEP", "PRUNE", "DESCEND"]
-
-Fn = Callable[[dict], Any]
-
-KEEP = "$$KEEP"
-PRUNE = "$$PRUNE"
-DESCEND = "$$DESCEND"
-
-
-class _Marker(str):
-    pass
-
-
-_KEEP = _Marker("KEEP")
-_PRUNE = _Marker("PRUNE")
-_DESCEND = _Marker("DESCEND")
-
-
-def to_bool(v) -> bool:
-    """Aggregation truthiness: false, null, missing and 0 are false; everything else true."""
-    if v is None or v is MISSING or v is False:
-        return False
-    t = type(v)
-    if t is int or t is float or t is Int64:
-        return v != 0
-    if t is Decimal128:
-        return v.to_decimal() != 0
-    return True
-
-
-def compile_expression(expr, *, allow_markers: bool = False) -> Callable:
-    """Compile an expression; returns `f(doc, variables=None) -> value` (MISSING if missing)."""
-    fn = _compile(expr)
-
-    def run(doc, variables: dict | None = None):
-        vs = {"ROOT": doc, "CURRENT": doc}
-        if variables:
-            vs.update(variables)
-        return fn(vs)
-
-    run.raw = fn  # type: ignore[attr-defined]
-    return run
-
-
-def evaluate(expr, doc, variables: dict | None = None):
-    return compile_expression(expr)(doc, variables)
-
-
-# ---------------------------------------------------------------------------------
-
-
-def _compile(expr) -> Fn:
-    t = type(expr)
-    if t is str:
-        if expr.startswith("$$"):
-            return _compile_var(expr[2:])
-        if expr.startswith("$"):
-            return _compile_field_path(expr[1:])
-        return lambda vs: expr
-    if t is dict:
-        if not expr:
-            return lambda vs: {}
-        first = next(iter(expr))
-        if first.startswith("$"):
-            if len(expr) != 1:
-                raise MongoError(
-                    15983,
-                    f"An object representing an expression must have exactly one field: {bson_str(expr)}",
-                )
-            return _compile_op(first, expr[first])
-        return _compile_object(expr)
-    if t is list:
-        items = [_compile(e) for e in expr]
-
-        def arr(vs):
-            out = []
-            for f in items:
-                v = f(vs)
-                out.append(None if v is MISSING else v)
-            return out
-
-        return arr
-    return lambda vs: expr
-
-
-def _compile_object(spec: dict) -> Fn:
-    items = []
-    for k, v in spec.items():
-        if k.startswith("$"):
-            raise MongoError(16404, f"FieldPath field names may not start with '$'. Consider using $getField or $setField.")
-        if "." in k:
-            raise MongoError(16412, f"FieldPath field names may not contain '.'. Consider using $getField or $setField.")
-        items.append((k, _compile(v)))
-
-    def obj(vs):
-        out = {}
-        for k, f in items:
-            v = f(vs)
-            if v is not MISSING:
-                out[k] = v
-        return out
-
-    return obj
-
-
-def _validate_field_path(path: str):
-    if path == "":
-        raise MongoError(16872, "'$' by itself is not a valid FieldPath")
-    for p in path.split("."):
-        if p == "":
-            raise MongoError(15998, "FieldPath field names may not be empty strings.")
-        if p.startswith("$"):
-            raise MongoError(16410, "FieldPath field names may not start with '$'. Consider using $getField or $setField.")
-
-
-def field_path_get(v, parts, i=0):
-    """Aggregation field-path lookup: maps through arrays, MISSING when absent."""
-    n = len(parts)
-    while i < n:
-        t = type(v)
-        if t is dict:
-            v = v.get(parts[i], MISSING)
-            i += 1
-        elif t is list:
-            out = []
-            for e in v:
-                if type(e) in (dict, list):
-                    r = field_path_get(e, parts, i)
-                    if r is not MISSING:
-                        out.append(r)
-            return out
-        elif t is MetaDoc:  # (a document with metadata: a text score, a distance)
-            v = v.get(parts[i], MISSING)
-            i += 1
-        else:
-            return MISSING
-    return v
-
-
-def _compile_field_path(path: str) -> Fn:
-    _validate_field_path(path)
-    parts = tuple(path.split("."))
-    if len(parts) == 1:
-        p = parts[0]
-
-        def get1(vs):
-            cur = vs["CURRENT"]
-            t = type(cur)
-            return cur.get(p, MISSING) if t is dict or t is MetaDoc else MISSING
-
-        return get1
-    return lambda vs: field_path_get(vs["CURRENT"], parts)
-
-
-def _compile_var(spec: str) -> Fn:
-    name, _, rest = spec.partition(".")
-    if name == "":
-        raise MongoError(16869, "empty variable name")
-    parts = tuple(rest.split(".")) if rest else ()
-    if name == "REMOVE":
-        return lambda vs: MISSING
-    if name == "KEEP":
-        return lambda vs: _KEEP
-    if name == "PRUNE":
-        return lambda vs: _PRUNE
-    if name == "DESCEND":
-        return lambda vs: _DESCEND
-    if name == "NOW":
-        return lambda vs: vs.get("NOW") or datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None, microsecond=0)
-    if not (name[0].islower() or name[0] == "_" or name in ("ROOT", "CURRENT", "CLUSTER_TIME", "SEARCH_META", "USER_ROLES")) and not name[0].isalpha():
-        raise MongoError(31070 if False else 16870, f"'{name}' starts with an invalid character for a user variable name")
-
-    def var(vs):
-        if name not in vs:
-            if name == "CLUSTER_TIME":
-                raise MongoError(51144, "Builtin variable '$$CLUSTER_TIME' is not available")
-            raise MongoError(17276, f"Use of undefined variable: {name}")
-        v = vs[name]
-        return field_path_get(v, parts) if parts else v
-
-    return var
-
-
-# ---------------------------------------------------------------------------------
-# operators
-
-_OPS: dict[str, Callable[[Any], Fn]] = {}
-
-
-def _op(name):
-    def deco(f):
-        _OPS[name] = f
-        return f
-
-    return deco
-
-
-def _compile_op(name: str, arg) -> Fn:
-    f = _OPS.get(name)
-    if f is None:
-        raise query_error("InvalidPipelineOperator", f"Unrecognized expression '{name}'")
-    return f(arg)
-
-
-def _args(name, arg, lo, hi=None) -> list[Fn]:
-    items = arg if isinstance(arg, list) else [arg]
-    n = len(items)
-    if hi is None:
-        hi = lo
-    if not (lo <= n <= hi):
-        if lo == hi:
-            raise MongoError(16020, f"Expression {name} takes exactly {lo} arguments. {n} were passed in.")
-        if n < lo:
-            raise MongoError(16020, f"Expression {name} takes at least {lo} arguments, and at most {hi}. {n} were passed in.")
-        raise MongoError(16020, f"Expression {name} takes at most {hi} arguments. {n} were passed in.")
-    return [_compile(a) for a in items]
-
-
-def _varargs(arg) -> list[Fn]:
-    items = arg if isinstance(arg, list) else [arg]
-    return [_compile(a) for a in items]
 
 
 @_op("$literal")
@@ -401,45 +206,6 @@ def _switch(arg):
 
 
 # --- arithmetic ------------------------------------------------------------------
-
-
-def _nullish(v) -> bool:
-    return v is None or v is MISSING
-
-
-def _kind(v):
-    t = type(v)
-    if t is int:
-        return 1 if -(2**31) <= v < 2**31 else 2
-    if t is Int64:
-        return 2
-    if t is float:
-        return 3
-    if t is Decimal128:
-        return 4
-    return 0
-
-
-def _num_result(r, kind):
-    """Wrap an exact result in the widest kind, overflowing int -> long -> double."""
-    if kind == 4:
-        return Decimal128(Decimal(r) if not isinstance(r, Decimal) else r)
-    if kind == 3:
-        return float(r)
-    r = int(r)
-    if kind == 1 and -(2**31) <= r < 2**31:
-        return r
-    if -(2**63) <= r < 2**63:
-        return Int64(r)
-    return float(r)
-
-
-def _as_dec(v):
-    if type(v) is Decimal128:
-        return v.to_decimal()
-    if type(v) is float:
-        return Decimal(repr(v)) if v == v and v not in (math.inf, -math.inf) else Decimal(str(v))
-    return Decimal(int(v))
 
 
 @_op("$add")
@@ -862,29 +628,6 @@ _OPS["$indexOfBytes"] = _index_of_build("$indexOfBytes", True)
 _OPS["$indexOfCP"] = _index_of_build("$indexOfCP", False)
 
 
-@_op("$regexMatch")
-def _regex_match(arg):
-    if not isinstance(arg, dict) or "input" not in arg or "regex" not in arg:
-        raise MongoError(51105, "$regexMatch requires 'input' and 'regex' parameters")
-    inp, rx = _compile(arg["input"]), _compile(arg["regex"])
-    opts = _compile(arg["options"]) if "options" in arg else None
-
-    def f(vs):
-        s, r = inp(vs), rx(vs)
-        if _nullish(s):
-            return False
-        if type(s) is not str:
-            raise MongoError(51104, "$regexMatch needs 'input' to be of type string")
-        flags = opts(vs) if opts else ""
-        pattern = r
-        if isinstance(r, (Regex, re.Pattern)):
-            pattern = r.pattern
-            flags = (flags or "") + regex_flags(r)
-        return compile_regex(pattern, flags or "").search(s) is not None
-
-    return f
-
-
 # --- arrays ----------------------------------------------------------------------
 
 
@@ -1289,6 +1032,38 @@ def _type(arg):
     return lambda vs: type_name(a(vs))
 
 
+@_op("$binarySize")
+def _binary_size(arg):
+    (a,) = _args("$binarySize", arg, 1)
+
+    def f(vs):
+        v = a(vs)
+        if _nullish(v):
+            return None
+        if type(v) is str:
+            return len(v.encode("utf-8"))
+        if isinstance(v, bytes):  # (bson.Binary is a bytes)
+            return len(v)
+        raise MongoError(51276, f"$binarySize requires a string or BinData argument, found: {type_name(v)}")
+
+    return f
+
+
+@_op("$bsonSize")
+def _bson_size(arg):
+    (a,) = _args("$bsonSize", arg, 1)
+
+    def f(vs):
+        v = a(vs)
+        if _nullish(v):
+            return None
+        if type(v) is not dict:
+            raise MongoError(31393, f"$bsonSize requires a document input, found: {type_name(v)}")
+        return len(encode(v))
+
+    return f
+
+
 @_op("$isNumber")
 def _is_number(arg):
     (a,) = _args("$isNumber", arg, 1)
@@ -1486,47 +1261,18 @@ def _convert(arg):
     return f
 
 
-# --- dates (the common extractors) -----------------------------------------------
-
-
-def _date_part(name, fn):
-    def build(arg):
-        if isinstance(arg, dict) and "date" in arg:
-            a = _compile(arg["date"])
-        else:
-            (a,) = _args(name, arg, 1)
-
-        def f(vs):
-            v = a(vs)
-            if _nullish(v):
-                return None
-            if isinstance(v, Timestamp):
-                v = v.as_datetime().replace(tzinfo=None)
-            if isinstance(v, ObjectId):
-                v = v.generation_time.replace(tzinfo=None)
-            if not isinstance(v, datetime.datetime):
-                raise MongoError(16006, f"can't convert from BSON type {type_name(v)} to Date")
-            return fn(v)
-
-        return f
-
-    return build
-
-
-for _name, _fn in (
-    ("$year", lambda d: d.year),
-    ("$month", lambda d: d.month),
-    ("$dayOfMonth", lambda d: d.day),
-    ("$hour", lambda d: d.hour),
-    ("$minute", lambda d: d.minute),
-    ("$second", lambda d: d.second),
-    ("$millisecond", lambda d: d.microsecond // 1000),
-    ("$dayOfWeek", lambda d: (d.isoweekday() % 7) + 1),
-    ("$dayOfYear", lambda d: d.timetuple().tm_yday),
-):
-    _OPS[_name] = _date_part(_name, _fn)
-
-
 @_op("$toHashedIndexKey")
 def _not_supported(arg):  # pragma: no cover
     raise MongoError("NotImplemented", "$toHashedIndexKey is not supported by mongosim")
+
+
+# --- the other operator families register themselves on import -------------------
+
+from mongosim.shardsim.query import (  # noqa: E402,F401  (registration)
+    expression_accumulator,
+    expression_array,
+    expression_date,
+    expression_math,
+    expression_regex,
+    expression_set,
+)

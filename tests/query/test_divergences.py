@@ -209,6 +209,29 @@ def test_add_fields_with_a_missing_value_removes_the_field():
     assert list(run_pipeline([{"_id": 0, "a": None}], pipeline)) == [{"_id": 0}]
 
 
+def test_max_of_one_array_argument_runs_over_its_elements():
+    # ExpressionFromAccumulator: a single argument that evaluates to an array is accumulated
+    # element by element, also when written as a one-element argument list.
+    from mongosim.shardsim.query.stages import run_pipeline
+
+    _COLL.delete_many({})
+    _COLL.insert_one({"_id": 0, "xs": [3, 1, 2]})
+    pipeline = [{"$project": {"m": {"$max": ["$xs"]}}}]
+    assert list(_COLL.aggregate(pipeline)) == [{"_id": 0, "m": [3, 1, 2]}]
+    assert list(run_pipeline([{"_id": 0, "xs": [3, 1, 2]}], pipeline)) == [{"_id": 0, "m": 3}]
+
+
+def test_set_union_answers_in_bson_order():
+    # ExpressionSetUnion collects into an ordered ValueSet: the result is sorted, not first-seen.
+    from mongosim.shardsim.query.stages import run_pipeline
+
+    _COLL.delete_many({})
+    _COLL.insert_one({"_id": 0})
+    pipeline = [{"$project": {"u": {"$setUnion": [[3, 1], [2, 1]]}}}]
+    assert list(_COLL.aggregate(pipeline)) == [{"_id": 0, "u": [3, 1, 2]}]
+    assert list(run_pipeline([{"_id": 0}], pipeline)) == [{"_id": 0, "u": [1, 2, 3]}]
+
+
 def test_a_path_to_an_id_projected_away_is_missing_too():
     # Found by the random stage fuzz: after {$project: {_id: 0}} the path $_id is missing, so
     # setting a field to it removes the field (mongomock keeps the field's previous value).

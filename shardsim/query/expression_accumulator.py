@@ -1,0 +1,146 @@
+"""Accumulators used as expressions: `$sum`, `$avg`, `$min`, `$max`, `$stdDevPop`,
+`$stdDevSamp` outside `$group` (the server's ExpressionFromAccumulator).
+
+With one argument that evaluates to an array the accumulator runs over the array's
+elements (`{$sum: "$scores"}`); with one non-array argument over that value alone;
+with several arguments over the arguments (an array among several is one value, which
+`$sum` ignores and `$min`/`$max` compare as an array).  The accumulators' rules
+(src/mongo/db/pipeline/accumulator_sum.cpp, accumulator_avg.cpp, accumulator_min_max.cpp,
+accumulator_std_dev.cpp):
+
+* `$sum` adds the numbers and ignores everything else; 0 (an int) when there are none.
+  The result keeps the widest type seen and widens on overflow (int -> long -> double).
+* `$avg` is null without numbers; a double, or a decimal when a decimal was seen.
+* `$min`/`$max` skip null and missing, compare by BSON order under the collation, and
+  answer null when nothing was left.
+* `$stdDevPop`/`$stdDevSamp` take numbers as doubles with Welford's running mean (the
+  server's algorithm, so results agree to the bit); null without numbers (or with a
+  single one for the sample deviation).
+"""
+
+from __future__ import annotations
+
+import math
+from decimal import Decimal
+
+from bson import Decimal128
+from mongosim.shardsim.query.collation import comparison_keys, expression_context
+from mongosim.shardsim.query.expression_core import compile_node, register
+from mongosim.shardsim.query.expression_numeric import as_decimal, numeric_kind, numeric_result
+from mongosim.shardsim.query.values import MISSING
+
+
+def _inputs(arg):
+    """Compile the arguments; return `values(vars)` yielding what the accumulator sees."""
+    items = arg if isinstance(arg, list) else [arg]
+    fs = [compile_node(a) for a in items]
+    if len(fs) == 1:
+        (g,) = fs
+
+        def one(vs):
+            v = g(vs)
+            return v if type(v) is list else (v,)
+
+        return one
+    return lambda vs: [g(vs) for g in fs]
+
+
+def _sum(values):
+    """(total, kind, count) over the numbers among `values`; kind 0 when none."""
+    kind, n, ints, floats, decs = 0, 0, 0, [], []
+    for v in values:
+        k = numeric_kind(v)
+        if not k:
+            continue
+        n += 1
+        kind = max(kind, k)
+        if k == 4:
+            decs.append(v.to_decimal())
+        elif k == 3:
+            floats.append(v)
+        else:
+            ints += int(v)
+    if kind == 4:
+        total = sum(decs, Decimal(ints)) + sum((as_decimal(x) for x in floats), Decimal(0))
+    elif kind == 3:
+        total = math.fsum([*floats, ints]) if ints else math.fsum(floats)
+    else:
+        total = ints
+    return total, kind, n
+
+
+@register("$sum")
+def _sum_op(arg):
+    values = _inputs(arg)
+
+    def f(vs):
+        total, kind, _ = _sum(values(vs))
+        return numeric_result(total, kind) if kind else 0
+
+    return f
+
+
+@register("$avg")
+def _avg_op(arg):
+    values = _inputs(arg)
+
+    def f(vs):
+        total, kind, n = _sum(values(vs))
+        if not n:
+            return None
+        if kind == 4:
+            return Decimal128(total / n)
+        return float(total) / n
+
+    return f
+
+
+def _min_max(name, sign):
+    def build(arg):
+        values = _inputs(arg)
+        cmp = comparison_keys.compare_for(expression_context.current())
+
+        def f(vs):
+            best = MISSING
+            for v in values(vs):
+                if v is None or v is MISSING:
+                    continue
+                if best is MISSING or cmp(v, best) * sign > 0:
+                    best = v
+            return None if best is MISSING else best
+
+        return f
+
+    return build
+
+
+register("$min")(_min_max("$min", -1))
+register("$max")(_min_max("$max", 1))
+
+
+def _std_dev(sample):
+    def build(arg):
+        values = _inputs(arg)
+
+        def f(vs):
+            n, mean, m2 = 0, 0.0, 0.0
+            for v in values(vs):
+                k = numeric_kind(v)
+                if not k:
+                    continue
+                x = float(v.to_decimal()) if k == 4 else float(v)
+                n += 1
+                delta = x - mean
+                mean += delta / n
+                m2 += delta * (x - mean)
+            if n == 0 or (sample and n == 1):
+                return None
+            return math.sqrt(m2 / (n - 1 if sample else n))
+
+        return f
+
+    return build
+
+
+register("$stdDevPop")(_std_dev(False))
+register("$stdDevSamp")(_std_dev(True))
