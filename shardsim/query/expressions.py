@@ -1057,7 +1057,7 @@ def _bson_size(arg):
         v = a(vs)
         if _nullish(v):
             return None
-        if type(v) is not dict:
+        if not isinstance(v, dict):  # (a dict, or $$ROOT with its metadata)
             raise MongoError(31393, f"$bsonSize requires a document input, found: {type_name(v)}")
         return len(encode(v))
 

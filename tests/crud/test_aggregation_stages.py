@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime
 
 import pytest
-from bson import Int64
+from bson import BSON, Int64
 from pymongo.errors import OperationFailure
 
 from tests.crud.conftest import shard_two_ways
@@ -208,8 +208,10 @@ def test_metadata_goes_through_the_join_stages(db):
         {"$match": {"$text": {"$search": "almonds"}}},
         {"$lookup": {"from": "inventory", "localField": "item", "foreignField": "sku", "as": "inv"}},
         {"$replaceWith": {"$mergeObjects": ["$$ROOT", {"score": {"$meta": "textScore"}}]}},
+        {"$addFields": {"size": {"$bsonSize": "$$ROOT"}}},
         {"$sort": {"_id": 1}}]))
     assert [o["_id"] for o in out] == [0, 3, 6]
+    assert all(o["size"] == len(BSON.encode({k: v for k, v in o.items() if k != "size"})) for o in out)
     assert all(o["score"] > 0 and [i["_id"] for i in o["inv"]] == [0] for o in out)
     db.inventory.update_many({}, {"$set": {"loc": [0, 0]}})
     db.inventory.update_one({"_id": 1}, {"$set": {"loc": [0, 1]}})
