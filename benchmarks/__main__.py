@@ -4,7 +4,7 @@
     python -m benchmarks --only spark   # Spark at scale (bench_spark.py): not in the default run
 
 ``--quick`` takes about two minutes, the full run about ten.  ``--json`` writes
-the figures (``read_ratio``, ``merge_scaling``, ``write_ratio``,
+the figures (``read_ratio``, ``merge_scaling``, ``write_ratio``, ``ops_ratio``, ``mongomock_insert_ratio``,
 ``latency_p50_ms``, ``latency_p99_ms``, ``cold_instant_p99_ms``, ``startup_s``,
 ``memory_ratio``, ``index_point_ratio``, ``index_scaling`` and the raw rates behind them) with the machine they were
 measured on.  ``--check`` exits 1 when a goal is missed (the default only fails
@@ -36,6 +36,8 @@ from benchmarks import (
     bench_index,
     bench_latency,
     bench_memory,
+    bench_mongomock,
+    bench_ops,
     bench_read,
     bench_spark,
     bench_startup,
@@ -60,6 +62,10 @@ class Settings:
     noop_interval_s: float
     startup_runs: int
     memory_entries: int
+    ops_seconds: float
+    ops_reps: int
+    mongomock_sizes: tuple[int, ...]
+    mongomock_seconds: float
     reset_rounds: int
     spark_merge_events: int
     spark_stream_events: int
@@ -74,14 +80,18 @@ QUICK = Settings(read_events=20_000, batch_sizes=(100, 1000), read_reps=2,
                  merge_events=16_000, merge_shards=(1, 4, 16, 64), merge_reps=2,
                  write_seconds=1.0, write_reps=2, write_ordered=False,
                  latency_probes=300, latency_budget_s=8.0, noop_interval_s=2.0,
-                 startup_runs=3, memory_entries=250_000, reset_rounds=20,
+                 startup_runs=3, memory_entries=250_000, ops_seconds=0.5, ops_reps=2,
+                 mongomock_sizes=(20_000,), mongomock_seconds=0.5,
+                 reset_rounds=20,
                  spark_merge_events=40_000, spark_stream_events=20_000, spark_reps=2, spark_partitions=8,
                  index_docs=50_000, index_seconds=0.5, index_reps=2)
 FULL = Settings(read_events=50_000, batch_sizes=(100, 1000), read_reps=3,
                 merge_events=32_000, merge_shards=(1, 4, 16, 64), merge_reps=3,
                 write_seconds=3.0, write_reps=3, write_ordered=True,
                 latency_probes=1000, latency_budget_s=45.0, noop_interval_s=2.0,
-                startup_runs=5, memory_entries=1_000_000, reset_rounds=50,
+                startup_runs=5, memory_entries=1_000_000, ops_seconds=1.5, ops_reps=3,
+                mongomock_sizes=(20_000, 100_000), mongomock_seconds=1.0,
+                reset_rounds=50,
                 spark_merge_events=120_000, spark_stream_events=50_000, spark_reps=3, spark_partitions=8)
 
 # figure -> (goal text, passes?)
@@ -89,6 +99,8 @@ GOALS: dict[str, tuple[str, Callable[[float], bool]]] = {
     "read_ratio": (">= 0.8", lambda v: v >= 0.8),
     "merge_scaling": (">= 0.8", lambda v: v >= 0.8),
     "write_ratio": (">= 0.5", lambda v: v >= 0.5),
+    "ops_ratio": (">= 0.5", lambda v: v >= 0.5),
+    "mongomock_insert_ratio": (">= 1", lambda v: v >= 1.0),
     "latency_p50_ms": ("<= 1 ms", lambda v: v <= 1.0),
     "latency_p99_ms": ("<= 5 ms", lambda v: v <= 5.0),
     "cold_instant_p99_ms": ("<= 5 ms", lambda v: v <= 5.0),
@@ -111,13 +123,22 @@ OPT_IN = {"spark"}  # benchmarks that run only when named in --only
 def _raw_text(name: str, r: dict) -> str:
     """The raw figures behind a ratio, for the table."""
     if name == "read_ratio" and "read_events_per_s" in r:
-        return (f"{r['read_events_per_s']} / {r['ceiling_events_per_s']} ev/s at batch {r['read_batch_size']}"
-                f" (b100 {r.get('read_ratio_b100', '-')}, b1000 {r.get('read_ratio_b1000', '-')})")
+        b = r['read_batch_size']
+        return (f"{r['read_events_per_s']} / {r['ceiling_events_per_s']} ev/s at batch {b}"
+                f" (b100 {r.get('read_ratio_b100', '-')}, b1000 {r.get('read_ratio_b1000', '-')}); server"
+                f" {r.get(f'read_server_cpu_us_per_event_b{b}', '?')} us/event")
     if name == "merge_scaling":
         ks = sorted(int(k.rsplit("_", 1)[1]) for k in r if k.startswith("merge_events_per_s_"))
         return ", ".join(f"{k}: {r[f'merge_events_per_s_{k}']}" for k in ks) + " ev/s"
     if name == "write_ratio" and "write_docs_per_s" in r:
         return f"{r['write_docs_per_s']} / {r['ack_docs_per_s']} docs/s"
+    if name == "ops_ratio" and "ops_worst" in r:
+        return ", ".join(f"{op} {r[f'{op}_ratio']} ({r[f'{op}_ops_per_s']} / {r[f'{op}_ack_ops_per_s']} ops/s)"
+                         for op in bench_ops.OPS)
+    if name == "mongomock_insert_ratio" and "mongomock_insert_many_ratio" in r:
+        others = ", ".join(f"{op} {r[f'mongomock_{op}_ratio']}" for op in ("find_all", "update_one", "indexed_find_one")
+                           if f"mongomock_{op}_ratio" in r)
+        return f"insert_many, mongosim / mongomock (worst size); also {others}"
     if name == "latency_p99_ms" and "latency_p50_ms" in r:
         return "4 shards, instant HWM"
     if name == "cold_instant_p99_ms" and "cold_instant_p50_ms" in r:
@@ -232,8 +253,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true", help="a run of about two minutes")
     p.add_argument("--json", metavar="FILE", help="write the figures as JSON")
-    p.add_argument("--only", default="", help="comma-separated: startup,read,breakdown,merge,write,latency,memory,"
-                                              "fixtures,index; spark (only when named)")
+    p.add_argument("--only", default="", help="comma-separated: startup,read,breakdown,merge,write,ops,mongomock,"
+                                              "latency,memory,fixtures,index; spark (only when named)")
     p.add_argument("--check", action="store_true", help="exit 1 when a goal is missed")
     p.add_argument("--markdown", metavar="FILE", help="write the table of figures as Markdown (for the README)")
     args = p.parse_args(argv)
@@ -244,6 +265,8 @@ def main(argv: list[str] | None = None) -> int:
         "breakdown": lambda r: bench_breakdown.run_breakdown(st.read_events, r),
         "merge": lambda r: bench_read.run_merge(st.merge_events, list(st.merge_shards), st.merge_reps, 1000, r),
         "write": lambda r: bench_write.run_write(st.write_seconds, 1000, st.write_reps, r, also_ordered=st.write_ordered),
+        "ops": lambda r: bench_ops.run_ops(st.ops_seconds, st.ops_reps, 1000, r),
+        "mongomock": lambda r: bench_mongomock.run_mongomock(list(st.mongomock_sizes), st.mongomock_seconds, r),
         "latency": lambda r: bench_latency.run_latency(st.latency_probes, st.latency_budget_s, st.noop_interval_s, r),
         "memory": lambda r: bench_memory.run_memory(st.memory_entries, r),
         "fixtures": lambda r: bench_fixtures.run_fixtures(st.reset_rounds, r),

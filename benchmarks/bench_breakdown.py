@@ -1,6 +1,7 @@
 """read breakdown (a diagnostic): CPU microseconds per event in each layer of the read path.
 
-In one process, no sockets: a 4-shard cluster (``open_cluster(listen=False,
+In a fresh process with the allocator settings of ``mongosim serve``
+(`mongosim.malloc_tuning`), no sockets: a 4-shard cluster (``open_cluster(listen=False,
 instant_hwm=True, event_cache=0)``: every read renders its events, as the
 read benchmark's) holding ``n`` insert events, read twice with ``batchSize`` 1000:
 
@@ -19,6 +20,8 @@ a ratio of 0.8 (and under a quarter of it if it does not overlap).
 
 from __future__ import annotations
 
+import json
+import subprocess
 import time
 
 import trio
@@ -26,6 +29,7 @@ import trio
 from benchmarks import harness as H
 from mongosim.core import open_cluster
 from mongosim.oplog.clock import key_ts
+from mongosim.malloc_tuning import keep_freed_memory
 from mongosim.router.server import ConnState, _encode_reply
 from mongosim.shardsim.changestream.cursor import ChangeStreamCursor
 
@@ -103,9 +107,19 @@ async def _measure(n: int) -> dict:
                 "encode": encode_s, "total": total_s}
 
 
+def _child(n: int) -> None:
+    keep_freed_memory()  # as `mongosim serve` does: reply buffers reuse freed pages
+    print(json.dumps(trio.run(_measure, n)), flush=True)
+
+
 def run_breakdown(n: int, results: dict) -> None:
-    H.say(f"read breakdown: CPU per event, 4 shards in this process (no sockets), {n} events, batch {BATCH}")
-    r = trio.run(_measure, n)
+    H.say(f"read breakdown: CPU per event, 4 shards in one process (no sockets), {n} events, batch {BATCH}")
+    out = subprocess.run([H.PYTHON, "-c", f"from benchmarks.bench_breakdown import _child; _child({n})"], cwd=H.ROOT,
+                         capture_output=True, text=True, timeout=1800, env={"PYTHONPATH": str(H.ROOT), "PATH": "/usr/bin:/bin"},
+                         check=False)
+    if out.returncode:
+        raise RuntimeError(f"breakdown child failed:\n{out.stderr}")
+    r = json.loads(out.stdout.strip().splitlines()[-1])
     us = {k: 1e6 * v / n for k, v in r.items()}
     consumer = next((results[k] for k in ("ceiling_client_cpu_us_per_event_b1000",) if k in results), None)
     H.say(f"  shard pipelines         {us['shards']:7.1f} us/event   (drained alone: {us['shards_alone']:.1f})")

@@ -1,6 +1,6 @@
 """Profiles of the mongosim server process under a benchmark workload, as small text summaries.
 
-    python -m benchmarks.profile [--workload read|write] [--events N] [--py-spy PATH]
+    python -m benchmarks.profile [--workload read|write|ops] [--events N] [--py-spy PATH]
 
 The server runs as in the benchmarks (its own process, 4 shards,
 ``--instant-hwm``); the setup (sharding, loading) is not sampled: py-spy
@@ -33,7 +33,7 @@ from datetime import datetime, timezone
 from itertools import count
 from pathlib import Path
 
-from benchmarks import bench_read, bench_write
+from benchmarks import bench_ops, bench_read, bench_write
 from benchmarks import harness as H
 
 OUT_DIR = Path(__file__).resolve().parent / "profiles"
@@ -160,9 +160,32 @@ def profile_write(py_spy: str, n: int, batch: int, rate: int) -> str:
         return summarize(out.read_text(), header)
 
 
+def profile_ops(py_spy: str, seconds: float, rate: int) -> str:
+    """The ops benchmark's three operations, one after the other, `seconds` each."""
+    import itertools
+
+    with H.server(H.mongosim_cmd(2, instant_hwm=False), "mongosim") as srv, tempfile.TemporaryDirectory() as tmp:
+        c = H.client(srv.uri)
+        c[bench_ops.DB][bench_ops.COLL].insert_many(H.make_docs(0, 1000))
+        ids = itertools.count(10**9)
+        fns = {name: bench_ops._op(c, name, ids, 1000) for name in bench_ops.OPS}
+        for fn in fns.values():
+            bench_ops.rate(fn, 0.2)  # warm
+        out = Path(tmp) / "raw.txt"
+        spy = _record(py_spy, srv.pid, rate, out)
+        got = {name: bench_ops.rate(fn, seconds) for name, fn in fns.items()}
+        _stop(spy)
+        header = ["# py-spy profile of the mongosim server: ops benchmark",
+                  f"# {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC; 2 shards, unsharded collection of 1000 documents;"
+                  f" sequential insert_one, find_one by _id, update_one by _id, {seconds} s each",
+                  f"# sampled at {rate} Hz, blocking; ops/s while sampled: { {k: round(v) for k, v in got.items()} }",
+                  "# the server's main thread is the only thread; 'busy' = samples not in trio's epoll wait"]
+        return summarize(out.read_text(), header)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.profile", description=__doc__.split("\n")[0])
-    p.add_argument("--workload", choices=["read", "write", "all"], default="all")
+    p.add_argument("--workload", choices=["read", "write", "ops", "all"], default="all")
     p.add_argument("--events", type=int, default=50_000,
                    help="events read (x --reads); documents written: 4x this (writes are faster)")
     p.add_argument("--batch", type=int, default=1000)
@@ -175,9 +198,13 @@ def main(argv: list[str] | None = None) -> int:
         print("py-spy not found: pip install --target benchmarks/.tools py-spy (or set $PYSPY)", file=sys.stderr)
         return 2
     OUT_DIR.mkdir(exist_ok=True)
-    for w in (["read", "write"] if args.workload == "all" else [args.workload]):
-        text = (profile_read(py_spy, args.events, args.batch, args.reads, args.rate) if w == "read"
-                else profile_write(py_spy, 4 * args.events, args.batch, args.rate))
+    for w in (["read", "write", "ops"] if args.workload == "all" else [args.workload]):
+        if w == "read":
+            text = profile_read(py_spy, args.events, args.batch, args.reads, args.rate)
+        elif w == "write":
+            text = profile_write(py_spy, 4 * args.events, args.batch, args.rate)
+        else:
+            text = profile_ops(py_spy, 5.0, args.rate)
         path = OUT_DIR / f"{w}.txt"
         path.write_text(text)
         H.say(f"wrote {path.relative_to(H.ROOT)}")

@@ -13,7 +13,11 @@ with mongosim:
   ``sendall``.  Its events/s through pymongo ``watch()`` is the ceiling: no
   server can feed pymongo faster on this machine for that event shape.
 - ``ack``: answers ``insert`` with ``{n: <documents received>, ok: 1}``
-  without looking at the documents (it only walks their lengths).
+  without looking at the documents (it only walks their lengths); ``update``
+  and ``delete`` with ``{n: 1, nModified: 1, ok: 1}``; ``find`` with a
+  cursor holding one document of the benchmarks' shape, whose ``_id`` is the
+  filter's (what a ``find_one`` by ``_id`` returns), so that the client
+  decodes the same reply as from mongosim.
 
 Both answer ``hello``/``isMaster`` as a mongos 8.0 does (``msg: "isdbgrid"``,
 ``maxWireVersion: 25``, ``logicalSessionTimeoutMinutes``; no
@@ -49,6 +53,11 @@ ENVELOPE = {
     "$clusterTime": {"clusterTime": CLUSTER_TIME,
                      "signature": {"hash": bson.Binary(b"\x00" * 20, 0), "keyId": Int64(0)}},
 }
+
+
+# what `find` answers (with the filter's _id): a document shaped like the benchmarks' (harness.make_doc)
+FOUND = {"_id": 0, "customer": "customer-00000", "region": "eu-west", "total": 10.0,
+         "items": [{"sku": "sku-0000", "qty": 1}, {"sku": "sku-0000", "qty": 2}], "status": "placed", "note": "n" * 10}
 
 
 def hello_reply(cmd: dict, conn_id: int) -> dict:
@@ -202,6 +211,12 @@ class Connection:
             return hello_reply(cmd, self.conn_id)
         if name == "insert":
             return {"n": n_docs + len(cmd.get("documents", ())), "ok": 1.0, **ENVELOPE}
+        if name in ("update", "delete"):
+            return {"n": 1, "nModified": 1, "ok": 1.0, **ENVELOPE} if name == "update" else {"n": 1, "ok": 1.0, **ENVELOPE}
+        if name == "find":
+            doc = {**FOUND, "_id": (cmd.get("filter") or {}).get("_id")}
+            ns = f"{cmd.get('$db', 'stub')}.{cmd['find']}"
+            return {"cursor": {"firstBatch": [doc], "id": Int64(0), "ns": ns}, "ok": 1.0, **ENVELOPE}
         if name == "getMore":  # a getMore without a replay cursor: an empty, live batch
             return {"cursor": {"nextBatch": [], "id": Int64(CURSOR_ID), "ns": "stub.stub"}, "ok": 1.0, **ENVELOPE}
         return {"ok": 1.0, **ENVELOPE}

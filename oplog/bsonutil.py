@@ -45,6 +45,32 @@ def raw(data: bytes) -> RawBSONDocument:
     return RawBSONDocument(data, RAW_CODEC)
 
 
+class DocumentSequence(list):
+    """Documents as they came in an OP_MSG document sequence: decoded, with `raws`, the BSON bytes
+    each was decoded from (None where a document was changed since).  Write paths that only pass a
+    document on (insert: into the oplog entry, to another shard) use the bytes; the rest of the code
+    sees a plain list of documents."""
+
+    __slots__ = ("raws",)
+
+    def __init__(self, docs=(), raws: list | None = None) -> None:
+        super().__init__(docs)
+        self.raws = raws if raws is not None else [None] * len(self)
+
+    def subset(self, indexes: list[int]) -> "DocumentSequence":
+        """The documents at `indexes`, with their bytes."""
+        raws = self.raws
+        return DocumentSequence([self[i] for i in indexes], [raws[i] for i in indexes])
+
+
+def raws_of(docs: list) -> list:
+    """The BSON bytes of each document of `docs` (a DocumentSequence's where it has them)."""
+    raws = getattr(docs, "raws", None)
+    if raws is None:
+        return [encode(d) for d in docs]
+    return [r if r is not None else encode(d) for d, r in zip(docs, raws)]
+
+
 class RawBatch(list):
     """A cursor batch of already-encoded documents (`bytes`), spliced into the reply as-is.
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 from datetime import datetime, timedelta, timezone
+from functools import lru_cache
 
 import trio
 from bson import Timestamp
@@ -27,8 +28,9 @@ def ts_key(ts: Timestamp) -> int:
     return (ts.time << 32) | ts.inc
 
 
+@lru_cache(maxsize=4096)
 def key_ts(key: int) -> Timestamp:
-    """ts key -> Timestamp."""
+    """ts key -> Timestamp (immutable: the latest ones are kept, replies name the same times again and again)."""
     return Timestamp(key >> 32, key & 0xFFFFFFFF)
 
 

@@ -124,6 +124,26 @@ class Oplog:
         if len(self._lot):
             self._lot.unpark_all()
 
+    def extend_raw(self, raws: list[bytes], first_key: int, op: str, ns: str) -> None:
+        """`append_raw` of entries of one `op` and `ns` with consecutive ts keys from `first_key`, in one
+        step (a subclass that watches appends gets each one)."""
+        if type(self).append_raw is not Oplog.append_raw:
+            for i, raw in enumerate(raws):
+                self.append_raw(raw, first_key + i, op, ns)
+            return
+        if self._keys and first_key <= self._keys[-1]:
+            raise AssertionError(f"oplog out of order: {first_key} after {self._keys[-1]}")
+        n = len(raws)
+        self._keys.extend(range(first_key, first_key + n))
+        self._raw.extend(raws)
+        self._ops.extend([op] * n)
+        self._nss.extend([sys.intern(ns)] * n)
+        self._bytes += sum(map(len, raws))
+        if self.max_bytes is not None and self._bytes > self.max_bytes:
+            self._truncate()
+        if len(self._lot):
+            self._lot.unpark_all()
+
     def _truncate(self) -> None:
         target = int(self.max_bytes * 0.9)
         k = 0

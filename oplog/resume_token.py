@@ -347,7 +347,7 @@ def _document_key_fields(document_key: Mapping) -> bytes | None:
     return b"".join(parts)
 
 
-def _bson_document_key_fields(raw: bytes) -> bytes | None:
+def bson_document_key_fields(raw: bytes) -> bytes | None:
     """`_document_key_fields` read straight from the documentKey's BSON bytes (no decode):
     ObjectId, int32 and string fields; None for any other type (the caller decodes)."""
     parts = []
@@ -381,6 +381,14 @@ def _bson_document_key_fields(raw: bytes) -> bytes | None:
     return b"".join(parts)
 
 
+def crud_token_prefix(uuid_bytes: bytes | None, operation_type: str) -> bytes | None:
+    """The KeyString bytes of a CRUD event token (txnOpIndex 0) between its clusterTime and its
+    documentKey's fields; None when they carry type bits (take `encode_event_token` then).  A token's
+    `_data` is the hex of `82 <clusterTime, 8 bytes big-endian> <this> <documentKey fields> 00 00 04`."""
+    prefix_hex, bits = _prefix(0, False, uuid_bytes, operation_type)
+    return None if bits else bytes.fromhex(prefix_hex)
+
+
 def encode_crud_token(ts_key: int, uuid_bytes: bytes | None, operation_type: str,
                       document_key_bson: bytes) -> tuple[str, bytes | None] | None:
     """`encode_event_token` (txnOpIndex 0) from the documentKey's BSON bytes, when its fields
@@ -388,7 +396,7 @@ def encode_crud_token(ts_key: int, uuid_bytes: bytes | None, operation_type: str
     prefix_hex, bits = _prefix(0, False, uuid_bytes, operation_type)
     if bits:
         return None
-    fields = _bson_document_key_fields(document_key_bson)
+    fields = bson_document_key_fields(document_key_bson)
     if fields is None:
         return None
     return "82" + format(ts_key, "016X") + prefix_hex + fields.hex().upper() + _TAIL_HEX, None

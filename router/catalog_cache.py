@@ -43,6 +43,7 @@ class CollectionRouting:
     # each owning shard's placement version: the highest lastmod of its chunks (the shard versioning protocol)
     placement: dict[str, Timestamp] = field(default_factory=dict)
     default_collation: dict | None = None  # config.collections' defaultCollation (None: simple)
+    targeting: Any = field(default=None, compare=False, repr=False)  # router.insert_targeting's cache
 
     def chunk_for(self, values: tuple) -> Chunk:
         key = ShardKeyPattern.comparable(values)

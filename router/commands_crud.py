@@ -16,14 +16,18 @@ projection, and serves the result through its own cursor.
 
 from __future__ import annotations
 
+from itertools import groupby, repeat
+from operator import contains
 from typing import TYPE_CHECKING, Any
 
 from bson import ObjectId
+from mongosim.oplog.bsonutil import DocumentSequence
 from mongosim.oplog.clock import ts_key
 from mongosim.oplog.errors import MongoError
 from mongosim.router.change_owning_shard import Outcome, change_owning_shard
 from mongosim.router.collation_targeting import collation_sensitive, effective_collation
 from mongosim.router.command_registry import router_command
+from mongosim.router.insert_targeting import target_documents
 from mongosim.router.let_parameters import router_variables
 from mongosim.router.request import GENERIC_FIELDS, Request
 from mongosim.router.sort_key_merge import merge, needs_sort_key, shard_projection
@@ -34,6 +38,8 @@ from mongosim.router.write_without_shard_key import first_in_sort_order, narrowe
 from mongosim.shardsim.collation import command_collator
 from mongosim.shardsim.cursors import DEFAULT_FIRST_BATCH, QueryCursor, cursor_reply
 from mongosim.shardsim.node import WOULD_CHANGE_OWNING_SHARD
+from mongosim.shardsim.query.projection import compile_projection
+from mongosim.shardsim.query.sorting import sort_key_fn
 from mongosim.shardsim.reads import int_arg
 from mongosim.shardsim.snapshot_reads import existed_at
 
@@ -118,11 +124,7 @@ async def cmd_insert(router: Router, req: Request) -> dict:
     ordered = req.cmd.get("ordered", True)
     await critical_sections(router).wait(ns)
     primary = await ensure_database(router, db)
-    prepared: list[Any] = []
-    for d in docs:
-        if isinstance(d, dict) and "_id" not in d:
-            d = {"_id": ObjectId(), **d}
-        prepared.append(d)
+    prepared = _with_ids(docs)
 
     def target(d: Any) -> str | MongoError:
         """The shard of one document, by the routing table as it is now (it may be refreshed)."""
@@ -132,7 +134,33 @@ async def cmd_insert(router: Router, req: Request) -> dict:
         except MongoError as err:
             return err
 
-    return await _fan_out_writes(router, req, "insert", coll, "documents", prepared, target, ordered)
+    def target_many(idxs: list[int]) -> dict[int, str | MongoError]:
+        """The shard of each document at `idxs`: from the documents' bytes where it can be."""
+        p = router.catalog.primary_of(db) or primary
+        sub = prepared.subset(idxs)
+        found = target_documents(router.catalog.routing(ns), p, sub, sub.raws, target)
+        return dict(zip(idxs, found))
+
+    return await _fan_out_writes(router, req, "insert", coll, "documents", prepared, target, ordered, target_many)
+
+
+def _with_ids(docs: list) -> DocumentSequence:
+    """The documents, each with an `_id` (mongos gives one to those without, first), and their bytes
+    where they came with them (a new `_id` is spliced in front of the other fields' bytes)."""
+    raws = list(getattr(docs, "raws", None) or [None] * len(docs))
+    try:
+        if all(map(contains, docs, repeat("_id"))):
+            return DocumentSequence(docs, raws)
+    except TypeError:  # not every document is an object: the shard refuses those
+        pass
+    out = list(docs)
+    for i, d in enumerate(out):
+        if isinstance(d, dict) and "_id" not in d:
+            oid = ObjectId()
+            out[i] = {"_id": oid, **d}
+            r = raws[i]
+            raws[i] = None if r is None else (len(r) + 17).to_bytes(4, "little") + b"\x07_id\x00" + oid.binary + r[4:]
+    return DocumentSequence(out, raws)
 
 
 def _child_batches(pending: list[int], shards: dict[int, Any], ordered: bool) -> list[tuple[str, list[int]]]:
@@ -148,6 +176,11 @@ def _child_batches(pending: list[int], shards: dict[int, Any], ordered: bool) ->
                 groups[-1][1].append(i)
             else:
                 groups.append((s, [i]))
+    elif all(map(isinstance, shards.values(), repeat(str))):
+        # per shard, in the order shards first appear; each group in the items' order (a stable sort)
+        at = shards.__getitem__
+        by = {s: list(g) for s, g in groupby(sorted(pending, key=at), at)}
+        groups.extend((s, by[s]) for s in dict.fromkeys(map(at, pending)))
     else:
         by: dict[str, list[int]] = {}
         for i in pending:
@@ -161,8 +194,9 @@ def _child_batches(pending: list[int], shards: dict[int, Any], ordered: bool) ->
 
 
 async def _fan_out_writes(router: Router, req: Request, cmd_name: str, coll: str, field: str,
-                          items: list, target, ordered: bool) -> dict:
-    """Send `items` to their shards (`target(item)`) in child batches and merge the replies.
+                          items: list, target, ordered: bool, target_many=None) -> dict:
+    """Send `items` to their shards (`target(item)`, or `target_many(positions)` for all at once) in
+    child batches and merge the replies (a DocumentSequence's children carry their documents' bytes).
 
     A child batch a shard refuses as routed by a stale table wrote nothing: the router refreshes
     and retargets its items (ordered: and every later item, not sent yet), up to
@@ -174,7 +208,7 @@ async def _fan_out_writes(router: Router, req: Request, cmd_name: str, coll: str
     errors: list[dict] = []
     pending = list(range(len(items)))
     for attempt in range(MAX_STALE_RETRIES + 1):
-        shards = {i: target(items[i]) for i in pending}
+        shards = target_many(pending) if target_many is not None else {i: target(items[i]) for i in pending}
         note_routing(router, req, coll, set(shards.values()))
         retry: list[int] = []
         groups = _child_batches(pending, shards, ordered)
@@ -184,7 +218,8 @@ async def _fan_out_writes(router: Router, req: Request, cmd_name: str, coll: str
                 if ordered:
                     break
                 continue
-            cmd = {cmd_name: coll, field: [items[i] for i in idxs], "ordered": ordered, **base}
+            subset = items.subset(idxs) if isinstance(items, DocumentSequence) else [items[i] for i in idxs]
+            cmd = {cmd_name: coll, field: subset, "ordered": ordered, **base}
             if "txnNumber" in req.cmd:
                 cmd["stmtIds"] = list(idxs)
             try:
@@ -450,8 +485,6 @@ def _find_and_modify_reply(cmd: dict):
         info = outcome.info
         value = info["postImage"] if cmd.get("new") else (None if outcome.upserted else info["preImage"])
         if value is not None and cmd.get("fields"):
-            from mongosim.shardsim.query.projection import compile_projection
-
             value = compile_projection(cmd["fields"])(value)
         last_error: dict[str, Any] = {"n": 1, "updatedExisting": not outcome.upserted}
         if outcome.upserted:
@@ -470,15 +503,28 @@ def _serve(router: Router, ns: str, results: list[dict], batch_size: int | None,
     return cursor_reply(batch, router.cursors.register(cur), ns, first=True)
 
 
-async def _gather(router: Router, req: Request, db: str, shards: list[str], cmd: dict) -> list[dict]:
+class Gathered(list):
+    """The results of a find on some shards; `one_batch` when they all came in first batches."""
+
+    one_batch = True
+
+
+async def _gather(router: Router, req: Request, db: str, shards: list[str], cmd: dict) -> Gathered:
     """Run a find on `shards` and collect every result (following their cursors)."""
-    out: list[dict] = []
+    out = Gathered()
+    limit = cmd.get("limit")
+    if not (type(limit) is int and 0 < limit <= DEFAULT_FIRST_BATCH):
+        # (with a small limit the shard's first batch holds every result already: no batch size,
+        # so that a find by `_id` stays eligible for the shard's express path)
+        cmd = {**cmd, "batchSize": 2**31 - 1}
     for shard in shards:
         remote = router.shard(shard)
-        reply = await _run_txn_aware(router, req, shard, db, {**cmd, "batchSize": 2**31 - 1})
+        reply = await _run_txn_aware(router, req, shard, db, cmd)
         cur = reply["cursor"]
         out.extend(cur["firstBatch"])
         cid = cur["id"]
+        if cid:
+            out.one_batch = False
         while cid:
             more = await remote.command(db, {"getMore": cid, "collection": cur["ns"].split(".", 1)[1]})
             out.extend(more["cursor"]["nextBatch"])
@@ -488,9 +534,6 @@ async def _gather(router: Router, req: Request, db: str, shards: list[str], cmd:
 
 @router_command("find")
 async def cmd_find(router: Router, req: Request) -> dict:
-    from mongosim.shardsim.query.projection import compile_projection
-    from mongosim.shardsim.query.sorting import sort_key_fn
-
     db, coll, ns = _ns(req)
     variables = router_variables(router, req)
     cmd = req.cmd
@@ -510,6 +553,11 @@ async def cmd_find(router: Router, req: Request) -> dict:
             return cursor_reply([], 0, ns, first=True)
         shard_cmd = {k: v for k, v in passthrough.items() if k not in ("batchSize", "singleBatch")}
         results = await _gather(router, req, db, shards, shard_cmd)
+        first = limit if limit and (batch_size is None or batch_size > limit) else batch_size
+        if results.one_batch and 0 < len(results) <= (DEFAULT_FIRST_BATCH if first is None else first):
+            # the shard's one batch is the whole answer, within the client's first batch (and, being the
+            # shard's batch, within 16 MB): it is the reply's batch as it is
+            return cursor_reply(results, 0, ns, first=True)
     elif needs_sort_key(flt, cmd.get("sort"), cmd.get("projection")):  # (text scores, distances: sort_key_merge)
         proj, directions = shard_projection(cmd)
         shard_cmd = {k: v for k, v in passthrough.items() if k not in ("skip", "limit", "batchSize", "singleBatch")}

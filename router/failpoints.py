@@ -69,6 +69,8 @@ def fail_get_more_after_checkout(failpoints: FailPoints, cursors: Any, db: str, 
 async def apply_fail_command(failpoints: "FailPoints", req: "Request") -> None:
     """failCommand at a command's arrival: block, close the connection, fail with an error
     (its labels kept apart for the router's labelling), or attach a writeConcernError."""
+    if not failpoints:
+        return
     app = app_name_of(req.conn.client)
     coll = req.cmd.get(req.name)
     ns = f"{req.db}.{coll}" if isinstance(coll, str) else None

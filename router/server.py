@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import itertools
 import logging
+import os
+import sys
 import traceback
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -107,16 +109,52 @@ def _encode_reply(reply: dict, response_to: int, flags: int = 0) -> bytes:
     return wire.encode_op_msg_raw(body, next(_request_ids), response_to, flags)
 
 
+class DirectSocket:
+    """A plain TCP connection read and written with non-blocking calls on its descriptor.
+
+    trio's SocketStream makes every successful receive and send a checkpoint (a round trip through
+    the scheduler, twice per request); a request-reply exchange needs one: the wait for the next
+    request (`wait_readable`).  A reply the socket cannot take at once goes on through the stream's
+    `send_all`.  (TLS streams, and sockets on Windows, keep the stream's own calls.)
+    """
+
+    def __init__(self, stream: trio.SocketStream) -> None:
+        self.stream = stream
+        self.fd = stream.socket.fileno()
+
+    async def receive_some(self, max_bytes: int) -> bytes:
+        while True:
+            try:
+                return os.read(self.fd, max_bytes)
+            except BlockingIOError:
+                await trio.lowlevel.wait_readable(self.fd)
+            except (ConnectionResetError, BrokenPipeError):
+                return b""
+            except OSError as exc:
+                raise trio.ClosedResourceError(str(exc)) from None
+
+    async def send_all(self, data: bytes) -> None:
+        try:
+            sent = os.write(self.fd, data)
+        except BlockingIOError:
+            sent = 0
+        except (ConnectionResetError, BrokenPipeError) as exc:
+            raise trio.BrokenResourceError(str(exc)) from None
+        if sent < len(data):
+            await self.stream.send_all(memoryview(data)[sent:])
+
+
 async def serve_connection(stream: trio.abc.Stream, service: Service) -> None:
     """Serve one client connection until it closes."""
     peer, local = _peer_of(stream)
     conn = ConnState(next(_conn_ids), peer, local)
     codec = wire.WireConnection()
+    io = DirectSocket(stream) if type(stream) is trio.SocketStream and sys.platform != "win32" else stream
     try:
         async with stream:
             while True:
                 try:
-                    data = await stream.receive_some(1 << 16)
+                    data = await io.receive_some(1 << 16)
                 except (trio.BrokenResourceError, trio.ClosedResourceError):
                     return
                 if not data:
@@ -131,7 +169,7 @@ async def serve_connection(stream: trio.abc.Stream, service: Service) -> None:
                     if msg is wire.NEED_DATA:
                         break
                     try:
-                        keep = await _handle(stream, service, conn, msg)
+                        keep = await _handle(io, service, conn, msg)
                     except CloseConnection:
                         return
                     if not keep:

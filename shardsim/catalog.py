@@ -155,6 +155,24 @@ class Collection:
                     ix.add(doc, rid, idk)
         self._checked = None
 
+    def batch_insertable(self) -> bool:
+        """May a batch of new documents be stored by `insert_batch`: no index that checks or stores
+        keys (`has_secondary_indexes`), no snapshot keeping history, no validator to check each
+        document against, not capped (each insert may evict the oldest)?"""
+        h = self.history
+        return (not self.has_secondary_indexes and (h is None or not h.readers) and self.validator is None
+                and self.capped is None)
+
+    def insert_batch(self, idks: list, docs: list[dict]) -> None:
+        """`insert` of each document, in order, for documents already checked (ids `idks`, new and
+        distinct) into a collection that is `batch_insertable`: stored in one step."""
+        self.docs.update(zip(idks, docs))
+        if self.rids is not None:
+            first = self._next_rid
+            self.rids.update(zip(idks, range(first, first + len(idks))))
+            self._next_rid = first + len(idks)
+        self._checked = None
+
     def replace(self, old: dict, new: dict) -> None:
         """A document was replaced by `new` (same `_id`): an update, a replacement, a transaction's commit."""
         idk = hashable(old["_id"])

@@ -9,6 +9,7 @@ the same entry.  `check_namespace` is the name check every command does first
 
 from __future__ import annotations
 
+import re
 import uuid as _uuid
 from typing import TYPE_CHECKING, Any
 
@@ -23,13 +24,16 @@ if TYPE_CHECKING:
     from mongosim.shardsim.node import Node
 
 
+_BAD_DB_NAME = re.compile('[/\\\\. "$\x00]')
+
+
 def check_namespace(db: str, coll: Any) -> str:
     """`coll` if `db.coll` is a valid namespace, else BadValue / InvalidNamespace."""
     if not isinstance(coll, str):
         raise MongoError("BadValue", f"collection name has invalid type {type(coll).__name__}")
     if not coll or coll.startswith(".") or "$" in coll or "\x00" in coll:
         raise MongoError("InvalidNamespace", f"Invalid namespace specified '{db}.{coll}'")
-    if not db or any(c in db for c in '/\\. "$\x00'):
+    if not db or _BAD_DB_NAME.search(db):
         raise MongoError("InvalidNamespace", f"Invalid database name: '{db}'")
     return coll
 

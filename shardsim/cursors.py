@@ -15,6 +15,7 @@ from typing import Any, Iterator
 import trio
 from bson import Int64
 
+from mongosim.oplog import bsonutil
 from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.generic_args import max_time_ms as generic_max_time_ms
 
@@ -37,6 +38,10 @@ def cursor_reply(batch: list, cursor_id: int, ns: str, *, first: bool, fields: d
 
 
 _BATCH_BYTES = MAX_BATCH_BYTES - 64 * 1024
+# A batch's documents are the elements of an array: each costs its type byte, its index's digits
+# and a NUL beside its own bytes (FindCommon's kPerDocumentOverheadBytesUpperBound: 2 + the digits
+# of the largest index a 16 MB reply can hold).
+PER_DOCUMENT_OVERHEAD = 2 + len(str(MAX_BATCH_BYTES // 5))
 
 
 def _encoded_size(doc: Any) -> int:
@@ -46,8 +51,6 @@ def _encoded_size(doc: Any) -> int:
     if raw is not None:
         return len(raw)
     try:
-        from mongosim.oplog import bsonutil
-
         return len(bsonutil.encode(doc))
     except Exception:
         return 0
@@ -76,7 +79,7 @@ class QueryCursor:
                 except StopIteration:
                     self.exhausted = True
                     break
-            size += _encoded_size(doc)
+            size += _encoded_size(doc) + PER_DOCUMENT_OVERHEAD
             if out and size > _BATCH_BYTES:  # a batch stops short of 16 MB (the reply must fit in a message)
                 self._peek.append(doc)
                 break

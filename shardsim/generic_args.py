@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from bson import Binary
+
 from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.query.values import type_name
 
@@ -67,9 +69,11 @@ def wrong_type(struct: str, field: str, v: Any, expected: str) -> MongoError:
 
 def check_generic_arguments(name: str, cmd: dict) -> None:
     """Raise TypeMismatch for a generic argument of the wrong type."""
-    for field, (struct, ok, expected) in _GENERIC.items():
-        if field in cmd and not ok(cmd[field]):
-            raise wrong_type(struct.format(cmd=name), field, cmd[field], expected)
+    for field, v in cmd.items():
+        check = _GENERIC.get(field)
+        if check is not None and not check[1](v):
+            struct, _ok, expected = check
+            raise wrong_type(struct.format(cmd=name), field, v, expected)
     if "lsid" in cmd:
         check_lsid(cmd["lsid"])
     if "maxTimeMS" in cmd:
@@ -93,8 +97,6 @@ _LSID = "OperationSessionInfo.lsid"
 
 
 def _check_uuid(field: str, v: Any) -> None:
-    from bson import Binary
-
     if not isinstance(v, Binary):
         raise wrong_type(_LSID, field, v, "binData")
     if v.subtype != 4:
@@ -107,8 +109,6 @@ def _check_uuid(field: str, v: Any) -> None:
 def check_lsid(lsid: dict) -> None:
     """The IDL parse of `lsid`: a UUID `id` (required); `uid` (binData), `txnNumber` (long) and
     `txnUUID` (UUID) of child sessions; no other field."""
-    from bson import Binary
-
     for field, v in lsid.items():
         if field in ("id", "txnUUID"):
             _check_uuid(field, v)

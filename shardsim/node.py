@@ -104,13 +104,18 @@ class Node:
         ts = key_ts(key)
         e = oplog_entry.finish(op, ts, self.wall.wall(), **session_fields)
         self.oplog.append(e)
+        self.logged()
+        if ctx is not None:
+            ctx.op_time_key = key
+        return ts
+
+    def logged(self) -> None:
+        """After entries were appended (by `log`, or in a batch): expire old snapshot history, wake
+        whoever waits for the oplog to move."""
         if self.catalog.snapshots.pinned:  # snapshot reads keep history for a while, not forever
             self.catalog.snapshots.expire(trio.current_time())
         if self.progress:  # anyone parked (ParkingLot.__len__)
             self.progress.unpark_all()
-        if ctx is not None:
-            ctx.op_time_key = key
-        return ts
 
     def hear_cluster_time(self, key: int) -> None:
         """Gossip arriving outside a command (instant-HWM mode): the clock moves, and change-stream
@@ -143,11 +148,12 @@ class Node:
         handler = COMMANDS.get(name)  # command names are case-sensitive (aliases are registered)
         if handler is None:
             raise MongoError("CommandNotFound", f"no such command: '{name}'")
-        check_generic_arguments(name, cmd)
-        if name in _WRITE_COMMANDS and not from_router:
-            profiler.check_user_write(db, name, cmd)
-        check_read_concern_support(name, cmd)
-        check_collations(name, cmd)
+        if not from_router:  # (mongos checked the client's command; what it sends on is well-formed)
+            check_generic_arguments(name, cmd)
+            if name in _WRITE_COMMANDS:
+                profiler.check_user_write(db, name, cmd)
+            check_collations(name, cmd)
+        check_read_concern_support(name, cmd)  # (also for mongos's commands: the level it sends a shard)
         check_max_time_always_times_out(self.failpoints, cmd)
         if self.filtering is not None and ("shardVersion" in cmd or "databaseVersion" in cmd or name == "bulkWrite"):
             self.filtering.check(db, cmd)  # routed by a stale routing table: StaleConfig / StaleDbVersion
@@ -163,7 +169,7 @@ class Node:
             attach_transaction(self, ctx, name)
         elif snapshot_reads.is_snapshot_read(name, cmd):
             snapshot_reads.open_view(self, ctx)
-        elif name in _WRITE_COMMANDS and self.prepared_namespaces:
+        elif name in _WRITE_COMMANDS and self.txn_locks and self.prepared_namespaces:
             if lsid is not None and ctx.txn_number is not None:
                 self.sessions.begin(lsid, ctx.txn_number)  # the session is checked out before any wait
             await self._wait_for_prepared(db, cmd.get(name), ctx.deadline)

@@ -26,6 +26,7 @@ from mongosim.shardsim.command_registry import command
 from mongosim.shardsim.create_collection import check_namespace, ensure_collection
 from mongosim.shardsim.document_validation import check_insert, check_update
 from mongosim.shardsim.fail_point import ON_PRIMARY_TRANSACTIONAL_WRITE
+from mongosim.shardsim.insert_batch import try_insert_batch
 from mongosim.shardsim.operation_context import OpCtx
 from mongosim.shardsim.query.matcher import Matcher
 from mongosim.shardsim.query.update import (
@@ -245,6 +246,8 @@ async def cmd_insert(node: Node, ctx: OpCtx) -> dict:
         raise MongoError("InvalidLength", f"Write batch sizes must be between 1 and {bsonutil.MAX_WRITE_BATCH_SIZE}. Got {len(docs)} operations.")
     ordered = cmd.get("ordered", True)
     ws = WriteSession(node, ctx)
+    if try_insert_batch(node, ctx, ws, ctx.db, name, docs):
+        return _write_concern_reply({"n": len(docs)}, [])
     coll = None
     n = 0
     errors: list[dict] = []

@@ -7,13 +7,21 @@ Per remote (a shard's change-stream cursor, or the config server's):
   The shard promises that everything it will still send sorts at or after it.
   A promise never moves back (a regression would be a bug; it raises).
 
-A heap orders the remotes that have buffered events by their front event's
-key.  The *minimum promised sort key* (minPromisedSortKey) is the smallest
-promise over all remotes (kept in a SortedList); it exists once every remote
-has reported one.  The next event may be released only if its key is <= that
-minimum (`_readySortedTailable`): no remote can still send anything smaller.
-Otherwise the merge waits for the lagging remote — the one holding the
-minimum.
+The *minimum promised sort key* (minPromisedSortKey) is the smallest promise
+over all remotes (kept in a SortedList); it exists once every remote has
+reported one.  The next event — the smallest front of the buffers — may be
+released only if its key is <= that minimum (`_readySortedTailable`): no
+remote can still send anything smaller.  Otherwise the merge waits for the
+lagging remote — the one holding the minimum.
+
+Releasing runs (`next_run`): everything at or below the minimum may go, and
+each buffer is sorted, so the releasable events of each remote are a prefix
+of its buffer, found by bisection; the prefixes are merged in one step (a
+stable sort over the keys).  Events the merge part must look at one by one
+(a topology event, an invalidate, an event whose `_id` a user stage changed,
+anything from the config server) end a run: `next_ready` releases them singly.
+Buffers hold the shards' batches as columns (`RemoteBuffer`), never one
+object per event.
 
 When nothing can be released the router's postBatchResumeToken is the
 high-water mark: the minimum promised key (if the remote holding it is
@@ -32,15 +40,108 @@ released, and when, is unchanged: only the number of shard getMores differs.
 
 from __future__ import annotations
 
-import heapq
-import itertools
+from bisect import bisect_left, bisect_right
 from collections import deque
 from dataclasses import dataclass, field
+from itertools import accumulate, repeat
+from operator import add, itemgetter
 from typing import Any, Callable
 
 from sortedcontainers import SortedList
 
 from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.changestream.event_batch import (
+    OVERHEAD,
+    ID_ALTERED_FIELD,
+    OP_TYPES_FIELD,
+    SORT_KEYS_FIELD,
+    TYPE_BITS_FIELD,
+    make_token,
+)
+
+# Events the merge part treats one by one: a topology event (handle topology change) and the end of
+# the stream.  (An event whose _id a user stage changed too; and everything from the config server.)
+SPECIAL_OPS = frozenset({"migrateChunkToNewShard", "invalidate"})
+_COMPACT = 4096  # consumed events a buffer keeps before it drops them
+
+
+class RemoteBuffer:
+    """One remote's buffered events, as parallel columns (event_batch) with a read position.
+
+    Batches are appended column by column; released events are passed over (`head`) and dropped
+    in bulk now and then.  Sparse facts are kept by absolute event number (`base + index`): the
+    type bits of a token, and which events are *special* (see SPECIAL_OPS), in order.
+    """
+
+    __slots__ = ("keys", "raws", "ops", "head", "base", "bits", "special", "altered")
+
+    def __init__(self) -> None:
+        self.keys: list[str] = []
+        self.raws: list[Any] = []
+        self.ops: list[str] = []
+        self.head = 0
+        self.base = 0
+        self.bits: dict[int, bytes] = {}
+        self.special: deque[int] = deque()
+        self.altered: set[int] = set()
+
+    def __len__(self) -> int:
+        return len(self.keys) - self.head
+
+    def __getitem__(self, i: int) -> tuple[str, dict, Any, bool, str]:
+        """The i-th buffered event as `(key, token, raw, _id intact, operationType)`."""
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        return self.event(self.head + i)
+
+    def __iter__(self):
+        """The buffered events as `(key, token, raw, _id intact, operationType)` (for inspection)."""
+        for j in range(self.head, len(self.keys)):
+            yield self.event(j)
+
+    def append(self, keys: list[str], raws: list, ops: list[str], bits: dict[int, bytes], altered: list[int],
+               all_special: bool) -> None:
+        first = self.base + len(self.keys)
+        self.keys.extend(keys)
+        self.raws.extend(raws)
+        self.ops.extend(ops)
+        for i, b in bits.items():
+            self.bits[first + i] = b
+        for i in altered:
+            self.altered.add(first + i)
+        if all_special:
+            self.special.extend(range(first, first + len(keys)))
+        elif altered or not SPECIAL_OPS.isdisjoint(ops):
+            marked = set(altered)
+            marked.update(i for i, op in enumerate(ops) if op in SPECIAL_OPS)
+            self.special.extend(first + i for i in sorted(marked))
+
+    def event(self, j: int) -> tuple[str, dict, Any, bool, str]:
+        n = self.base + j
+        key = self.keys[j]
+        return key, make_token(key, self.bits.get(n)), self.raws[j], n not in self.altered, self.ops[j]
+
+    def pop(self) -> tuple[str, dict, Any, bool, str]:
+        ev = self.event(self.head)
+        self.advance(1)
+        return ev
+
+    def advance(self, k: int) -> None:
+        """Pass over the next `k` events (released)."""
+        self.head += k
+        n = self.base + self.head
+        special = self.special
+        while special and special[0] < n:
+            special.popleft()
+        if self.head >= _COMPACT and 2 * self.head >= len(self.keys):
+            h = self.head
+            del self.keys[:h], self.raws[:h], self.ops[:h]
+            if self.bits:
+                self.bits = {k: v for k, v in self.bits.items() if k >= n}
+            if self.altered:
+                self.altered = {k for k in self.altered if k >= n}
+            self.base = n
+            self.head = 0
 
 
 @dataclass(eq=False)
@@ -50,7 +151,7 @@ class RemoteCursor:
     cursor_id: int
     ns: str
     is_config: bool = False
-    buffer: deque = field(default_factory=deque)  # (key, token, raw, id_intact, operationType)
+    buffer: RemoteBuffer = field(default_factory=RemoteBuffer)
     promised_key: str | None = None
     promised_token: dict | None = None
     exhausted: bool = False
@@ -67,30 +168,27 @@ class RemoteCursor:
 class AsyncResultsMerger:
     def __init__(self, trace: Callable[[dict], None] | None = None) -> None:
         self.remotes: list[RemoteCursor] = []
-        self._queue: list[tuple[str, int, int]] = []  # (front key, tiebreak, remote index)
         self._promised = SortedList()  # (promised key, remote index)
-        self._seq = itertools.count()
         self.high_water_mark: dict | None = None  # last released token, or the minimum promise
         self.trace = trace
         self._gate_traced: tuple | None = None  # (front key, blockers) last reported as closed
 
     # -- remotes ------------------------------------------------------------------------
-    def add_remote(self, rc: RemoteCursor, first_batch: list, sort_tokens: list[dict], intact: list[bool],
-                   op_types: list, pbrt: dict | None, exhausted: bool) -> int:
+    def add_remote(self, rc: RemoteCursor, first_batch: list, fields: dict, pbrt: dict | None, exhausted: bool) -> int:
         idx = len(self.remotes)
         self.remotes.append(rc)
         if self.trace:
             self.trace({"step": "remote_added", "shard": rc.shard})
-        self.add_batch(idx, first_batch, sort_tokens, intact, op_types, pbrt, exhausted)
+        self.add_batch(idx, first_batch, fields, pbrt, exhausted)
         return idx
 
-    def add_batch(self, idx: int, batch: list, sort_tokens: list[dict], intact: list[bool],
-                  op_types: list, pbrt: dict | None, exhausted: bool) -> None:
-        """A remote's reply arrived: buffer its events, update its promise."""
+    def add_batch(self, idx: int, batch: list, fields: dict, pbrt: dict | None, exhausted: bool) -> None:
+        """A remote's reply arrived: buffer its events (the columns of event_batch), update its promise."""
         rc = self.remotes[idx]
-        was_empty = not rc.buffer
-        for raw, tok, ok, op in zip(batch, sort_tokens, intact, op_types):
-            rc.buffer.append((tok["_data"], tok, raw, ok, op))
+        keys = fields.get(SORT_KEYS_FIELD, ())
+        if len(keys):
+            rc.buffer.append(keys, batch, fields.get(OP_TYPES_FIELD, ()), fields.get(TYPE_BITS_FIELD, {}),
+                             fields.get(ID_ALTERED_FIELD, ()), rc.is_config)
         rc.batches += 1
         if rc.is_config:
             rc.eligible_for_hwm = rc.batches > 1 and not batch
@@ -105,11 +203,10 @@ class AsyncResultsMerger:
             rc.promised_token = pbrt
             self._promised.add((key, idx))
         rc.exhausted = rc.exhausted or exhausted
-        if was_empty and rc.buffer:
-            heapq.heappush(self._queue, (rc.buffer[0][0], next(self._seq), idx))
         if self.trace:
-            self.trace({"step": "batch", "shard": rc.shard, "events": [t["_data"] for t in sort_tokens],
-                        "ops": list(op_types), "pbrt": rc.promised_key, "min_promised": self.min_promised_key()})
+            self.trace({"step": "batch", "shard": rc.shard, "events": list(keys),
+                        "ops": list(fields.get(OP_TYPES_FIELD, ())), "pbrt": rc.promised_key,
+                        "min_promised": self.min_promised_key()})
 
     # -- the gate -------------------------------------------------------------------------
     def min_promised_key(self) -> str | None:
@@ -123,19 +220,40 @@ class AsyncResultsMerger:
             return None
         return self.remotes[self._promised[0][1]]
 
+    def _front(self) -> int:
+        """The remote whose next event sorts first (ties: the lower remote index), or -1."""
+        best, best_key = -1, None
+        for idx, rc in enumerate(self.remotes):
+            buf = rc.buffer
+            if buf.head < len(buf.keys):
+                k = buf.keys[buf.head]
+                if best_key is None or k < best_key:
+                    best, best_key = idx, k
+        return best
+
+    def front_event(self) -> tuple[str, Any] | None:
+        """(key, raw) of the next event in merged order, or None."""
+        idx = self._front()
+        if idx < 0:
+            return None
+        buf = self.remotes[idx].buffer
+        return buf.keys[buf.head], buf.raws[buf.head]
+
     def ready(self) -> bool:
         """`_readySortedTailable`: is the smallest buffered event at or below minPromisedSortKey?"""
-        if not self._queue:
+        idx = self._front()
+        if idx < 0:
             return False
+        buf = self.remotes[idx].buffer
+        key = buf.keys[buf.head]
         m = self.min_promised_key()
-        ok = m is not None and self._queue[0][0] <= m
+        ok = m is not None and key <= m
         if self.trace and not ok:
-            self._trace_gate_closed(m)
+            self._trace_gate_closed(key, idx, m)
         return ok
 
-    def _trace_gate_closed(self, m: str | None) -> None:
+    def _trace_gate_closed(self, key: str, idx: int, m: str | None) -> None:
         """Trace: the gate is closed — who holds the smallest buffered event back (once per change)."""
-        key, _, idx = self._queue[0]
         waiting = [{"shard": rc.shard, "promise": rc.promised_key, "in_flight": rc.pending}
                    for rc in self.remotes if rc.promised_key is None or rc.promised_key < key]
         state = (key, tuple((w["shard"], w["promise"]) for w in waiting))
@@ -145,16 +263,94 @@ class AsyncResultsMerger:
                         "waiting_on": waiting})
 
     def next_ready(self) -> tuple[str, dict, Any, bool, str, RemoteCursor]:
-        key, _, idx = heapq.heappop(self._queue)
+        """Release the next event (the caller checked `ready()`)."""
+        idx = self._front()
         rc = self.remotes[idx]
-        _k, tok, raw, ok, op = rc.buffer.popleft()
-        if rc.buffer:
-            heapq.heappush(self._queue, (rc.buffer[0][0], next(self._seq), idx))
+        key, tok, raw, ok, op = rc.buffer.pop()
         if self.trace:
             self._gate_traced = None
             self.trace({"step": "released", "shard": rc.shard, "key": key, "op": op,
                         "min_promised": self.min_promised_key()})
         return key, tok, raw, ok, op, rc
+
+    def next_run(self, limit: int, budget: int, first: bool) -> tuple[list, dict] | None:
+        """Release, in one step, the longest run of events in merged order that the gate allows,
+        stopping before a special event, after `limit` events or `budget` bytes (the first event of
+        a batch always goes, whatever its size, when `first`).  Returns (the events' BSON, the last
+        one's token), or None when no event can go this way (the caller takes `next_ready`).
+
+        Every remote's buffer is sorted, so the releasable events of a remote are a prefix of its
+        buffer (those at or below minPromisedSortKey); the prefixes are merged by one stable sort
+        on the keys (ties: the lower remote index, as `next_ready`)."""
+        m = self.min_promised_key()
+        if m is None:
+            return None
+        spans: list[tuple[RemoteBuffer, int, int, int]] = []  # (buffer, remote index, head, end)
+        stop: tuple[str, int] | None = None  # the first special event in merged order: release before it
+        for idx, rc in enumerate(self.remotes):
+            buf = rc.buffer
+            h = buf.head
+            if h == len(buf.keys):
+                continue
+            end = bisect_right(buf.keys, m, h)
+            if buf.special:
+                s = buf.special[0] - buf.base
+                if s < end:
+                    end = s
+                    if stop is None or (buf.keys[s], idx) < stop:
+                        stop = (buf.keys[s], idx)
+            if end > h:
+                spans.append((buf, idx, h, end))
+        if stop is not None:
+            key, at = stop
+            spans = [(buf, idx, h, (bisect_right if idx < at else bisect_left)(buf.keys, key, h, end))
+                     for buf, idx, h, end in spans]
+            spans = [sp for sp in spans if sp[3] > sp[2]]
+        if not spans:
+            return None
+        if len(spans) == 1:
+            buf, _idx, h, end = spans[0]
+            raws = buf.raws[h:end]
+            keys = None
+        else:
+            keys = []
+            raws = []
+            for buf, _idx, h, end in spans:
+                keys += buf.keys[h:end]
+                raws += buf.raws[h:end]
+            order = sorted(range(len(keys)), key=keys.__getitem__)
+            raws = list(itemgetter(*order)(raws)) if len(order) > 1 else raws
+        n = min(len(raws), limit)
+        total = list(accumulate(map(add, map(len, raws[:n]), repeat(OVERHEAD))))
+        fit = bisect_right(total, budget)
+        if fit < n:
+            n = fit if (fit or not first) else 1
+        if n == 0:
+            return None
+        # pass over what went: from each remote, its events among the first n in merged order
+        if keys is None:
+            buf = spans[0][0]
+            last_buf, last = buf, buf.head + n - 1
+            counts = [(buf, n)]
+        else:
+            last_pos = order[n - 1]
+            taken = sorted(order[:n]) if n < len(order) else None
+            counts = []
+            offset = 0
+            for buf, _idx, h, end in spans:
+                width = end - h
+                if offset <= last_pos < offset + width:
+                    last_buf, last = buf, h + last_pos - offset
+                k = width if taken is None else bisect_left(taken, offset + width) - bisect_left(taken, offset)
+                counts.append((buf, k))
+                offset += width
+        del raws[n:]
+        key = last_buf.keys[last]
+        tok = make_token(key, last_buf.bits.get(last_buf.base + last))
+        for buf, k in counts:
+            if k:
+                buf.advance(k)
+        return raws, tok
 
     def returned(self, tok: dict) -> None:
         """An event went to the client: the high-water mark is its token.
@@ -167,7 +363,7 @@ class AsyncResultsMerger:
 
     def blocking_remote(self) -> RemoteCursor | None:
         """Whom the gate waits on: the remote holding the minimum promise."""
-        if not self._queue:
+        if self._front() < 0:
             return None
         return self.min_promised_remote()
 

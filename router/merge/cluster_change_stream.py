@@ -36,13 +36,7 @@ from mongosim.router.merge.ensure_resume_token_present import EnsureResumeTokenP
 from mongosim.router.merge.handle_topology_change import HandleTopologyChange
 from mongosim.router.merge.split_pipeline import shard_command
 from mongosim.router.request import Request
-from mongosim.shardsim.changestream.cursor import (
-    BATCH_BYTES,
-    ID_INTACT_FIELD,
-    ID_MODIFIED_MSG,
-    OP_TYPES_FIELD,
-    SORT_KEYS_FIELD,
-)
+from mongosim.shardsim.changestream.cursor import BATCH_BYTES, ID_MODIFIED_MSG, OVERHEAD
 from mongosim.shardsim.changestream.spec import parse_spec, validate
 from mongosim.shardsim.changestream.token_version import regenerate_high_water_mark
 from mongosim.shardsim.changestream.user_stages import validate_user_pipeline
@@ -142,8 +136,7 @@ class ClusterChangeStreamCursor:
     def _add_from_reply(self, shard: str, remote: Any, reply: dict, *, is_config: bool) -> None:
         cur = reply["cursor"]
         rc = RemoteCursor(shard, remote, int(cur["id"]), cur["ns"], is_config=is_config)
-        self.arm.add_remote(rc, cur.get("firstBatch", []), cur.get(SORT_KEYS_FIELD, []), cur.get(ID_INTACT_FIELD, []),
-                            cur.get(OP_TYPES_FIELD, []), cur.get("postBatchResumeToken"), int(cur["id"]) == 0)
+        self.arm.add_remote(rc, cur.get("firstBatch", []), cur, cur.get("postBatchResumeToken"), int(cur["id"]) == 0)
 
     # -- fetching -------------------------------------------------------------------------
     def _schedule(self, await_ms: int, batch_size: int | None = None, low_water: int = 1) -> None:
@@ -163,9 +156,8 @@ class ClusterChangeStreamCursor:
                 reply = await rc.remote.command(self.db if not rc.is_config else "config", cmd)
                 cur = reply["cursor"]
                 rc.cursor_id = int(cur["id"])
-                self.arm.add_batch(idx, cur.get("nextBatch", []), cur.get(SORT_KEYS_FIELD, []),
-                                   cur.get(ID_INTACT_FIELD, []), cur.get(OP_TYPES_FIELD, []),
-                                   cur.get("postBatchResumeToken"), rc.cursor_id == 0)
+                self.arm.add_batch(idx, cur.get("nextBatch", []), cur, cur.get("postBatchResumeToken"),
+                                   rc.cursor_id == 0)
             except MongoError as err:
                 rc.error = err
             finally:
@@ -175,18 +167,29 @@ class ClusterChangeStreamCursor:
 
     # -- the merge part -----------------------------------------------------------------------
     async def _release(self, out: list, limit: int) -> None:
+        """Move what the merger may release into `out` (up to `limit` events, ~16 MB): runs of plain
+        events in one step each; special events, and every event while the client's token has not
+        been passed or a trace is on, one by one through the merge part's stages."""
         arm = self.arm
-        size = sum(_nbytes(r) for r in out)
+        size = sum(map(_nbytes, out)) + OVERHEAD * len(out)
         # remotes fail only while we await (their fetch tasks run then): check now and after awaits
         for rc in arm.errors():
             raise self._shard_error(rc)
         while len(out) < limit and not self.exhausted:
+            if self.trace is None and (self.ensure is None or self.ensure.done):
+                run = arm.next_run(limit - len(out), BATCH_BYTES - size, not out)
+                if run is not None:
+                    raws, tok = run
+                    out += raws
+                    size += sum(map(len, raws)) + OVERHEAD * len(raws)
+                    self.pbrt = tok
+                    arm.returned(tok)
+                    continue
             if not arm.ready():
                 return
             if out:  # a batch stops short of 16 MB, as the server's does (the reply must fit in one message)
-                _k, _s, idx = arm._queue[0]
-                nxt = _nbytes(arm.remotes[idx].buffer[0][2])
-                if size + nxt > BATCH_BYTES:
+                _key, nxt = arm.front_event()
+                if size + _nbytes(nxt) + OVERHEAD > BATCH_BYTES:
                     return
             key, tok, raw, intact, op_type, rc = arm.next_ready()
             topology_event = rc.is_config or op_type == "migrateChunkToNewShard"
@@ -210,7 +213,7 @@ class ClusterChangeStreamCursor:
             if not intact:
                 raise MongoError("ChangeStreamFatalError", ID_MODIFIED_MSG)
             out.append(raw)
-            size += _nbytes(raw)
+            size += _nbytes(raw) + OVERHEAD
             self.pbrt = tok
             arm.returned(tok)
             if op_type == "invalidate":

@@ -16,12 +16,8 @@ from mongosim.oplog.clock import key_ts, ts_key
 from mongosim.oplog.errors import MongoError
 from mongosim.oplog.resume_token import make_high_water_mark_token
 from mongosim.shardsim.changestream.context import ChangeStreamContext
-from mongosim.shardsim.changestream.cursor import (  # noqa: F401
-    ID_INTACT_FIELD,
-    OP_TYPES_FIELD,
-    SORT_KEYS_FIELD,
-    ChangeStreamCursor,
-)
+from mongosim.shardsim.changestream.cursor import ChangeStreamCursor
+from mongosim.shardsim.changestream.event_batch import EventBatch
 from mongosim.shardsim.changestream.explain import explain_stages
 from mongosim.shardsim.changestream.pipeline import build_stages
 from mongosim.shardsim.changestream.spec import parse_spec, validate
@@ -78,7 +74,7 @@ async def open_change_stream(node: Node, ctx: OpCtx) -> dict:
     if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 0:
         raise MongoError("BadValue", "cursor.batchSize must not be negative")
     cur = build_cursor(node, ctx.db, cmd, needs_merge=needs_merge)
-    batch = cur.run_batch(batch_size) if batch_size else []
+    batch = cur.pull_batch(batch_size) if batch_size else EventBatch()
     items = cur.finish(batch)
     cid = 0 if cur.exhausted else node.cursors.register(cur)
     return cursor_reply(items, cid, cur.ns, first=True, fields=cur.reply_fields(batch))

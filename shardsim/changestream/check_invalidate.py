@@ -36,6 +36,9 @@ class CheckInvalidate(Stage):
             return op_type == "dropDatabase"
         return False
 
+    def skippable(self) -> bool:
+        return self._queued is None and not self._raise_next
+
     def get_next(self):
         if self._queued is not None:
             ev, self._queued = self._queued, None

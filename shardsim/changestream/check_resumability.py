@@ -67,6 +67,9 @@ class CheckResumability(Stage):
         self.client_token = client_token
         self.status = ResumeStatus.CHECK_NEXT
 
+    def skippable(self) -> bool:
+        return self.status is ResumeStatus.SURPASSED  # (before it, events are compared with the token)
+
     def _pull(self):
         try:
             return self.source.get_next()

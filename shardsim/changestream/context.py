@@ -155,6 +155,7 @@ class Stage:
     """Base of the pull-based stages: `get_next()` returns a doc/Event or PAUSE."""
 
     name = "$_internalChangeStreamStage"
+    bypassable = True  # may a run of CRUD entries ever bypass it? (not: user stages, images)
 
     def __init__(self, source: "Stage | None", ctx: ChangeStreamContext) -> None:
         self.source = source
@@ -162,6 +163,11 @@ class Stage:
 
     def get_next(self) -> Any:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def skippable(self) -> bool:
+        """Would this stage pass a CRUD event on unchanged, holding nothing back, right now?  Then a
+        run of CRUD entries may bypass it (batch_render.RunRenderer)."""
+        return True
 
     def explain(self) -> dict:
         return {self.name: {}}

@@ -29,16 +29,22 @@ import trio
 from mongosim.oplog import bsonutil
 from mongosim.oplog.errors import MongoError
 from mongosim.oplog.resume_token import encode_high_water_mark
+from mongosim.shardsim.changestream import batch_render
 from mongosim.shardsim.changestream.context import PAUSE, ChangeStreamContext, Invalidated, Stage
+from mongosim.shardsim.changestream.event_batch import (  # noqa: F401  (the router's merge reads these fields)
+    BATCH_BYTES,
+    OVERHEAD,
+    ID_ALTERED_FIELD,
+    OP_TYPES_FIELD,
+    SORT_KEYS_FIELD,
+    TYPE_BITS_FIELD,
+    EventBatch,
+)
 from mongosim.shardsim.changestream.oplog_match import OplogMatch
+from mongosim.shardsim.changestream.split_large_event import LIMIT as SPLIT_LIMIT, SplitLargeEvent
 
 DEFAULT_AWAIT_MS = 1000
 MAX_EVENT_BYTES = bsonutil.MAX_BSON_OBJECT_SIZE + 16 * 1024  # BSONObjMaxInternalSize
-# Internal cursor fields for the router (shard part of a sharded stream).
-SORT_KEYS_FIELD = "$_sortKeys"
-ID_INTACT_FIELD = "$_idIntact"
-OP_TYPES_FIELD = "$_opTypes"
-BATCH_BYTES = bsonutil.MAX_BSON_OBJECT_SIZE - 64 * 1024
 SLICE = 128  # events pulled between two checkpoints of a large batch (fill_batch)
 
 # Raised to the client when a user stage rewrote an event's _id (the resume token).
@@ -67,20 +73,46 @@ class ChangeStreamCursor:
         self.interrupt: MongoError | None = None  # set when the node shuts down under an in-flight getMore
         self.last_used = 0.0
         self._stash: Any = None
+        self._run = self._run_renderer()
+
+    def _run_renderer(self) -> "batch_render.RunRenderer | None":
+        """The run renderer, unless a stage can never be bypassed (user stages, images, raw update
+        descriptions) or the stages are traced (a trace tells every event's way through them)."""
+        if self.ctx.trace is not None or self.ctx.spec.show_raw_update_description:
+            return None
+        if not all(s.bypassable for s in self.stages):
+            return None
+        split = any(isinstance(s, SplitLargeEvent) for s in self.stages)
+        return batch_render.RunRenderer(self, SPLIT_LIMIT if split else MAX_EVENT_BYTES,
+                                        with_sort_key=split and self.ctx.needs_merge)
 
     # -- one batch ----------------------------------------------------------------------
     def run_batch(self, limit: int) -> list[tuple[dict, Any, bool, str]]:
         """Pull up to `limit` events: [(token, encoded event, _id intact, operationType)]."""
-        out: list[tuple[dict, Any, bool, str]] = []
-        self._pull(out, limit, 0)
-        return out
+        return self.pull_batch(limit).events()
 
-    def _pull(self, out: list, limit: int, size: int) -> int:
-        """Append events to `out` until it holds `limit` (or the stream pauses); return its bytes."""
+    def pull_batch(self, limit: int) -> EventBatch:
+        batch = EventBatch()
+        self._pull(batch, limit)
+        return batch
+
+    def _pull(self, batch: EventBatch, limit: int) -> None:
+        """Add events to `batch` until it holds `limit` (or the stream pauses).
+
+        Runs of CRUD entries go through the run renderer when every stage would pass them on
+        unchanged; anything else goes through the stages, one event at a time."""
         if self.exhausted:
-            return size
+            return
         top = self.top
-        while len(out) < limit:
+        run = self._run
+        while len(batch) < limit:
+            if run is not None and self._stash is None and run.ready():
+                how = run.fill(batch, limit)
+                if how == batch_render.END:
+                    self._advance_hwm()
+                    break
+                if how == batch_render.FULL:
+                    break
             if self._stash is not None:
                 ev, self._stash = self._stash, None
             else:
@@ -102,14 +134,12 @@ class ChangeStreamCursor:
                 raise MongoError("BSONObjectTooLarge",
                                  f"BSONObj size: {len(raw)} ({len(raw):#X}) is invalid. Size must be between 0 and "
                                  f"{MAX_EVENT_BYTES}(16MB) First element: _id: {ev.token}")
-            if out and size + len(raw) > BATCH_BYTES:
+            if len(batch) and batch.size + len(raw) + OVERHEAD > BATCH_BYTES:
                 self._stash = ev
                 break
-            size += len(raw)
-            out.append((ev.token, raw, intact, ev.op_type))
+            batch.append(ev.token, raw, intact, ev.op_type)
             self.pbrt = ev.token
             self.pbrt_key = ev.ts_key
-        return size
 
     def _advance_hwm(self) -> None:
         latest = self.source.latest_key
@@ -124,17 +154,16 @@ class ChangeStreamCursor:
             self.pbrt = {"_data": encode_high_water_mark(latest)}
             self.pbrt_key = latest
 
-    async def fill_batch(self, limit: int) -> list[tuple[dict, Any, bool, str]]:
-        """`run_batch` in slices of SLICE events with a checkpoint between them, so that a large
+    async def fill_batch(self, limit: int) -> EventBatch:
+        """`pull_batch` in slices of SLICE events with a checkpoint between them, so that a large
         batch does not hold the event loop: other clients' commands (and the router answering its
         client from what it has buffered) run in between."""
-        out: list = []
-        size = 0
+        batch = EventBatch()
         while True:
-            want = min(limit, len(out) + SLICE)
-            size = self._pull(out, want, size)
-            if len(out) < want or want == limit:
-                return out
+            want = min(limit, len(batch) + SLICE)
+            self._pull(batch, want)
+            if len(batch) < want or want == limit:
+                return batch
             await trio.lowlevel.checkpoint()
             if self.interrupt is not None:
                 raise self.interrupt
@@ -149,7 +178,7 @@ class ChangeStreamCursor:
         instant = self.node.instant_hwm and self.ctx.needs_merge
         if instant and self.pbrt_key > promised_before:
             return self.finish(batch), self.reply_fields(batch), self.exhausted
-        if not batch and not self.exhausted:
+        if not len(batch) and not self.exhausted:
             wait = (max_time_ms if max_time_ms is not None else DEFAULT_AWAIT_MS) / 1000.0
             with trio.move_on_after(wait):
                 while True:
@@ -160,34 +189,29 @@ class ChangeStreamCursor:
                     if self.interrupt is not None:
                         raise self.interrupt
                     promised = self.pbrt_key
-                    batch = self.run_batch(limit)
-                    if batch or self.exhausted or (instant and self.pbrt_key > promised):
+                    batch = self.pull_batch(limit)
+                    if len(batch) or self.exhausted or (instant and self.pbrt_key > promised):
                         break
             if self.interrupt is not None:
                 raise self.interrupt
-            if not batch and instant:
+            if not len(batch) and instant:
                 # Scan again before promising the clock: an entry appended while the wait was
                 # being cancelled must not be promised away (it would come after a later shard's).
-                batch = self.run_batch(limit)
+                batch = self.pull_batch(limit)
         return self.finish(batch), self.reply_fields(batch), self.exhausted
 
-    def reply_fields(self, batch: list | None = None) -> dict:
-        """`postBatchResumeToken`, plus (for a router) each event's sort key, _id check and type."""
+    def reply_fields(self, batch: EventBatch | None = None) -> dict:
+        """`postBatchResumeToken`, plus (for a router) the batch's columns (event_batch)."""
         fields: dict[str, Any] = {"postBatchResumeToken": self.pbrt}
         if self.ctx.needs_merge:
-            batch = batch or []
-            fields[SORT_KEYS_FIELD] = [t for t, _r, _i, _o in batch]
-            fields[ID_INTACT_FIELD] = [i for _t, _r, i, _o in batch]
-            fields[OP_TYPES_FIELD] = [o for _t, _r, _i, o in batch]
+            fields.update((batch if batch is not None else EventBatch()).merge_fields())
         return fields
 
-    def finish(self, batch: list) -> list:
+    def finish(self, batch: EventBatch) -> list:
         """The batch's documents; for a replica-set stream, check that `_id` is intact first."""
-        if not self.ctx.needs_merge:
-            for _tok, _raw, intact, _op in batch:
-                if not intact:
-                    raise MongoError("ChangeStreamFatalError", ID_MODIFIED_MSG)
-        return bsonutil.RawBatch([raw for _tok, raw, _intact, _op in batch])
+        if batch.altered and not self.ctx.needs_merge:
+            raise MongoError("ChangeStreamFatalError", ID_MODIFIED_MSG)
+        return bsonutil.RawBatch(batch.raws)
 
     def close(self) -> None:
         self.exhausted = True

@@ -31,6 +31,7 @@ def _missing_pre_image(ev) -> MongoError:
 
 class AddPreImage(Stage):
     name = "$_internalChangeStreamAddPreImage"
+    bypassable = False  # (it adds the images)
 
     def get_next(self):
         ev = self.source.get_next()
@@ -45,6 +46,7 @@ class AddPreImage(Stage):
 
 class AddPostImage(Stage):
     name = "$_internalChangeStreamAddPostImage"
+    bypassable = False  # (it adds the images)
 
     def get_next(self):
         ev = self.source.get_next()

@@ -34,26 +34,26 @@ def _string_elem(name: str, value: str) -> bytes:
     return _cstr_elem(b"\x02", name) + pack("<i", len(v) + 1) + v + b"\x00"
 
 
-_OP_TYPE = {t: _string_elem("operationType", t) for t in ("insert", "update", "replace", "delete")}
-_ID = _cstr_elem(b"\x03", "_id")
-_CLUSTER_TIME = _cstr_elem(b"\x11", "clusterTime")
-_COLLECTION_UUID = _cstr_elem(b"\x05", "collectionUUID") + b"\x10\x00\x00\x00\x04"
-_WALL_TIME = _cstr_elem(b"\x09", "wallTime")
-_FULL_DOCUMENT = _cstr_elem(b"\x03", "fullDocument")
-_DOCUMENT_KEY = _cstr_elem(b"\x03", "documentKey")
-_UPDATE_DESCRIPTION = _cstr_elem(b"\x03", "updateDescription")
-_DATA = _cstr_elem(b"\x02", "_data")
-_TYPE_BITS = _cstr_elem(b"\x05", "_typeBits")
-_NS_ELEM: dict[str, bytes] = {}
+OP_TYPE = {t: _string_elem("operationType", t) for t in ("insert", "update", "replace", "delete")}
+ID = _cstr_elem(b"\x03", "_id")
+CLUSTER_TIME = _cstr_elem(b"\x11", "clusterTime")
+COLLECTION_UUID = _cstr_elem(b"\x05", "collectionUUID") + b"\x10\x00\x00\x00\x04"
+WALL_TIME = _cstr_elem(b"\x09", "wallTime")
+FULL_DOCUMENT = _cstr_elem(b"\x03", "fullDocument")
+DOCUMENT_KEY = _cstr_elem(b"\x03", "documentKey")
+UPDATE_DESCRIPTION = _cstr_elem(b"\x03", "updateDescription")
+DATA = _cstr_elem(b"\x02", "_data")
+TYPE_BITS = _cstr_elem(b"\x05", "_typeBits")
+NS_ELEM_CACHE: dict[str, bytes] = {}
 
 
-def _ns_elem(ns: str) -> bytes:
-    b = _NS_ELEM.get(ns)
+def ns_elem(ns: str) -> bytes:
+    b = NS_ELEM_CACHE.get(ns)
     if b is None:
         db, _, coll = ns.partition(".")
-        b = _NS_ELEM[ns] = _cstr_elem(b"\x03", "ns") + bsonutil.encode({"db": db, "coll": coll})
-        if len(_NS_ELEM) > 100_000:
-            _NS_ELEM.clear()
+        b = NS_ELEM_CACHE[ns] = _cstr_elem(b"\x03", "ns") + bsonutil.encode({"db": db, "coll": coll})
+        if len(NS_ELEM_CACHE) > 100_000:
+            NS_ELEM_CACHE.clear()
     return b
 
 
@@ -84,9 +84,9 @@ class EventCache:
 
 def token_bytes(data_hex: str, type_bits: bytes | None) -> bytes:
     d = data_hex.encode()
-    inner = _DATA + pack("<i", len(d) + 1) + d + b"\x00"
+    inner = DATA + pack("<i", len(d) + 1) + d + b"\x00"
     if type_bits:
-        inner += _TYPE_BITS + pack("<i", len(type_bits)) + b"\x00" + type_bits
+        inner += TYPE_BITS + pack("<i", len(type_bits)) + b"\x00" + type_bits
     return pack("<i", len(inner) + 5) + inner + b"\x00"
 
 
@@ -128,15 +128,15 @@ def render_crud(view: EntryView, expanded: bool, raw_update: bool):
         document_key = bsonutil.decode(key_raw)
         data_hex, type_bits = encode_event_token(view.key, 0, view.ui, op_type, document_key, False)
     token = {"_data": data_hex} if type_bits is None else {"_data": data_hex, "_typeBits": Binary(type_bits, 0)}
-    parts = [_ID, token_bytes(data_hex, type_bits), _OP_TYPE[op_type], _CLUSTER_TIME, pack("<Q", view.key)]
+    parts = [ID, token_bytes(data_hex, type_bits), OP_TYPE[op_type], CLUSTER_TIME, pack("<Q", view.key)]
     if expanded:
-        parts += (_COLLECTION_UUID, view.ui)
-    parts += (_WALL_TIME, pack("<q", view.wall))
+        parts += (COLLECTION_UUID, view.ui)
+    parts += (WALL_TIME, pack("<q", view.wall))
     if full is not None:
-        parts += (_FULL_DOCUMENT, full)
-    parts += (_ns_elem(view.ns), _DOCUMENT_KEY, key_raw)
+        parts += (FULL_DOCUMENT, full)
+    parts += (ns_elem(view.ns), DOCUMENT_KEY, key_raw)
     if diff is not None:
         desc = update_description(diff, show_expanded=expanded)
-        parts += (_UPDATE_DESCRIPTION, bsonutil.encode_in_order(desc))
+        parts += (UPDATE_DESCRIPTION, bsonutil.encode_in_order(desc))
     body = b"".join(parts)
     return op_type, token, pack("<i", len(body) + 5) + body + b"\x00", document_key, diff

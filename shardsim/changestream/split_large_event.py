@@ -42,11 +42,16 @@ def _element_size(name: str, value) -> int:
     return len(bsonutil.encode({name: value})) - 5
 
 
+def sort_key_size(token: dict) -> int:
+    """What a shard's event for a router weighs more: its `$sortKey: {"": <token>}` element."""
+    return _element_size(SORT_KEY_FIELD, {"": token})
+
+
 def event_size(ev: Event, needs_merge: bool) -> int:
     """The event's BSON size as the split stage measures it (with its sort key for a router)."""
     size = len(ev.raw) if ev.raw is not None else len(bsonutil.encode_in_order(ev.doc))
     if needs_merge:
-        size += _element_size(SORT_KEY_FIELD, {"": ev.token})
+        size += sort_key_size(ev.token)
     return size
 
 
@@ -110,6 +115,10 @@ class SplitLargeEvent(Stage):
                              "Attempted to resume from a split event fragment, but the event in the resumed "
                              "stream was not large enough to be split")
         return client.fragment_num
+
+    def skippable(self) -> bool:
+        # (the run renderer leaves events the stage could split to the pipeline: RunRenderer.too_large)
+        return not self._pending and self._resume_after_split is None
 
     def get_next(self):
         if self._pending:

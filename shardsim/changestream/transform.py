@@ -84,6 +84,9 @@ class Transform(Stage):
         self.cache = getattr(ctx.node, "event_cache", None)
         self.client_version = ClientTokenVersion.for_stream(ctx.client_token)  # resuming from a v1 token
 
+    def skippable(self) -> bool:
+        return not self.raw_update  # (the run renderer writes updateDescription)
+
     def get_next(self):
         e = self.source.get_next()
         if e is PAUSE:

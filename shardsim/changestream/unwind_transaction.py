@@ -33,6 +33,9 @@ class UnwindTransaction(Stage):
         super().__init__(source, ctx)
         self._ops: Iterator[dict] | None = None
 
+    def skippable(self) -> bool:
+        return self._ops is None
+
     def get_next(self):
         while True:
             if self._ops is not None:

@@ -66,6 +66,7 @@ class ClassicEventFilter(Stage):
 
 class UserStages(Stage):
     name = "userStages"
+    bypassable = False
 
     def __init__(self, source: Stage, ctx: ChangeStreamContext, stages: list[dict]) -> None:
         from mongosim.shardsim.query.stages import compile_stage

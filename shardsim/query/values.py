@@ -233,6 +233,16 @@ def hashable(v) -> tuple:
     return _slow_key(v)
 
 
+def hashables(values: list) -> list:
+    """`hashable` of each value (of a list of int or str values without a call per value)."""
+    types = set(map(type, values))
+    if types == {int}:
+        return [(R_NUM, 1, x) for x in values]
+    if types == {str}:
+        return [(R_STR, s) for s in values]
+    return list(map(hashable, values))
+
+
 def compare(a, b) -> int:
     """-1, 0 or 1 as `a` sorts before, with, or after `b` in BSON order."""
     ka = sort_key(a)

@@ -9,15 +9,16 @@ from __future__ import annotations
 
 from mongosim.oplog.errors import MongoError
 from mongosim.router.merge.async_results_merger import AsyncResultsMerger, RemoteCursor
+from mongosim.shardsim.changestream.event_batch import OP_TYPES_FIELD, SORT_KEYS_FIELD
 
 
 def _merger(buffered: list[int]) -> AsyncResultsMerger:
     arm = AsyncResultsMerger()
     key = iter(range(10**6))
     for i, n in enumerate(buffered):
-        toks = [{"_data": f"82{next(key):016X}"} for _ in range(n)]
-        arm.add_remote(RemoteCursor(f"s{i}", None, i + 1, "db.c"), [b""] * n, toks, [True] * n, ["insert"] * n,
-                       {"_data": f"82{next(key):016X}"}, False)
+        keys = [f"82{next(key):016X}" for _ in range(n)]
+        arm.add_remote(RemoteCursor(f"s{i}", None, i + 1, "db.c"), [b""] * n,
+                       {SORT_KEYS_FIELD: keys, OP_TYPES_FIELD: ["insert"] * n}, {"_data": f"82{next(key):016X}"}, False)
     return arm
 
 

@@ -1,0 +1,146 @@
+"""The insert command's batch path: a batch of documents checked, logged and stored in one step.
+
+An insert of n documents outside a transaction writes n oplog entries, one per document, in
+`oplog.entry`'s field order:
+
+    [lsid, txnNumber,] op: "i", ns, ui, o: <the document>, o2: <its documentKey>, [stmtId,]
+    ts, t, v, wall [, prevOpTime]
+
+with n consecutive timestamps (a retryable write's prevOpTime chains each statement to the one
+before it).  When the whole batch can be inserted — every document an object with an `_id` of a
+type stored as it is, no `_id` already in the collection or twice in the batch, no index that
+checks or stores keys, no validator, not capped, no snapshot keeping history, no transaction
+holding documents, no statement that already ran, no failpoint — the entries are assembled from bytes: the constant head and
+middle (session fields, namespace, collection UUID, t, v, wall), each document's own bytes as it
+arrived (`bsonutil.DocumentSequence`; encoded once here otherwise), its documentKey read from those
+bytes when it is the `_id` alone, and each entry's timestamp, statement id and prevOpTime.  They
+are appended to the oplog together and the documents stored together.  Anything else takes the
+per-document loop (`writes.cmd_insert`), which gives the server's exact write errors.  A property
+test proves the two paths write the same oplog bytes and documents
+(tests/crud/test_insert_batch.py).
+"""
+
+from __future__ import annotations
+
+from itertools import repeat
+from operator import contains, itemgetter
+from typing import TYPE_CHECKING, Any
+
+from bson import Int64, ObjectId, Timestamp
+
+from mongosim.oplog import bsonutil
+from mongosim.oplog import entry as E
+from mongosim.oplog.oplog import MAX_ENTRY_BYTES
+from mongosim.shardsim.create_collection import ensure_collection
+from mongosim.shardsim.query.values import hashables
+from mongosim.shardsim.sessions import lsid_with_uid
+
+if TYPE_CHECKING:
+    from mongosim.shardsim.node import Node
+    from mongosim.shardsim.operation_context import OpCtx
+    from mongosim.shardsim.writes import WriteSession
+
+# `_id` types stored as they come (check_id_value refuses arrays, regexes, undefined, and checks
+# embedded documents and DBRefs: those take the per-document loop)
+_PLAIN_ID_TYPES = frozenset({int, Int64, float, str, ObjectId, bool, type(None), Timestamp})
+# the value size of a first element `_id` of these types, to read {_id: value} from a document's bytes
+_ID_VALUE_SIZE = {0x10: 4, 0x12: 8, 0x01: 8, 0x07: 12, 0x08: 1, 0x0A: 0, 0x11: 8}
+_O2 = b"\x03o2\x00"
+_TS = b"\x11ts\x00"
+_STMT_ID = b"\x10stmtId\x00"
+_PREV = b"\x03prevOpTime\x00\x1c\x00\x00\x00\x11ts\x00"  # {ts: <8 bytes>, t: <int64>}
+_PREV_T = b"\x12t\x00" + int(E.TERM).to_bytes(8, "little", signed=True) + b"\x00"
+_NULL_PREV_T = b"\x12t\x00" + int(E.NULL_OP_TIME["t"]).to_bytes(8, "little", signed=True) + b"\x00"
+_FIRST_ID = b"_id\x00"
+
+
+def _keys_bytes(raws: list[bytes], docs: list[dict]) -> list[bytes]:
+    """`{_id: <value>}` of each document in BSON: its first element when that is `_id` of a fixed-size
+    type or a string, else encoded."""
+    out = []
+    sizes = _ID_VALUE_SIZE
+    for raw, doc in zip(raws, docs):
+        if raw[5:9] == _FIRST_ID:
+            size = sizes.get(raw[4])
+            if size is None and raw[4] == 0x02:
+                size = 4 + int.from_bytes(raw[9:13], "little")
+            if size is not None:
+                end = 9 + size
+                out.append((end + 1).to_bytes(4, "little") + raw[4:end] + b"\x00")
+                continue
+        out.append(bsonutil.encode({"_id": doc["_id"]}))
+    return out
+
+
+def try_insert_batch(node: Node, ctx: OpCtx, ws: WriteSession, db: str, name: str, docs: list) -> bool:
+    """Insert `docs` (all of the command's) into `db.name` in one step if nothing can go wrong;
+    False (nothing done) to take the per-document loop."""
+    n = len(docs)
+    state = ws.state
+    if n < 2 or ws.txn is not None or ws.from_migrate or node.txn_locks or node.failpoints:
+        return False
+    if not all(map(isinstance, docs, repeat(dict))) or not all(map(contains, docs, repeat("_id"))):
+        return False
+    ids = list(map(itemgetter("_id"), docs))
+    if not _PLAIN_ID_TYPES.issuperset(map(type, ids)):
+        return False
+    idks = hashables(ids)
+    if len(set(idks)) != n:
+        return False
+    stmt_ids = None
+    if state is not None:
+        stmt_ids = list(map(int, ws.stmt_ids)) if ws.stmt_ids is not None else [ws.stmt_id(i) for i in range(n)]
+        if not state.executed.keys().isdisjoint(stmt_ids) or not -(2**31) <= min(stmt_ids) <= max(stmt_ids) < 2**31:
+            return False
+    raws = bsonutil.raws_of(docs)
+    if max(map(len, raws)) > bsonutil.MAX_BSON_OBJECT_SIZE:
+        return False  # too large: the loop's error
+    coll = node.catalog.collection(db, name)
+    if coll is not None and (not coll.batch_insertable() or not coll.docs.keys().isdisjoint(idks)):
+        return False
+    if coll is not None and coll.shard_key and list(coll.shard_key) != ["_id"]:
+        return False  # a documentKey of other fields: the per-document loop builds it
+    if coll is None:
+        coll = ensure_collection(node, ctx, db, name)  # (where the loop creates it: before the first insert)
+
+    # -- the entries ----------------------------------------------------------------------------
+    wall = node.wall.wall()
+    first = node.clock.reserve(n)
+    head_fields: dict[str, Any] = {}
+    if state is not None:
+        head_fields["lsid"] = lsid_with_uid(ctx.lsid)
+        head_fields["txnNumber"] = Int64(ctx.txn_number)
+    head_fields.update(E.operation(E.INSERT, coll.ns, {}, ui=coll.uuid))
+    head = bsonutil.encode(head_fields)[4:-6]  # up to `o`'s value (the empty document and the end cut)
+    middle = bsonutil.encode({"t": E.TERM, "v": E.VERSION, "wall": wall})[4:-1]
+    keys = _keys_bytes(raws, docs)
+    entries = []
+    if state is None:
+        fixed = 4 + len(head) + 4 + 12 + len(middle) + 1
+        for i, (raw, key) in enumerate(zip(raws, keys)):
+            size = fixed + len(raw) + len(key)
+            entries.append(b"".join((size.to_bytes(4, "little"), head, raw, _O2, key, _TS,
+                                     (first + i).to_bytes(8, "little"), middle, b"\x00")))
+    else:
+        prev = state.last_write_key
+        fixed = 4 + len(head) + 4 + 12 + 12 + len(middle) + len(_PREV) + 8 + len(_PREV_T) + 1
+        for i, (raw, key, sid) in enumerate(zip(raws, keys, stmt_ids)):
+            size = fixed + len(raw) + len(key)
+            entries.append(b"".join((size.to_bytes(4, "little"), head, raw, _O2, key, _STMT_ID,
+                                     sid.to_bytes(4, "little", signed=True), _TS, (first + i).to_bytes(8, "little"),
+                                     middle, _PREV, prev.to_bytes(8, "little"), _PREV_T if prev else _NULL_PREV_T,
+                                     b"\x00")))
+            prev = first + i
+    if max(map(len, entries)) > MAX_ENTRY_BYTES:
+        return False  # (nothing appended yet; the reserved ticks stay unused, as a failed write's do)
+
+    # -- append, store, remember ----------------------------------------------------------------
+    last = first + n - 1
+    node.oplog.extend_raw(entries, first, E.INSERT, coll.ns)
+    coll.insert_batch(idks, docs)
+    if state is not None:
+        state.executed.update(zip(stmt_ids, repeat(True)))
+        state.last_write_key = last
+    ctx.op_time_key = last
+    node.logged()
+    return True
