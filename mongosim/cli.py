@@ -111,6 +111,7 @@ def _serve_parser(sub: Any) -> argparse.ArgumentParser:
                  "mongosim serve --shards 3 --port 27018 --instant-hwm",
                  "mongosim serve --shards 3 --routers 2           # two mongos: 27017 and 27018",
                  "mongosim serve --topology replset               # one node, a replica-set primary",
+                 "mongosim serve --shards 2 --members 3           # each shard a 3-member replica set",
                  "mongosim serve -v                               # log every command (JSON lines)",
                  "mongosim serve --trace merge.jsonl              # the merge trace of every stream",
                  "mongosim serve --auth --users users.json        # SCRAM users (see README)",
@@ -120,6 +121,11 @@ def _serve_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--shards", type=_at_least(1), default=2, help="number of shards, >= 1 (default 2)")
     p.add_argument("--routers", type=_at_least(1), default=1,
                    help="number of mongos routers, on consecutive ports from --port, >= 1 (default 1)")
+    p.add_argument("--members", type=_at_least(1), default=1,
+                   help="members of every replica set (each shard, the config server; the replset topology's "
+                        "set), each on its own port, >= 1 (default 1)")
+    p.add_argument("--election-timeout-ms", type=_at_least(1), default=10_000,
+                   help="electionTimeoutMillis of every replica set (default 10000, the server's)")
     p.add_argument("--topology", choices=["sharded", "replset"], default="sharded")
     p.add_argument("--noop-interval", type=_positive, default=10.0,
                    help="seconds between periodic noop writes on idle nodes (periodicNoopIntervalSecs, default 10)")
@@ -192,6 +198,7 @@ async def _serve(opts: ClusterOptions, trace_out: Any) -> None:
                 Trace(out=trace_out, keep=False).attach(core)
             _print_routers(core)  # (before the ready line, which scripts wait for)
             print(f"mongosim {opts.topology} cluster ready: {core.uri}  (Ctrl-C stops it)", flush=True)
+            _print_replica_sets(core)
             if opts.topology == "sharded" and not opts.instant_hwm:
                 print(f"  note: as on a real cluster, an idle shard delays change events by up to its noop interval "
                       f"({opts.noop_interval:g} s); --instant-hwm removes that latency", flush=True)
@@ -204,6 +211,13 @@ def _print_routers(core: Any) -> None:
     if len(core.mongos) > 1:
         for proc, uri in zip(core.mongos, core.router_uris):
             print(f"  {proc.name}: {uri}", flush=True)
+
+
+def _print_replica_sets(core: Any) -> None:
+    """Every replica set's members (each shard's, the config server's), as a connection string."""
+    if core.opts.listen and (core.opts.members > 1 or core.opts.topology == "sharded"):
+        for name, rs in core.replica_sets.items():
+            print(f"  {rs.name}: {core.replica_set_uri(name)}", flush=True)
 
 
 def _run_serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -231,6 +245,7 @@ def _run_serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
         noop_interval=args.noop_interval, instant_hwm=args.instant_hwm, oplog_size_mb=args.oplog_size_mb,
         auth=args.auth, users_file=args.users_file, tls_cert_file=args.tls_cert_file,
         tls_key_file=args.tls_key_file, data_dir=args.data_dir, event_cache=args.event_cache,
+        members=args.members, election_timeout=args.election_timeout_ms / 1000.0,
     )
     try:
         trio.run(_serve, opts, trace_out)
@@ -304,6 +319,10 @@ def _fault_parser(sub: Any) -> argparse.ArgumentParser:
                  "mongosim fault shard01 --pause-noop           # a cold shard stays cold",
                  "mongosim fault shard01 --clear",
                  "mongosim fault router01 --restart             # a mongos restarts: its connections and cursors die",
+                 "mongosim fault shard00 --step-down            # replSetStepDown: a secondary is elected",
+                 "mongosim fault shard00 --kill                 # the primary dies (--member 1: another)",
+                 "mongosim fault shard00 --restart-member 0     # a killed member comes back",
+                 "mongosim fault shard00 --stop-replication     # w: majority waits, streams stop at the commit point",
                  "mongosim fault shard01 --drop --uri mongodb://127.0.0.1:27018/")
     p.add_argument("shard", help="the shard, e.g. shard01, or a router, e.g. router01 (--restart, --stop, --start)")
     p.add_argument("--uri", default=DEFAULT_URI, help=f"the cluster (default {DEFAULT_URI})")
@@ -318,6 +337,16 @@ def _fault_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--resume-noop", action="store_true", help="restart the shard's periodic noop writer")
     p.add_argument("--skew", type=float, help="seconds the shard's wall clock runs ahead (negative: behind)")
     p.add_argument("--clear", action="store_true", help="remove the shard's faults")
+    p.add_argument("--step-down", type=float, nargs="?", const=60.0, metavar="SECS",
+                   help="replSetStepDown on the shard's primary (a caught-up secondary is elected)")
+    p.add_argument("--kill", action="store_true", help="kill a member's process (default: the primary)")
+    p.add_argument("--restart-member", metavar="MEMBER", help="restart a member (its _id or host)")
+    p.add_argument("--partition", action="store_true", help="cut a member off from the others (default: the primary)")
+    p.add_argument("--heal", action="store_true", help="end the set's partitions")
+    p.add_argument("--lag", type=float, metavar="SECS", help="secondaries apply entries this long after they appear")
+    p.add_argument("--stop-replication", action="store_true", help="secondaries stop fetching (stopReplProducer)")
+    p.add_argument("--start-replication", action="store_true", help="secondaries fetch again")
+    p.add_argument("--member", help="the member --kill, --partition, --lag, --*-replication act on (_id or host)")
     return p
 
 
@@ -345,9 +374,24 @@ def _run_fault(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
         cmd["skew"] = args.skew
     if args.clear:
         cmd["clear"] = True
+    if args.step_down is not None:
+        cmd["stepDown"] = args.step_down
+    for flag, key in ((args.kill, "kill"), (args.partition, "partition"), (args.heal, "heal"),
+                      (args.stop_replication, "stopReplication"), (args.start_replication, "startReplication")):
+        if flag:
+            cmd[key] = True
+    if args.restart_member is not None:
+        cmd["restartMember"] = int(args.restart_member) if args.restart_member.isdigit() else args.restart_member
+    if args.lag is not None:
+        if args.lag < 0:
+            parser.error(f"argument --lag: {args.lag:g} is negative")
+        cmd["lag"] = args.lag
+    if args.member is not None:
+        cmd["member"] = int(args.member) if args.member.isdigit() else args.member
     if len(cmd) == 1:
         parser.error("nothing to do: give --delay, --fail, --drop, --restart, --stop, --start, --pause-noop, "
-                     "--resume-noop, --skew or --clear")
+                     "--resume-noop, --skew, --clear, --step-down, --kill, --restart-member, --partition, --heal, "
+                     "--lag, --stop-replication or --start-replication")
     with _Server(args.uri, "fault") as server:
         reply = server.run(cmd)
     print(f"{args.shard}: {', '.join(reply['applied'])}")

@@ -94,6 +94,12 @@ class Cluster:
         assert self.core is not None, "cluster not started"
         return self.core.router_uris
 
+    def replica_set_uri(self, name: str) -> str:
+        """The connection string of one replica set: a shard's (`shard00`), the config server's
+        (`config`), or the replset topology's: `mongodb://h:p1,h:p2,h:p3/?replicaSet=shard00`."""
+        assert self.core is not None, "cluster not started"
+        return self.core.replica_set_uri(name)
+
     def call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run `fn(*args, **kwargs)` (sync or async) on the cluster's event loop and return its result."""
         assert self._loop is not None, "cluster not started"
@@ -118,7 +124,9 @@ class Cluster:
     def faults(self) -> "OnLoop":
         """The cluster's `FaultInjector`, each method run on the cluster's loop:
         `cluster.faults.delay("shard01", 0.5)`, `.fail(...)`, `.drop_connection(...)`, `.restart(...)`,
-        `.pause_noop(...)`, `.skew(...)`, `.clear()` (a sharded cluster only)."""
+        `.pause_noop(...)`, `.skew(...)`, `.clear()` (a sharded cluster), and the replica-set members'
+        `.step_down(...)`, `.kill(...)`, `.restart_member(...)`, `.partition(...)`, `.lag(...)`,
+        `.stop_replication(...)` (any topology)."""
         assert self.core is not None, "cluster not started"
         if self.core.faults is None:
             raise RuntimeError("fault injection needs a sharded cluster (topology='sharded')")

@@ -4,15 +4,16 @@
 `trio.testing.MockClock` for virtual time); `mongosim.Cluster` wraps it in a
 background thread for synchronous callers such as pymongo test code.
 
-Topologies: "sharded" (a config server, N shards, a mongos front door) and
-"replset" (one shard answering as a replica-set primary, no router).
+Topologies: "sharded" (a config server, N shards, mongos front doors) and
+"replset" (one replica set, no router).  Every shard and the config server is
+a replica set of `members` members (mongosim/members.py), each listening on
+its own port; `nodes[name]` is a set's current primary.
 """
 
 from __future__ import annotations
 
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any, AsyncIterator
 
 import trio
@@ -20,15 +21,15 @@ from bson import ObjectId
 
 import mongosim.status  # noqa: F401  (registers the mongosimStatus router command)
 from mongosim.command_log import CommandLog, enabled as command_log_enabled
+from mongosim.members import build_replica_set
 from mongosim.oplog.clock import TimeSource
 from mongosim.oplog.errors import MongoError
 from mongosim.router import handshake
-from mongosim.router.replset import ReplSetFrontend
 from mongosim.router.mongos import Router
-from mongosim.router.server import serve_tcp
 from mongosim.router.sharding_catalog_manager import ShardingCatalogManager
 from mongosim.shardsim import ttl_monitor
 from mongosim.shardsim.node import Node
+from mongosim.shardsim.replica_set import ReplicaSet
 
 
 @dataclass
@@ -38,8 +39,13 @@ class ClusterOptions:
     shards          number of shards (sharded topology), >= 1
     routers         number of mongos routers (sharded topology), >= 1: router00, router01, ... on consecutive
                     ports from `port` (each its own free port with port 0); `uri` names them all
-    topology        "sharded" (config server + shards behind a mongos) or "replset" (one node answering
-                    as a replica-set primary; drivers read its change streams directly)
+    topology        "sharded" (config server + shards behind a mongos) or "replset" (one replica set;
+                    drivers read its change streams directly)
+    members         members of every replica set (each shard, the config server; the replset topology's
+                    set), >= 1: each listens on its own port (after the routers' with a fixed `port`)
+    election_timeout  seconds (electionTimeoutMillis / 1000, default the server's 10): how long the members
+                    wait for a dead primary before electing another
+    heartbeat_interval  seconds (heartbeatIntervalMillis / 1000, default 2)
     host, port      where the wire server listens; port 0 picks a free port (read `Cluster.uri`)
     noop_interval   seconds between a node's periodic noop writes (periodicNoopIntervalSecs): how long an
                     idle shard can hold a merged change stream back
@@ -74,6 +80,9 @@ class ClusterOptions:
     tls_key_file: str | None = None
     data_dir: str | None = None
     event_cache: int = 16_384  # CRUD events rendered once and shared, per node (0: off)
+    members: int = 1  # members of every replica set (shards, config server)
+    election_timeout: float = 10.0  # seconds (the server's electionTimeoutMillis / 1000)
+    heartbeat_interval: float = 2.0  # seconds (heartbeatIntervalMillis / 1000)
 
 
 def shard_name(i: int) -> str:
@@ -91,15 +100,15 @@ class ClusterCore:
         self.opts = opts
         self.nursery = nursery
         self.time = TimeSource(opts.epoch)
-        self.nodes: dict[str, Node] = {}
-        self.config: Node | None = None
+        self.replica_sets: dict[str, ReplicaSet] = {}
+        self.member_frontends: dict[str, Any] = {}  # member host -> its front door
+        self.member_ports_used = 0
         self.router: Router | None = None  # = routers[0]
         self.routers: list[Router] = []
         self.mongos: list[Any] = []  # mongosim.mongos_process.MongosProcess, one per router
         self.frontend: Any = None
         self.port: int = 0
         self.faults: Any = None
-        self._next_port = 27018
         self.store: Any = None  # shardsim.persistence.Store with --data-dir
         self.balancer: Any = None  # router.balancer.Balancer (sharded clusters)
 
@@ -108,34 +117,52 @@ class ClusterCore:
         return int(self.opts.oplog_size_mb * 1024 * 1024) if self.opts.oplog_size_mb else None
 
     def make_node(self, name: str, *, is_config: bool = False) -> Node:
-        self._next_port += 1
-        node = Node(
-            name,
-            self.time,
-            oplog_bytes=self.oplog_bytes,
-            skew=self.opts.skews.get(name, 0.0),
-            is_config=is_config,
-            noop_interval=self.opts.noop_interval,
-            instant_hwm=self.opts.instant_hwm,
-            host=f"localhost:{self._next_port}",
-        )
-        if self.opts.event_cache <= 0:
-            node.event_cache = None
-        else:
-            node.event_cache.capacity = self.opts.event_cache
-        self.nodes[name] = node
+        """A new replica set `name` (a shard, or the config server); its primary's node."""
+        rs = build_replica_set(self, name, is_config=is_config, set_name="configRepl" if is_config else None)
+        node = rs.members[0].node
         if self.store is not None:
             self.store.adopt(node)  # restore its saved state (--data-dir), journal it from now on
-        self.nursery.start_soon(node.run_noop_writer, name=f"noop-writer-{name}")
-        self.nursery.start_soon(node.run_transaction_reaper, name=f"transaction-reaper-{name}")
         return node
+
+    @property
+    def nodes(self) -> dict[str, Node]:
+        """Each replica set's current primary (or its last one, while it has none)."""
+        out = {}
+        for name, rs in self.replica_sets.items():
+            p = rs.primary
+            out[name] = p.node if p is not None else rs.members[0].node
+        return out
+
+    @property
+    def config(self) -> Node | None:
+        return self.nodes["config"] if "config" in self.replica_sets else None
+
+    @property
+    def public_host(self) -> str:
+        return self.opts.host if self.opts.host not in ("0.0.0.0", "::") else "127.0.0.1"
+
+    def endpoints(self) -> dict[str, list[str]]:
+        """Every endpoint: the routers', and each replica set's members (set name -> hosts)."""
+        out: dict[str, list[str]] = {}
+        if self.mongos and self.opts.listen:
+            out["routers"] = [f"{self.public_host}:{p.port}" for p in self.mongos]
+        for rs in self.replica_sets.values():
+            out[rs.name] = [m.host for m in rs.members]
+        return out
+
+    def replica_set_uri(self, name: str) -> str:
+        """The connection string of one replica set (a shard's, the config server's)."""
+        rs = self.replica_sets[name]
+        return f"mongodb://{','.join(m.host for m in rs.members)}/?replicaSet={rs.name}"
 
     @property
     def uri(self) -> str:
         """The cluster's URI: every router's host:port (drivers load-balance across them)."""
         host = self.opts.host if self.opts.host not in ("0.0.0.0", "::") else "127.0.0.1"
         if self.opts.topology == "replset":
-            return f"mongodb://{host}:{self.port}/?replicaSet={self.opts.set_name}"
+            rs = next(iter(self.replica_sets.values()), None)
+            hosts = ",".join(m.host for m in rs.members) if rs is not None and self.opts.listen else f"{host}:{self.port}"
+            return f"mongodb://{hosts}/?replicaSet={self.opts.set_name}"
         if len(self.mongos) > 1:
             return "mongodb://" + ",".join(f"{host}:{p.port}" for p in self.mongos) + "/"
         return f"mongodb://{host}:{self.port}/"
@@ -154,24 +181,31 @@ class ClusterCore:
             from mongosim.durability import open_store
 
             self.store, saved = open_store(self.opts)
+        from mongosim.faults import FaultInjector
+
+        self.faults = FaultInjector(self)
+        if self.opts.members > 1 and self.opts.data_dir:
+            raise ValueError("--data-dir keeps one member per replica set: use it with --members 1")
         if self.opts.topology == "replset":
-            node = self.make_node(shard_name(0))
-            ident.is_mongos = False
-            self.frontend = ReplSetFrontend(node, ident)
+            rs = build_replica_set(self, shard_name(0), set_name=self.opts.set_name)
+            if self.store is not None:
+                self.store.adopt(rs.members[0].node)
+            self.frontend = self.member_frontends[rs.members[0].host]
+            self.frontend.identity.argv = ident.argv
+            self.port = self.frontend.identity.port
         else:
-            self.config = self.make_node("config", is_config=True)
+            config = self.make_node("config", is_config=True)
             names = [n for n in saved if n != "config"] if saved else [shard_name(i) for i in range(self.opts.shards)]
             shards = {n: self.make_node(n) for n in names}
-            manager = ShardingCatalogManager(self.config, shards, shard_factory=self.make_node)
+            manager = ShardingCatalogManager(config, shards, shard_factory=self.make_node)
+            for rs in self.replica_sets.values():  # a failover changes the nodes routers gossip to
+                rs.listeners.append(manager.registry.topology_changed)
             self._make_routers(manager, ident)
             from mongosim.router.config_initialization import initialize_config_database
 
             await initialize_config_database(self.router, [] if saved else list(shards))
             self.router.refresh_catalog()
             self._start_balancer(manager)
-            from mongosim.faults import FaultInjector
-
-            self.faults = FaultInjector(self)
             for router in self.routers:
                 router.nursery = self.nursery
                 router.faults = self.faults
@@ -182,6 +216,8 @@ class ClusterCore:
             self.frontend.auth = make_auth(self.opts.auth, self.opts.users_file)
             for router in self.routers:
                 router.auth = self.frontend.auth  # users live on the config server: every router knows them
+            for member_frontend in self.member_frontends.values():  # every mongod asks for credentials too
+                member_frontend.auth = self.frontend.auth
         if self.store is not None:
             from mongosim.durability import finish_restore
 
@@ -189,10 +225,6 @@ class ClusterCore:
         self.nursery.start_soon(self._reap_cursors, name="cursor-reaper")
         if self.routers:
             await self._start_mongos()
-        elif self.opts.listen:
-            self.port = await self.nursery.start(partial(serve_tcp, ssl_context=self._ssl_context()),
-                                                 self._wrap_service(self.frontend), self.opts.host, self.opts.port)
-            self.frontend.identity.port = self.port
 
     def _wrap_service(self, service: Any) -> Any:
         """What a listener serves around a front door: --data-dir's durability, `serve -v`'s command log."""
@@ -262,9 +294,12 @@ class ClusterCore:
         cursorTimeoutMillis (10 minutes) are killed, on every node and router."""
         while True:
             await trio.sleep(4)
-            for node in list(self.nodes.values()):
-                node.cursors.reap_idle()
-                ttl_monitor.run_once(node)  # (ttlMonitorSleepSecs is 60 s too: one periodic task for both)
+            for rs in list(self.replica_sets.values()):
+                for m in rs.members:
+                    m.node.cursors.reap_idle()
+                primary = rs.primary  # the TTL monitor deletes on the primary; secondaries replicate it
+                if primary is not None:
+                    ttl_monitor.run_once(primary.node)
             for router in self.routers:
                 router.cursors.reap_idle()
 

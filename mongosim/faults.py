@@ -11,6 +11,22 @@
     await faults.stop_router("router01")  # ... or stops, until start_router("router01")
     faults.clear()
 
+Replica-set members (`--members M`; a member is its `_id`, its host "h:p", or
+"primary"; the default is the primary, or every secondary for lag and
+replication):
+
+    await faults.step_down("shard00")       # replSetStepDown: a caught-up secondary is elected
+    faults.kill("shard00")                  # the primary's process dies; an election follows
+    faults.restart_member("shard00", 0)     # it comes back as a secondary (rolls back if it must)
+    faults.partition("shard00", "primary")  # cut off from the others (clients still reach it)
+    faults.heal("shard00")                  # every partition of the set ends
+    faults.lag("shard00", 2.0)              # secondaries apply entries 2 s after they appear
+    faults.stop_replication("shard00")      # secondaries fetch nothing (stopReplProducer)
+    faults.start_replication("shard00")
+
+All of it runs on trio's clock, so on a MockClock (the in-process harness) a
+failover takes virtual time only.
+
 From the command line (against `mongosim serve`):
 `mongosim fault shard01 --delay 0.5` sends the `mongosimFault` test command;
 `mongosim fault router01 --restart` restarts a router (`{mongosimFault: "router01", restart: true}`).
@@ -26,7 +42,9 @@ from bson import Decimal128
 from mongosim.oplog import entry as E
 from mongosim.oplog.errors import MongoError
 from mongosim.router.request import GENERIC_FIELDS
+from mongosim.shardsim import topology_coordinator as tc
 from mongosim.shardsim.generic_args import wrong_type
+from mongosim.shardsim.replica_set import PRIMARY, SECONDARY
 
 
 class FaultInjector:
@@ -40,10 +58,7 @@ class FaultInjector:
         return router.shard(shard)
 
     def _node(self, shard: str):
-        try:
-            return self.core.nodes[shard]
-        except KeyError:
-            raise MongoError("ShardNotFound", f"Shard {shard} not found") from None
+        return self.core.nodes[self._set_key(shard)]
 
     def delay(self, shard: str, seconds: float) -> None:
         """Every command the router sends to `shard` waits `seconds` first (0: no delay)."""
@@ -87,10 +102,13 @@ class FaultInjector:
         if self.is_router(shard):
             self._restart_router_soon(shard)
             return
+        if self._rs(shard).multi:  # a set of several members restarts its primary: another is elected
+            self.restart_member(shard, "primary")
+            return
         node = self._node(shard)
         # operations in flight fail as at shutdown; later getMores find no cursor (CursorNotFound)
         node.cursors.kill_all(MongoError("InterruptedAtShutdown", "interrupted at shutdown"))
-        node.oplog._lot.unpark_all()
+        node.oplog.wake_readers()
         node.progress.unpark_all()
         abort_open_transactions(node)
         node.catalog.snapshots.expire(float("inf"))
@@ -105,16 +123,109 @@ class FaultInjector:
         self._node(shard).wall.skew = float(seconds)
 
     def clear(self, shard: str | None = None) -> None:
-        """Remove the faults of one shard (or of every node): delays, failures, drops, paused noops."""
-        names = [shard] if shard else list(self.core.nodes)
+        """Remove the faults: link faults, paused noops, and the members' (killed ones restart,
+        partitions heal, lag and stopped replication end)."""
+        names = [self._set_key(shard)] if shard else list(self.core.replica_sets)
         for name in names:
-            node = self.core.nodes[name]
-            node.noop_paused = False
+            rs = self.core.replica_sets[name]
+            for m in rs.members:
+                m.node.noop_paused = False
+                if m.partitioned:
+                    tc.partition(rs, m, False)
+                if m.lag or not m.replicating:
+                    m.lag, m.replicating = 0.0, True
+                    rs.notify()
+            for m in rs.members:
+                if not m.alive:
+                    tc.restart(rs, m)
             if self.core.router is not None and name in self.core.router.shards:
                 self.core.router.shard(name).clear_faults()
 
-    def apply_command(self, cmd: dict, router: Any = None, conn: Any = None) -> dict:
-        """The `mongosimFault` test command: `{mongosimFault: <shard>, delay|fail|drop|restart|pauseNoop|skew|clear}`,
+    # -- replica-set members -------------------------------------------------------------
+    def _set_key(self, shard: str) -> str:
+        sets = self.core.replica_sets
+        if shard in sets:
+            return shard
+        for key, rs in sets.items():
+            if rs.name == shard:
+                return key
+        raise MongoError("ShardNotFound", f"Shard {shard} not found")
+
+    def _rs(self, shard: str):
+        return self.core.replica_sets[self._set_key(shard)]
+
+    def member(self, shard: str, which: int | str = "primary"):
+        """A member of the shard's set: by `_id`, host "h:p", "primary" or "secondary" (the first)."""
+        rs = self._rs(shard)
+        if which == "primary":
+            p = rs.primary
+            if p is None:
+                raise MongoError("NotWritablePrimary", f"{shard} has no primary now")
+            return p
+        if which == "secondary":
+            for m in rs.members:
+                if m.state == SECONDARY:
+                    return m
+            raise MongoError("NotSecondary", f"{shard} has no secondary now")
+        for m in rs.members:
+            if m.id == which or m.host == which or str(m.id) == str(which):
+                return m
+        raise MongoError("BadValue", f"{shard} has no member {which!r}")
+
+    def _members(self, shard: str, which: int | str | None):
+        rs = self._rs(shard)
+        if which is None:
+            return [m for m in rs.members if m.state != PRIMARY]
+        return [self.member(shard, which)]
+
+    async def step_down(self, shard: str, seconds: float = 60.0, *, catch_up: float = 10.0,
+                        force: bool = False) -> str:
+        """replSetStepDown on the shard's primary; the host it was."""
+        m = self.member(shard, "primary")
+        await tc.step_down(m.rs, m, max(seconds, catch_up), catch_up, force=force)
+        return m.host
+
+    def kill(self, shard: str, which: int | str = "primary") -> str:
+        m = self.member(shard, which)
+        tc.kill(m.rs, m)
+        return m.host
+
+    def restart_member(self, shard: str, which: int | str = "primary") -> str:
+        m = self.member(shard, which)
+        tc.restart(m.rs, m)
+        return m.host
+
+    def partition(self, shard: str, which: int | str = "primary", cut: bool = True) -> str:
+        m = self.member(shard, which)
+        tc.partition(m.rs, m, cut)
+        return m.host
+
+    def heal(self, shard: str) -> None:
+        rs = self._rs(shard)
+        for m in rs.members:
+            if m.partitioned:
+                tc.partition(rs, m, False)
+
+    def lag(self, shard: str, seconds: float, which: int | str | None = None) -> None:
+        for m in self._members(shard, which):
+            tc.set_lag(m.rs, m, seconds)
+
+    def stop_replication(self, shard: str, which: int | str | None = None) -> None:
+        for m in self._members(shard, which):
+            tc.set_replicating(m.rs, m, False)
+
+    def start_replication(self, shard: str, which: int | str | None = None) -> None:
+        for m in self._members(shard, which):
+            tc.set_replicating(m.rs, m, True)
+
+    def freeze(self, shard: str, which: int | str, seconds: float) -> None:
+        m = self.member(shard, which)
+        tc.freeze(m.rs, m, seconds)
+
+
+    async def apply_command(self, cmd: dict, router: Any = None, conn: Any = None) -> dict:
+        """The `mongosimFault` test command: `{mongosimFault: <shard>, delay|fail|drop|restart|pauseNoop|skew|clear,
+        stepDown|kill|restartMember|partition|heal|lag|stopReplication|startReplication, member, force}`,
         or `{mongosimFault: <router>, restart|stop|start: true}`.
 
         Arguments are checked as the server's IDL parser checks a command's (TypeMismatch for a wrong
@@ -123,8 +234,7 @@ class FaultInjector:
         shard, args = parse_fault_command(cmd)
         if self.is_router(shard):
             return self._apply_to_router(shard, args, router, conn)
-        if shard not in self.core.nodes:
-            raise MongoError("ShardNotFound", f"Shard {shard} not found")
+        self._set_key(shard)  # ShardNotFound for an unknown name
         if "stop" in args or "start" in args:
             raise MongoError("BadValue", f"stop and start are for routers; {shard} is a shard (restart it)")
         done = []
@@ -147,6 +257,28 @@ class FaultInjector:
         if "skew" in args:
             self.skew(shard, args["skew"])
             done.append("skew")
+        which = args.get("member")
+        if "stepDown" in args:
+            secs = args["stepDown"] if not isinstance(args["stepDown"], bool) else 60.0
+            done.append(f"stepDown {await self.step_down(shard, secs, force=args.get('force', False))}")
+        if args.get("kill"):
+            done.append(f"kill {self.kill(shard, which if which is not None else 'primary')}")
+        if "restartMember" in args:
+            done.append(f"restartMember {self.restart_member(shard, args['restartMember'])}")
+        if args.get("partition"):
+            done.append(f"partition {self.partition(shard, which if which is not None else 'primary')}")
+        if args.get("heal"):
+            self.heal(shard)
+            done.append("heal")
+        if "lag" in args:
+            self.lag(shard, args["lag"], which)
+            done.append("lag")
+        if args.get("stopReplication"):
+            self.stop_replication(shard, which)
+            done.append("stopReplication")
+        if args.get("startReplication"):
+            self.start_replication(shard, which)
+            done.append("startReplication")
         if args.get("clear"):
             self.clear(shard)
             done.append("clear")
@@ -257,8 +389,17 @@ def parse_fault_command(cmd: dict) -> tuple[str, dict]:
             if not isinstance(v, int):  # true (once), or how many times
                 raise wrong_type("mongosimFault", field, v, "[bool, int]")
             args[field] = int(v) if isinstance(v, bool) else _whole(field, v, low=0)
-        elif field in ("restart", "stop", "start", "pauseNoop", "clear"):
+        elif field in ("restart", "stop", "start", "pauseNoop", "clear", "kill", "partition", "heal",
+                       "stopReplication", "startReplication", "force"):
             args[field] = _flag(field, v)
+        elif field == "stepDown":  # true (60 s), or the stepdown period in seconds
+            args[field] = v if v is True else _number(field, v, low=0)
+        elif field == "lag":
+            args[field] = _number(field, v, low=0)
+        elif field in ("member", "restartMember"):  # a member's _id or host
+            if isinstance(v, bool) or not isinstance(v, (int, str)):
+                raise wrong_type("mongosimFault", field, v, "[int, string]")
+            args[field] = v
         else:
             raise _unknown(field)
     return shard, args

@@ -75,8 +75,10 @@ def finish(
     from_migrate: bool = False,
     prev_op_time: dict | None = None,
     multi_op_type: int | None = None,
+    term: Int64 = TERM,
 ) -> dict:
-    """A complete oplog entry: session info, the operation, then ts/t/v/wall and the rest."""
+    """A complete oplog entry: session info, the operation, then ts/t/v/wall and the rest
+    (`t`: the replica set's term when the entry was written)."""
     e: dict[str, Any] = {}
     if lsid is not None:
         e["lsid"] = lsid
@@ -88,7 +90,7 @@ def finish(
     if from_migrate:
         e["fromMigrate"] = True
     e["ts"] = ts
-    e["t"] = TERM
+    e["t"] = term
     e["v"] = VERSION
     e["wall"] = wall
     if prev_op_time is not None:
@@ -98,8 +100,8 @@ def finish(
     return e
 
 
-def op_time(ts: Timestamp) -> dict:
-    return {"ts": ts, "t": TERM}
+def op_time(ts: Timestamp, term: Int64 = TERM) -> dict:
+    return {"ts": ts, "t": term}
 
 
 def apply_ops_o(ops: list[dict], *, partial: bool = False, prepare: bool = False) -> dict:

@@ -14,6 +14,13 @@ stages.
 
 Waiting (awaitData): `wait_for_entries_after(pos)` parks until an entry is
 appended beyond `pos`; callers bound it with a cancel scope (maxTimeMS).
+
+Majority visibility (replica sets of several members): `committed_end` is the
+position one past the newest majority-committed entry (None: every entry is
+committed, as on a one-member set).  Change streams read only up to it, as the
+server's read the oplog at the majority commit point; waiters wake when it
+moves (`set_committed_end`).  Rollback removes the newest entries
+(`truncate_after`), back to the common point with the new primary.
 """
 
 from __future__ import annotations
@@ -53,7 +60,7 @@ class EntryView:
 
 
 class Oplog:
-    __slots__ = ("_keys", "_raw", "_ops", "_nss", "_base", "_bytes", "max_bytes", "_lot")
+    __slots__ = ("_keys", "_raw", "_ops", "_nss", "_base", "_bytes", "max_bytes", "_lot", "committed_end")
 
     def __init__(self, max_bytes: int | None = None) -> None:
         self._keys = array("Q")
@@ -64,6 +71,7 @@ class Oplog:
         self._bytes = 0
         self.max_bytes = max_bytes
         self._lot = trio.lowlevel.ParkingLot()
+        self.committed_end: int | None = None  # majority visibility (None: every entry)
 
     # -- size and positions ---------------------------------------------------
     def __len__(self) -> int:
@@ -78,6 +86,18 @@ class Oplog:
     def end(self) -> int:
         """Absolute position one past the newest entry."""
         return self._base + len(self._raw)
+
+    @property
+    def visible_end(self) -> int:
+        """One past the newest entry a majority reader may see."""
+        return self._base + len(self._raw) if self.committed_end is None else self.committed_end
+
+    def set_committed_end(self, pos: int | None) -> None:
+        """Move the majority visibility to `pos` (None: everything); readers waiting wake up."""
+        old = self.committed_end
+        self.committed_end = pos
+        if len(self._lot) and (pos is None or old is None or pos > old):
+            self._lot.unpark_all()
 
     @property
     def size_bytes(self) -> int:
@@ -157,6 +177,17 @@ class Oplog:
             self._base += k
             self._bytes -= dropped
 
+    def truncate_after(self, key: int) -> int:
+        """Remove every entry with ts > `key` (rollback to the common point); how many went."""
+        i = bisect.bisect_right(self._keys, key)
+        n = len(self._raw) - i
+        if n:
+            self._bytes -= sum(len(r) for r in self._raw[i:])
+            del self._keys[i:], self._raw[i:], self._ops[i:], self._nss[i:]
+            if self.committed_end is not None and self.committed_end > self.end:
+                self.committed_end = self.end
+        return n
+
     # -- reading ----------------------------------------------------------------
     def position_at_or_after(self, key: int) -> int:
         """Absolute position of the first entry with ts >= key."""
@@ -214,6 +245,11 @@ class Oplog:
 
     # -- waiting ----------------------------------------------------------------
     async def wait_for_entries_after(self, pos: int) -> None:
-        """Park until the oplog holds an entry at absolute position >= `pos`."""
-        while self.end <= pos:
+        """Park until the oplog holds a (majority-visible) entry at absolute position >= `pos`."""
+        while self.visible_end <= pos:
             await self._lot.park()
+
+    def wake_readers(self) -> None:
+        """Wake every reader parked on this oplog so it looks again (its node changed state: a
+        restart, a rollback, an initial sync, a new replication source)."""
+        self._lot.unpark_all()

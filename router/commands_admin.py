@@ -19,10 +19,16 @@ if TYPE_CHECKING:
 
 @router_command("hello", "isMaster", "ismaster")
 async def cmd_hello(router: Router, req: Request) -> dict:
+    return answer_hello(router, req)
+
+
+def answer_hello(service, req: Request, replica_set: dict | None = None) -> dict:
+    """hello on a mongos, or (with `replica_set`, the member's fields) on a replica-set member: the
+    connection learns its client metadata; the authentication fields go before `ok`."""
     if "client" in req.cmd and req.conn.client is None:
         req.conn.client = req.cmd["client"]
-    reply = handshake.hello_reply(router.identity, req.cmd, req.conn.id)
-    extra = router.auth.hello_fields(req.cmd, authn.conn_auth(router, req.conn))
+    reply = handshake.hello_reply(service.identity, req.cmd, req.conn.id, replica_set=replica_set)
+    extra = service.auth.hello_fields(req.cmd, authn.conn_auth(service, req.conn))
     if extra:
         ok = reply.pop("ok")
         reply.update(extra)
@@ -162,4 +168,4 @@ async def cmd_mongosim_fault(router: Router, req: Request) -> dict:
     injector = getattr(router, "faults", None)
     if injector is None:
         raise MongoError("IllegalOperation", "fault injection is not available on this server")
-    return injector.apply_command(req.cmd, router, req.conn)
+    return await injector.apply_command(req.cmd, router, req.conn)

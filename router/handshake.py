@@ -54,7 +54,10 @@ def _now() -> datetime:
     return datetime.now(timezone.utc).replace(tzinfo=None, microsecond=(datetime.now().microsecond // 1000) * 1000)
 
 
-def hello_reply(ident: ServerIdentity, cmd: dict, connection_id: int, *, last_write: dict | None = None) -> dict:
+def hello_reply(ident: ServerIdentity, cmd: dict, connection_id: int, *, last_write: dict | None = None,
+                replica_set: dict | None = None) -> dict:
+    """`replica_set`: a replica-set member's own fields (topologyVersion ... lastWrite, see
+    router.replset), with `isWritablePrimary` under its legacy name `ismaster` for isMaster."""
     legacy = next(iter(cmd)).lower() == "ismaster"
     r: dict[str, Any] = {}
     if cmd.get("helloOk"):
@@ -63,6 +66,9 @@ def hello_reply(ident: ServerIdentity, cmd: dict, connection_id: int, *, last_wr
         r["ismaster" if legacy else "isWritablePrimary"] = True
         r["msg"] = "isdbgrid"
         r["topologyVersion"] = ident.topology_version()
+    elif replica_set is not None:
+        for k, v in replica_set.items():
+            r["ismaster" if legacy and k == "isWritablePrimary" else k] = v
     else:
         r["topologyVersion"] = ident.topology_version()
         r["hosts"] = [ident.address]

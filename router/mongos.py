@@ -32,7 +32,7 @@ from mongosim.router.failpoints import (
     attach_write_concern_error,
     fail_get_more_after_checkout,
 )
-from mongosim.router.remote import ShardRemote
+from mongosim.router.remote import ShardRemote, begin_request, end_request, merge_write_concern_errors
 from mongosim.router.request import Request
 from mongosim.router.server import ConnState
 from mongosim.router.sharding_catalog_manager import ShardingCatalogManager
@@ -152,7 +152,8 @@ class Router:
     # -- shared state -------------------------------------------------------------------------
     @property
     def config(self) -> Node:
-        return self.registry.config
+        """The config server's primary."""
+        return self.registry.config_primary()
 
     @property
     def shards(self) -> dict[str, ShardRemote]:
@@ -160,7 +161,7 @@ class Router:
         reg = self.registry
         if self._remotes_version != reg.version:
             old = self._remotes
-            self._remotes = {n: (old[n] if n in old and old[n].node is node else
+            self._remotes = {n: (old[n] if n in old and old[n].registered is node else
                                  ShardRemote(n, node, self.clock, reg.faults[n]))
                              for n, node in reg.nodes.items()}
             self._remotes_version = reg.version
@@ -211,6 +212,7 @@ class Router:
         at_cluster_time = await self._snapshot_read_time(req) if snapshot_reads.is_snapshot_read(name, cmd) else 0
         # decided before running: a failing getMore may remove its cursor
         req.is_change_stream = is_change_stream_command(name, cmd, self, db)
+        shard_request = begin_request(cmd)  # read preference out, the shards' writeConcernErrors back
         try:
             await apply_fail_command(self.failpoints, req)
             if "autocommit" in cmd:
@@ -224,6 +226,10 @@ class Router:
             if "autocommit" in cmd and name not in COMMIT_OR_ABORT and not injected:
                 await self.txns.implicitly_abort(req)
             raise
+        finally:
+            wces = end_request(shard_request)
+        if wces and reply.get("ok") and "writeConcernError" not in reply:
+            reply["writeConcernError"] = merge_write_concern_errors(wces)
         if cmd.get("autocommit") is False:
             token = self.txns.recovery_token(req)
             if token is not None:

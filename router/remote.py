@@ -1,31 +1,58 @@
-"""A shard remote: how the router reaches one node, and where faults are injected.
+"""A shard remote: how the router reaches one shard (a replica set), and where faults are injected.
 
-The router never touches a node's state directly; it sends commands through
+The router never touches a shard's state directly; it sends commands through
 its `ShardRemote`, which gossips cluster time both ways (the router's
-`$clusterTime` advances the node's clock before the command; the node's clock
-advances the router's after) and applies the faults set on it:
+`$clusterTime` advances the member's clock before the command; the member's
+clock advances the router's after) and applies the link faults set on it:
 
-- `delay`: seconds to wait before every command reaches the node (a slow shard);
+- `delay`: seconds to wait before every command reaches the shard (a slow shard);
 - `fail(times, code, labels)`: the next commands fail with that error;
 - `drop(times)`: the next commands fail as if the connection dropped
   (a network error; HostUnreachable on the router);
 - `partition`: every command fails with a network error until cleared.
 
-The delay is applied before the node computes its answer, so a cancelled
+The delay is applied before the member computes its answer, so a cancelled
 request never loses a batch that was already read from a cursor.
+
+Targeting (the router's replica-set monitor): each command goes to the
+shard's current primary — or, for a read whose read preference allows it, to
+a secondary (`nearest`, `secondary`, `secondaryPreferred`, `primaryPreferred`,
+within `maxStalenessSeconds`); a getMore or killCursors goes to the member
+holding the cursor (a cursor opened on a primary that stepped down keeps
+working there).  While the shard has no primary the command waits for one
+(FailedToSatisfyReadPreference after 20 s).  A read or a retryable write
+that fails because its member stepped down or died is sent again to the new
+primary (up to 3 times), as mongos retries idempotent shard requests; the
+member's session table answers a retried statement that had already run.
+
+Each request's read preference and the shards' writeConcernErrors travel in
+a context variable set by the router per client command (`begin_request`);
+the router merges the errors into its reply as mongos does.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import trio
 
-from mongosim.oplog.errors import MongoError
+from mongosim.oplog.errors import MongoError, in_category
+from mongosim.shardsim import service_entry_point
+from mongosim.shardsim.replica_set import PRIMARY, SECONDARY
+from mongosim.shardsim.write_concern import MemberGone
 
 if TYPE_CHECKING:
     from mongosim.shardsim.node import Node
+    from mongosim.shardsim.replica_set import Member
+
+FIND_HOST_TIMEOUT_S = 20.0  # how long a command waits for the shard to have a primary
+MAX_RETRIES = 3  # Shard::kOnErrorNumRetries
+_EPOCH = datetime(1970, 1, 1)
+_READS = frozenset({"find", "aggregate", "count", "distinct", "listCollections", "listIndexes", "dbStats",
+                    "collStats", "_migrateClone", "_shardsvrCountInRange"})
 
 
 class ShardNetworkError(MongoError):
@@ -51,20 +78,84 @@ class Faults:
         self.__init__()  # type: ignore[misc]
 
 
+@dataclass
+class ShardRequest:
+    """What one client command carries to every shard it reaches, and brings back."""
+
+    read_preference: dict | None = None
+    write_concern_errors: list[tuple[str, dict]] = field(default_factory=list)
+
+
+_REQUEST: ContextVar[ShardRequest | None] = ContextVar("mongosim_shard_request", default=None)
+
+
+def begin_request(cmd: dict) -> Any:
+    rp = cmd.get("$readPreference")
+    return _REQUEST.set(ShardRequest(rp if isinstance(rp, dict) else None))
+
+
+def end_request(token: Any) -> list[tuple[str, dict]]:
+    """The writeConcernErrors the shards reported for this request."""
+    req = _REQUEST.get()
+    _REQUEST.reset(token)
+    return req.write_concern_errors if req is not None else []
+
+
+def merge_write_concern_errors(errors: list[tuple[str, dict]]) -> dict:
+    """mongos's merge of its shards' writeConcernErrors (batch_write_op's mergeWriteConcernErrors):
+    the first error's code, a message naming each shard."""
+    first = errors[0][1]
+    parts = [f"{e.get('codeName', '')}: {e.get('errmsg', '')} at {shard}" for shard, e in errors]
+    msg = ("Multiple errors reported :: " if len(errors) > 1 else "") + " :: and :: ".join(parts)
+    out = {"code": first["code"], "codeName": first.get("codeName"), "errmsg": msg}
+    if "errInfo" in first:
+        out["errInfo"] = first["errInfo"]
+    return out
+
+
+def _retryable(name: str, cmd: dict) -> bool:
+    """Reads, change-stream opening and retryable writes may be sent again to a new primary."""
+    if "autocommit" in cmd:
+        return False
+    return name in _READS or ("txnNumber" in cmd and name in ("insert", "update", "delete", "findAndModify"))
+
+
+def _retargetable(err: MongoError) -> bool:
+    return in_category(err.code, "NotPrimaryError") or isinstance(err, ShardNetworkError) or \
+        in_category(err.code, "ShutdownError")
+
+
 class ShardRemote:
     def __init__(self, name: str, node: "Node", clock: Any, faults: Faults | None = None) -> None:
         self.name = name
-        self.node = node
+        self._node = node
+        self.registered = node  # the node the shard registry knows (its first primary)
+        self._rs = node.replica_set
         self._clock = clock  # the router's cluster clock (has .key / .advance)
         self.faults = faults if faults is not None else Faults()  # the shard's link faults, shared by routers
         self.commands_sent = 0
+        self._cursor_members: dict[int, "Member"] = {}
+
+    @property
+    def node(self) -> "Node":
+        """The shard's current primary (or the last one, while it has none)."""
+        rs = self._rs
+        if rs is not None:
+            p = rs.primary
+            if p is not None:
+                self._node = p.node
+        return self._node
+
+    @property
+    def replica_set(self):
+        return self._rs
 
     async def command(self, db: str, cmd: dict, *, cluster_time: int | None = None, learn: bool = True) -> dict:
-        """Run `cmd` on the node; raise MongoError (or ShardNetworkError) on failure.
+        """Run `cmd` on the shard; raise MongoError (or ShardNetworkError) on failure.
 
         `cluster_time` (a ts key) is the `$clusterTime` to gossip, when the caller
         sends one command to several shards "at once" (default: the router's now);
-        with `learn=False` the caller takes the node's time itself, after all replies.
+        with `learn=False` the caller takes the shard's time itself, after all replies.
         """
         f = self.faults
         self.commands_sent += 1
@@ -82,12 +173,104 @@ class ShardRemote:
             if f.fail_labels is not None:
                 err.extra["_explicitLabels"] = list(f.fail_labels)
             raise err
-        self.node.clock.advance(self._clock.key if cluster_time is None else cluster_time)
-        try:
-            return await self.node.run_command(db, cmd, from_router=True)
-        finally:
-            if learn:
-                self._clock.advance(self.node.clock.key)
+        if self._rs is None:  # a bare node (no replica set around it)
+            node = self._node
+            node.clock.advance(self._clock.key if cluster_time is None else cluster_time)
+            try:
+                return await node.run_command(db, cmd, from_router=True)
+            finally:
+                if learn:
+                    self._clock.advance(node.clock.key)
+        attempt = 0
+        while True:
+            member = await self._target(name, cmd)
+            node = member.node
+            node.clock.advance(self._clock.key if cluster_time is None else cluster_time)
+            try:
+                reply = await service_entry_point.run_command(member, db, cmd, from_router=True,
+                                                              secondary_ok=member.state != PRIMARY)
+            except MemberGone:
+                err: MongoError = ShardNetworkError(self.name, f"{member.host}: connection closed")
+            except MongoError as e:
+                err = e
+            else:
+                self._after(member, name, cmd, reply)
+                return reply
+            finally:
+                if learn:
+                    self._clock.advance(node.clock.key)
+            if attempt < MAX_RETRIES and _retargetable(err) and _retryable(name, cmd):
+                attempt += 1
+                continue
+            raise err
+
+    def _after(self, member: "Member", name: str, cmd: dict, reply: dict) -> None:
+        cur = reply.get("cursor")
+        if isinstance(cur, dict) and cur.get("id"):
+            self._cursor_members[int(cur["id"])] = member
+        elif name == "getMore" and isinstance(cur, dict):
+            self._cursor_members.pop(int(cmd.get("getMore") or 0), None)
+        wce = reply.get("writeConcernError")
+        if wce is not None:
+            req = _REQUEST.get()
+            if req is not None:
+                req.write_concern_errors.append((self.name, wce))
+
+    def cursor_node(self, cursor_id: int) -> "Node":
+        """The node holding a cursor this remote opened (to release it)."""
+        m = self._cursor_members.pop(int(cursor_id), None)
+        return m.node if m is not None else self.node
+
+    async def _target(self, name: str, cmd: dict) -> "Member":
+        rs = self._rs
+        if name in ("getMore", "killCursors"):
+            ids = [cmd.get("getMore")] if name == "getMore" else list(cmd.get("cursors") or [])
+            for cid in ids:
+                if isinstance(cid, int) and cid in self._cursor_members:
+                    m = self._cursor_members[cid]
+                    if not m.alive:
+                        self._cursor_members.pop(cid, None)
+                        raise ShardNetworkError(self.name, f"{m.host}: connection closed")
+                    return m
+        if name in _READS:
+            req = _REQUEST.get()
+            rp = cmd.get("$readPreference") or (req.read_preference if req is not None else None)
+            if isinstance(rp, dict) and rp.get("mode", "primary") != "primary":
+                chosen = self._by_read_preference(rp)
+                if chosen is not None:
+                    return chosen
+        p = rs.primary
+        if p is not None:
+            return p
+        with trio.move_on_after(FIND_HOST_TIMEOUT_S):
+            while rs.primary is None:
+                await rs.changed.park()
+            return rs.primary
+        raise MongoError("FailedToSatisfyReadPreference", "Could not find host matching read preference "
+                         f"{{ mode: \"primary\" }} for set {rs.name}")
+
+    def _by_read_preference(self, rp: dict) -> "Member | None":
+        rs = self._rs
+        mode = rp.get("mode")
+        p = rs.primary
+        stale = rp.get("maxStalenessSeconds")
+        secondaries = [m for m in rs.members if m.alive and m.state == SECONDARY]
+        if isinstance(stale, (int, float)) and stale > 0 and p is not None:
+            limit = float(stale)
+            newest = p.node.wall.now()
+            secondaries = [m for m in secondaries
+                           if newest - _applied_time(m) + rs.heartbeat_interval <= limit]
+        if mode in ("secondary", "secondaryPreferred") and secondaries:
+            return min(secondaries, key=lambda m: (-m.last_key, m.id))
+        if mode == "nearest":
+            candidates = secondaries + ([p] if p is not None else [])
+            return min(candidates, key=lambda m: m.id) if candidates else None
+        if mode == "primaryPreferred" and p is None and secondaries:
+            return secondaries[0]
+        if mode == "secondary" and not secondaries:
+            raise MongoError("FailedToSatisfyReadPreference", "Could not find host matching read preference "
+                             f"{{ mode: \"secondary\" }} for set {rs.name}")
+        return None
 
     # -- fault API ---------------------------------------------------------------------
     def set_delay(self, seconds: float) -> None:
@@ -103,3 +286,9 @@ class ShardRemote:
 
     def clear_faults(self) -> None:
         self.faults.clear()
+
+
+def _applied_time(m: "Member") -> float:
+    """Wall seconds of the member's newest entry."""
+    e = m.node.oplog.find_by_key(m.last_key)
+    return (e["wall"] - _EPOCH).total_seconds() if e is not None else 0.0

@@ -258,13 +258,25 @@ async def serve_tcp(service: Service, host: str, port: int, *, task_status=trio.
         listeners = [trio.SSLListener(lst, ssl_context, https_compatible=False) for lst in listeners]
     bound = listeners[0].socket.getsockname()[1] if ssl_context is None else listeners[0].transport_listener.socket.getsockname()[1]
     task_status.started(bound)
+    await serve_listeners(service, listeners)
+
+
+async def serve_listeners(service: Service, listeners: list, connections: set | None = None) -> None:
+    """Serve every connection the listeners accept until cancelled (the listeners close then).
+    `connections`: gets each open connection's cancel scope (cancel one to close it)."""
 
     async def handler(stream: trio.abc.Stream) -> None:
-        try:
-            await serve_connection(stream, service)
-        except trio.BrokenResourceError:
-            pass
-        except Exception:  # a TLS handshake failure etc. must not reach the listener
-            log.info("connection ended with %s", traceback.format_exc())
+        with trio.CancelScope() as scope:
+            if connections is not None:
+                connections.add(scope)
+            try:
+                await serve_connection(stream, service)
+            except trio.BrokenResourceError:
+                pass
+            except Exception:  # a TLS handshake failure etc. must not reach the listener
+                log.info("connection ended with %s", traceback.format_exc())
+            finally:
+                if connections is not None:
+                    connections.discard(scope)
 
     await trio.serve_listeners(handler, listeners)

@@ -53,7 +53,14 @@ class ShardRegistry:
             self.register(name, node)
 
     def config_primary(self) -> "Node":
-        return self.config
+        """The config server replica set's current primary."""
+        rs = self.config.replica_set
+        p = rs.primary if rs is not None else None
+        return p.node if p is not None else self.config
+
+    def topology_changed(self) -> None:
+        """A replica set's primary changed: the nodes to gossip to are asked again."""
+        self._all_version = -1
 
     def register(self, name: str, node: "Node") -> None:
         """A shard joins: every router can reach it, and it filters by the config server's metadata."""
@@ -86,6 +93,13 @@ class ShardRegistry:
         """Every node a router may still talk to: the config server, the shards, the retired shards
         (kept until the registry changes: instant-HWM gossip asks at every advance of cluster time)."""
         if self._all_version != self.version:
-            self._all = [self.config, *self.nodes.values(), *(r.node for r in self.retired.values())]
+            self._all = [_primary(n) for n in (self.config, *self.nodes.values(), *(r.node for r in self.retired.values()))]
             self._all_version = self.version
         return self._all
+
+
+def _primary(node: "Node") -> "Node":
+    """The current primary of `node`'s replica set (`node` itself when it has none)."""
+    rs = node.replica_set
+    p = rs.primary if rs is not None else None
+    return p.node if p is not None else node

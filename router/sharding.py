@@ -445,8 +445,11 @@ async def cmd_move_range(router: Router, req: Request) -> dict:
 
 # -- shards ----------------------------------------------------------------------------
 def shard_document(router: Router, name: str) -> dict:
+    """The shard's `config.shards` entry; `host` names its replica set's members."""
     node = router.shard(name).node
-    return {"_id": name, "host": f"{name}/{node.host}", "state": 1, "topologyTime": router.clock.now()}
+    rs = node.replica_set
+    host = rs.connection_string() if rs is not None else f"{name}/{node.host}"
+    return {"_id": name, "host": host, "state": 1, "topologyTime": router.clock.now()}
 
 
 @router_command("addShard", "addshard")

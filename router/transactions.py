@@ -157,15 +157,16 @@ class RouterTransactions:
             raise no_such_transaction(txn.txn_number)
         shards = list(txn.participants)
         writers = [s for s, wrote in txn.participants.items() if wrote]
+        wc = {"writeConcern": req.cmd["writeConcern"]} if "writeConcern" in req.cmd else {}  # the shards wait for it
         try:
             if len(writers) <= 1:
                 # read-only participants first, then the one that wrote (single-shard commit)
                 for s in sorted(shards, key=lambda s: txn.participants[s]):
-                    await self.router.shard(s).command("admin", self._cmd(txn, "commitTransaction"))
+                    await self.router.shard(s).command("admin", self._cmd(txn, "commitTransaction", **wc))
             else:
                 prepared = await self._everywhere(shards, self._cmd(txn, "prepareTransaction"))
                 commit_ts = max(r["prepareTimestamp"] for r in prepared)
-                await self._everywhere(shards, self._cmd(txn, "commitTransaction", commitTimestamp=commit_ts))
+                await self._everywhere(shards, self._cmd(txn, "commitTransaction", commitTimestamp=commit_ts, **wc))
         except MongoError:
             if txn.state != "committed":
                 await self._abort_all(txn)

@@ -111,7 +111,7 @@ class FailPoints:
     def _check(self, name: str, command_name: str, app_name: str | None, ns: str | None,
                implicit_commands: list | None = None) -> FailPoint | None:
         fp = self.get(name)
-        if fp is None:
+        if fp is None or command_name == "configureFailPoint":  # (never failed, even if named)
             return None
         data = fp.data
         cmds = implicit_commands if implicit_commands is not None else (data.get("failCommands") or [])

@@ -112,7 +112,7 @@ def try_insert_batch(node: Node, ctx: OpCtx, ws: WriteSession, db: str, name: st
         head_fields["txnNumber"] = Int64(ctx.txn_number)
     head_fields.update(E.operation(E.INSERT, coll.ns, {}, ui=coll.uuid))
     head = bsonutil.encode(head_fields)[4:-6]  # up to `o`'s value (the empty document and the end cut)
-    middle = bsonutil.encode({"t": E.TERM, "v": E.VERSION, "wall": wall})[4:-1]
+    middle = bsonutil.encode({"t": node.term, "v": E.VERSION, "wall": wall})[4:-1]  # (the set's term)
     keys = _keys_bytes(raws, docs)
     entries = []
     if state is None:

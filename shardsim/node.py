@@ -1,4 +1,4 @@
-"""A node: one replica-set primary, used for every shard and for the config server.
+"""A node: one replica-set member's data, used for every shard and for the config server.
 
 It owns what a mongod owns: a catalog of collections, an oplog, a logical
 clock, cursors, the pre-image store and the session table.  Commands arrive as
@@ -10,6 +10,11 @@ synchronous step, so entries are always in timestamp order.
 The periodic noop writer (`run_noop_writer`) writes `{msg: "periodic noop"}`
 when nothing else was written during an interval, as the server's NoopWriter
 does; that is what lets an idle shard's high-water mark advance.
+
+In a replica set of several members (`shardsim.replica_set`) every member is a
+Node with its own data and oplog; `replica_set`/`member` link it to its set
+(None for a node on its own), `term` is stamped on the entries it writes.
+A secondary's oplog is filled by replication, not by `log()`.
 """
 
 from __future__ import annotations
@@ -56,6 +61,7 @@ class Node:
         noop_interval: float = 10.0,
         instant_hwm: bool = False,
         host: str = "localhost:27018",
+        initiate: bool = True,
     ) -> None:
         self.name = name
         self.host = host
@@ -95,14 +101,18 @@ class Node:
         self.epoch = secrets.token_bytes(4)
         self.failpoints = FailPoints()  # this node's (configureFailPoint on a replica-set member)
         self.joined_key = 0  # the cluster time it joined a running cluster at (router.sharding.add_shard)
-        self.log(oplog_entry.noop_op("initiating set"))
+        self.term = oplog_entry.TERM  # the replica set's term (`t` of the entries it writes)
+        self.replica_set: Any = None  # shardsim.replica_set.ReplicaSet, when a member of one
+        self.member: Any = None  # its shardsim.replica_set.Member
+        if initiate:  # (a new member's oplog comes from its sync source instead)
+            self.log(oplog_entry.noop_op("initiating set"))
 
     # -- the oplog -------------------------------------------------------------------
     def log(self, op: dict, ctx: OpCtx | None = None, **session_fields: Any) -> Timestamp:
         """Reserve a timestamp and append `op` as a complete oplog entry."""
         key = self.clock.reserve(1)
         ts = key_ts(key)
-        e = oplog_entry.finish(op, ts, self.wall.wall(), **session_fields)
+        e = oplog_entry.finish(op, ts, self.wall.wall(), term=self.term, **session_fields)
         self.oplog.append(e)
         self.logged()
         if ctx is not None:
@@ -125,8 +135,10 @@ class Node:
             self.progress.unpark_all()
 
     async def wait_for_progress(self, pos: int, promised_key: int) -> None:
-        """Park until the oplog grows past `pos`, or (instant-HWM) the clock passes a promise."""
-        while self.oplog.end <= pos and self.clock.key + 1 <= promised_key:
+        """Park until the (majority-visible) oplog grows past `pos`, or (instant-HWM) the clock
+        passes a promise (which it can make only with every entry majority-committed)."""
+        oplog = self.oplog
+        while oplog.visible_end <= pos and (self.clock.key + 1 <= promised_key or oplog.visible_end < oplog.end):
             await self.progress.park()
 
     @property
@@ -134,14 +146,16 @@ class Node:
         return self.oplog.last_key
 
     # -- commands ----------------------------------------------------------------------
-    async def run_command(self, db: str, cmd: dict, *, from_router: bool = False, client: dict | None = None) -> dict:
-        """Run one command; raise MongoError on failure.  The reply has `ok: 1.0`.  In a profiled
-        database the profiler records it (`client`: the connection's {client, appName, user})."""
+    async def run_command(self, db: str, cmd: dict, *, from_router: bool = False, view: Any = None,
+                          client: dict | None = None) -> dict:
+        """Run one command; raise MongoError on failure.  The reply has `ok: 1.0`.
+        `view`: what a read sees instead of the present data (readConcern majority's snapshot).
+        In a profiled database the profiler records it (`client`: the connection's {client, appName, user})."""
         if not self.profiler.levels:  # (profiling off everywhere: the common case costs this test)
-            return await self._run_command(db, cmd, from_router)
-        return await profiler.profiled(self, db, cmd, lambda: self._run_command(db, cmd, from_router), client)
+            return await self._run_command(db, cmd, from_router, view)
+        return await profiler.profiled(self, db, cmd, lambda: self._run_command(db, cmd, from_router, view), client)
 
-    async def _run_command(self, db: str, cmd: dict, from_router: bool) -> dict:
+    async def _run_command(self, db: str, cmd: dict, from_router: bool, view: Any) -> dict:
         if not cmd:
             raise MongoError("FailedToParse", "Empty command object")
         name = next(iter(cmd))
@@ -169,6 +183,8 @@ class Node:
             attach_transaction(self, ctx, name)
         elif snapshot_reads.is_snapshot_read(name, cmd):
             snapshot_reads.open_view(self, ctx)
+        elif view is not None:
+            ctx.snapshot = view
         elif name in _WRITE_COMMANDS and self.txn_locks and self.prepared_namespaces:
             if lsid is not None and ctx.txn_number is not None:
                 self.sessions.begin(lsid, ctx.txn_number)  # the session is checked out before any wait
@@ -249,8 +265,8 @@ class Node:
         last_seen = -1
         while True:
             await trio.sleep(self.noop_interval)
-            if self.noop_paused:
-                continue
+            if self.noop_paused or (self.member is not None and not self.member.is_primary):
+                continue  # (only a primary writes)
             if self.oplog.last_key == last_seen:
                 ts = self.log(oplog_entry.noop_op("periodic noop"))
                 if self.tracer is not None:

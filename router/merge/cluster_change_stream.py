@@ -147,6 +147,9 @@ class ClusterChangeStreamCursor:
 
     async def _fetch(self, idx: int, await_ms: int, batch_size: int | None = None) -> None:
         rc = self.arm.remotes[idx]
+        if getattr(self, "_closed", False):  # scheduled before the cursor closed, started after: nothing to ask
+            rc.pending = False
+            return
         with trio.CancelScope() as scope:
             self._scopes.add(scope)
             try:
@@ -284,8 +287,7 @@ class ClusterChangeStreamCursor:
             scope.cancel()
         for rc in self.arm.remotes:
             if rc.cursor_id and not rc.exhausted:
-                node = rc.remote.node
-                node.cursors.remove(rc.cursor_id)
+                rc.remote.cursor_node(rc.cursor_id).cursors.remove(rc.cursor_id)  # (the member holding it)
 
 
 async def open_cluster_change_stream(router: Router, req: Request) -> dict:

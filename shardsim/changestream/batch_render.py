@@ -51,13 +51,13 @@ PIPELINE = 2  # the next entry is for the stage pipeline
 SKIP = "skip"  # not the stream's
 TO_PIPELINE = "pipeline"  # the stage pipeline's
 
-# After `o2` (or a delete's `o`): [stmtId: int32] [fromMigrate: true] ts t v wall ..., t and v constant
+# After `o2` (or a delete's `o`): [stmtId: int32] [fromMigrate: true] ts t v wall ..., v constant (t the set's term)
 # (oplog.entry).  The bytes after the documentKey, by layout: ts t v wall; or stmtId ts t v wall
 # prevOpTime (a retryable write).
 _STMT_ID = b"\x10stmtId\x00"
 _TS = b"\x11ts\x00"
-_T_V_WALL = (b"\x12t\x00" + int(E.TERM).to_bytes(8, "little") + b"\x12v\x00" + int(E.VERSION).to_bytes(8, "little")
-             + b"\x09wall\x00")
+_T = b"\x12t\x00"  # then the term: any (a replica set's term moves with its elections)
+_V_WALL = b"\x12v\x00" + int(E.VERSION).to_bytes(8, "little") + b"\x09wall\x00"
 _PLAIN_TAIL = 12 + 28 + 8 + 1  # ts, t v wall's name, wall, end of the entry
 _RETRYABLE_TAIL = 12 + _PLAIN_TAIL + 12 + 28  # stmtId, ..., prevOpTime {ts, t}
 _FROM_MIGRATE = b"\x08fromMigrate\x00\x01"
@@ -216,7 +216,7 @@ class RunRenderer:
         heads = _TOKEN_HEADS
         add_raw, add_key, add_op = out_raws.append, out_keys.append, out_ops.append
         # (module constants as locals: this loop runs once per event)
-        i32, id_int32, o2_name, t_v_wall, plain_tail, full_document = _I32, _ID_INT32, _O2, _T_V_WALL, _PLAIN_TAIL, R.FULL_DOCUMENT
+        i32, id_int32, o2_name, v_wall, plain_tail, full_document = _I32, _ID_INT32, _O2, _V_WALL, _PLAIN_TAIL, R.FULL_DOCUMENT
         status = END
         last = 0
         last_ns = last_op = t = None
@@ -299,7 +299,7 @@ class RunRenderer:
                 if not (d == 0 or (d == 12 and raw.startswith(_STMT_ID, k_end))):
                     status = PIPELINE
                     break
-            if raw[w + 12 : w + 40] != t_v_wall:
+            if raw[w + 23 : w + 40] != v_wall or not raw.startswith(_T, w + 12):
                 status = PIPELINE
                 break
             key_raw = raw[o2:k_end]

@@ -182,6 +182,8 @@ class ChangeStreamCursor:
             wait = (max_time_ms if max_time_ms is not None else DEFAULT_AWAIT_MS) / 1000.0
             with trio.move_on_after(wait):
                 while True:
+                    # (read each time: a primary stepping down stops promising)
+                    instant = self.node.instant_hwm and self.ctx.needs_merge
                     if instant:  # woken by new entries, or by a newer cluster time to promise
                         await self.node.wait_for_progress(self.source.pos, self.pbrt_key)
                     else:

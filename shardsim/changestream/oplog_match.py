@@ -15,7 +15,8 @@ The filter (change_stream_filter_helpers.cpp), after `ts >= start` and
    `reshardCollection`; `o2.migrateChunkToNewShard` only when feeding a router).
 
 The scan reads raw entries and decodes only candidates (op/ns are kept beside
-each entry).  `latest_key` is the ts of the newest entry scanned, whether kept
+each entry), and only the majority-committed ones (`Oplog.committed_end`), as
+the server's change streams read at the majority commit point.  `latest_key` is the ts of the newest entry scanned, whether kept
 or not: the shard's high-water mark.  If the oplog no longer holds the start
 point (its first entry is later, and is not the node's "initiating set"),
 the scan fails with OplogQueryMinTsMissing, which check-resumability turns into
@@ -71,6 +72,8 @@ class OplogMatch(Stage):
         keys, ops, nss, raws = oplog.column_refs()
         base = oplog.start
         n = len(raws)
+        if oplog.committed_end is not None:  # several members: only majority-committed entries
+            n = min(n, oplog.committed_end - base)
         ctx = self.ctx
         nsf = ctx.nsf
         show_migration = ctx.spec.show_migration_events

@@ -15,70 +15,13 @@ pymongo does what the specification's tests say.
 """
 
 from __future__ import annotations
-REPLSET_ADMIN_FAILCOMMAND = "replica set: failCommand never fails ping (admin commands are answered before the failpoint check)"
 GRIDFS_EQ = "not the emulator: pymongo 4.20 GridFS finds the file by {_id: {$eq: id}}, the test expects {_id: id}"
 NO_SECONDARIES = "secondary read preference: the replica set has no secondaries (issue 18)"
 PYMONGO_PARTIAL_RESULT = "not the emulator: pymongo 4.20 sets partial_result when an ordered client bulk write's first op fails (nErrors < ops sent)"
 ON_PRIMARY_TXN_WRITE = "onPrimaryTransactionalWrite closes the connection on both attempts: pymongo raises AutoReconnect with no partial result, the test expects a BulkWriteError result (unverified against a real server)"
 MAPREDUCE = "no JavaScript engine (a deployment with security.javascriptEnabled: false): the map function fails with 31246"
-UNSATISFIABLE_WC = "unsatisfiable write concern (w: 10) ignored instead of a writeConcernError (100)"
 
 _BY_CAUSE: dict[str, list[str]] = {
-    REPLSET_ADMIN_FAILCOMMAND: [  # 53
-        "replset/retryable-reads/handshakeError.json/client.createChangeStream succeeds after retryable handshake network error",
-        "replset/retryable-reads/handshakeError.json/client.createChangeStream succeeds after retryable handshake server error (ShutdownInProgress)",
-        "replset/retryable-reads/handshakeError.json/client.listDatabaseNames succeeds after retryable handshake network error",
-        "replset/retryable-reads/handshakeError.json/client.listDatabaseNames succeeds after retryable handshake server error (ShutdownInProgress)",
-        "replset/retryable-reads/handshakeError.json/client.listDatabases succeeds after retryable handshake network error",
-        "replset/retryable-reads/handshakeError.json/client.listDatabases succeeds after retryable handshake server error (ShutdownInProgress)",
-        "replset/retryable-reads/handshakeError.json/collection.aggregate succeeds after retryable handshake network error",
-        "replset/retryable-reads/handshakeError.json/collection.aggregate succeeds after retryable handshake server error (ShutdownInProgress)",
-        "replset/retryable-reads/handshakeError.json/collection.countDocuments succeeds after retryable handshake network error",
-        "replset/retryable-reads/handshakeError.json/collection.countDocuments succeeds after retryable handshake server error (ShutdownInProgress)",
-        "replset/retryable-reads/handshakeError.json/collection.createChangeStream succeeds after retryable handshake network error",
-        "replset/retryable-reads/handshakeError.json/collection.createChangeStream succeeds after retryable handshake server error (ShutdownInProgress)",
-        "replset/retryable-reads/handshakeError.json/collection.distinct succeeds after retryable handshake network error",
-        "replset/retryable-reads/handshakeError.json/collection.distinct succeeds after retryable handshake server error (ShutdownInProgress)",
-        "replset/retryable-reads/handshakeError.json/collection.estimatedDocumentCount succeeds after retryable handshake network error",
-        "replset/retryable-reads/handshakeError.json/collection.estimatedDocumentCount succeeds after retryable handshake server error (ShutdownInProgress)",
-        "replset/retryable-reads/handshakeError.json/collection.find succeeds after retryable handshake network error",
-        "replset/retryable-reads/handshakeError.json/collection.find succeeds after retryable handshake server error (ShutdownInProgress)",
-        "replset/retryable-reads/handshakeError.json/collection.findOne succeeds after retryable handshake network error",
-        "replset/retryable-reads/handshakeError.json/collection.findOne succeeds after retryable handshake server error (ShutdownInProgress)",
-        "replset/retryable-reads/handshakeError.json/collection.listIndexNames succeeds after retryable handshake network error",
-        "replset/retryable-reads/handshakeError.json/collection.listIndexNames succeeds after retryable handshake server error (ShutdownInProgress)",
-        "replset/retryable-reads/handshakeError.json/collection.listIndexes succeeds after retryable handshake network error",
-        "replset/retryable-reads/handshakeError.json/collection.listIndexes succeeds after retryable handshake server error (ShutdownInProgress)",
-        "replset/retryable-reads/handshakeError.json/database.aggregate succeeds after retryable handshake network error",
-        "replset/retryable-reads/handshakeError.json/database.aggregate succeeds after retryable handshake server error (ShutdownInProgress)",
-        "replset/retryable-reads/handshakeError.json/database.createChangeStream succeeds after retryable handshake network error",
-        "replset/retryable-reads/handshakeError.json/database.createChangeStream succeeds after retryable handshake server error (ShutdownInProgress)",
-        "replset/retryable-reads/handshakeError.json/database.listCollectionNames succeeds after retryable handshake network error",
-        "replset/retryable-reads/handshakeError.json/database.listCollectionNames succeeds after retryable handshake server error (ShutdownInProgress)",
-        "replset/retryable-reads/handshakeError.json/database.listCollections succeeds after retryable handshake network error",
-        "replset/retryable-reads/handshakeError.json/database.listCollections succeeds after retryable handshake server error (ShutdownInProgress)",
-        "replset/retryable-writes/handshakeError.json/client.clientBulkWrite succeeds after retryable handshake network error",
-        "replset/retryable-writes/handshakeError.json/client.clientBulkWrite succeeds after retryable handshake server error (ShutdownInProgress)",
-        "replset/retryable-writes/handshakeError.json/collection.bulkWrite succeeds after retryable handshake network error",
-        "replset/retryable-writes/handshakeError.json/collection.bulkWrite succeeds after retryable handshake server error (ShutdownInProgress)",
-        "replset/retryable-writes/handshakeError.json/collection.deleteOne succeeds after retryable handshake network error",
-        "replset/retryable-writes/handshakeError.json/collection.deleteOne succeeds after retryable handshake server error (ShutdownInProgress)",
-        "replset/retryable-writes/handshakeError.json/collection.findOneAndDelete succeeds after retryable handshake network error",
-        "replset/retryable-writes/handshakeError.json/collection.findOneAndDelete succeeds after retryable handshake server error (ShutdownInProgress)",
-        "replset/retryable-writes/handshakeError.json/collection.findOneAndReplace succeeds after retryable handshake network error",
-        "replset/retryable-writes/handshakeError.json/collection.findOneAndReplace succeeds after retryable handshake server error (ShutdownInProgress)",
-        "replset/retryable-writes/handshakeError.json/collection.findOneAndUpdate succeeds after retryable handshake network error",
-        "replset/retryable-writes/handshakeError.json/collection.findOneAndUpdate succeeds after retryable handshake server error (ShutdownInProgress)",
-        "replset/retryable-writes/handshakeError.json/collection.insertMany succeeds after retryable handshake network error",
-        "replset/retryable-writes/handshakeError.json/collection.insertMany succeeds after retryable handshake server error (ShutdownInProgress)",
-        "replset/retryable-writes/handshakeError.json/collection.insertOne succeeds after retryable handshake network error",
-        "replset/retryable-writes/handshakeError.json/collection.insertOne succeeds after retryable handshake server error (ShutdownInProgress)",
-        "replset/retryable-writes/handshakeError.json/collection.replaceOne succeeds after retryable handshake network error",
-        "replset/retryable-writes/handshakeError.json/collection.replaceOne succeeds after retryable handshake server error (ShutdownInProgress)",
-        "replset/retryable-writes/handshakeError.json/collection.updateOne succeeds after retryable handshake network error",
-        "replset/retryable-writes/handshakeError.json/collection.updateOne succeeds after retryable handshake server error (ShutdownInProgress)",
-        "replset/run-command/runCommand.json/does not retry retryable errors on given command",
-    ],
     GRIDFS_EQ: [  # 34
         "replset/retryable-reads/gridfs-download-serverErrors.json/Download fails after NotWritablePrimary when retryReads is false",
         "replset/retryable-reads/gridfs-download-serverErrors.json/Download fails after two NotWritablePrimary errors",
@@ -137,10 +80,6 @@ _BY_CAUSE: dict[str, list[str]] = {
     MAPREDUCE: [  # 2
         "replset/retryable-reads/mapReduce.json/MapReduce succeeds with retry on",
         "sharded/retryable-reads/mapReduce.json/MapReduce succeeds with retry on",
-    ],
-    UNSATISFIABLE_WC: [  # 2
-        "replset/transactions/commit.json/write concern error on commit",
-        "sharded/transactions/commit.json/write concern error on commit",
     ],
 }
 

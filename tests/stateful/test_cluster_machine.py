@@ -81,7 +81,7 @@ class ClusterMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.portal = TrioPortal()
-        opts = ClusterOptions(shards=3, routers=2, listen=False, epoch=EPOCH, instant_hwm=True, noop_interval=1.0)
+        opts = ClusterOptions(**self.cluster_options())
         self.core = self.portal.start_background(serve_cluster, opts)
         gossip: dict = {}
         self.clients = [GossipingClient(r, gossip) for r in self.core.routers]  # router00, router01
@@ -101,6 +101,9 @@ class ClusterMachine(RuleBasedStateMachine):
         self.restarts = 0  # a restarted shard has no snapshot history
         self.created = 0  # collections db.t<N> created by transactions (rule transaction_creates_a_collection)
         self.removed: set[str] = set()  # shards removed by removeShard
+
+    def cluster_options(self) -> dict:
+        return dict(shards=3, routers=2, listen=False, epoch=EPOCH, instant_hwm=True, noop_interval=1.0)
 
     def live_shards(self) -> list[str]:
         return sorted(self.core.router.shards)
@@ -320,7 +323,7 @@ class ClusterMachine(RuleBasedStateMachine):
     @rule(which=st.integers(0, 2**16))
     def remove_a_shard(self, which: int) -> None:
         """removeShard until completed: the balancer drains it, its databases move (movePrimary)."""
-        self.faults.clear()
+        self.portal.call(self._clear_faults)
         shard = self.live_shards()[which % len(self.live_shards())]
         self.portal.call(self._remove, shard)
         self.removed.add(shard)
@@ -351,7 +354,7 @@ class ClusterMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.log)
     @rule()
     def drop_and_recreate(self) -> None:
-        self.faults.clear()
+        self.portal.call(self._clear_faults)
         self.portal.call(self.client.command, "db", {"drop": "c"})
         self.log.append(("db.c", "drop", None))
         self.drops += 1
@@ -431,6 +434,9 @@ class ClusterMachine(RuleBasedStateMachine):
     def restart_shard(self, shard: str) -> None:
         if self.live(shard):
             self.portal.call(self._restart, shard)
+
+    async def _clear_faults(self) -> None:
+        self.faults.clear()  # (on the loop: healed members wake their replication)
 
     async def _restart(self, shard: str) -> None:
         self.faults.restart(shard)

@@ -1,0 +1,109 @@
+"""Replication on a secondary: fetch the primary's new oplog entries, apply them after a lag.
+
+One task per member (the server's BackgroundSync, OplogFetcher and
+OplogApplier in one loop):
+
+1. the sync source is the primary, when this member is an alive secondary
+   that can talk to it and replication is not stopped (the server's
+   `stopReplProducer` failpoint stops the fetcher the same way);
+2. if this member's newest entry is not in the source's history, it has
+   diverged: it rolls back (`shardsim.rollback`) — or, when the source's
+   bounded oplog no longer reaches back to it, it re-syncs
+   (`shardsim.initial_sync`);
+3. new entries are fetched (their bytes) into a buffer, each ready to apply
+   `lag` seconds after its fetch (0 by default; on trio's clock, so virtual
+   time works);
+4. ready entries are applied in order (`Member.apply_buffered`); the commit
+   point moves (`ReplicaSet.progress`).
+
+The task parks on its source's oplog (woken by every append) or until the
+next buffered entry is ready; every state change of the set wakes it
+(`ReplicaSet.notify`).  A killed or partitioned member fetches nothing.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import trio
+
+from mongosim.shardsim.initial_sync import initial_sync
+from mongosim.shardsim.replica_set import PRIMARY, REMOVED, ROLLBACK, SECONDARY
+from mongosim.shardsim.rollback import rollback
+
+if TYPE_CHECKING:
+    from mongosim.shardsim.replica_set import Member, ReplicaSet
+
+
+def sync_source(rs: "ReplicaSet", m: "Member") -> "Member | None":
+    if not m.alive or not m.replicating or m.state in (PRIMARY, ROLLBACK, REMOVED):
+        return None
+    p = rs.primary
+    if p is None or p is m or not rs.can_talk(p, m):
+        return None
+    return p
+
+
+def fetch(m: "Member", src: "Member") -> int:
+    """Copy the source's entries after the last one fetched into the buffer; how many."""
+    oplog = src.node.oplog
+    pos = oplog.position_after(m.fetched_key)
+    end = oplog.end
+    if pos >= end:
+        return 0
+    ready = trio.current_time() + m.lag
+    buf = m.buffer
+    keys, _ops, _nss, raws = oplog.column_refs()
+    base = oplog.start
+    for i in range(pos - base, end - base):
+        buf.append((ready, raws[i], keys[i]))
+    m.fetched_key = keys[end - base - 1]
+    src.committed.mark()  # the source is between writes: its data is its oplog applied
+    return end - pos
+
+
+def step(rs: "ReplicaSet", m: "Member") -> float:
+    """One round of replication; returns when to look again at the latest (inf: when woken)."""
+    src = sync_source(rs, m)
+    if src is not m.sync_source:
+        m.sync_source = src
+        m.buffer.clear()  # fetched entries not yet applied are fetched again from the new source
+        m.fetched_key = m.last_key
+    if src is None:
+        return math.inf
+    if not m.on_history_of(src):
+        oplog = src.node.oplog
+        if oplog.start > 0 and m.last_key < oplog.first_key:
+            initial_sync(m, src)  # too stale: the source no longer holds where this member stands
+        else:
+            rollback(rs, m, src)
+        m.sync_source = src
+        return 0.0
+    fetch(m, src)
+    if m.state == SECONDARY and m.apply_buffered(trio.current_time()):
+        m.committed.mark()
+        rs.progress()
+    return m.buffer[0][0] if m.buffer else math.inf
+
+
+async def run_member_replication(rs: "ReplicaSet", m: "Member") -> None:
+    """The member's replication task, for the life of the set."""
+    while m in rs.members:
+        deadline = step(rs, m)
+        if deadline <= trio.current_time():
+            await trio.lowlevel.checkpoint()
+            continue
+        src = m.sync_source
+        lot = src.node.oplog._lot if src is not None else m.wakeup
+        seen = src.node.oplog.end if src is not None else -1
+        with trio.move_on_at(deadline):
+            if src is None or src.node.oplog.end == seen:
+                await lot.park()
+
+
+def start_replication(rs: "ReplicaSet", m: "Member") -> None:
+    """Run `m`'s replication task in the set's nursery (sets of several members)."""
+    if rs.nursery is not None and not getattr(m, "_replicating_task", False):
+        m._replicating_task = True
+        rs.nursery.start_soon(run_member_replication, rs, m, name=f"replication-{m.host}")

@@ -1,0 +1,105 @@
+"""A command arriving at one replica-set member: the checks and waits around running it.
+
+What the server's entry point (service_entry_point_mongod) does around a
+command on a replica-set member, in order:
+
+1. a write goes only to the primary (NotWritablePrimary 10107, "not primary");
+   a read on a secondary needs `secondaryOk` — a read preference other than
+   primary (NotPrimaryNoSecondaryOk 13435); a member in rollback or initial
+   sync serves no reads (NotPrimaryOrSecondary 13436); getMore, killCursors
+   and administrative commands run anywhere (a cursor opened on a primary
+   keeps working after it steps down);
+2. read concern (`shardsim.read_concern`): wait for afterClusterTime, read
+   the majority snapshot;
+3. the command runs on the member's node, as a "read" or a "write"
+   operation: stepping down interrupts the writes
+   (InterruptedDueToReplStateChange 11602), a kill interrupts everything
+   (the client sees its connection close: `MemberGone`);
+4. linearizable reads confirm they are still primary; write concern
+   (`shardsim.write_concern`) is waited for and reported as the reply's
+   `writeConcernError`.
+
+Both the router's shard remotes and each member's own wire endpoint come
+through here.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import trio
+
+from mongosim.oplog.errors import MongoError
+from mongosim.shardsim import read_concern, write_concern
+from mongosim.shardsim.replica_set import PRIMARY, SECONDARY
+from mongosim.shardsim.write_concern import MemberGone
+
+if TYPE_CHECKING:
+    from mongosim.shardsim.replica_set import Member
+
+READ_COMMANDS = frozenset({
+    "find", "aggregate", "count", "distinct", "listCollections", "listIndexes", "listDatabases", "dbStats",
+    "collStats", "dataSize", "explain", "_migrateClone", "_shardsvrCountInRange", "mapReduce", "geoNear",
+})
+WRITE_COMMANDS = write_concern.WRITE_CONCERN_COMMANDS
+# the server's sharding metadata that lives outside the oplog (config.cache.* on a real shard)
+METADATA_COMMANDS = frozenset({"_shardsvrSetShardKey", "_shardsvrReshardCommit"})
+
+
+def check_role(m: "Member", name: str, secondary_ok: bool) -> bool:
+    """Raise if `m` may not run `name` now; whether it is a write."""
+    if name in WRITE_COMMANDS:
+        if m.state != PRIMARY:
+            raise MongoError("NotWritablePrimary", "not primary")
+        return True
+    if name in READ_COMMANDS and m.state != PRIMARY:
+        if m.state != SECONDARY:
+            raise MongoError("NotPrimaryOrSecondary", "node is not in primary or recovering state")
+        if not secondary_ok:
+            raise MongoError("NotPrimaryNoSecondaryOk", "not primary and secondaryOk=false")
+    return False
+
+
+def interrupted(m: "Member") -> Exception:
+    if not m.alive:
+        return MemberGone()
+    return MongoError("InterruptedDueToReplStateChange",
+                      "operation was interrupted because a replica set state change occurred")
+
+
+async def run_command(m: "Member", db: str, cmd: dict, *, from_router: bool = False,
+                      secondary_ok: bool = False, client: dict | None = None) -> dict:
+    """Run `cmd` on member `m` as its mongod would (`client`: for the profiler, see Node.run_command)."""
+    if not m.alive:
+        raise MemberGone()
+    name = next(iter(cmd))
+    is_write = check_role(m, name, secondary_ok) or (cmd.get("autocommit") is False and name in
+                                                       ("insert", "update", "delete", "findAndModify"))
+    if is_write and m.writes_blocked is not None:  # a step-down is waiting for a secondary to catch up
+        await m.writes_blocked.wait()
+        check_role(m, name, secondary_ok)
+    wc = write_concern.parse(cmd) if write_concern.applies(name, cmd) else None
+    view = await read_concern.prepare(m, name, cmd) if "readConcern" in cmd else None
+    with trio.CancelScope() as scope:
+        m.ops[scope] = "write" if is_write else "read"
+        try:
+            reply = await m.node.run_command(db, cmd, from_router=from_router, view=view, client=client)
+        finally:
+            m.ops.pop(scope, None)
+    if scope.cancelled_caught:
+        raise interrupted(m)
+    rs = m.rs
+    if name in METADATA_COMMANDS:
+        ns = cmd[name]
+        coll = m.node.catalog.collection(*ns.split(".", 1)) if isinstance(ns, str) and "." in ns else None
+        if coll is not None:
+            rs.note_metadata(ns, {"uuid": coll.uuid, "shard_key": coll.shard_key,
+                                  "indexes": [dict(s) for s in coll.indexes]})
+    if rs.multi and "readConcern" in cmd and read_concern.level_of(cmd)[0] == "linearizable":
+        await read_concern.linearize(m)
+    if wc is not None and (rs.multi or wc.w != "majority"):
+        op_key = reply.get("_opTimeKey") or m.last_key
+        wce = await write_concern.wait(m, op_key, wc)
+        if wce is not None:
+            reply["writeConcernError"] = wce
+    return reply

@@ -1,0 +1,143 @@
+"""Elections, step-down, freeze, priority, and what a failover does to operations."""
+
+from __future__ import annotations
+
+import trio
+from bson import Int64
+
+from mongosim.shardsim.replica_set import election_id
+from tests.replset.conftest import member_client, settle
+
+
+async def test_step_down_elects_a_caught_up_secondary_in_a_new_term(rs3, autojump_clock):
+    core, c = rs3
+    rs = core.replica_sets["shard00"]
+    await c.insert("db", "c", [{"_id": 1}])
+    old = rs.primary
+    hello = await c.admin({"hello": 1})
+    assert hello["isWritablePrimary"] and hello["electionId"] == election_id(1)
+    counter = hello["topologyVersion"]["counter"]
+    t0 = trio.current_time()
+    await c.admin({"replSetStepDown": 60})
+    await settle(rs, 0.01)
+    new = rs.primary
+    assert new is not None and new is not old and trio.current_time() - t0 < 0.1  # election handoff: at once
+    assert rs.term == 2 and rs.elections[-1]["reason"] == "stepUpRequestSkipDryRun"
+    noop = new.node.oplog.entry_at(new.node.oplog.end - 1)
+    assert noop["op"] == "n" and noop["o"] == {"msg": "new primary"} and noop["t"] == Int64(2)
+    hello = await member_client(core, new).admin({"hello": 1})
+    assert hello["isWritablePrimary"] and hello["electionId"] == election_id(2) and hello["me"] == new.host
+    old_hello = await c.admin({"hello": 1})
+    assert not old_hello["isWritablePrimary"] and old_hello["secondary"] and old_hello["primary"] == new.host
+    assert "electionId" not in old_hello and old_hello["topologyVersion"]["counter"] > counter
+    # the stepped-down member may not stand again for stepDownSecs
+    await core.faults.step_down("shard00")
+    await settle(rs, 0.01)
+    assert rs.primary not in (old, new)
+
+
+async def test_step_down_needs_a_caught_up_secondary(rs3, autojump_clock):
+    core, c = rs3
+    core.faults.stop_replication("shard00")
+    await c.command("db", {"insert": "c", "documents": [{"_id": 1}], "writeConcern": {"w": 1}})
+    t0 = trio.current_time()
+    reply = await c.command("admin", {"replSetStepDown": 60, "secondaryCatchUpPeriodSecs": 5}, check=False)
+    assert reply["codeName"] == "ExceededTimeLimit" and reply["code"] == 262
+    assert 4.99 <= trio.current_time() - t0 <= 5.05
+    assert core.replica_sets["shard00"].primary.host == core.frontend.member.host
+    await c.admin({"replSetStepDown": 60, "secondaryCatchUpPeriodSecs": 1, "force": True})
+    assert core.frontend.member.state == "SECONDARY"
+
+
+async def test_killing_the_primary_elects_the_most_up_to_date_member_after_the_election_timeout(rs3, autojump_clock):
+    core, c = rs3
+    rs = core.replica_sets["shard00"]
+    behind = rs.members[1]
+    core.faults.stop_replication("shard00", behind.id)
+    await c.insert("db", "c", [{"_id": 1}])  # majority: the primary and member 2
+    t0 = trio.current_time()
+    core.faults.kill("shard00")
+    while rs.primary is None:
+        await rs.changed.park()
+    assert abs(trio.current_time() - t0 - 10.0) < 0.05  # electionTimeoutMillis
+    assert rs.primary is rs.members[2]  # member 1 is behind: the other has the newest optime
+    assert rs.members[2].node.catalog.collection("db", "c").get(1) == {"_id": 1}
+
+
+async def test_priority_zero_never_stands_and_priority_takes_over(rs3, autojump_clock):
+    core, c = rs3
+    rs = core.replica_sets["shard00"]
+    cfg = (await c.admin({"replSetGetConfig": 1}))["config"]
+    cfg["version"] += 1
+    cfg["members"][1]["priority"] = 0
+    cfg["members"][2]["priority"] = 5
+    await c.admin({"replSetReconfig": cfg})
+    t0 = trio.current_time()
+    while rs.primary is not rs.members[2]:
+        await rs.changed.park()
+    # priority takeover: once caught up, after a heartbeat interval
+    assert rs.heartbeat_interval - 0.05 <= trio.current_time() - t0 <= 2 * rs.heartbeat_interval + 0.05
+    assert rs.elections[-1]["reason"] == "priorityTakeover"
+    core.faults.kill("shard00")  # member 2 dies; member 0 (priority 1) is elected, never member 1
+    while rs.primary is None:
+        await rs.changed.park()
+    assert rs.primary is rs.members[0]
+
+
+async def test_freeze(rs3, autojump_clock):
+    core, c = rs3
+    rs = core.replica_sets["shard00"]
+    for m in rs.members[1:]:
+        await member_client(core, m).admin({"replSetFreeze": 30})
+    reply = await c.command("admin", {"replSetFreeze": 30}, check=False)
+    assert reply["codeName"] == "NotSecondary"
+    t0 = trio.current_time()
+    core.faults.kill("shard00")
+    while rs.primary is None:
+        await rs.changed.park()
+    assert abs(trio.current_time() - t0 - 30.0) < 0.05  # nobody stands until the freeze ends
+
+
+async def test_step_down_fails_writes_waiting_for_majority(rs3, autojump_clock):
+    core, c = rs3
+    core.faults.stop_replication("shard00")
+    results = []
+
+    async def writer():
+        results.append(await c.command("db", {"insert": "c", "documents": [{"_id": 1}], "lsid": {"id": _uuid()},
+                                              "txnNumber": 1}))
+
+    async with trio.open_nursery() as n:
+        n.start_soon(writer)
+        await trio.sleep(1)
+        await core.faults.step_down("shard00", force=True, catch_up=0)
+    reply = results[0]
+    assert reply["ok"] == 1.0 and reply["writeConcernError"]["code"] == 189
+    assert reply["writeConcernError"]["codeName"] == "PrimarySteppedDown"
+    assert reply["errorLabels"] == ["RetryableWriteError"]
+
+
+async def test_streaming_hello_wakes_on_a_state_change(rs3, autojump_clock):
+    core, c = rs3
+    hello = await c.admin({"hello": 1})
+    tv = hello["topologyVersion"]
+    got = []
+
+    async def waiter():
+        await core.frontend.await_hello({"hello": 1, "topologyVersion": tv, "maxAwaitTimeMS": 10_000}, c.conn)
+        got.append(trio.current_time())
+
+    async with trio.open_nursery() as n:
+        n.start_soon(waiter)
+        await trio.sleep(1)
+        t0 = trio.current_time()
+        await core.faults.step_down("shard00")
+    assert got and got[0] - t0 < 0.01
+
+
+def _uuid():
+    import os
+
+    from bson import Binary
+
+    return Binary(os.urandom(16), 4)

@@ -1,0 +1,142 @@
+"""As a user would: pymongo against `Cluster(members=3)` over TCP (real time), through the router and
+straight to each shard's replica set."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pymongo
+import pytest
+from pymongo import ReadPreference
+from pymongo.errors import WriteConcernError
+from pymongo.write_concern import WriteConcern
+
+import mongosim
+
+ELECTION_TIMEOUT = 0.5  # seconds (the server's 10 s, scaled for a test)
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with mongosim.Cluster(shards=2, members=3, port=0, instant_hwm=True, election_timeout=ELECTION_TIMEOUT) as cl:
+        yield cl
+
+
+def rs_client(cluster, name: str, **kw) -> pymongo.MongoClient:
+    c = pymongo.MongoClient(cluster.core.replica_set_uri(name), serverSelectionTimeoutMS=10_000, **kw)
+    c.admin.command("ping")
+    return c
+
+
+def test_each_shard_is_a_replica_set_pymongo_discovers(cluster):
+    for name in ("shard00", "shard01", "config"):
+        with rs_client(cluster, name) as c:
+            deadline = time.time() + 5
+            while (c.primary is None or len(c.secondaries) < 2) and time.time() < deadline:
+                time.sleep(0.05)
+            rs = cluster.core.replica_sets[name]
+            assert c.primary == tuple(rs.primary.host.rsplit(":", 1)[:1]) + (int(rs.primary.host.rsplit(":")[1]),)
+            assert len(c.secondaries) == 2
+    with pymongo.MongoClient(cluster.uri) as router:
+        hosts = {d["_id"]: d["host"] for d in router.config.shards.find()}
+    assert hosts["shard00"] == cluster.core.replica_sets["shard00"].connection_string()
+
+
+def test_majority_times_out_with_replication_stopped(cluster):
+    with rs_client(cluster, "shard01") as c, pymongo.MongoClient(cluster.uri) as router:
+        router.admin.command({"mongosimFault": "shard01", "stopReplication": True})
+        try:
+            coll = c.wc.c.with_options(write_concern=WriteConcern(w="majority", wtimeout=300))
+            with pytest.raises(WriteConcernError) as info:
+                coll.insert_one({"_id": 1})
+            assert info.value.code == 64
+            assert info.value.details["codeName"] == "WriteConcernTimeout"
+            assert info.value.details["errInfo"] == {"wtimeout": True, "writeConcern": {
+                "w": "majority", "wtimeout": 300, "provenance": "clientSupplied"}}
+            with c.wc.c.watch(max_await_time_ms=100) as stream:
+                c.wc.c.with_options(write_concern=WriteConcern(w=1)).insert_one({"_id": 2})
+                for _ in range(5):
+                    assert stream.try_next() is None  # past the commit point: nothing
+                router.admin.command({"mongosimFault": "shard01", "startReplication": True})
+                got = []
+                deadline = time.time() + 10
+                while len(got) < 1 and time.time() < deadline:
+                    ev = stream.try_next()
+                    if ev is not None:
+                        got.append(ev["documentKey"]["_id"])
+                assert got == [2]
+        finally:
+            router.admin.command({"mongosimFault": "shard01", "clear": True})
+
+
+def test_a_stream_on_a_secondary(cluster):
+    with rs_client(cluster, "shard00", readPreference="secondary") as sec, rs_client(cluster, "shard00") as c:
+        with sec.sec.c.watch(max_await_time_ms=100) as stream:
+            c.sec.c.insert_one({"_id": 1})
+            ev = None
+            deadline = time.time() + 10
+            while ev is None and time.time() < deadline:
+                ev = stream.try_next()
+            assert ev["documentKey"] == {"_id": 1}
+        assert sec.sec.c.with_options(read_preference=ReadPreference.SECONDARY).find_one({"_id": 1}) == {"_id": 1}
+
+
+def test_failover_under_load(cluster):
+    """The issue's "done when": a retryable writer and a watch() through the router while every shard
+    primary steps down 20 times and members are killed and restarted: the stream holds every
+    acknowledged write exactly once, in order, and nothing that was rolled back."""
+    core = cluster.core
+    router = pymongo.MongoClient(cluster.uri)
+    router.admin.command("enableSharding", "load")
+    router.admin.command("shardCollection", "load.c", key={"_id": "hashed"})
+    coll = router.load.c
+    acked: list[int] = []
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def writer() -> None:
+        i = 0
+        try:
+            while not stop.is_set():
+                i += 1
+                coll.insert_one({"_id": i})
+                acked.append(i)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    stream = coll.watch(max_await_time_ms=200)
+    t = threading.Thread(target=writer)
+    t.start()
+    try:
+        shards = {name: rs_client(cluster, name) for name in ("shard00", "shard01")}
+        for round_ in range(20):
+            for name, c in shards.items():  # (a stepped-down member may not stand again for 1 s)
+                c.admin.command("replSetStepDown", 1, secondaryCatchUpPeriodSecs=1)
+            time.sleep(0.6)
+            if round_ % 5 == 4:
+                name = "shard00" if round_ % 10 == 4 else "shard01"
+                router.admin.command({"mongosimFault": name, "kill": True})
+                time.sleep(ELECTION_TIMEOUT * 3)
+                router.admin.command({"mongosimFault": name, "clear": True})  # the dead member restarts
+                time.sleep(0.2)
+        for c in shards.values():
+            c.close()
+    finally:
+        stop.set()
+        t.join()
+    assert errors == [] and len(acked) > 50
+    seen: list[int] = []
+    events = set()
+    deadline = time.time() + 60
+    while len(seen) < len(acked) and time.time() < deadline:
+        ev = stream.try_next()
+        if ev is not None:
+            seen.append(ev["documentKey"]["_id"])
+            events.add((ev["clusterTime"], ev["documentKey"]["_id"]))
+    stream.close()
+    router.close()
+    assert seen == acked  # every acknowledged write, once, in the order it was acknowledged
+    rolled_back = {(e["ts"], e["o"]["_id"]) for name in ("shard00", "shard01")
+                   for rb in core.replica_sets[name].rollbacks for e in rb["removed"] if e["op"] == "i"}
+    assert not rolled_back & events  # (a retried write may have been written again: a new entry)
