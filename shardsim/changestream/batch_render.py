@@ -203,7 +203,7 @@ class RunRenderer:
             return PIPELINE  # (its scan raises CappedPositionLost)
         keys, ops, nss, raws = oplog.column_refs()
         base = oplog.start
-        n = len(raws)
+        n = oplog.visible_end - base  # (a replica set's stream reads only majority-committed entries)
         start = i = source.pos - base
         namespaces = self._ns
         cache = self.cache

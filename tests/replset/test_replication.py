@@ -6,7 +6,7 @@ import os
 
 import trio
 import trio.testing
-from bson import Binary, Int64
+from bson import BSON, Binary, Int64
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -128,3 +128,30 @@ def test_members_converge(ops, lag):
                 assert member_state(m) == want
 
     trio.run(run, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+async def test_a_batch_insert_after_an_election_carries_the_new_term(rs3, autojump_clock):
+    """The insert byte path stamps the set's current term (`t`) as the general path does, the
+    secondaries copy those bytes, and a change stream renders the entries of the new term."""
+    core, _ = rs3
+    rs = core.replica_sets["shard00"]
+    await core.faults.step_down("shard00")
+    await settle(rs)
+    term = rs.primary.node.term
+    assert term > 1
+    c = member_client(core, rs.primary)
+    cs = c.watch("db", "c", max_await_time_ms=100)
+    await cs.open()
+    await c.insert("db", "c", [{"_id": i} for i in range(20)])
+    await settle(rs)
+    oplog = rs.primary.node.oplog
+    entries = [e for e in (BSON(oplog.raw_at(p)).decode() for p in range(oplog.start, oplog.end))
+               if e.get("ns") == "db.c" and e["op"] == "i"]
+    assert len(entries) == 20 and {e["t"] for e in entries} == {term}
+    assert all(member_state(m) == member_state(rs.primary) for m in rs.members)
+    seen = []
+    while len(seen) < 20:
+        ev = await cs.try_next()
+        if ev is not None:
+            seen.append(ev["documentKey"]["_id"])
+    assert seen == list(range(20))
