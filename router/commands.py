@@ -9,6 +9,8 @@ from mongosim.router import (  # noqa: F401
     balancer,
     bulk_write,
     check_metadata_consistency,
+    cluster_aggregate,
+    cluster_source_stages,
     cluster_explain,
     cluster_validate,
     commands_admin,

@@ -24,22 +24,13 @@ from bson import ObjectId
 from mongosim.oplog.bsonutil import DocumentSequence
 from mongosim.oplog.clock import ts_key
 from mongosim.oplog.errors import MongoError
-from mongosim.router.aggregate_output import output_writer
 from mongosim.router.change_owning_shard import Outcome, change_owning_shard
 from mongosim.router.collation_targeting import collation_sensitive, effective_collation
-from mongosim.router.command_registry import AGGREGATE_OPTIONS, ROUTER_COMMANDS, router_command
+from mongosim.router.command_registry import router_command
 from mongosim.router.insert_targeting import target_documents
 from mongosim.router.let_parameters import router_variables
 from mongosim.router.request import GENERIC_FIELDS, Request
-from mongosim.shardsim.query.document_metadata import strip
-from mongosim.shardsim.query.extensions_callback import check_pipeline
-from mongosim.router.sort_key_merge import (
-    merge,
-    merged_with_metadata,
-    needs_sort_key,
-    shard_projection,
-    starts_with_metadata,
-)
+from mongosim.router.sort_key_merge import merge, needs_sort_key, shard_projection
 from mongosim.router.shard_versioning import MAX_STALE_RETRIES, is_stale, note_routing, with_versions
 from mongosim.router.sharding import critical_sections, ensure_database
 from mongosim.router.store_possible_cursor import store_possible_cursor
@@ -47,11 +38,6 @@ from mongosim.router.write_without_shard_key import first_in_sort_order, narrowe
 from mongosim.shardsim.collation import command_collator
 from mongosim.shardsim.cursors import DEFAULT_FIRST_BATCH, QueryCursor, cursor_reply
 from mongosim.shardsim.node import WOULD_CHANGE_OWNING_SHARD
-from mongosim.shardsim.logical_session_cache import expand_list_local_sessions
-from mongosim.shardsim.coll_stats import leading_coll_stats
-from mongosim.router.cluster_coll_stats import cluster_coll_stats, leading_data_distribution, sharded_data_distribution
-from mongosim.shardsim.query.documents_stage import documents_source
-from mongosim.shardsim.query.pipeline_shape import split_pipeline
 from mongosim.shardsim.query.projection import compile_projection
 from mongosim.shardsim.query.sorting import sort_key_fn
 from mongosim.shardsim.reads import int_arg
@@ -546,24 +532,6 @@ async def _gather(router: Router, req: Request, db: str, shards: list[str], cmd:
     return out
 
 
-async def _gather_aggregate(router: Router, req: Request, db: str, shards: list[str], target: str,
-                            part: list) -> list[dict]:
-    """Run the shards' part of a pipeline on `shards` with `needsMerge` (their documents keep their metadata)."""
-    out: list[dict] = []
-    for shard in shards:
-        cmd = {"aggregate": target, "pipeline": part, "cursor": {"batchSize": 2**31 - 1}, "needsMerge": True,
-               **_hint(req), **_collation_field(req), **_session_fields(req)}
-        reply = await _run_txn_aware(router, req, shard, db, cmd)
-        cur = reply["cursor"]
-        out.extend(cur["firstBatch"])
-        cid = cur["id"]
-        while cid:
-            more = await router.shard(shard).command(db, {"getMore": cid, "collection": cur["ns"].split(".", 1)[1]})
-            out.extend(more["cursor"]["nextBatch"])
-            cid = more["cursor"]["id"]
-    return out
-
-
 @router_command("find")
 async def cmd_find(router: Router, req: Request) -> dict:
     db, coll, ns = _ns(req)
@@ -683,111 +651,3 @@ def _merge_collator(router: Router, ns: str, cmd: dict):
 def _collation_field(req: Request) -> dict:
     """The command's collation, passed on to the shards."""
     return {"collation": req.cmd["collation"]} if "collation" in req.cmd else {}
-
-
-@router_command("aggregate")
-async def cmd_aggregate(router: Router, req: Request) -> dict:
-    pipeline = req.cmd.get("pipeline")
-    if not isinstance(pipeline, list):
-        raise MongoError("TypeMismatch", "'pipeline' option must be specified as an array")
-    for option, handler in AGGREGATE_OPTIONS.items():  # e.g. $_passthroughToShard: one shard's stream, unmerged
-        if option in req.cmd:
-            return await handler(router, req)
-    if pipeline and isinstance(pipeline[0], dict) and "$changeStream" in pipeline[0]:
-        from mongosim.router.merge.cluster_change_stream import (
-            open_cluster_change_stream,
-        )
-
-        return await open_cluster_change_stream(router, req)
-    for st in pipeline:
-        if isinstance(st, dict) and "$changeStream" in st:
-            raise MongoError(40602, "$changeStream is only valid as the first stage in a pipeline")
-    if req.cmd.get("cursor") is None and not req.cmd.get("explain"):
-        raise MongoError("FailedToParse", "The 'cursor' option is required, except for aggregate with the explain argument")
-    if req.cmd.get("explain"):  # the legacy form: explain at verbosity queryPlanner (router.cluster_explain)
-        inner = {k: v for k, v in req.cmd.items() if k not in ("explain", "$db", "$clusterTime", "$readPreference")}
-        return await ROUTER_COMMANDS["explain"](router, Request(req.db, {"explain": inner, "verbosity": "queryPlanner"},
-                                                                req.conn, "explain"))
-    from mongosim.shardsim.query.stages import run_pipeline
-
-    variables = router_variables(router, req)
-    target = req.cmd["aggregate"]
-    db = req.db
-    batch_size = (req.cmd.get("cursor") or {}).get("batchSize")
-    cluster_stats = await _cluster_stats_source(router, db, target, pipeline)
-    if cluster_stats is not None:  # $collStats / $shardedDataDistribution: documents about the cluster first
-        ns = f"{db}.{target}" if isinstance(target, str) else f"{db}.$cmd.aggregate"
-        return _serve(router, ns, list(run_pipeline(iter(cluster_stats), pipeline[1:], variables=variables)),
-                      batch_size)
-    # (a mongos lists its own sessions)
-    pipeline = expand_list_local_sessions(target, pipeline, req.cmd, router.session_cache, router.config.wall.wall)
-    documents, pipeline, writer = split_pipeline(target, pipeline, req.cmd)
-    write = None if req.cmd.get("explain") else output_writer(router, req, writer)
-    if target == 1:
-        ns = f"{db}.$cmd.aggregate"
-        results = list(run_pipeline(iter(documents_source(documents, variables) if documents is not None else ()),
-                                    pipeline, variables=variables))
-        return _serve(router, ns, await _written(write, results, variables), batch_size)
-    if not isinstance(target, str):
-        raise MongoError("InvalidNamespace", "aggregate target must be a collection name or 1")
-    ns = f"{db}.{target}"
-    check_pipeline(pipeline)
-    shards = _read_targets(router, req, ns, None)
-    if len(shards) == 1 and router.catalog.routing(ns) is None:
-        cmd = {k: v for k, v in req.cmd.items() if k not in ("$db", "$clusterTime", "$readPreference")}
-        cmd["pipeline"] = pipeline  # (a $out or $merge is written from here)
-        reply = await _run_txn_aware(router, req, shards[0], db, {**cmd, "cursor": {"batchSize": 2**31 - 1}})
-        results = list(reply["cursor"]["firstBatch"])
-        cid = reply["cursor"]["id"]
-        while cid:  # a shard's batch stops short of 16 MB: follow its cursor
-            more = await router.shard(shards[0]).command(
-                db, {"getMore": cid, "collection": reply["cursor"]["ns"].split(".", 1)[1]})
-            results.extend(more["cursor"]["nextBatch"])
-            cid = more["cursor"]["id"]
-    elif starts_with_metadata(pipeline):  # a $text $match or a $geoNear: run on the shards with needsMerge
-        k = starts_with_metadata(pipeline)
-        docs = await _gather_aggregate(router, req, db, shards, target, pipeline[:k])
-        docs = merged_with_metadata(docs, by_distance="$geoNear" in pipeline[0])
-        results = list(run_pipeline(iter(docs), pipeline[k:], variables=variables,
-                                    collator=_merge_collator(router, ns, req.cmd)))
-    else:
-        # the leading $match stages run on the shards (where indexes serve them), the rest here
-        k = 0
-        while k < len(pipeline) and isinstance(pipeline[k], dict) and list(pipeline[k]) == ["$match"] \
-                and isinstance(pipeline[k]["$match"], dict) and not _uses_variables(pipeline[k]["$match"]):
-            k += 1
-        flt = {"$and": [st["$match"] for st in pipeline[:k]]} if k > 1 else (pipeline[0]["$match"] if k else {})
-        docs = await _gather(router, req, db, shards, {"find": target, "filter": flt, **_hint(req),
-                                                       **_collation_field(req), **_session_fields(req)})
-        results = list(run_pipeline(iter(docs), pipeline[k:], variables=variables,
-                                    collator=_merge_collator(router, ns, req.cmd)))
-    return _serve(router, ns, await _written(write, results, variables), batch_size)
-
-
-async def _cluster_stats_source(router: Router, db: str, target: Any, pipeline: list) -> list[dict] | None:
-    """The documents of a leading $collStats or $shardedDataDistribution (router/cluster_coll_stats.py)."""
-    spec = leading_coll_stats(pipeline, target)
-    if spec is not None:
-        return await cluster_coll_stats(router, db, target, spec)
-    if leading_data_distribution(pipeline, db, target) is not None:
-        return await sharded_data_distribution(router)
-    return None
-
-
-def _uses_variables(v) -> bool:
-    """Whether a filter refers to `$$variables` (those stay with the router's own evaluation)."""
-    if isinstance(v, str):
-        return v.startswith("$$")
-    if isinstance(v, dict):
-        return any(_uses_variables(x) for x in v.values())
-    if isinstance(v, list):
-        return any(_uses_variables(x) for x in v)
-    return False
-
-
-async def _written(write, results: list[dict], variables: dict) -> list[dict]:
-    """The results to return: none once a $out or $merge has written them."""
-    if write is None:
-        return results
-    await write(strip(results), variables)
-    return []

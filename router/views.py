@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from mongosim.oplog.errors import MongoError
 from mongosim.router.command_registry import ROUTER_COMMANDS, RouterHandler
+from mongosim.router import cluster_aggregate  # noqa: F401  (aggregate is registered before it is wrapped)
 from mongosim.router.commands_crud import (
     _serve,  # (also: the read commands are registered before they are wrapped)
 )

@@ -55,6 +55,9 @@ class Collection:
     # before-images they need of this collection's documents (id key -> [(seq, before)])
     history: Any = field(default=None, repr=False, compare=False)
     versions: dict[Any, list] = field(default_factory=dict, repr=False, compare=False)
+    # index name -> [ops, since]: the queries each index served, "$collScan": the collection scans
+    # ($indexStats, $collStats' queryExecStats: shardsim/index_stats_stage.py, coll_stats.py)
+    index_usage: dict[str, list] = field(default_factory=dict, repr=False, compare=False)
     # index access: name -> IndexAccessMethod (secondary indexes, and "_id_" once ordered access is needed)
     access: dict[str, IndexAccessMethod] = field(default_factory=dict, repr=False, compare=False)
     _maintained: list[IndexAccessMethod] = field(default_factory=list, repr=False, compare=False)

@@ -8,10 +8,13 @@ module imports the node back.
 from mongosim.shardsim import (  # noqa: F401
     bulk_write,
     collection_validation,
+    current_op_stage,
     ddl,
     map_reduce,
     profiler,
     explain_cmd,
+    index_stats_stage,
+    plan_cache_stats_stage,
     reads,
     repl_commands,
     script_engine,

@@ -113,6 +113,10 @@ class CursorManager:
         self._cursors[cid] = cursor
         return cid
 
+    def items(self) -> list[tuple[int, Any]]:
+        """(cursor id, cursor) of every open cursor (for $currentOp's idle cursors)."""
+        return list(self._cursors.items())
+
     def lookup(self, cid: int, ns: str) -> Any:
         cur = self._cursors.get(cid)
         if cur is None:

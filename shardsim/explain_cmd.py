@@ -375,6 +375,7 @@ def explain_aggregate(node: Node, ctx: OpCtx, inner: dict, verbosity: str) -> di
     cq, rest = get_executor.pipeline_query(coll, ns, pipeline, inner.get("hint"), variables, collator)
     if cq is None:
         cq = CanonicalQuery(ns, {}, Matcher({}), collator=collator)
+    from mongosim.shardsim.mongod_process_interface import MongodProcessInterface
     from mongosim.shardsim.query.stages import run_pipeline
 
     for st in rest:  # (validated as the aggregate would validate them)
@@ -389,7 +390,8 @@ def explain_aggregate(node: Node, ctx: OpCtx, inner: dict, verbosity: str) -> di
         docs = get_executor.execute(coll, cq, ctx.view)[0] if coll is not None else []
         for st in rest:
             if not ({"$out", "$merge"} & set(st)):  # (an explained $out or $merge writes nothing)
-                docs = list(run_pipeline(iter(docs), [st], variables=variables))
+                docs = list(run_pipeline(iter(docs), [st], variables=variables, collator=collator,
+                                         process=MongodProcessInterface(node, ctx), db=ctx.db))
             stages.append({**st, "nReturned": len(docs), "executionTimeMillisEstimate": 0})
     else:
         stages.extend(rest)

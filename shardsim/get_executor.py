@@ -65,6 +65,13 @@ def execute(coll, cq: CanonicalQuery, view: Any = None, *, explain: bool = False
     """Plan `cq` on `coll` (as `view` sees it) and run the plan to the end."""
     sharded = coll is not None and bool(coll.shard_key)
     sol = plan_query(coll, cq, view_changed=view_changes(coll, view), sharded=sharded)
+    if not explain and coll is not None:
+        if sol.express:
+            used = sol.root.ix.name if sol.root.ix is not None else "_id_"
+        else:
+            used = sol.index_plan.ix.name if sol.index_plan is not None else "$collScan"
+        # (the server's CollectionIndexUsageTracker: index accesses and collection scans)
+        coll.index_usage.setdefault(used, [0, None])[0] += 1
     ctx = ExecContext(coll, view, explain)
     if isinstance(sol.root, Count):
         sol.root.count(ctx)

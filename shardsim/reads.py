@@ -18,7 +18,9 @@ from mongosim.shardsim.command_registry import COMMANDS, command
 from mongosim.shardsim.create_collection import check_namespace
 from mongosim.shardsim.cursors import DEFAULT_FIRST_BATCH, QueryCursor, cursor_reply
 from mongosim.shardsim.operation_context import OpCtx
+from mongosim.shardsim.source_stage_registry import NODE_SOURCES
 from mongosim.shardsim.merge_stage import parse_merge, run_merge
+from mongosim.shardsim.mongod_process_interface import MongodProcessInterface
 from mongosim.shardsim.oplog_collection import is_oplog
 from mongosim.shardsim.out_stage import parse_out, run_out
 from mongosim.shardsim.coll_stats import coll_stats_document, leading_coll_stats
@@ -235,24 +237,33 @@ async def cmd_aggregate(node: Node, ctx: OpCtx) -> dict:
     coll_stats = leading_coll_stats(pipeline, target)
     if coll_stats is not None:  # one document about the collection, then the rest of the pipeline
         doc = coll_stats_document(node, ctx.db, check_namespace(ctx.db, target), coll_stats)
-        results = list(run_pipeline(iter([doc]), pipeline[1:], variables=variables))
+        results = list(run_pipeline(iter([doc]), pipeline[1:], variables=variables,
+                                    process=MongodProcessInterface(node, ctx), db=ctx.db))
         return serve_cursor(node, f"{ctx.db}.{target}", iter(results), (cursor_opt or {}).get("batchSize"))
     pipeline = expand_list_local_sessions(target, pipeline, cmd, node.session_cache, node.wall.wall)
     documents, stages, writer = split_pipeline(target, pipeline, cmd)
     write = output_writer(ctx.db, writer)  # its spec checked before anything is read
     if cmd.get("explain"):
         write = None  # an explained $out or $merge writes nothing
+    source = NODE_SOURCES.get(next(iter(stages[0])) if stages and isinstance(stages[0], dict) and len(stages[0]) == 1
+                              else None)  # $collStats, $indexStats, $planCacheStats, $currentOp
     if target == 1:
         docs: Iterator[dict] = iter(documents_source(documents, variables) if documents is not None else ())
         ns = f"{ctx.db}.$cmd.aggregate"
         collator = command_collator(cmd.get("collation"), None, "aggregate.collation")
+        if source is not None:
+            docs, stages = iter(source(node, ctx, None, stages[0][next(iter(stages[0]))])), stages[1:]
     else:
         name = check_namespace(ctx.db, target)
         coll = node.catalog.collection(ctx.db, name)
         ns = f"{ctx.db}.{name}"
         collator = command_collator(cmd.get("collation"), coll, "aggregate.collation")
-        docs, stages = pipeline_source(coll, ns, stages, ctx.view, cmd.get("hint"), variables, collator)
-    results = list(run_pipeline(docs, stages, variables=variables, collator=collator))
+        if source is not None:
+            docs, stages = iter(source(node, ctx, name, stages[0][next(iter(stages[0]))])), stages[1:]
+        else:
+            docs, stages = pipeline_source(coll, ns, stages, ctx.view, cmd.get("hint"), variables, collator)
+    results = list(run_pipeline(docs, stages, variables=variables, collator=collator,
+                                process=MongodProcessInterface(node, ctx), db=ctx.db))
     if cmd.get("needsMerge"):  # (for mongos: the documents' metadata goes with them)
         results = [to_wire(d) for d in results]
     if write is not None:

@@ -131,6 +131,10 @@ class SessionTable:
     def prev_op_time(self, s: SessionState) -> dict:
         return op_time(key_ts(s.last_write_key)) if s.last_write_key else dict(NULL_OP_TIME)
 
+    def open_transactions(self) -> list:
+        """The transactions open on this node (in progress or prepared), for $currentOp."""
+        return [s.txn for s in self._sessions.values() if s.txn is not None and s.txn.state in ("in_progress", "prepared")]
+
     def forget(self, lsid: dict) -> None:
         s = self._sessions.pop(session_key(lsid), None)
         if s is not None and s.txn is not None and s.txn.state == "in_progress":

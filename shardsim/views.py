@@ -26,40 +26,16 @@ from mongosim.oplog.errors import MongoError
 from mongosim.shardsim import timeseries
 from mongosim.shardsim.collation import view_collator
 from mongosim.shardsim.operation_context import OpCtx
+from mongosim.shardsim.view_catalog import MAX_VIEW_DEPTH, definition, resolve  # noqa: F401
 
 if TYPE_CHECKING:
     from mongosim.shardsim.node import Node
 
-MAX_VIEW_DEPTH = 20
 READS = frozenset({"find", "count", "distinct", "aggregate"})
 WRITES = frozenset({"insert", "update", "delete"})
 REFUSED = frozenset({"findAndModify", "findandmodify", "createIndexes", "listIndexes", "dropIndexes",
                      "validate", "collStats", "shardCollection"})
 ON_A_NAMESPACE = READS | WRITES | REFUSED  # the commands Node.run_command checks for a view
-
-
-def definition(node: Node, db: str, name: str) -> dict | None:
-    """The system.views document of `db.name`, or None when it is not a view."""
-    views = node.catalog.collection(db, "system.views")
-    return views.get(f"{db}.{name}") if views is not None else None
-
-
-def resolve(node: Node, db: str, name: str) -> tuple[str, list] | None:
-    """(backing collection, the whole pipeline) of the view `db.name`; None if it is not a view."""
-    view = definition(node, db, name)
-    if view is None:
-        return None
-    pipelines: list[list] = []
-    depth = 0
-    while view is not None:
-        depth += 1
-        if depth > MAX_VIEW_DEPTH:
-            raise MongoError("ViewDepthLimitExceeded", f"View depth too deep or view cycle detected; maximum depth is {MAX_VIEW_DEPTH}")
-        pipelines.append(list(view.get("pipeline") or []))
-        name = view["viewOn"]
-        view = definition(node, db, name)
-    pipeline = [stage for p in reversed(pipelines) for stage in p]
-    return name, pipeline
 
 
 def not_a_collection(db: str, name: str) -> MongoError:
@@ -115,6 +91,7 @@ async def run_on_view(node: Node, ctx: OpCtx, command: str, name: str) -> dict |
     collator = view_collator(definition(node, ctx.db, name), ctx.cmd.get("collation"))
     if ctx.from_router:
         raise resolved_on_mongos(ctx.db, backing, pipeline, collator)
+    from mongosim.shardsim.mongod_process_interface import MongodProcessInterface
     from mongosim.shardsim.query.stages import run_pipeline
     from mongosim.shardsim.query.variables import for_command
     from mongosim.shardsim.reads import pipeline_source
@@ -123,7 +100,8 @@ async def run_on_view(node: Node, ctx: OpCtx, command: str, name: str) -> dict |
     extra = list(ctx.cmd.get("pipeline") or []) if command == "aggregate" else as_pipeline(command, ctx.cmd)
     coll = node.catalog.collection(ctx.db, backing)
     docs, rest = pipeline_source(coll, f"{ctx.db}.{backing}", pipeline + extra, ctx.view, None, variables, collator)
-    results = run_pipeline(docs, rest, variables=variables, collator=collator)
+    results = run_pipeline(docs, rest, variables=variables, collator=collator,
+                           process=MongodProcessInterface(node, ctx), db=ctx.db)
     return finish_view_read(node, command, ctx.cmd, f"{ctx.db}.{name}", results, collator=collator)
 
 

@@ -2,10 +2,12 @@
 `$v:2` diff, projections, aggregation stages, sorting and index keys.
 
 Public modules (see each docstring): `values`, `paths`, `matcher`,
-`expressions`, `update`, `diff`, `projection`, `stages`, `sorting`,
-`index_keys`.
+`expressions`, `update`, `diff`, `projection`, `stages` (with `accumulators`,
+`pipeline_context`, `process_interface`, and the stages of `document_sources/`
+registered in `stage_registry`), `sorting`, `index_keys`.
 """
 
+from mongosim.shardsim.query import document_sources  # noqa: F401  (registers the stages of its modules)
 from mongosim.shardsim.query.diff import apply_diff, compute_diff, update_description
 from mongosim.shardsim.query.matcher import Matcher
 from mongosim.shardsim.query.update import UpdateResult, apply_update, classify_update

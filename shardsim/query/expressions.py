@@ -920,7 +920,7 @@ def _object_to_array(arg):
         o = a(vs)
         if _nullish(o):
             return None
-        if type(o) is not dict:
+        if not isinstance(o, dict):  # (a dict, or $$ROOT with its metadata)
             raise MongoError(40390, f"$objectToArray requires a document input, found: {type_name(o)}")
         return [{"k": k, "v": v} for k, v in o.items()]
 
@@ -940,7 +940,7 @@ def _merge_objects(arg):
             v = g(vs)
             if _nullish(v):
                 continue
-            if type(v) is not dict:
+            if not isinstance(v, dict):  # (a dict, or $$ROOT with its metadata)
                 raise MongoError(40400, f"$mergeObjects requires object inputs, but input {bson_str(v)} is of type {type_name(v)}")
             out.update(v)
         return out
@@ -969,7 +969,7 @@ def _get_field(arg):
         o = inp(vs)
         if _nullish(o):
             return None if o is None else MISSING
-        if type(o) is not dict:
+        if not isinstance(o, dict):
             return MISSING
         return o.get(name, MISSING)
 
@@ -987,7 +987,7 @@ def _set_field(arg):
         o = inp(vs)
         if _nullish(o):
             return None
-        if type(o) is not dict:
+        if not isinstance(o, dict):
             raise MongoError(4161105, f"$setField requires 'input' to evaluate to type Object")
         out = dict(o)
         v = val(vs)
@@ -1057,7 +1057,7 @@ def _bson_size(arg):
         v = a(vs)
         if _nullish(v):
             return None
-        if type(v) is not dict:
+        if not isinstance(v, dict):  # (a dict, or $$ROOT with its metadata)
             raise MongoError(31393, f"$bsonSize requires a document input, found: {type_name(v)}")
         return len(encode(v))
 

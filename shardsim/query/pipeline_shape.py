@@ -10,6 +10,9 @@
 
 `split_pipeline` returns the pipeline in three parts: the `$documents` spec (or
 None), the stages in between, and the writing stage `(name, spec)` (or None).
+`involved_collections` lists the other collections a pipeline reads — through
+`$lookup`, `$graphLookup` and `$unionWith`, at any depth of sub-pipelines and
+`$facet`s (the server's LiteParsedPipeline::getInvolvedNamespaces).
 """
 
 from __future__ import annotations
@@ -59,3 +62,34 @@ def split_pipeline(target: Any, pipeline: list, cmd: dict) -> tuple[Any, list, t
         documents = pipeline[0]["$documents"]
         pipeline = pipeline[1:]
     return documents, pipeline, writer
+
+
+def involved_collections(pipeline: Any) -> list[str]:
+    """The names (in the pipeline's database) of the collections its stages read besides the input."""
+    found: dict[str, None] = {}
+    _involved(pipeline, found)
+    return list(found)
+
+
+def _involved(pipeline: Any, found: dict[str, None]) -> None:
+    if not isinstance(pipeline, list):
+        return
+    for stage in pipeline:
+        name = _name(stage)
+        if name is None:
+            continue
+        spec = stage[name]
+        if name in ("$lookup", "$graphLookup") and isinstance(spec, dict):
+            if isinstance(spec.get("from"), str) and spec["from"]:
+                found[spec["from"]] = None
+            _involved(spec.get("pipeline"), found)
+        elif name == "$unionWith":
+            if isinstance(spec, str) and spec:
+                found[spec] = None
+            elif isinstance(spec, dict):
+                if isinstance(spec.get("coll"), str) and spec["coll"]:
+                    found[spec["coll"]] = None
+                _involved(spec.get("pipeline"), found)
+        elif name == "$facet" and isinstance(spec, dict):
+            for sub in spec.values():
+                _involved(sub, found)

@@ -5,10 +5,14 @@ them in order.  Change streams accept only stages that look at one document at
 a time (`$match`, `$project`, `$addFields`/`$set`, `$unset`, `$replaceRoot`/
 `$replaceWith`, `$redact`): `compile_stage(stage)` turns one into
 `f(doc) -> dict | None` (None: the document is dropped).  `run_pipeline`
-also runs the blocking stages of ordinary aggregations (`$sort`, `$limit`,
-`$skip`, `$group`, `$count`, `$unwind`, `$sortByCount`).  Update pipelines
-(`run_update_pipeline`) allow `$addFields`/`$set`, `$project`, `$unset`,
-`$replaceRoot`/`$replaceWith`.
+also runs the blocking stages of ordinary aggregations (`$sort` — with a
+following `$limit`, a top-k sort —, `$limit`, `$skip`, `$group` with the
+accumulators of `accumulators.py`, `$count`, `$unwind`, `$sortByCount`) and the
+stages registered in `stage_registry` by `document_sources/` (`$lookup`,
+`$facet`, `$unionWith`, ...).  A pipeline compiles once (`compile_pipeline`,
+every stage parsed before a document is read) in a `PipelineContext` and may
+then run many times.  Update pipelines (`run_update_pipeline`) allow
+`$addFields`/`$set`, `$project`, `$unset`, `$replaceRoot`/`$replaceWith`.
 
 Errors follow the server: an unknown stage is 40324 `Unrecognized pipeline
 stage name: '$foo'`, a stage object with more than one field 40323.
@@ -20,6 +24,7 @@ oracle only).
 
 from __future__ import annotations
 
+import heapq
 from typing import Any, Callable, Iterable, Iterator
 
 from bson import Decimal128, Int64
@@ -35,6 +40,8 @@ from mongosim.shardsim.query.collation import compare_for, expression_context, h
 from mongosim.shardsim.query.document_metadata import MetaDoc, carry
 from mongosim.shardsim.query.extensions_callback import check_match_stage
 from mongosim.shardsim.query.fmt import bson_str
+from mongosim.shardsim.query.pipeline_context import PipelineContext
+from mongosim.shardsim.query.stage_registry import NOT_IN_FACET, NOT_IN_LOOKUP, NOT_IN_UNION, STAGES
 from mongosim.shardsim.query.values import (
     MISSING,
     is_number,
@@ -43,7 +50,8 @@ from mongosim.shardsim.query.values import (
 from mongosim.shardsim.query.variables import check_references
 from mongosim.shardsim.search_indexes import refuse_search_stage
 
-__all__ = ["compile_stage", "compile_update_pipeline", "run_pipeline", "run_update_pipeline", "DOC_STAGES", "UPDATE_STAGES"]
+__all__ = ["compile_stage", "compile_update_pipeline", "run_pipeline", "run_update_pipeline", "compile_pipeline",
+           "run_pipeline_in", "compile_group", "DOC_STAGES", "UPDATE_STAGES"]
 
 DOC_STAGES = frozenset({"$match", "$project", "$addFields", "$set", "$unset", "$replaceRoot", "$replaceWith", "$redact"})
 UPDATE_STAGES = frozenset({"$addFields", "$set", "$project", "$unset", "$replaceRoot", "$replaceWith"})
@@ -66,7 +74,7 @@ def _stage_name(stage) -> tuple[str, Any]:
     if len(stage) != 1:
         raise MongoError(40323, "A pipeline stage specification object must contain exactly one field.")
     name, spec = next(iter(stage.items()))
-    if name not in DOC_STAGES and name not in _KNOWN_OTHER and name not in STREAM_STAGES:
+    if name not in DOC_STAGES and name not in _KNOWN_OTHER and name not in STAGES and name not in STREAM_STAGES:
         raise MongoError(40324, f"Unrecognized pipeline stage name: '{name}'")
     refuse_search_stage(name)
     return name, spec
@@ -88,6 +96,10 @@ def compile_stage(stage: dict, *, now=None, variables: dict | None = None) -> Ca
     checked = variables is not None
     if variables is None and now is not None:
         variables = {"NOW": now}
+    return _doc_stage(name, spec, variables, checked)
+
+
+def _doc_stage(name: str, spec, variables: dict | None, checked: bool) -> Callable[[dict], dict | None]:
     if name == "$match":
         from mongosim.shardsim.query.matcher import Matcher
 
@@ -267,39 +279,73 @@ def run_update_pipeline(doc: dict, pipeline: list, *, now=None, variables: dict 
 
 
 def run_pipeline(docs: Iterable[dict], pipeline: list, *, now=None, variables: dict | None = None,
-                 collator=None) -> Iterator[dict]:
+                 collator=None, process=None, db: str | None = None) -> Iterator[dict]:
     """Run an aggregation pipeline over `docs` (with the command's `variables`; strings compare under
-    `collator`, None for the simple collation)."""
-    if collator is not None:
-        with expression_context.compiling(collator):
-            return _run_pipeline(docs, pipeline, now, variables, collator)
-    return _run_pipeline(docs, pipeline, now, variables, None)
-
-
-def _run_pipeline(docs, pipeline, now, variables, collator) -> Iterator[dict]:
-    if not isinstance(pipeline, list):
-        raise MongoError(14, "'pipeline' option must be specified as an array")
+    `collator`, None for the simple collation; `process`: how `$lookup` and its kind read other
+    collections of `db`)."""
     checked = variables is not None
     if variables is None and now is not None:
         variables = {"NOW": now}
-    stream: Iterable[dict] = docs
-    for stage in pipeline:
-        name, spec = _stage_name(stage)
+    pctx = PipelineContext(variables, collator=collator, process=process, db=db, checked=checked)
+    return compile_pipeline(pipeline, pctx)(docs)
+
+
+def run_pipeline_in(docs: Iterable[dict], pipeline: list, pctx: PipelineContext) -> Iterator[dict]:
+    """Run `pipeline` over `docs` in the context `pctx` (a view's pipeline inside a stage's)."""
+    return compile_pipeline(pipeline, pctx)(docs)
+
+
+def compile_pipeline(pipeline: list, pctx: PipelineContext) -> Callable[[Iterable[dict]], Iterator[dict]]:
+    """Parse every stage of `pipeline` (errors before any document is read, as the server's
+    Pipeline::parse) into one function mapping input documents to the pipeline's output.  The
+    function may run many times (a `$lookup`'s sub-pipeline runs once per input document): the
+    compiled stages read `pctx.variables` when they run."""
+    if pctx.collator is not None:
+        with expression_context.compiling(pctx.collator):
+            steps = _compile_steps(pipeline, pctx)
+    else:
+        steps = _compile_steps(pipeline, pctx)
+
+    def run(docs: Iterable[dict]) -> Iterator[dict]:
+        stream = docs
+        for step in steps:
+            stream = step(stream)
+        return iter(stream)
+
+    return run
+
+
+def _compile_steps(pipeline, pctx: PipelineContext) -> list[Callable[[Iterable[dict]], Iterable[dict]]]:
+    if not isinstance(pipeline, list):
+        raise MongoError(14, "'pipeline' option must be specified as an array")
+    variables, checked, collator = pctx.variables, pctx.checked, pctx.collator
+    steps: list[Callable[[Iterable[dict]], Iterable[dict]]] = []
+    i, n = 0, len(pipeline)
+    while i < n:
+        name, spec = _stage_name(pipeline[i])
+        _check_allowed(name, pctx)
+        i += 1
         if name in DOC_STAGES:
-            stream = _map_stage(stream, compile_stage(stage, variables=variables) if checked
-                                else compile_stage(stage, now=now))
+            f = _doc_stage(name, spec, variables, checked)
+            steps.append(lambda s, f=f: _map_stage(s, f))
         elif name == "$sort":
             from mongosim.shardsim.query.sorting import sort_key_fn
 
-            stream = iter(sorted(stream, key=sort_key_fn(spec, collator)))
+            key = sort_key_fn(spec, collator)
+            limit = _limit_after(pipeline, i)
+            if limit is not None:  # $sort + $limit: a top-k sort (the server's limit coalescing)
+                i += 1
+                steps.append(lambda s, key=key, k=limit: iter(heapq.nsmallest(k, s, key=key)))
+            else:
+                steps.append(lambda s, key=key: iter(sorted(s, key=key)))
         elif name == "$limit":
-            n = _positive_int(spec, "$limit", 15958, "the limit must be positive")
-            stream = _limit(stream, n)
+            k = _positive_int(spec, "$limit", 15958, "the limit must be positive")
+            steps.append(lambda s, k=k: _limit(s, k))
         elif name == "$skip":
-            n = _nonneg_int(spec, "$skip", 15956, "the $skip stage must be non-negative")
-            stream = _skip(stream, n)
+            k = _nonneg_int(spec, "$skip", 15956, "the $skip stage must be non-negative")
+            steps.append(lambda s, k=k: _skip(s, k))
         elif name == "$group":
-            stream = _group(stream, spec, variables, checked, collator)
+            steps.append(compile_group(spec, pctx))
         elif name == "$count":
             if not isinstance(spec, str) or not spec:
                 raise MongoError(40156, "the count field must be a non-empty string")
@@ -307,18 +353,48 @@ def _run_pipeline(docs, pipeline, now, variables, collator) -> Iterator[dict]:
                 raise MongoError(40158, "the count field cannot be a $-prefixed path")
             if "." in spec:
                 raise MongoError(40160, "the count field cannot contain '.'")
-            stream = _count(stream, spec)
+            steps.append(lambda s, field=spec: _count(s, field))
         elif name == "$unwind":
-            stream = _unwind(stream, spec)
+            steps.append(_compile_unwind(spec))
         elif name == "$sortByCount":
-            stream = _sort_by_count(stream, spec, variables, checked, collator)
+            steps.append(_compile_sort_by_count(spec, pctx))
+        elif name in STAGES:
+            steps.append(STAGES[name].parse(spec, pctx))
         elif name in STREAM_STAGES:
-            stream = STREAM_STAGES[name](stream, spec)
+            steps.append(lambda s, run=STREAM_STAGES[name], spec=spec: run(s, spec))
+        elif name == "$documents" and i == 1 and pctx.inside in ("$lookup", "$unionWith"):
+            from mongosim.shardsim.query.documents_stage import documents_source
+
+            steps.append(lambda s, spec=spec: iter(documents_source(spec, pctx.variables)))
         elif name == "$geoNear":  # (run by the query layer when it comes first: shardsim/geo/geo_near_stage.py)
             raise MongoError(40603, "$geoNear was not the first stage in the pipeline.")
+        elif name in ("$documents", "$collStats", "$indexStats", "$currentOp", "$planCacheStats", "$changeStream",
+                      "$listLocalSessions", "$listSessions"):
+            raise MongoError(40602, f"{name} is only valid as the first stage in a pipeline")
         else:
             raise MongoError("NotImplemented", f"{name} is not supported by mongosim")
-    return iter(stream)
+    return steps
+
+
+def _check_allowed(name: str, pctx: PipelineContext) -> None:
+    """A sub-pipeline's own refusals (each stage's StageConstraints)."""
+    inside = pctx.inside
+    if inside is None:
+        return
+    reg = STAGES.get(name)
+    if inside == "$facet" and (name in NOT_IN_FACET or (reg is not None and not reg.in_facet)):
+        raise MongoError(40600, f"{name} is not allowed to be used within a $facet stage")
+    if inside == "$lookup" and (name in NOT_IN_LOOKUP or (reg is not None and not reg.in_lookup)):
+        raise MongoError(51047, f"{name} is not allowed within a $lookup's sub-pipeline")
+    if inside == "$unionWith" and (name in NOT_IN_UNION or (reg is not None and not reg.in_union)):
+        raise MongoError(31441, f"{name} is not allowed within a $unionWith's sub-pipeline")
+
+
+def _limit_after(pipeline: list, i: int) -> int | None:
+    """The $limit right after a $sort (checked as the $limit stage checks it), else None."""
+    if i < len(pipeline) and isinstance(pipeline[i], dict) and len(pipeline[i]) == 1 and "$limit" in pipeline[i]:
+        return _positive_int(pipeline[i]["$limit"], "$limit", 15958, "the limit must be positive")
+    return None
 
 
 def _map_stage(stream, f):
@@ -376,36 +452,63 @@ def _count(stream, field):
         yield {field: n}
 
 
-def _unwind(stream, spec):
+def _compile_unwind(spec):
+    """$unwind, checked as DocumentSourceUnwind::createFromBson checks it."""
+    idx_field, preserve = None, False
     if isinstance(spec, str):
-        path, idx_field, preserve = spec, None, False
+        path = spec
     elif isinstance(spec, dict):
-        path = spec.get("path")
-        idx_field = spec.get("includeArrayIndex")
-        preserve = bool(spec.get("preserveNullAndEmptyArrays", False))
+        path = None
+        for k, v in spec.items():
+            if k == "path":
+                if not isinstance(v, str):
+                    raise MongoError(28808, f"expected a string as the path for $unwind stage, got {type_name(v)}")
+                path = v
+            elif k == "preserveNullAndEmptyArrays":
+                if not isinstance(v, bool):
+                    raise MongoError(28809, "expected a boolean for the preserveNullAndEmptyArrays option to $unwind "
+                                            f"stage, got {type_name(v)}")
+                preserve = v
+            elif k == "includeArrayIndex":
+                if not isinstance(v, str) or not v:
+                    raise MongoError(28810, "expected a non-empty string for the includeArrayIndex  option to "
+                                            f"$unwind stage, got {type_name(v)}")
+                if v.startswith("$"):
+                    raise MongoError(28822, "includeArrayIndex option to $unwind stage should not be prefixed with "
+                                            f"a '$': {v}")
+                idx_field = v
+            else:
+                raise MongoError(28811, f"unrecognized option to $unwind stage: {k}")
+        if path is None:
+            raise MongoError(28812, "no path specified to $unwind stage")
     else:
         raise MongoError(15981, f"expected either a string or an object as specification for $unwind stage, got {type_name(spec)}")
-    if not isinstance(path, str) or not path.startswith("$"):
-        raise MongoError(28818, "path option to $unwind stage should be prefixed with a '$'")
+    if not path.startswith("$"):
+        raise MongoError(28818, f"path option to $unwind stage should be prefixed with a '$': {path}")
     parts = tuple(path[1:].split("."))
+    idx_parts = tuple(idx_field.split(".")) if idx_field else None
+    return lambda stream: _unwind(stream, parts, idx_parts, preserve)
+
+
+def _unwind(stream, parts, idx_parts, preserve):
     for doc in stream:
         v = field_path_get(doc, parts) if len(parts) == 1 else _plain_get(doc, parts)
         if type(v) is list and v:
             for i, e in enumerate(v):
                 out = _with_path(doc, parts, e)
-                if idx_field:
-                    out[idx_field] = Int64(i)
+                if idx_parts:
+                    _set_computed(out, idx_parts, Int64(i))
                 yield out
         elif type(v) is list or v is None or v is MISSING:
             if preserve:
                 out = dict(doc) if type(v) is not list else _without_path(doc, parts)
-                if idx_field:
-                    out[idx_field] = None
+                if idx_parts:
+                    _set_computed(out, idx_parts, None)
                 yield out
         else:
             out = dict(doc)
-            if idx_field:
-                out[idx_field] = None
+            if idx_parts:
+                _set_computed(out, idx_parts, None)
             yield out
 
 
@@ -443,133 +546,53 @@ def _without_path(doc, parts):
 # --- $group ----------------------------------------------------------------------
 
 
-class _Acc:
-    __slots__ = ("op", "state", "n", "compare", "hashable")
+def compile_group(spec, pctx: PipelineContext) -> Callable[[Iterable[dict]], Iterator[dict]]:
+    """$group: one output document per distinct `_id` (missing is null; equal under the collation
+    share a group), in the order groups first appear, with the accumulators' results."""
+    from mongosim.shardsim.query.accumulators import parse_statement
 
-    def __init__(self, op, collator=None):
-        self.op = op
-        self.n = 0
-        self.compare = compare_for(collator)  # $min/$max and $addToSet honour the collation
-        self.hashable = hashable_for(collator)
-        self.state = MISSING if op not in ("$push", "$addToSet") else []
-
-    def add(self, v):
-        op = self.op
-        if op == "$sum" or op == "$count":
-            if op == "$count":
-                v = 1
-            if is_number(v):
-                self.state = v if self.state is MISSING else _add_nums(self.state, v)
-            elif self.state is MISSING:
-                self.state = 0
-        elif op == "$avg":
-            if is_number(v):
-                self.state = v if self.state is MISSING else _add_nums(self.state, v)
-                self.n += 1
-        elif op == "$min" or op == "$max":
-            if v is None or v is MISSING:
-                return
-            if self.state is MISSING:
-                self.state = v
-            else:
-                c = self.compare(v, self.state)
-                if (op == "$min" and c < 0) or (op == "$max" and c > 0):
-                    self.state = v
-        elif op == "$first":
-            if self.n == 0:
-                self.state = None if v is MISSING else v
-            self.n += 1
-        elif op == "$last":
-            self.state = None if v is MISSING else v
-        elif op == "$push":
-            if v is not MISSING:
-                self.state.append(v)
-        elif op == "$addToSet":
-            if v is not MISSING:
-                same = self.hashable
-                k = same(v)
-                if all(same(x) != k for x in self.state):
-                    self.state.append(v)
-
-    def result(self):
-        op = self.op
-        if op in ("$sum", "$count"):
-            return 0 if self.state is MISSING else self.state
-        if op == "$avg":
-            if self.n == 0:
-                return None
-            s = self.state
-            if isinstance(s, Decimal128):
-                return Decimal128(s.to_decimal() / self.n)
-            return float(s) / self.n
-        if op in ("$min", "$max"):
-            return None if self.state is MISSING else self.state
-        return self.state
-
-
-def _add_nums(a, b):
-    from mongosim.shardsim.query.expressions import _OPS
-
-    return _OPS["$add"]([{"$literal": a}, {"$literal": b}])({})
-
-
-_ACCUMULATORS = {"$sum", "$avg", "$min", "$max", "$first", "$last", "$push", "$addToSet", "$count"}
-
-
-def _group(stream, spec, variables, checked=False, collator=None):
-    if collator is not None:
-        with expression_context.compiling(collator):  # (a generator: it compiles when first pulled)
-            groups = _group_by(stream, spec, variables, checked, collator)
-    else:
-        groups = _group_by(stream, spec, variables, checked, None)
-    yield from groups
-
-
-def _group_by(stream, spec, variables, checked, collator):
     if not isinstance(spec, dict):
         raise MongoError(15947, "a group's fields must be specified in an object")
     if "_id" not in spec:
         raise MongoError(15955, "a group specification must include an _id")
+    variables, checked, collator = pctx.variables, pctx.checked, pctx.collator
     id_expr = _compile(spec["_id"], variables, checked)
-    accs = []
-    for field, a in spec.items():
-        if field == "_id":
-            continue
-        if "." in field:
-            raise MongoError(40235, f"The field name '{field}' cannot contain '.'")
-        if not isinstance(a, dict) or len(a) != 1:
-            raise MongoError(40234, f"The field '{field}' must be an accumulator object")
-        op, arg = next(iter(a.items()))
-        if op not in _ACCUMULATORS:
-            raise MongoError(15952, f"unknown group operator '{op}'")
-        if op == "$count":
-            if arg != {}:
-                raise MongoError(40049, "$count takes no arguments, i.e. $count:{}")
-            accs.append((field, op, None))
-        else:
-            accs.append((field, op, _compile(arg, variables, checked)))
-    groups: dict = {}
-    same = hashable_for(collator)  # the group key: equal _ids under the collation share a group
-    for doc in stream:
-        key = id_expr(doc, variables)
-        if key is MISSING:
-            key = None
-        h = same(key)
-        g = groups.get(h)
-        if g is None:
-            g = groups[h] = (key, [_Acc(op, collator) for _f, op, _e in accs])
-        for (field, op, e), acc in zip(accs, g[1]):
-            acc.add(e(doc, variables) if e is not None else 1)
-    out_docs = []
-    for key, state in groups.values():
-        out = {"_id": key}
-        for (field, _op, _e), acc in zip(accs, state):
-            out[field] = acc.result()
-        out_docs.append(out)
-    return out_docs
+    statements = [parse_statement(field, a, lambda e: _compile(e, variables, checked), collator)
+                  for field, a in spec.items() if field != "_id"]
+    same = hashable_for(collator)
+
+    def run(stream):
+        groups: dict = {}
+        for doc in stream:
+            key = id_expr(doc, variables)
+            if key is MISSING:
+                key = None
+            h = same(key)
+            g = groups.get(h)
+            if g is None:
+                key_doc = {"_id": key}
+                g = groups[h] = (key, [st.new(key_doc, variables) for st in statements])
+            for st, acc in zip(statements, g[1]):
+                acc.add(st.arg(doc, variables) if st.arg is not None else 1)
+        for key, accs in groups.values():
+            out = {"_id": key}
+            for st, acc in zip(statements, accs):
+                v = acc.result()
+                out[st.field] = None if v is MISSING else v
+            yield out
+
+    return run
 
 
-def _sort_by_count(stream, spec, variables, checked=False, collator=None):
-    grouped = list(_group(stream, {"_id": spec, "count": {"$sum": 1}}, variables, checked, collator))
-    grouped.sort(key=lambda d: -d["count"])
-    return iter(grouped)
+def _compile_sort_by_count(spec, pctx: PipelineContext):
+    if not (isinstance(spec, str) and spec.startswith("$")) and not (
+            isinstance(spec, dict) and len(spec) == 1 and next(iter(spec)).startswith("$")):
+        raise MongoError(40148, "the sortByCount field must be defined as a $-prefixed path or an expression")
+    group = compile_group({"_id": spec, "count": {"$sum": 1}}, pctx)
+
+    def run(stream):
+        grouped = list(group(stream))
+        grouped.sort(key=lambda d: -d["count"])
+        return iter(grouped)
+
+    return run

@@ -23,13 +23,14 @@ an expression uses: an undefined one is 17276 "Use of undefined variable".
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.query.expressions import compile_expression
 from mongosim.shardsim.query.values import MISSING, type_name
 
-__all__ = ["runtime_constants", "seed_let", "frozen_let", "check_references", "for_command", "BUILTINS"]
+__all__ = ["is_constant_expression", "runtime_constants", "seed_let", "frozen_let", "check_references", "for_command", "BUILTINS",
+           "check_user_variable_name"]
 
 # variables every expression may name (their availability is checked when they are read)
 BUILTINS = frozenset({"ROOT", "CURRENT", "REMOVE", "NOW", "CLUSTER_TIME", "KEEP", "PRUNE", "DESCEND",
@@ -67,6 +68,13 @@ def _name_error(name: str) -> MongoError | None:
         if not ((c.isascii() and (c.isalnum() or c == "_")) or ord(c) > 0x7F):
             return MongoError(16868, f"'{name}' contains an invalid character for a variable name: '{c}'")
     return None
+
+
+def check_user_variable_name(name: str) -> None:
+    """variableValidation::validateNameForUserWrite: raise 16866/16867/16868 for a bad name."""
+    err = _name_error(name)
+    if err is not None:
+        raise err
 
 
 def _check_system_value(name: str, value: Any) -> None:
@@ -115,19 +123,28 @@ def frozen_let(let: dict, variables: dict) -> dict:
 
 
 # -- static checks of an expression ---------------------------------------------------
-def _reads_document(expr: Any) -> bool:
-    """Does `expr` read the current document (a field path, $$ROOT or $$CURRENT)?"""
+def _any_part(expr: Any, string: Callable[[str], bool], key: Callable[[str], bool] = lambda k: False) -> bool:
+    """Does any string of `expr` (outside `$literal`) satisfy `string`, or any operator name `key`?"""
     if isinstance(expr, str):
-        if expr.startswith("$$"):
-            return expr[2:].split(".", 1)[0] in ("ROOT", "CURRENT")
-        return expr.startswith("$")
+        return string(expr)
     if isinstance(expr, list):
-        return any(_reads_document(e) for e in expr)
+        return any(_any_part(e, string, key) for e in expr)
     if isinstance(expr, dict):
         if len(expr) == 1 and next(iter(expr)) == "$literal":
             return False
-        return any(_reads_document(v) for v in expr.values())
+        return any(key(k) for k in expr) or any(_any_part(v, string, key) for v in expr.values())
     return False
+
+
+def _reads_document(expr: Any) -> bool:
+    """Does `expr` read the current document (a field path, $$ROOT or $$CURRENT)?"""
+    return _any_part(expr, lambda s: s[2:].split(".", 1)[0] in ("ROOT", "CURRENT") if s.startswith("$$")
+                     else s.startswith("$"))
+
+
+def is_constant_expression(expr: Any) -> bool:
+    """Would the server's optimizer fold `expr` to a constant: no field path, no variable, no `$rand`?"""
+    return not _any_part(expr, lambda s: s.startswith("$"), lambda k: k == "$rand")
 
 
 def check_references(expr: Any, defined: Iterable[str]) -> None:

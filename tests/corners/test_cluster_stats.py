@@ -29,7 +29,10 @@ def test_coll_stats_through_the_router_one_document_per_shard(mongosim_client):
     sizes = [sum(len(BSON.encode(d)) for d in docs[:15]), sum(len(BSON.encode(d)) for d in docs[15:])]
     assert [d["storageStats"]["size"] for d in out] == sizes
     first = out[0]["storageStats"]
-    assert list(first)[:4] == ["size", "count", "numOrphanDocs", "avgObjSize"] and first["numOrphanDocs"] == 0
+    # storage_stats.cpp's order: _appendRecordStats (size, count, avgObjSize, numOrphanDocs), _appendRecordStore,
+    # _appendInProgressIndexesStats (... totalIndexSize, indexSizes), _appendTotalSize (totalSize, scaleFactor)
+    assert list(first)[:4] == ["size", "count", "avgObjSize", "numOrphanDocs"] and first["numOrphanDocs"] == 0
+    assert list(first)[-4:] == ["totalIndexSize", "indexSizes", "totalSize", "scaleFactor"]
     assert first["avgObjSize"] == sizes[0] // 15 and first["nindexes"] == 2 and first["scaleFactor"] == 1
     scaled = list(mongosim_client.st.c.aggregate([{"$collStats": {"storageStats": {"scale": 1024}}}]))
     assert scaled[0]["storageStats"]["scaleFactor"] == 1024 and scaled[0]["storageStats"]["size"] == sizes[0] // 1024

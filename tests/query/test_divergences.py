@@ -250,3 +250,49 @@ def test_inc_on_a_boolean_fails():
     with pytest.raises(MongoError) as e:
         apply_update({"_id": 0, "a": False}, {"$inc": {"a": 0}})
     assert e.value.code == 14
+
+
+# --- aggregation stages (document_source_*.cpp, accumulator_*.cpp) --------------------------------
+
+
+def _both_aggregate(docs, pipeline, foreign=None):
+    from mongosim.shardsim.query.process_interface import InMemoryProcessInterface
+    from mongosim.shardsim.query.stages import run_pipeline
+
+    db = mongomock.MongoClient().divergence_agg
+    db.local.insert_many(copy.deepcopy(docs))
+    if foreign:
+        db.foreign.insert_many(copy.deepcopy(foreign))
+    theirs = list(db.local.aggregate(copy.deepcopy(pipeline)))
+    process = InMemoryProcessInterface({("divergence_agg", "foreign"): foreign or []})
+    return list(run_pipeline(docs, pipeline, variables={}, process=process, db="divergence_agg")), theirs
+
+
+def test_lookup_of_an_empty_local_array_looks_up_null():
+    # DocumentSourceLookUp::makeMatchStageFromInput: no value at the local path ("Missing values are
+    # treated as null") makes {foreignField: {$eq: null}}; an empty array has no value.
+    ours, theirs = _both_aggregate([{"_id": 0, "a": []}],
+                                   [{"$lookup": {"from": "foreign", "localField": "a", "foreignField": "b", "as": "j"}}],
+                                   [{"_id": 1}, {"_id": 2, "b": 1}])
+    assert theirs == [{"_id": 0, "a": [], "j": []}]
+    assert ours == [{"_id": 0, "a": [], "j": [{"_id": 1}]}]
+
+
+def test_count_of_no_documents_is_no_document():
+    # $count is a $group then a $project: no input, no group, no output.
+    ours, theirs = _both_aggregate([{"_id": 0, "v": 1}], [{"$match": {"v": 2}}, {"$count": "n"}])
+    assert theirs == [{"n": 0}]
+    assert ours == []
+
+
+def test_group_and_bucket_output_id_first():
+    # DocumentSourceGroup builds its output as {_id, <accumulators in spec order>}.
+    ours, theirs = _both_aggregate([{"_id": 0, "v": 1}], [{"$bucket": {"groupBy": "$v", "boundaries": [0, 5]}}])
+    assert list(theirs[0]) == ["count", "_id"]
+    assert list(ours[0]) == ["_id", "count"]
+
+
+def test_add_to_set_keeps_falsy_values():
+    ours, theirs = _both_aggregate([{"_id": 0, "v": 0}], [{"$group": {"_id": None, "s": {"$addToSet": "$v"}}}])
+    assert theirs[0]["s"] == [None]
+    assert ours[0]["s"] == [0]

@@ -1,0 +1,613 @@
+"""Accumulators: the operators of `$group` (and `$bucket`, `$bucketAuto`, `$setWindowFields`).
+
+An accumulator folds the values of a group's documents into one value
+(src/mongo/db/pipeline/accumulator_*.cpp).  `parse_statement(field, spec, ...)`
+parses one output field of a `$group` (`{total: {$sum: "$x"}}`) into a
+`Statement`: its argument expression, evaluated per document, and a factory of
+accumulator states (`add(value)`, `result()`).
+
+The server's rules, each kept here:
+
+- `$sum` adds the numbers and ignores the rest: int32 overflows to long, long to
+  double; any double makes a double, any decimal a decimal (no numbers: 0).  The
+  server keeps non-decimals in a double-double sum (nearly exact): here ints are
+  exact and doubles are summed with `math.fsum`.  `$avg` divides that sum by the
+  count of numbers (null if none), a double unless a decimal was seen.
+- `$min`/`$max` ignore null and missing (the collation orders strings); `$first`/
+  `$last` keep a missing value as null; `$push`/`$addToSet` skip missing values.
+- `$mergeObjects` ignores null/missing and refuses any other non-object (40400).
+- `$stdDevPop`/`$stdDevSamp`: Welford's running variance over the numbers (null
+  without them; the sample needs two).
+- `$top`/`$bottom`/`$topN`/`$bottomN` (`{n, sortBy, output}`): the first/last `n`
+  outputs in `sortBy` order; a tie keeps the value seen first; results in sort
+  order; a missing output is null.  `$firstN`/`$lastN` (`{input, n}`) keep missing
+  as null; `$maxN`/`$minN` skip null and missing, largest (smallest) first.  `n` is
+  an expression of the group key, a positive integer (5787902/5787903/5787908).
+- `$median`/`$percentile` (`method: "approximate"`, the only method 8.0 accepts):
+  over the numeric inputs (as doubles), the discrete percentile — the value of rank
+  ceil(p·n) — which is what the server's t-digest gives for the inputs it keeps
+  exactly; nulls when there are no numbers.
+
+Hand-written: the accumulators' type rules are MongoDB's own.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from decimal import Decimal
+from typing import Any, Callable
+
+from bson import Decimal128, Int64
+from mongosim.oplog import _dec128
+from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.query.collation import compare_for, hashable_for
+from mongosim.shardsim.query.fmt import bson_str
+from mongosim.shardsim.query.values import MISSING, is_number, type_name
+
+__all__ = ["Statement", "parse_statement", "ACCUMULATORS", "Sum", "Avg", "percentile_of", "validate_n",
+           "parse_percentile_spec", "to_double"]
+
+_DEC = _dec128.context()
+
+
+def to_double(v) -> float:
+    return float(v.to_decimal()) if type(v) is Decimal128 else float(v)
+
+
+# --- states ---------------------------------------------------------------------------
+
+
+class Sum:
+    """$sum's running total, widened as the server's AccumulatorSum does."""
+
+    __slots__ = ("kind", "ints", "doubles", "dec", "count")
+
+    def __init__(self) -> None:
+        self.kind = 16  # the widest type seen: 16 int, 18 long, 1 double, 19 decimal
+        self.ints = 0
+        self.doubles: list[float] = []
+        self.dec: Decimal | None = None
+        self.count = 0
+
+    def add(self, v) -> None:
+        t = type(v)
+        if t is int or t is Int64:
+            if t is Int64 or not -(2**31) <= v < 2**31:
+                if self.kind == 16:
+                    self.kind = 18
+            self.ints += int(v)
+        elif t is float:
+            if self.kind in (16, 18):
+                self.kind = 1
+            self.doubles.append(v)
+        elif t is Decimal128:
+            self.kind = 19
+            d = v.to_decimal()
+            self.dec = d if self.dec is None else _DEC.add(self.dec, d)
+        else:
+            return
+        self.count += 1
+
+    def non_decimal(self) -> float:
+        """The ints and doubles summed, as a double."""
+        ds = self.doubles
+        if not ds:
+            return float(self.ints)
+        if any(not math.isfinite(d) for d in ds):
+            if any(d != d for d in ds) or (math.inf in ds and -math.inf in ds):
+                return math.nan
+            return math.inf if math.inf in ds else -math.inf
+        s = math.fsum(ds)
+        if not self.ints:
+            return s
+        from fractions import Fraction
+
+        return float(Fraction(s) + self.ints)
+
+    def result(self):
+        kind = self.kind
+        if kind == 19:
+            rest = _dec128.from_double(self.non_decimal(), 34, _dec128.HALF_EVEN) if self.doubles else Decimal(self.ints)
+            return Decimal128(_DEC.add(self.dec, rest))
+        if kind == 1:
+            return self.non_decimal()
+        total = self.ints
+        if -(2**63) <= total < 2**63:
+            if kind == 16 and -(2**31) <= total < 2**31:
+                return total
+            return Int64(total)
+        return float(total)
+
+
+class Avg(Sum):
+    __slots__ = ()
+
+    def result(self):
+        if not self.count:
+            return None
+        if self.kind == 19:
+            total = super().result().to_decimal()
+            return Decimal128(_DEC.divide(total, Decimal(self.count)))
+        return self.non_decimal() / self.count
+
+
+class _Count:
+    __slots__ = ("n",)
+
+    def __init__(self) -> None:
+        self.n = 0
+
+    def add(self, v) -> None:
+        self.n += 1
+
+    def result(self):
+        n = self.n
+        return n if n < 2**31 else Int64(n)
+
+
+class _MinMax:
+    __slots__ = ("state", "compare", "sign")
+
+    def __init__(self, sign: int, collator) -> None:
+        self.state = MISSING
+        self.compare = compare_for(collator)
+        self.sign = sign  # -1: $min, 1: $max
+
+    def add(self, v) -> None:
+        if v is None or v is MISSING:
+            return
+        if self.state is MISSING or self.compare(v, self.state) * self.sign > 0:
+            self.state = v
+
+    def result(self):
+        return None if self.state is MISSING else self.state
+
+
+class _First:
+    __slots__ = ("state", "seen")
+
+    def __init__(self) -> None:
+        self.state = None
+        self.seen = False
+
+    def add(self, v) -> None:
+        if not self.seen:
+            self.seen = True
+            self.state = None if v is MISSING else v
+
+    def result(self):
+        return self.state
+
+
+class _Last:
+    __slots__ = ("state",)
+
+    def __init__(self) -> None:
+        self.state = None
+
+    def add(self, v) -> None:
+        self.state = None if v is MISSING else v
+
+    def result(self):
+        return self.state
+
+
+class _Push:
+    __slots__ = ("items",)
+
+    def __init__(self) -> None:
+        self.items: list = []
+
+    def add(self, v) -> None:
+        if v is not MISSING:
+            self.items.append(v)
+
+    def result(self):
+        return self.items
+
+
+class _AddToSet:
+    __slots__ = ("items", "keys", "same")
+
+    def __init__(self, collator) -> None:
+        self.items: list = []
+        self.keys: set = set()
+        self.same = hashable_for(collator)
+
+    def add(self, v) -> None:
+        if v is MISSING:
+            return
+        k = self.same(v)
+        if k not in self.keys:
+            self.keys.add(k)
+            self.items.append(v)
+
+    def result(self):
+        return self.items
+
+
+class _MergeObjects:
+    __slots__ = ("out",)
+
+    def __init__(self) -> None:
+        self.out: dict = {}
+
+    def add(self, v) -> None:
+        if v is None or v is MISSING:
+            return
+        if not isinstance(v, dict):  # (a dict, or $$ROOT with its metadata)
+            raise MongoError(40400, f"$mergeObjects requires object inputs, but input {bson_str(v)} is of type "
+                                    f"{type_name(v)}")
+        self.out.update(v)
+
+    def result(self):
+        return dict(self.out)
+
+
+class StdDev:
+    """Welford's running mean and sum of squared deviations (AccumulatorStdDev)."""
+
+    __slots__ = ("samp", "count", "mean", "m2")
+
+    def __init__(self, samp: bool) -> None:
+        self.samp = samp
+        self.count = 0
+        self.mean = 0.0
+        self.m2 = 0.0
+
+    def add(self, v) -> None:
+        if not is_number(v) or type(v) is bool:
+            return
+        x = to_double(v)
+        self.count += 1
+        delta = x - self.mean
+        if delta != 0:
+            self.mean += delta / self.count
+            self.m2 += delta * (x - self.mean)
+
+    def result(self):
+        n = self.count - (1 if self.samp else 0)
+        if n <= 0:
+            return None
+        return math.sqrt(self.m2 / n)
+
+
+class _TopBottomN:
+    """Keeps the first (top) or last (bottom) `n` (key, output) pairs in sort order; a tie keeps
+    the pair seen first."""
+
+    __slots__ = ("n", "top", "keys", "outs", "single")
+
+    def __init__(self, n: int, top: bool, single: bool) -> None:
+        self.n = n
+        self.top = top
+        self.single = single
+        self.keys: list = []
+        self.outs: list = []
+
+    def add(self, pair) -> None:
+        key, out = pair
+        if out is MISSING:
+            out = None
+        keys = self.keys
+        if len(keys) == self.n:
+            if self.top:
+                if not key < keys[-1]:
+                    return
+                keys.pop()
+                self.outs.pop()
+            else:
+                if not keys[0] < key:
+                    return
+                keys.pop(0)
+                self.outs.pop(0)
+        i = bisect.bisect_right(keys, key)
+        keys.insert(i, key)
+        self.outs.insert(i, out)
+
+    def result(self):
+        if self.single:
+            return self.outs[0] if self.outs else None
+        return list(self.outs)
+
+
+class _FirstLastN:
+    __slots__ = ("n", "last", "items")
+
+    def __init__(self, n: int, last: bool) -> None:
+        self.n = n
+        self.last = last
+        self.items: list = []
+
+    def add(self, v) -> None:
+        v = None if v is MISSING else v
+        if len(self.items) == self.n:
+            if not self.last:
+                return
+            self.items.pop(0)
+        self.items.append(v)
+
+    def result(self):
+        return list(self.items)
+
+
+class _MinMaxN:
+    __slots__ = ("n", "sign", "items", "key")
+
+    def __init__(self, n: int, sign: int, collator) -> None:
+        from mongosim.shardsim.query.collation import sort_key_for
+
+        self.n = n
+        self.sign = sign  # -1: $minN, 1: $maxN
+        self.items: list = []  # (key, value), ascending
+        self.key = sort_key_for(collator)
+
+    def add(self, v) -> None:
+        if v is None or v is MISSING:
+            return
+        k = self.key(v)
+        items = self.items
+        if len(items) == self.n:
+            if self.sign > 0:
+                if not items[0][0] < k:
+                    return
+                items.pop(0)
+            else:
+                if not k < items[-1][0]:
+                    return
+                items.pop()
+        i = bisect.bisect_right([x[0] for x in items], k)
+        items.insert(i, (k, v))
+
+    def result(self):
+        vals = [v for _k, v in self.items]
+        return vals[::-1] if self.sign > 0 else vals
+
+
+class _Percentile:
+    __slots__ = ("ps", "values", "single")
+
+    def __init__(self, ps: list[float], single: bool) -> None:
+        self.ps = ps
+        self.single = single
+        self.values: list[float] = []
+
+    def add(self, v) -> None:
+        if is_number(v) and type(v) is not bool:
+            self.values.append(to_double(v))
+
+    def result(self):
+        out = percentile_of(self.values, self.ps)
+        return out[0] if self.single else out
+
+
+def percentile_of(values: list[float], ps: list[float]) -> list:
+    """The discrete percentiles of `values` (nulls when empty): the value of rank ceil(p·n)."""
+    if not values:
+        return [None] * len(ps)
+    s = sorted(values)
+    n = len(s)
+    return [s[min(max(math.ceil(p * n) - 1, 0), n - 1)] for p in ps]
+
+
+# --- statements -----------------------------------------------------------------------
+
+
+class Statement:
+    """One output field of a group: `arg(doc, variables)` feeds `new(key_doc, variables)`'s state."""
+
+    __slots__ = ("field", "op", "arg", "factory", "n_expr")
+
+    def __init__(self, field: str, op: str, arg: Callable | None, factory: Callable, n_expr: Callable | None = None):
+        self.field = field
+        self.op = op
+        self.arg = arg
+        self.factory = factory  # factory() or factory(n)
+        self.n_expr = n_expr
+
+    def new(self, key_doc: dict | None = None, variables: dict | None = None):
+        if self.n_expr is None:
+            return self.factory()
+        return self.factory(validate_n(self.n_expr(key_doc or {}, variables)))
+
+
+def validate_n(v) -> int:
+    if not is_number(v) or type(v) is bool:
+        raise MongoError(5787902, f"Value for 'n' must be of integral type, but found {bson_str(v) if v is not MISSING else 'missing'}")
+    f = to_double(v)
+    if f != f or f in (math.inf, -math.inf) or f != int(f):
+        raise MongoError(5787903, f"Value for 'n' must be of integral type, but found {bson_str(v)}")
+    n = int(f)
+    if n <= 0:
+        raise MongoError(5787908, f"'n' must be greater than 0, found {n}")
+    return n
+
+
+Compile = Callable[[Any], Callable]
+
+
+def _simple(factory):
+    def parse(field, op, arg, compile_expr, collator):
+        return Statement(field, op, compile_expr(arg), factory)
+
+    return parse
+
+
+def _with_collator(make):
+    def parse(field, op, arg, compile_expr, collator):
+        return Statement(field, op, compile_expr(arg), lambda: make(collator))
+
+    return parse
+
+
+def _count(field, op, arg, compile_expr, collator):
+    if arg != {}:
+        raise MongoError(40049, "$count takes no arguments, i.e. $count:{}")
+    return Statement(field, op, None, _Count)
+
+
+def _n_args(op: str, arg, code: int, compile_expr):
+    if not isinstance(arg, dict):
+        raise MongoError(code, f"specification must be an object; found {op[1:]}: {bson_str(arg)}")
+    n = inp = None
+    for k, v in arg.items():
+        if k == "input":
+            inp = compile_expr(v)
+        elif k == "n":
+            n = compile_expr(v)
+        else:
+            raise MongoError(5787901, f"Unknown argument for 'n' operator: {k}")
+    if n is None:
+        raise MongoError(5787906, "Missing value for 'n'")
+    if inp is None:
+        raise MongoError(5787907, "Missing value for 'input'")
+    return n, inp
+
+
+def _first_last_n(field, op, arg, compile_expr, collator):
+    n, inp = _n_args(op, arg, 5787801, compile_expr)
+    last = op == "$lastN"
+    return Statement(field, op, inp, lambda k: _FirstLastN(k, last), n)
+
+
+def _min_max_n(field, op, arg, compile_expr, collator):
+    n, inp = _n_args(op, arg, 5787900, compile_expr)
+    sign = 1 if op == "$maxN" else -1
+    return Statement(field, op, inp, lambda k: _MinMaxN(k, sign, collator), n)
+
+
+def _top_bottom(field, op, arg, compile_expr, collator):
+    from mongosim.shardsim.query.sorting import sort_key_fn
+
+    single = op in ("$top", "$bottom")
+    if not isinstance(arg, dict):
+        raise MongoError(5788001, f"specification must be an object; found {op[1:]}: {bson_str(arg)}")
+    n = output = sort_by = None
+    has_output = False
+    for k, v in arg.items():
+        if k == "n" and not single:
+            n = compile_expr(v)
+        elif k == "output":
+            output, has_output = v, True
+        elif k == "sortBy":
+            if not isinstance(v, dict):
+                raise MongoError(10065, "invalid parameter: expected an object (sortBy)")
+            sort_by = v
+        else:
+            raise MongoError(5788002, f"Unknown argument to {op} '{k}'")
+    if not single and n is None:
+        raise MongoError(5788003, "Missing value for 'n'")
+    if not has_output:
+        raise MongoError(5788004, "Missing value for 'output'")
+    if sort_by is None:
+        raise MongoError(5788005, "Missing value for 'sortBy'")
+    key = sort_key_fn(sort_by, collator)
+    out = compile_expr(output)
+    top = op in ("$top", "$topN")
+
+    def pair(doc, variables=None):
+        return key(doc), out(doc, variables)
+
+    if single:
+        return Statement(field, op, pair, lambda: _TopBottomN(1, top, True))
+    return Statement(field, op, pair, lambda k: _TopBottomN(k, top, False), n)
+
+
+_PERCENTILE_FIELDS = {"$percentile": ("input", "p", "method"), "$median": ("input", "method")}
+
+
+def parse_percentile_spec(op: str, arg, code: int) -> tuple[Any, list[float]]:
+    """(the input expression, the percentiles) of a `$percentile` / `$median` specification, checked
+    as its IDL struct and `parseP` check them."""
+    if not isinstance(arg, dict):
+        raise MongoError(code, f"specification must be an object; found {op[1:]}: {bson_str(arg)}")
+    fields = _PERCENTILE_FIELDS[op]
+    for k in arg:
+        if k not in fields:
+            raise MongoError("IDLUnknownField", f"BSON field '{op}.{k}' is an unknown field.")
+    for k in fields:
+        if k not in arg:
+            raise MongoError("IDLFailedToParse", f"BSON field '{op}.{k}' is missing but a required field")
+    method = arg["method"]
+    if not isinstance(method, str):
+        raise MongoError("TypeMismatch", f"BSON field '{op}.method' is the wrong type '{type_name(method)}', "
+                                         "expected type 'string'")
+    if method != "approximate":
+        raise MongoError("BadValue", "Currently only 'approximate' can be used as percentile 'method'.")
+    if op == "$median":
+        return arg["input"], [0.5]
+    p = arg["p"]
+    from mongosim.shardsim.query.expressions import compile_expression
+    from mongosim.shardsim.query.variables import _reads_document
+
+    if _reads_document(p) or "$$" in repr(p):
+        raise MongoError(7750300, "The $percentile 'p' field must be an array of constant values, but found value: "
+                                  f"p: {bson_str(p)}.")
+    pv = compile_expression(p)({})
+    msg = "The $percentile 'p' field must be an array of numbers from [0.0, 1.0], but found: "
+    if type(pv) is not list or not pv:
+        raise MongoError(7750301, msg + bson_str(pv))
+    ps = []
+    for x in pv:
+        if not is_number(x) or type(x) is bool:
+            raise MongoError(7750302, msg + bson_str(x))
+        f = to_double(x)
+        if f < 0 or f > 1:
+            raise MongoError(7750303, msg + bson_str(f))
+        ps.append(f)
+    return arg["input"], ps
+
+
+def _percentile(field, op, arg, compile_expr, collator):
+    inp, ps = parse_percentile_spec(op, arg, 7429703)
+    single = op == "$median"
+    return Statement(field, op, compile_expr(inp), lambda: _Percentile(ps, single))
+
+
+def _javascript(field, op, arg, compile_expr, collator):
+    raise MongoError("NotImplemented", f"{op} (server-side JavaScript) is not supported by mongosim")
+
+
+ACCUMULATORS: dict[str, Callable] = {
+    "$sum": _simple(Sum),
+    "$avg": _simple(Avg),
+    "$min": _with_collator(lambda c: _MinMax(-1, c)),
+    "$max": _with_collator(lambda c: _MinMax(1, c)),
+    "$first": _simple(_First),
+    "$last": _simple(_Last),
+    "$push": _simple(_Push),
+    "$addToSet": _with_collator(_AddToSet),
+    "$mergeObjects": _simple(_MergeObjects),
+    "$stdDevPop": _simple(lambda: StdDev(False)),
+    "$stdDevSamp": _simple(lambda: StdDev(True)),
+    "$count": _count,
+    "$top": _top_bottom,
+    "$bottom": _top_bottom,
+    "$topN": _top_bottom,
+    "$bottomN": _top_bottom,
+    "$firstN": _first_last_n,
+    "$lastN": _first_last_n,
+    "$maxN": _min_max_n,
+    "$minN": _min_max_n,
+    "$median": _percentile,
+    "$percentile": _percentile,
+    "$accumulator": _javascript,
+}
+
+
+def parse_statement(field: str, spec, compile_expr: Compile, collator=None) -> Statement:
+    """Parse `field: {$op: arg}` of a $group (or $bucket/$bucketAuto output)."""
+    if "." in field:
+        raise MongoError(40235, f"The field name '{field}' cannot contain '.'")
+    if field.startswith("$"):
+        raise MongoError(40236, f"The field name '{field}' cannot be an operator name")
+    if not isinstance(spec, dict):
+        raise MongoError(40234, f"The field '{field}' must be an accumulator object")
+    if len(spec) != 1:
+        raise MongoError(40238, f"The field '{field}' must specify one accumulator")
+    op, arg = next(iter(spec.items()))
+    parser = ACCUMULATORS.get(op)
+    if parser is None:
+        raise MongoError(15952, f"unknown group operator '{op}'")
+    return parser(field, op, arg, compile_expr, collator)
