@@ -170,6 +170,12 @@ class Member:
         return n
 
 
+
+def optime(m: Member) -> tuple[int, int]:
+    """A member's optime: (term, timestamp key) of its newest entry — what elections compare."""
+    key = m.last_key
+    return (m.term_at(key), key)
+
 class ReplicaSet:
     def __init__(self, name: str, *, election_timeout: float = ELECTION_TIMEOUT_S,
                  heartbeat_interval: float = HEARTBEAT_INTERVAL_S) -> None:
@@ -270,6 +276,8 @@ class ReplicaSet:
         p = self.primary
         if p is None or not self.multi:
             self.changed.unpark_all()
+            if p is None:
+                self.wake.unpark_all()  # a member caught up: it may now win an election
             return
         keys = []
         for m in self.voting:

@@ -5,7 +5,8 @@ OplogApplier in one loop):
 
 1. the sync source is the primary, when this member is an alive secondary
    that can talk to it and replication is not stopped (the server's
-   `stopReplProducer` failpoint stops the fetcher the same way);
+   `stopReplProducer` failpoint stops the fetcher the same way); with no
+   primary, a reachable secondary ahead of it (`sync_source`);
 2. if this member's newest entry is not in the source's history, it has
    diverged: it rolls back (`shardsim.rollback`) — or, when the source's
    bounded oplog no longer reaches back to it, it re-syncs
@@ -29,7 +30,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from mongosim.shardsim.initial_sync import initial_sync
-from mongosim.shardsim.replica_set import PRIMARY, REMOVED, ROLLBACK, SECONDARY
+from mongosim.shardsim.replica_set import PRIMARY, REMOVED, ROLLBACK, SECONDARY, optime
 from mongosim.shardsim.rollback import rollback
 
 if TYPE_CHECKING:
@@ -37,12 +38,21 @@ if TYPE_CHECKING:
 
 
 def sync_source(rs: "ReplicaSet", m: "Member") -> "Member | None":
+    """The primary, when `m` can reach it; otherwise (chaining, allowed by default) the reachable
+    secondary furthest ahead of `m` on the same history: with no primary, a lagging member catches
+    up from another secondary, so it can win the next election (the one ahead of it may not stand,
+    e.g. frozen by a step-down)."""
     if not m.alive or not m.replicating or m.state in (PRIMARY, ROLLBACK, REMOVED):
         return None
     p = rs.primary
-    if p is None or p is m or not rs.can_talk(p, m):
-        return None
-    return p
+    if p is not None and p is not m and rs.can_talk(p, m):
+        return p
+    if p is not None:
+        return None  # (a primary it cannot reach: it waits, as before, rather than chain around it)
+    mine = optime(m)
+    ahead = [o for o in rs.members if o is not m and o.alive and o.state == SECONDARY and rs.can_talk(o, m)
+             and optime(o) > mine and m.on_history_of(o)]
+    return max(ahead, key=lambda o: (optime(o), -o.id)) if ahead else None
 
 
 def fetch(m: "Member", src: "Member") -> int:

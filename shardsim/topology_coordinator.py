@@ -57,17 +57,13 @@ from mongosim.shardsim.replica_set import (
     SECONDARY,
     STEP_DOWN_S,
     TIME_EPSILON,
+    optime,
 )
 from mongosim.shardsim.replication import start_replication
 from mongosim.shardsim.rollback import end_operations
 
 if TYPE_CHECKING:
     from mongosim.shardsim.replica_set import Member, ReplicaSet
-
-
-def optime(m: "Member") -> tuple[int, int]:
-    key = m.last_key
-    return (m.term_at(key), key)
 
 
 # -- elections --------------------------------------------------------------------------------

@@ -35,8 +35,9 @@ from pymongo.write_concern import WriteConcern
 from tests.spec.errors import MissingFeature, UnsupportedByRunner
 from tests.spec.events import EventRecorder
 
-# A broken server fails the test instead of hanging it (each may be overridden by uriOptions).
-CLIENT_DEFAULTS = {"serverSelectionTimeoutMS": 2_000, "socketTimeoutMS": 30_000}
+# A broken server fails the test instead of hanging it (each may be overridden by uriOptions); 10 s:
+# discovering a three-member set on a loaded 2-core machine can take more than 2.
+CLIENT_DEFAULTS = {"serverSelectionTimeoutMS": 10_000, "socketTimeoutMS": 30_000}
 # The format allows a reduced heartbeat for clients of a test that configures failpoints: a "not primary"
 # or "shutting down" error marks the server Unknown, and a client sees it again at its next check.
 FAILPOINT_HEARTBEAT_MS = 50
