@@ -213,3 +213,31 @@ def test_runs_are_deterministic_beside_another_trio_loop():
             worker.join()
             client.close()
     assert runs[0] == runs[1] == runs[2]
+
+
+def test_failover_never_shows_the_rolled_back_write():
+    r = ran("failover")
+    f = r.facts
+    assert f["w1_acknowledged"], "the cut-off primary acknowledged the w: 1 insert"
+    assert f["seen_before_election"] == [1, 2], "nothing past the commit point while it was cut off"
+    assert f["new_primary"] != f["old_primary"]
+    assert f["elected_at"] >= 3.0 + 10.0, "elected after the election timeout (virtual time)"
+    assert f["rolled_back"] == [3]
+    # every majority-acknowledged write exactly once, in order; the rolled-back one never
+    assert f["received"] == [1, 2, 4, 5]
+    assert [e["documentKey"]["_id"] for _t, e in r.received] == [1, 2, 4, 5]
+    assert 3 not in {e["documentKey"]["_id"] for _t, e in r.received}
+    assert f["documents"] == [1, 2, 4, 5]
+    assert f["resumes"] >= 1, "the client resumed when the old primary's connections closed"
+    keys = received_keys(r)
+    assert keys == sorted(keys) and len(set(keys)) == len(keys)
+    # no shard ever turned the rolled-back insert into a change event
+    assert f["w1_ts"] >> 32 == int(r.trace.cluster_zero) + 4
+    on_shard00 = r.trace.of("transformed", where="shard00")
+    assert len(on_shard00) == 2 and f["w1_ts"] not in {x.ts for x in on_shard00}  # _id 1 and 4 only
+
+
+def test_failover_run_is_deterministic():
+    a, b = demo.run("failover"), demo.run("failover")
+    assert render_text(a) == render_text(b) and a.facts == b.facts
+    assert [(r.t, r.step, r.where) for r in a.trace.records] == [(r.t, r.step, r.where) for r in b.trace.records]
