@@ -85,5 +85,6 @@ SCENARIO = Scenario(
           "election timeout 10 s; --instant-hwm (see cold-shard).",
     run=run,
     options={"members": 3, "instant_hwm": True},
-    modules=("mongosim/members.py", "shardsim/oplog_applier.py", "mongosim/faults.py"),
+    modules=("shardsim/replica_set.py", "shardsim/topology_coordinator.py", "shardsim/rollback.py",
+             "shardsim/changestream/cursor.py", "mongosim/testing/client.py"),
 )
