@@ -10,6 +10,7 @@ from __future__ import annotations
 from mongosim.demo.base import DemoResult, Scenario, run_scenario  # noqa: F401
 from mongosim.demo.scenarios import (
     cold_shard,
+    failover,
     interleaved,
     invalidate,
     new_shard,
@@ -31,6 +32,7 @@ SCENARIOS: dict[str, Scenario] = {
         transaction.SCENARIO,
         invalidate.SCENARIO,
         resume.SCENARIO,
+        failover.SCENARIO,
     )
 }
 

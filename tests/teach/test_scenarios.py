@@ -50,10 +50,11 @@ def test_every_scenario_has_a_one_line_lesson_and_modules():
             assert (__import__("pathlib").Path(__file__).parents[2] / m).exists(), m
 
 
-def test_runs_are_deterministic():
-    a = demo.run("cold-shard")
-    b = demo.run("cold-shard")
-    assert render_text(a) == render_text(b)
+@pytest.mark.parametrize("name", ["cold-shard", "failover"])  # failover: replica sets, elections, rollback
+def test_runs_are_deterministic(name):
+    a = demo.run(name)
+    b = demo.run(name)
+    assert render_text(a) == render_text(b) and a.facts == b.facts
     assert [(r.t, r.step, r.where) for r in a.trace.records] == [(r.t, r.step, r.where) for r in b.trace.records]
 
 
@@ -213,3 +214,29 @@ def test_runs_are_deterministic_beside_another_trio_loop():
             worker.join()
             client.close()
     assert runs[0] == runs[1] == runs[2]
+
+
+def test_failover_never_shows_the_rolled_back_write():
+    r = ran("failover")
+    f = r.facts
+    assert f["w1_acknowledged"], "the cut-off primary acknowledged the w: 1 insert"
+    assert f["seen_before_election"] == [1, 2], "nothing past the commit point while it was cut off"
+    assert f["new_primary"] != f["old_primary"]
+    assert f["elected_at"] >= 3.0 + 10.0, "elected after the election timeout (virtual time)"
+    assert f["rolled_back"] == [3]
+    # every majority-acknowledged write exactly once, in order; the rolled-back one never
+    assert f["received"] == [1, 2, 4, 5]
+    assert [e["documentKey"]["_id"] for _t, e in r.received] == [1, 2, 4, 5]
+    assert 3 not in {e["documentKey"]["_id"] for _t, e in r.received}
+    assert f["documents"] == [1, 2, 4, 5]
+    assert f["resumes"] >= 1, "the client resumed when the old primary's connections closed"
+    keys = received_keys(r)
+    assert keys == sorted(keys) and len(set(keys)) == len(keys)
+    # no shard ever turned the rolled-back insert into a change event
+    assert f["w1_ts"] >> 32 == int(r.trace.cluster_zero) + 4
+    on_shard00 = r.trace.of("transformed", where="shard00")
+    assert len(on_shard00) == 2 and f["w1_ts"] not in {x.ts for x in on_shard00}  # _id 1 and 4 only
+
+    # while its cursor sat on the cut-off member, shard00's promise held shard01's insert at the gate
+    held = [g for g in r.trace.of("gate") if f["elected_at"] <= g.t < 18.0]
+    assert held and all([w.shard for w in g.waiting_on] == ["shard00"] for g in held)
