@@ -77,7 +77,7 @@ class Settings:
     index_seconds: float = 1.0
     index_reps: int = 3
     replset_seconds: float = 1.0
-    replset_events: int = 20_000
+    replset_events: int = 50_000
     replset_reps: int = 3
 
 

@@ -53,7 +53,7 @@ def failover(router: pymongo.MongoClient, rs_uri: str, shard: str, shard_key: in
     """One failover of `shard` (stepdown, or kill), timed to the first write acknowledged through the router."""
     rs = H.client(rs_uri)
     try:
-        old = rs.primary
+        old = rs.admin.command("hello")["me"]  # run on the primary (pymongo selects it)
         router[FAILOVER_DB][FAILOVER_COLL].insert_one({"s": shard_key, "warm": True})
         t0 = time.perf_counter()
         if kill:
@@ -64,9 +64,9 @@ def failover(router: pymongo.MongoClient, rs_uri: str, shard: str, shard_key: in
             except pymongo.errors.AutoReconnect:
                 pass  # a server may close its connections as it steps down
         took, failed = first_ack_after(router, shard_key, t0)
-        new = rs.primary
-        assert new is not None and new != old, f"{shard}: primary {old} -> {new}"
-        H.say(f"  {'kill' if kill else 'stepDown'} {shard}: {old[0]}:{old[1]} -> {new[0]}:{new[1]},"
+        new = rs.admin.command("hello")["me"]  # waits until pymongo has found the new primary
+        assert new != old, f"{shard}: primary {old} -> {new}"
+        H.say(f"  {'kill' if kill else 'stepDown'} {shard}: {old} -> {new},"
               f" first write acknowledged after {took * 1000:.0f} ms ({failed} failed tries)")
         return took
     finally:
