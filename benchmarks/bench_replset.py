@@ -8,7 +8,7 @@ set, ``--election-timeout-ms`` scaled down to 500), one with ``--members 1``.
   hashed ``_id``, 3 members / 1 member (bench_write's runs, alternating).
 - members_read_ratio: change events/s through pymongo ``watch()`` over events
   already in the oplogs, 3 members / 1 member (bench_read's load and reads,
-  alternating).
+  alternating; ``--event-cache 0`` on both, as read_ratio: every read renders its events).
 - failover_s: real time from ``replSetStepDown`` sent by pymongo to a shard's
   replica-set URI (the one ``mongosim serve`` prints) to the first insert
   targeting that shard acknowledged through the router (the slowest of the runs).
@@ -78,8 +78,8 @@ def run_replset(seconds: float, events: int, reps: int, batch: int, results: dic
           f" insert_many of {batch}, {reps} runs of ~{seconds}s; watch() over {events} events, {reps} runs")
     with ExitStack() as stack:
         rs3 = stack.enter_context(H.server(
-            H.mongosim_cmd(SHARDS, members=3, election_timeout_ms=ELECTION_TIMEOUT_MS), "mongosim-members3"))
-        rs1 = stack.enter_context(H.server(H.mongosim_cmd(SHARDS), "mongosim-members1"))
+            H.mongosim_cmd(SHARDS, members=3, election_timeout_ms=ELECTION_TIMEOUT_MS, event_cache=0), "mongosim-members3"))
+        rs1 = stack.enter_context(H.server(H.mongosim_cmd(SHARDS, event_cache=0), "mongosim-members1"))
         # reads first: bench_read.load counts every chunk of the cluster, so its collection is the first sharded
         loaded = {label: bench_read.load(srv, events, SHARDS) for label, srv in (("3", rs3), ("1", rs1))}
         for lo in loaded.values():
