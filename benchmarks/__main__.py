@@ -6,7 +6,8 @@
 ``--quick`` takes about two minutes, the full run about ten.  ``--json`` writes
 the figures (``read_ratio``, ``merge_scaling``, ``write_ratio``, ``ops_ratio``, ``mongomock_insert_ratio``,
 ``latency_p50_ms``, ``latency_p99_ms``, ``cold_instant_p99_ms``, ``startup_s``,
-``memory_ratio``, ``index_point_ratio``, ``index_scaling`` and the raw rates behind them) with the machine they were
+``memory_ratio``, ``index_point_ratio``, ``index_scaling``, ``members_write_ratio``,
+``members_read_ratio``, ``failover_s`` and the raw rates behind them) with the machine they were
 measured on.  ``--check`` exits 1 when a goal is missed (the default only fails
 when a benchmark could not run).
 
@@ -39,6 +40,7 @@ from benchmarks import (
     bench_mongomock,
     bench_ops,
     bench_read,
+    bench_replset,
     bench_spark,
     bench_startup,
     bench_write,
@@ -74,6 +76,9 @@ class Settings:
     index_docs: int = 100_000
     index_seconds: float = 1.0
     index_reps: int = 3
+    replset_seconds: float = 1.0
+    replset_events: int = 50_000
+    replset_reps: int = 3
 
 
 QUICK = Settings(read_events=20_000, batch_sizes=(100, 1000), read_reps=2,
@@ -84,7 +89,8 @@ QUICK = Settings(read_events=20_000, batch_sizes=(100, 1000), read_reps=2,
                  mongomock_sizes=(20_000,), mongomock_seconds=0.5,
                  reset_rounds=20,
                  spark_merge_events=40_000, spark_stream_events=20_000, spark_reps=2, spark_partitions=8,
-                 index_docs=50_000, index_seconds=0.5, index_reps=2)
+                 index_docs=50_000, index_seconds=0.5, index_reps=2,
+                 replset_seconds=0.5, replset_events=10_000, replset_reps=2)
 FULL = Settings(read_events=50_000, batch_sizes=(100, 1000), read_reps=3,
                 merge_events=32_000, merge_shards=(1, 4, 16, 64), merge_reps=3,
                 write_seconds=3.0, write_reps=3, write_ordered=True,
@@ -113,6 +119,9 @@ GOALS: dict[str, tuple[str, Callable[[float], bool]]] = {
     "plugin_four_tests_s": ("<= 2 s", lambda v: v <= 2.0),
     "index_point_ratio": (">= 0.8", lambda v: v >= 0.8),
     "index_scaling": (">= 0.8", lambda v: v >= 0.8),
+    "members_write_ratio": (">= 0.5", lambda v: v >= 0.5),
+    "members_read_ratio": (">= 0.9", lambda v: v >= 0.9),
+    "failover_s": ("< 1 s", lambda v: v < 1.0),
     "spark_merge_scaling": (">= 1.6", lambda v: v >= 1.6),
     "spark_stream_router_ratio": (">= 0.5", lambda v: v >= 0.5),
     "spark_stream_shards_over_router": ("> 1", lambda v: v > 1.0),
@@ -159,6 +168,13 @@ def _raw_text(name: str, r: dict) -> str:
         return f"p95 {r['reset_p95_ms']} ms; the pytest fixtures' reset between tests"
     if name == "plugin_four_tests_s" and "plugin_four_tests_wall_s" in r:
         return f"pytest's session time, cluster start included; {r['plugin_four_tests_wall_s']} s for the process"
+    if name == "members_write_ratio" and "members3_write_docs_per_s" in r:
+        return f"{r['members3_write_docs_per_s']} / {r['members1_write_docs_per_s']} docs/s (--members 3 / 1, 2 shards)"
+    if name == "members_read_ratio" and "members3_read_events_per_s" in r:
+        return f"{r['members3_read_events_per_s']} / {r['members1_read_events_per_s']} ev/s (--members 3 / 1, 2 shards)"
+    if name == "failover_s" and "failover_kill_s" in r:
+        return (f"replSetStepDown to the first write through the router, runs {r['failover_runs_s']} s; kill"
+                f" {r['failover_kill_s']} s (election timeout {r['failover_election_timeout_ms']} ms)")
     if name == "spark_merge_scaling" and "spark_merge_events_per_s_local1" in r:
         return (f"{r['spark_merge_events_per_s_local2']} / {r['spark_merge_events_per_s_local1']} ev/s,"
                 f" {r['spark_merge_events']} events; single-partition job at local[2]"
@@ -254,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="a run of about two minutes")
     p.add_argument("--json", metavar="FILE", help="write the figures as JSON")
     p.add_argument("--only", default="", help="comma-separated: startup,read,breakdown,merge,write,ops,mongomock,"
-                                              "latency,memory,fixtures,index; spark (only when named)")
+                                              "latency,memory,fixtures,index,replset; spark (only when named)")
     p.add_argument("--check", action="store_true", help="exit 1 when a goal is missed")
     p.add_argument("--markdown", metavar="FILE", help="write the table of figures as Markdown (for the README)")
     args = p.parse_args(argv)
@@ -271,6 +287,7 @@ def main(argv: list[str] | None = None) -> int:
         "memory": lambda r: bench_memory.run_memory(st.memory_entries, r),
         "fixtures": lambda r: bench_fixtures.run_fixtures(st.reset_rounds, r),
         "index": lambda r: bench_index.run_index(st.index_docs, st.index_seconds, st.index_reps, r),
+        "replset": lambda r: bench_replset.run_replset(st.replset_seconds, st.replset_events, st.replset_reps, 1000, r),
         "spark": lambda r: bench_spark.run_spark(st.spark_merge_events, st.spark_stream_events, st.spark_reps,
                                                  st.spark_partitions, r),
     }

@@ -43,6 +43,23 @@ def insert_rate(c: pymongo.MongoClient, ids: count | None, n: int, batch: int, o
     return (n // batch) * batch / (time.perf_counter() - t0)
 
 
+def side_by_side(sides: dict[str, tuple[pymongo.MongoClient, count | None]], seconds: float, batch: int,
+                 reps: int, modes: tuple[bool, ...] = (False,)) -> dict[tuple[str, bool], list[float]]:
+    """Documents/s of each side (label -> client and its `_id` counter), runs alternating, `reps` times.
+
+    Each side is warmed once and its runs sized to last about `seconds`; the result maps
+    (label, ordered) to the runs' rates.
+    """
+    sizes = {label: max(batch, int(insert_rate(c, ids, 5 * batch, batch, False) * seconds) // batch * batch)
+             for label, (c, ids) in sides.items()}
+    runs: dict[tuple[str, bool], list[float]] = {}
+    for _ in range(reps):
+        for ordered in modes:
+            for label, (c, ids) in sides.items():
+                runs.setdefault((label, ordered), []).append(insert_rate(c, ids, sizes[label], batch, ordered))
+    return runs
+
+
 def run_write(seconds: float, batch: int, reps: int, results: dict, *, also_ordered: bool = False) -> None:
     H.say(f"write: insert_many of {batch} documents, 4 shards (hashed _id), {reps} runs of ~{seconds}s each")
     with ExitStack() as stack:
@@ -51,16 +68,8 @@ def run_write(seconds: float, batch: int, reps: int, results: dict, *, also_orde
         mc, ac = H.client(ms.uri), H.client(ack.uri)
         H.shard_hashed(mc, DB, COLL)
         ids = count()
-        modes = [False, True] if also_ordered else [False]
-        runs: dict[tuple[str, bool], list[float]] = {}
-        # warm both paths once, and size each side's runs to last about `seconds`
-        ids_of = {mc: ids, ac: None}
-        sizes = {c: max(batch, int(insert_rate(c, ids_of[c], 5 * batch, batch, False) * seconds) // batch * batch)
-                 for c in (mc, ac)}
-        for _ in range(reps):
-            for ordered in modes:
-                runs.setdefault(("mongosim", ordered), []).append(insert_rate(mc, ids, sizes[mc], batch, ordered))
-                runs.setdefault(("ack", ordered), []).append(insert_rate(ac, None, sizes[ac], batch, ordered))
+        modes = (False, True) if also_ordered else (False,)
+        runs = side_by_side({"mongosim": (mc, ids), "ack": (ac, None)}, seconds, batch, reps, modes)
         for ordered in modes:
             m, a = H.median(runs[("mongosim", ordered)]), H.median(runs[("ack", ordered)])
             tag = "ordered" if ordered else "unordered"

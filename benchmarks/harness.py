@@ -91,8 +91,13 @@ def server(cmd: list[str], label: str, *, wrap: list[str] | None = None,
 
 
 def mongosim_cmd(shards: int, *, instant_hwm: bool = True, noop_interval: float | None = None,
-                 event_cache: int | None = None) -> list[str]:
+                 event_cache: int | None = None, members: int = 1,
+                 election_timeout_ms: int | None = None) -> list[str]:
     cmd = [PYTHON, "-m", "mongosim.cli", "serve", "--port", "0", "--shards", str(shards)]
+    if members != 1:
+        cmd += ["--members", str(members)]
+    if election_timeout_ms is not None:
+        cmd += ["--election-timeout-ms", str(election_timeout_ms)]
     if event_cache is not None:
         cmd += ["--event-cache", str(event_cache)]
     if instant_hwm:
@@ -100,6 +105,19 @@ def mongosim_cmd(shards: int, *, instant_hwm: bool = True, noop_interval: float 
     if noop_interval is not None:
         cmd += ["--noop-interval", str(noop_interval)]
     return cmd
+
+
+def replica_set_uri(srv: Server, name: str, timeout_s: float = 10.0) -> str:
+    """The connection string `mongosim serve` prints for replica set `name` (each shard's, the config server's)."""
+    pat = re.compile(rf"^\s*{re.escape(name)}: (mongodb://\S+)")
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for line in list(srv.lines):
+            m = pat.match(line)
+            if m:
+                return m.group(1)
+        time.sleep(0.01)  # the lines after "ready" arrive through the drain thread
+    raise RuntimeError(f"{srv.label} printed no URI for replica set {name}:\n" + "\n".join(srv.lines))
 
 
 def stub_cmd(mode: str, *args: str) -> list[str]:
