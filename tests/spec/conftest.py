@@ -60,8 +60,6 @@ def _runner(topology: str, users_dir: Path | None = None):
         options = {"auth": True, "users_file": str(users)}
     if topology == "sharded":  # two mongos: the tests of useMultipleMongoses run (the runner reads them from the URI)
         options["routers"] = 2
-    else:  # three members: the tests that select a secondary find one (and writes replicate, as in the tests' own clusters)
-        options["members"] = 3
     cluster = Cluster(shards=2, port=0, topology=topology, instant_hwm=True, **options).start()
     try:
         uri = cluster.uri
