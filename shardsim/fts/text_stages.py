@@ -26,7 +26,7 @@ from mongosim.shardsim.fts.fts_query import FTSQuery
 from mongosim.shardsim.fts.fts_spec import FTSSpec
 from mongosim.shardsim.fts.text_match_expression import resolve, text_index
 from mongosim.shardsim.query.extensions_callback import TextParams
-from mongosim.shardsim.plan_executor import ExecContext, PlanStage, index_fields
+from mongosim.shardsim.plan_executor import ExecContext, Fetch, PlanStage, index_fields
 from mongosim.shardsim.query.document_metadata import TEXT_SCORE, with_meta
 from mongosim.shardsim.query.values import MISSING
 
@@ -105,25 +105,9 @@ class Or(PlanStage):
                 yield idk
 
 
-class TextFetch(PlanStage):
-    """FETCH over the OR (the filter beyond `$text` applied)."""
-
-    stage = "FETCH"
-
-    def __init__(self, child: Or, matcher, shown_filter: dict | None) -> None:
-        super().__init__(child)
-        self.matcher = matcher
-        self.shown_filter = shown_filter
-        self.docs_examined = 0
-
-    def _before_stats(self, out: dict) -> None:
-        if self.shown_filter:
-            out["filter"] = self.shown_filter
-
-    def _fields(self, out: dict, stats: bool) -> None:
-        if stats:
-            out["docsExamined"] = self.docs_examined
-            out["alreadyHasObj"] = 0
+class TextFetch(Fetch):
+    """FETCH over the OR (the filter beyond `$text` applied): the index FETCH's explain, rows that
+    carry a (missing) score."""
 
     def rows(self, ctx: ExecContext):
         m = self.matcher.matches if self.matcher.filter else None
