@@ -215,9 +215,16 @@ def markdown(results: dict, info: dict, noise: dict[str, float], mode: str) -> s
 
 
 class CpuMeter:
-    """CPU time used by other processes while a section ran (system busy time minus ours)."""
+    """CPU time used by other processes while a section ran (system busy time minus ours).
+
+    "Ours" is this process and every process it started, at any depth: the servers, the Spark
+    drivers' JVMs and their Python workers (grandchildren: `os.times()` only counts children this
+    process waited for, so they used to count as "other processes").  A thread samples the process
+    tree every `EVERY` s and keeps each descendant's last CPU time; a descendant that lives less than
+    that between two samples is missed (and counted as other)."""
 
     HZ = os.sysconf("SC_CLK_TCK")
+    EVERY = 0.25
 
     @staticmethod
     def _busy() -> float:
@@ -227,17 +234,57 @@ class CpuMeter:
         return (sum(vals[:8]) - idle) / CpuMeter.HZ
 
     @staticmethod
-    def _ours() -> float:
+    def _descendants(root: int) -> dict[tuple[int, int], float]:
+        """(pid, start time) -> user + system seconds, for every process below `root`."""
+        children: dict[int, list[tuple[int, int, float]]] = {}
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{name}/stat") as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            fields = stat[stat.rindex(")") + 2:].split()
+            children.setdefault(int(fields[1]), []).append(
+                (int(name), int(fields[19]), (int(fields[11]) + int(fields[12])) / CpuMeter.HZ))
+        out, todo = {}, [root]
+        while todo:
+            for pid, start, cpu in children.get(todo.pop(), ()):
+                out[(pid, start)] = cpu
+                todo.append(pid)
+        return out
+
+    def _sample(self) -> None:
+        for k, v in self._descendants(os.getpid()).items():
+            self.seen[k] = v
+
+    def _watch(self) -> None:
+        while not self.stop.wait(self.EVERY):
+            self._sample()
+
+    def _ours(self) -> float:
         t = os.times()
-        return t.user + t.system + t.children_user + t.children_system
+        return t.user + t.system + sum(v - self.base.get(k, 0.0) for k, v in self.seen.items())
 
     def __enter__(self) -> "CpuMeter":
+        import threading
+
+        self.seen: dict[tuple[int, int], float] = {}
+        self.base = self._descendants(os.getpid())
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._watch, name="cpu-meter", daemon=True)
         self.t0, self.busy0, self.ours0 = time.monotonic(), self._busy(), self._ours()
+        self.thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join()
+        self._sample()
         self.wall = time.monotonic() - self.t0
-        self.others = max(0.0, (self._busy() - self.busy0) - (self._ours() - self.ours0))
+        self.ours = self._ours() - self.ours0
+        self.others = max(0.0, (self._busy() - self.busy0) - self.ours)
 
     @property
     def other_cores(self) -> float:

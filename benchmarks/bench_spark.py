@@ -13,7 +13,7 @@ other load falls on both alike): the distributed job (``MergeJob``: plan,
 shard stages, filters, sort) and the single-partition job
 (``merge_dumps_single_partition``), each writing parquet, timed from the job's
 creation to the written output; each figure is the median.  The distributed
-job cuts the dumps into the same ranges on both masters.
+job cuts the dumps into the same time slices on both masters.
 
 - spark_merge_scaling = distributed events/s at local[2] / at local[1] (goal >= 1.6)
 - spark_merge_vs_single = distributed / single-partition events/s, both at local[2]
@@ -156,7 +156,7 @@ class _Worker:
 
 
 def run_merge_job(n: int, reps: int, partitions: int, results: dict) -> None:
-    H.say(f"spark merge job: 4 shards, {n} inserts + {n // 4} updates dumped, {partitions} ranges,"
+    H.say(f"spark merge job: 4 shards, {n} inserts + {n // 4} updates dumped, {partitions} time slices,"
           f" local[1] vs local[2], {reps} runs each, alternating")
     with tempfile.TemporaryDirectory() as tmp:
         t = time.perf_counter()

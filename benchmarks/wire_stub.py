@@ -234,9 +234,11 @@ def serve(host: str, port: int, replay: Replay | None) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from mongosim.gc_tuning import collect_less_often
     from mongosim.malloc_tuning import keep_freed_memory
 
-    keep_freed_memory()  # the same allocator settings as `mongosim serve`: a like-for-like reference
+    keep_freed_memory()  # the same allocator and collector settings as `mongosim serve`: a like-for-like reference
+    collect_less_often()
     p = argparse.ArgumentParser(prog="python -m benchmarks.wire_stub", description=__doc__.split("\n")[0])
     p.add_argument("--mode", choices=["ceiling", "ack"], required=True)
     p.add_argument("--host", default="127.0.0.1")

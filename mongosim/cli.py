@@ -236,9 +236,11 @@ def _run_serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
         except OSError as err:
             parser.error(f"argument --trace: cannot write {args.trace}: {err.strerror}")
     from mongosim import command_log  # noqa: I001 (a submodule)
+    from mongosim.gc_tuning import collect_less_often
     from mongosim.malloc_tuning import keep_freed_memory
 
     keep_freed_memory()
+    collect_less_often()
     command_log.configure(args.verbose)
     opts = ClusterOptions(
         shards=args.shards, routers=args.routers, topology=args.topology, host=args.host, port=args.port,

@@ -7,6 +7,8 @@ that decode -> encode reproduces the same bytes.
 
 from __future__ import annotations
 
+from operator import itemgetter
+
 import bson
 from bson.codec_options import CodecOptions, DatetimeConversion
 from bson.raw_bson import RawBSONDocument
@@ -58,9 +60,16 @@ class DocumentSequence(list):
         self.raws = raws if raws is not None else [None] * len(self)
 
     def subset(self, indexes: list[int]) -> "DocumentSequence":
-        """The documents at `indexes`, with their bytes."""
-        raws = self.raws
-        return DocumentSequence([self[i] for i in indexes], [raws[i] for i in indexes])
+        """The documents at `indexes`, with their bytes (picked in one call each: no loop per document)."""
+        if len(indexes) == len(self) and indexes == list(range(len(self))):
+            return self  # (every document, in order: the sequence itself; it is never changed in place)
+        if len(indexes) < 2:
+            if not indexes:
+                return DocumentSequence()
+            i = indexes[0]
+            return DocumentSequence([self[i]], [self.raws[i]])
+        pick = itemgetter(*indexes)
+        return DocumentSequence(pick(self), list(pick(self.raws)))
 
 
 def raws_of(docs: list) -> list:
@@ -68,6 +77,8 @@ def raws_of(docs: list) -> list:
     raws = getattr(docs, "raws", None)
     if raws is None:
         return [encode(d) for d in docs]
+    if None not in raws:
+        return raws
     return [r if r is not None else encode(d) for d, r in zip(docs, raws)]
 
 

@@ -15,7 +15,9 @@ A change stream goes to the merge machinery (`router/merge/`); an explain to
   would; the router gathers their results (the shards a leading `$match` targets)
   and runs the rest, with the foreign collections gathered across their shards
   (`mongos_process_interface`).  A sort or group at the router sees every
-  document, as on a replica set, so its results are the replica set's.
+  document, as on a replica set, so its results are the replica set's.  `$setWindowFields`,
+  `$densify` and `$fill` run here too: the server pushes the `$sort` they desugar into to the
+  shards and merges the sorted streams; the router's own sort gives the same order.
 
 A pipeline starting with a `$text` `$match` or a `$geoNear` runs that part on the
 shards with `needsMerge` (their documents keep their scores and distances) and

@@ -29,6 +29,8 @@ from mongosim.router.commands_crud import targets_for_query
 from mongosim.router.request import Request
 from mongosim.shardsim.explain_cmd import SERVER_PARAMETERS, parse_explain, server_info
 from mongosim.shardsim.canonical_query import parsed_query
+from mongosim.shardsim.query.stage_registry import desugared
+from mongosim.shardsim.query.stages import DOC_STAGES
 
 if TYPE_CHECKING:
     from mongosim.router.mongos import Router
@@ -183,13 +185,30 @@ async def explain_aggregate(router: Router, req: Request, db: str, inner: dict, 
         pipeline = inner.get("pipeline") or []
         cq, rest = pipeline_query(None, ns, pipeline, inner.get("hint"))
         shards_part = pipeline[: len(pipeline) - len(rest)] if cq is not None else []
-        merger = [{"$mergeCursors": {"compareWholeSortKey": False, "tailableMode": "normal", "nss": ns,
+        pushed, sort, rest = _desugared_sort_split(rest)
+        shards_part = [*shards_part, *pushed]
+        merger = [{"$mergeCursors": {**sort, "compareWholeSortKey": False, "tailableMode": "normal", "nss": ns,
                                      "allowPartialResults": False, "recordRemoteOpWaitTime": False,
                                      "requestQueryStatsFromRemotes": False}}, *rest]
         out["mergeType"] = "mongos"
         out["splitPipeline"] = {"shardsPart": shards_part, "mergerPart": merger}
     out["shards"] = per_shard
     return _mongos_tail(router, out, inner, db)
+
+
+def _desugared_sort_split(rest: list) -> tuple[list, dict, list]:
+    """Where the server splits a pipeline whose stages desugar ($setWindowFields, $densify, $fill):
+    the document-at-a-time stages and the `$sort` they become run on the shards, the router merges
+    the sorted streams (`$mergeCursors` with `sort`) and runs the rest.  (pushed, sort field, rest)."""
+    stages = desugared(rest)
+    if stages == rest:
+        return [], {}, rest
+    k = 0
+    while k < len(stages) and isinstance(stages[k], dict) and len(stages[k]) == 1 and next(iter(stages[k])) in DOC_STAGES:
+        k += 1
+    if k < len(stages) and isinstance(stages[k].get("$sort"), dict) and "sortKey" in stages[k]["$sort"]:
+        return stages[: k + 1], {"sort": stages[k]["$sort"]["sortKey"]}, stages[k + 1:]
+    return [], {}, stages
 
 
 @router_command("explain")

@@ -24,6 +24,7 @@ from mongosim.router.request import Request
 from mongosim.router.source_stage_registry import register_router_source
 from mongosim.shardsim.current_op_stage import parse_current_op
 from mongosim.shardsim.plan_cache_stats_stage import check_plan_cache_stats
+from mongosim.shardsim.sessions_collection import list_sessions
 
 if TYPE_CHECKING:
     from mongosim.router.mongos import Router
@@ -78,3 +79,11 @@ async def current_op(router: Router, req: Request, coll: str | None, spec: Any) 
                 op["opid"] = f"{shard}:{op['opid']}"
             out.append(op)
     return out
+
+
+@register_router_source("$listSessions")
+async def list_sessions_source(router: Router, req: Request, coll: Any, spec: Any) -> list[dict]:
+    """$listSessions through mongos: config.system.sessions, where every mongos's cache flushes
+    (kept by the config server's primary: shardsim/sessions_collection.py)."""
+    return list_sessions(req.db, coll, spec, req.cmd, router.session_cache, router.config.sessions_collection,
+                         router.config.wall.wall())

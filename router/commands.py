@@ -11,6 +11,7 @@ from mongosim.router import (  # noqa: F401
     check_metadata_consistency,
     cluster_aggregate,
     cluster_source_stages,
+    cluster_storage_stats,
     cluster_explain,
     cluster_validate,
     commands_admin,

@@ -54,6 +54,15 @@ def _now() -> datetime:
     return datetime.now(timezone.utc).replace(tzinfo=None, microsecond=(datetime.now().microsecond // 1000) * 1000)
 
 
+HELLO_NAMES = ("hello", "isMaster", "ismaster")
+
+
+def is_streaming_hello(name: str, cmd: dict) -> bool:
+    """An awaitable hello (`topologyVersion` + `maxAwaitTimeMS`): the server answers when its
+    topology changes or the time is up.  It waits inside the command, so failCommand fires first."""
+    return name in HELLO_NAMES and "topologyVersion" in cmd and "maxAwaitTimeMS" in cmd
+
+
 def hello_reply(ident: ServerIdentity, cmd: dict, connection_id: int, *, last_write: dict | None = None,
                 replica_set: dict | None = None) -> dict:
     """`replica_set`: a replica-set member's own fields (topologyVersion ... lastWrite, see

@@ -132,6 +132,9 @@ class Router:
         self.failpoints = FailPoints()
         self.txns = RouterTransactions(self)  # the transaction coordinator
         self.session_cache = LogicalSessionCache()  # the sessions this mongos has seen ($listLocalSessions)
+        # a refresh writes them to config.system.sessions, kept by the config server's primary ($listSessions)
+        self.session_cache.sink = lambda active, ended: self.config.sessions_collection.apply(active, ended)
+        self.session_cache.wall = lambda: self.config.wall.wall()
         self.profile_settings = ProfileSettings()  # slowms, sampleRate, filters: a mongos profiles nothing
         self.started_at = trio.current_time()
         self.identity.process_id = ObjectId()
@@ -215,6 +218,8 @@ class Router:
         shard_request = begin_request(cmd)  # read preference out, the shards' writeConcernErrors back
         try:
             await apply_fail_command(self.failpoints, req)
+            if handshake.is_streaming_hello(name, cmd):
+                await self.await_hello(cmd, conn)
             if "autocommit" in cmd:
                 self.txns.begin(req)
             if name == "getMore":

@@ -74,7 +74,8 @@ async def move_primary(router: Router, db: str, donor: str, to: str, version: di
             if sharded:
                 continue
             moved.append(name)
-            docs = list(coll.docs.values())
+            # a capped collection's documents in their natural (insertion) order, which the clone keeps
+            docs = [d for _, d in coll.capped.live(coll)] if coll.capped is not None else list(coll.docs.values())
             if docs:
                 await recipient.command(db, {"_recvChunkDocs": coll.ns, "documents": docs})
         new_version = {**version, "lastMod": int(version.get("lastMod", 1)) + 1}

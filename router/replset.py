@@ -54,7 +54,7 @@ ADMIN_COMMANDS = {
     "hostInfo", "logout", "listCommands", "saslStart", "saslContinue", "mongosimFault",
     "refreshLogicalSessionCacheNow",
 }
-HELLO = ("hello", "isMaster", "ismaster")
+HELLO = handshake.HELLO_NAMES
 _EPOCH = datetime(1970, 1, 1)
 
 
@@ -178,6 +178,8 @@ class ReplSetFrontend:
             # configureFailPoint is exempt: commands.cpp shouldActivateFailCommandFailPoint)
             await apply_fail_command(self.failpoints, req)
             if name in HELLO:
+                if handshake.is_streaming_hello(name, cmd):
+                    await self.await_hello(cmd, conn)
                 return self.hello(req)
             if name in ADMIN_COMMANDS or authn.is_user_command(name):
                 return await ROUTER_COMMANDS[name](self, req)

@@ -27,7 +27,7 @@ import trio
 
 from mongosim.oplog import bsonutil
 from mongosim.oplog.errors import MongoError
-from mongosim.router import wire
+from mongosim.router import handshake, wire
 from mongosim.router.failpoints import CloseConnection
 from mongosim.router.wire.messages import MORE_TO_COME
 
@@ -61,8 +61,6 @@ class Service(Protocol):
     async def run_command(self, db: str, cmd: dict, conn: ConnState) -> dict: ...
 
     def decorate(self, reply: dict, db: str, cmd: dict, conn: ConnState) -> dict: ...
-
-    async def await_hello(self, cmd: dict, conn: ConnState) -> None: ...
 
 
 def _peer_of(stream: trio.abc.Stream) -> tuple[str, bool]:
@@ -210,12 +208,8 @@ async def _handle(stream: trio.abc.Stream, service: Service, conn: ConnState, ms
     # OP_MSG
     cmd, db = msg.body, msg.db
     name = next(iter(cmd), "")
-    streaming_hello = (
-        name in ("hello", "isMaster", "ismaster") and "topologyVersion" in cmd and "maxAwaitTimeMS" in cmd
-    )
-    if streaming_hello:
-        await service.await_hello(cmd, conn)
-    reply = await _answer(service, db, cmd, conn)
+    streaming_hello = handshake.is_streaming_hello(name, cmd)
+    reply = await _answer(service, db, cmd, conn)  # (a streaming hello waits in the service, after failCommand)
     if msg.more_to_come:
         return True  # the client asked for no reply
     if streaming_hello and msg.exhaust_allowed and reply.get("ok"):
@@ -226,7 +220,6 @@ async def _handle(stream: trio.abc.Stream, service: Service, conn: ConnState, ms
             body = bsonutil.encode_reply(reply)
             await stream.send_all(wire.encode_op_msg_raw(body, rid, response_to, MORE_TO_COME))
             response_to = rid
-            await service.await_hello(cmd, conn)
             reply = await _answer(service, db, cmd, conn)
     if name == "getMore" and msg.exhaust_allowed:
         await _exhaust_get_more(stream, service, conn, db, cmd, reply, msg.request_id)

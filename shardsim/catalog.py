@@ -156,21 +156,27 @@ class Collection:
         self._checked = None
 
     def batch_insertable(self) -> bool:
-        """May a batch of new documents be stored by `insert_batch`: no index that checks or stores
-        keys (`has_secondary_indexes`), no snapshot keeping history, no validator to check each
+        """May a batch of new documents be stored by `insert_batch` without a check per document:
+        no index that checks or stores keys (`has_secondary_indexes`), no validator to check each
         document against, not capped (each insert may evict the oldest)?"""
-        h = self.history
-        return (not self.has_secondary_indexes and (h is None or not h.readers) and self.validator is None
-                and self.capped is None)
+        return not self.has_secondary_indexes and self.validator is None and self.capped is None
 
     def insert_batch(self, idks: list, docs: list[dict]) -> None:
-        """`insert` of each document, in order, for documents already checked (ids `idks`, new and
-        distinct) into a collection that is `batch_insertable`: stored in one step."""
+        """`insert(doc, checked=True)` of each document, in order, for documents already checked (ids
+        `idks`, new and distinct), in one step: the before-images open snapshots need and the
+        maintained indexes kept in step as `insert` keeps them."""
+        h = self.history
+        if h is not None and h.readers:
+            h.record_inserts(self, idks)
         self.docs.update(zip(idks, docs))
         if self.rids is not None:
             first = self._next_rid
-            self.rids.update(zip(idks, range(first, first + len(idks))))
+            rids = range(first, first + len(idks))
+            self.rids.update(zip(idks, rids))
             self._next_rid = first + len(idks)
+            for ix in self._maintained:
+                for doc, rid, idk in zip(docs, rids, idks):
+                    ix.add(doc, rid, idk)
         self._checked = None
 
     def replace(self, old: dict, new: dict) -> None:

@@ -37,7 +37,7 @@ from mongosim.shardsim.query.values import is_number, type_name
 if TYPE_CHECKING:
     from mongosim.shardsim.node import Node
 
-__all__ = ["STAGE", "coll_stats_document", "leading_coll_stats", "parse_coll_stats"]
+__all__ = ["STAGE", "coll_stats_document", "leading_coll_stats", "parse_coll_stats", "storage_stats"]
 
 STAGE = "$collStats"
 _OPTIONS = ("latencyStats", "storageStats", "count", "queryExecStats", "$_requestOnTimeseriesView")
@@ -63,7 +63,8 @@ def parse_coll_stats(spec: Any) -> dict:
     return spec
 
 
-def _storage_stats(node: Node, coll: Any, ns: str, scale: int) -> dict:
+def storage_stats(node: Node, coll: Any, ns: str, scale: int) -> dict:
+    """A collection's storageStats (storage_stats.cpp): also the body of the collStats command."""
     docs = list(coll.docs.values())
     size = sum(len(bsonutil.encode(d)) for d in docs)
     owns = node.owns
@@ -111,7 +112,7 @@ def coll_stats_document(node: Node, db: str, coll_name: str, spec: Any) -> dict:
         if coll is None:
             raise MongoError("NamespaceNotFound", "Unable to retrieve storageStats in $collStats stage :: caused by "
                                                   f":: Collection [{ns}] not found.")
-        doc["storageStats"] = _storage_stats(node, coll, ns, int(spec["storageStats"].get("scale", 1)))
+        doc["storageStats"] = storage_stats(node, coll, ns, int(spec["storageStats"].get("scale", 1)))
     if "count" in spec:
         if coll is None:
             raise MongoError("NamespaceNotFound", f"Unable to retrieve count in $collStats stage :: caused by :: "

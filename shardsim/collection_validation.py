@@ -10,9 +10,10 @@ here; what the command reports is computed from the collection as it is:
   validationLevel off/moderate), with the server's warning when there are any;
 - `keysPerIndex` / `indexDetails` (by index name, as the server's map orders
   them): the keys each index holds (the `_id` index one per document; a
-  multikey, sparse or partial index what its key generation gives; text, geo
-  and wildcard indexes, whose keys mongosim does not generate, one per
-  document) and `{valid: true, spec}`.
+  multikey, sparse or partial index what its key generation gives, a wildcard
+  index its `(path, value)` keys plus one metadata key per multikey path; text
+  and geo indexes, whose keys mongosim does not generate, one per document) and
+  `{valid: true, spec}`.
 
 The reply has the server's fields in its order: `valid, repaired,
 repairMode, ns, uuid, warnings, errors, extraIndexEntries,
@@ -72,6 +73,9 @@ def _keys_of(coll: Collection, spec: dict) -> int:
     if spec.get("name") == "_id_":
         return len(coll)
     ix = coll.access.get(spec["name"])
+    if ix is not None and ix.wildcard is not None:
+        n = sum(len(ix.keys(doc)) for doc in coll.docs.values())
+        return n + len(ix.wildcard_multikey)
     if ix is None or not ix.usable:
         return len(coll)
     return sum(len(ix.keys(doc)) for doc in coll.docs.values())

@@ -20,6 +20,7 @@ from mongosim.shardsim import (  # noqa: F401
     script_engine,
     search_indexes,
     sharding_ops,
+    storage_stats,
     txn_commands,
     writes,
 )

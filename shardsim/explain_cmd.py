@@ -37,6 +37,7 @@ from mongosim.shardsim.collation import command_collator
 from mongosim.shardsim.command_registry import command
 from mongosim.shardsim.create_collection import check_namespace
 from mongosim.shardsim.operation_context import OpCtx
+from mongosim.shardsim.query.stage_registry import desugared
 from mongosim.shardsim.plan_executor import Count, ExecContext, PlanStage, summary, view_changes, winning_plan
 from mongosim.shardsim.query.matcher import Matcher
 from mongosim.shardsim.canonical_query import CanonicalQuery, check_hint, parsed_query
@@ -373,6 +374,7 @@ def explain_aggregate(node: Node, ctx: OpCtx, inner: dict, verbosity: str) -> di
     variables = _variables(node, ctx, inner)
     collator = command_collator(inner.get("collation"), coll, "aggregate.collation")
     cq, rest = get_executor.pipeline_query(coll, ns, pipeline, inner.get("hint"), variables, collator)
+    cq, pushed = _push_desugared_sort(coll, ns, inner.get("hint"), variables, collator, pipeline, cq, rest)
     if cq is None:
         cq = CanonicalQuery(ns, {}, Matcher({}), collator=collator)
     from mongosim.shardsim.mongod_process_interface import MongodProcessInterface
@@ -392,10 +394,29 @@ def explain_aggregate(node: Node, ctx: OpCtx, inner: dict, verbosity: str) -> di
             if not ({"$out", "$merge"} & set(st)):  # (an explained $out or $merge writes nothing)
                 docs = list(run_pipeline(iter(docs), [st], variables=variables, collator=collator,
                                          process=MongodProcessInterface(node, ctx), db=ctx.db))
-            stages.append({**st, "nReturned": len(docs), "executionTimeMillisEstimate": 0})
+            parts = desugared([st])  # ($setWindowFields, $densify, $fill: the stages they become)
+            if pushed and st is rest[0]:
+                parts = parts[1:]
+            for part in parts:
+                stages.append({**part, "nReturned": len(docs), "executionTimeMillisEstimate": 0})
     else:
-        stages.extend(rest)
+        stages.extend(desugared(rest)[1 if pushed else 0:])
     return {"explainVersion": "1", "stages": stages}
+
+
+def _push_desugared_sort(coll, ns: str, hint, variables, collator, pipeline: list, cq, rest: list):
+    """The `$sort` a leading $setWindowFields/$densify/$fill desugars into, pushed into the query layer
+    as the server's optimizer does (after the query layer's $match, when it has no sort or limit of its
+    own): (the query with that sort, whether it was pushed)."""
+    if not rest or (cq is not None and (cq.sort or cq.limit)):
+        return cq, False
+    first = desugared(rest[:1])
+    if first == rest[:1] or not isinstance(first[0].get("$sort"), dict) or "sortKey" not in first[0]["$sort"]:
+        return cq, False
+    prefix = pipeline[: len(pipeline) - len(rest)]
+    pushed, _ = get_executor.pipeline_query(coll, ns, [*prefix, {"$sort": first[0]["$sort"]["sortKey"]}], hint,
+                                            variables, collator)
+    return pushed, True
 
 
 _EXPLAINERS = {

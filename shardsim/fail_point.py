@@ -22,6 +22,38 @@ MAX_TIME_ALWAYS_TIME_OUT = "maxTimeAlwaysTimeOut"
 ON_PRIMARY_TRANSACTIONAL_WRITE = "onPrimaryTransactionalWrite"
 
 
+# The server's command aliases (each command's constructor names them): failCommand matches a
+# command by its name or any alias (`Command::hasAlias`), so failCommands ["isMaster"] fails hello.
+COMMAND_ALIASES: dict[str, tuple[str, ...]] = {
+    "hello": ("isMaster", "ismaster"),
+    "findAndModify": ("findandmodify",),
+    "buildInfo": ("buildinfo",),
+    "dbStats": ("dbstats",),
+    "collStats": ("collstats",),
+    "dataSize": ("datasize",),
+    "shardCollection": ("shardcollection",),
+    "enableSharding": ("enablesharding",),
+    "addShard": ("addshard",),
+    "removeShard": ("removeshard",),
+    "listShards": ("listshards",),
+    "moveChunk": ("movechunk",),
+}
+_NAMES_OF: dict[str, frozenset[str]] = {}
+for _canonical, _aliases in COMMAND_ALIASES.items():
+    for _name in (_canonical, *_aliases):
+        _NAMES_OF[_name] = frozenset((_canonical, *_aliases))
+
+
+def command_names(command_name: str) -> frozenset[str]:
+    """Every name the command a client sent under `command_name` answers to."""
+    return _NAMES_OF.get(command_name) or frozenset((command_name,))
+
+
+# What a failCommand failpoint must ask for to fire at all (the server evaluates it only then:
+# `evaluateFailCommandFailPoint` and the write-concern path's own check).
+_FAIL_COMMAND_ACTIONS = ("closeConnection", "blockConnection", "errorCode", "writeConcernError")
+
+
 class CloseConnection(Exception):
     """The failpoint asked us to close the client's connection."""
 
@@ -114,13 +146,26 @@ class FailPoints:
         if fp is None or command_name == "configureFailPoint":  # (never failed, even if named)
             return None
         data = fp.data
-        cmds = implicit_commands if implicit_commands is not None else (data.get("failCommands") or [])
-        if command_name not in cmds:
-            return None
         if "appName" in data and data["appName"] != app_name:
             return None
         if "namespace" in data and data["namespace"] != ns:
             return None
+        if implicit_commands is not None:
+            if command_name not in implicit_commands:
+                return None
+        else:
+            if not any(data.get(k) for k in _FAIL_COMMAND_ACTIONS) and "errorCode" not in data:
+                return None  # (errorLabels alone, say: the server never activates it)
+            if "failAllCommands" not in data:
+                names = command_names(command_name)
+                if not any(isinstance(c, str) and c in names for c in data.get("failCommands") or []):
+                    return None
+            if data.get("blockConnection"):
+                block = data.get("blockTimeMS")
+                if not isinstance(block, (int, float)) or isinstance(block, bool):
+                    raise MongoError("InvalidOptions", "must specify 'blockTimeMS' when 'blockConnection' is true")
+                if block < 0:
+                    raise MongoError("InvalidOptions", "'blockTimeMS' must be non-negative")
         return fp if fp.hit() else None
 
 

@@ -67,11 +67,14 @@ def execute(coll, cq: CanonicalQuery, view: Any = None, *, explain: bool = False
     sol = plan_query(coll, cq, view_changed=view_changes(coll, view), sharded=sharded)
     if not explain and coll is not None:
         if sol.express:
-            used = sol.root.ix.name if sol.root.ix is not None else "_id_"
+            used = [sol.root.ix.name if sol.root.ix is not None else "_id_"]
+        elif sol.or_plans:
+            used = [p.ix.name for p in sol.or_plans]
         else:
-            used = sol.index_plan.ix.name if sol.index_plan is not None else "$collScan"
+            used = [sol.index_plan.ix.name if sol.index_plan is not None else "$collScan"]
         # (the server's CollectionIndexUsageTracker: index accesses and collection scans)
-        coll.index_usage.setdefault(used, [0, None])[0] += 1
+        for name in used:
+            coll.index_usage.setdefault(name, [0, None])[0] += 1
     ctx = ExecContext(coll, view, explain)
     if isinstance(sol.root, Count):
         sol.root.count(ctx)

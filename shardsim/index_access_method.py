@@ -23,8 +23,12 @@ A text index's keys are its terms with their scores (`shardsim.fts.fts_spec`):
 `(prefix fields..., term, score, suffix fields...)`; only `$text` plans read them
 (`shardsim.fts.text_stages`).  A geo index checks each document's geometry at every
 write (`shardsim.geo.geo_index`: "Can't extract geo keys") but holds no keys: geo
-predicates are checked document by document.  Wildcard indexes are recorded
-(listIndexes, change-stream events) but hold no keys.
+predicates are checked document by document.  A wildcard index's keys are
+`(regular fields..., path, value, regular fields...)` (`query.wildcard_key_generator`):
+one per leaf value of the document, its path in the `$_path` place; the paths
+that held arrays are kept in `wildcard_multikey` (the server keeps them as
+metadata keys), and the planner scans it through one expanded view per queried
+path (`shardsim.planner_wildcard_helpers`).
 """
 
 from __future__ import annotations
@@ -39,8 +43,15 @@ from mongosim.shardsim.geo.geo_index import GeoIndex
 from mongosim.shardsim.index_key_validate import plugin_name
 from mongosim.shardsim.query.collation import make_collator
 from mongosim.shardsim.query.index_keys import btree_keys, key_hash_for
+from mongosim.shardsim.query.index_keys import key_hash as _plain_hash
 from mongosim.shardsim.query.paths import split
 from mongosim.shardsim.query.values import MISSING, hashable
+from mongosim.shardsim.query.wildcard_key_generator import (
+    MIN_KEY,
+    WildcardProjection,
+    wildcard_field_pos,
+    wildcard_keys,
+)
 
 SPECIAL_TYPES = frozenset({"text", "2d", "2dsphere", "geoHaystack", "2dsphere_bucket", "columnstore"})
 
@@ -139,6 +150,8 @@ def _plain_value(doc: dict, path: str):
 class IndexAccessMethod:
     """One secondary index (or the ordered view of the `_id` index) of a collection."""
 
+    should_dedup = False  # (an expanded wildcard index may: several leaves of one document in its bounds)
+
     def __init__(self, spec: dict) -> None:
         from mongosim.shardsim.shard_key import hash64  # (the hashed-index function lives with shard keys)
 
@@ -170,6 +183,20 @@ class IndexAccessMethod:
         self.geo = GeoIndex(spec) if self.type in ("2dsphere", "2d") else None
         if self.fts is not None or self.geo is not None:
             self.validates = True
+        self.wildcard: WildcardProjection | None = None
+        if self.type == "wildcard":
+            self._init_wildcard(spec)
+
+    def _init_wildcard(self, spec: dict) -> None:
+        """A wildcard index: its projection, where the wildcard sits, how each stored key component
+        orders (the `$_path` string is never collated nor descending)."""
+        self.wildcard = WildcardProjection(self.key_pattern, spec.get("wildcardProjection"))
+        self.wildcard_pos = wildcard_field_pos(self.key_pattern)
+        self.wildcard_multikey: set[str] = set()  # the paths found holding arrays
+        self.regular_paths = [p for i, p in enumerate(self.paths) if i != self.wildcard_pos]
+        w = self.wildcard_pos
+        self.component_desc = self.descending[:w] + [False] + self.descending[w:]
+        self.validates = bool(self.regular_paths)  # (parallel arrays among the regular fields)
 
     # -- properties the planner reads --------------------------------------------------------
     @property
@@ -193,12 +220,12 @@ class IndexAccessMethod:
 
     @property
     def materializable(self) -> bool:
-        """An index whose keys are kept in order (btree, hashed, text)."""
-        return self.type in ("btree", "hashed", "text")
+        """An index whose keys are kept in order (btree, hashed, text, wildcard)."""
+        return self.type in ("btree", "hashed", "text", "wildcard")
 
     @property
     def is_multikey(self) -> bool:
-        return self.type == "text" or any(self.multikey_paths)
+        return self.type == "text" or any(self.multikey_paths) or bool(self.wildcard and self.wildcard_multikey)
 
     def multikey_path_names(self) -> dict:
         """explain's `multiKeyPaths`: per field, the prefixes of its path that held arrays."""
@@ -223,6 +250,8 @@ class IndexAccessMethod:
         if self.geo is not None:
             self.geo.check(doc)
             return []
+        if self.wildcard is not None:
+            return self._wildcard_keys(doc)
         h = self.hashed_pos
         if h is None:
             keys, mk = btree_keys(doc, self.paths, self.sparse)
@@ -253,24 +282,60 @@ class IndexAccessMethod:
         hashed = self._hash64(None if hv is MISSING else hv)
         return [k[:h] + (hashed,) + k[h:] for k in rest]
 
+    def _wildcard_keys(self, doc: dict) -> list[tuple]:
+        """The regular fields' keys crossed with the wildcard's `(path, value)` pairs; a compound index
+        keeps a document without wildcard leaves under MinKey, a lone wildcard index skips it."""
+        pairs, mk = wildcard_keys(doc, self.wildcard)
+        if mk:
+            self.wildcard_multikey |= mk
+        if not self.regular_paths:
+            return pairs
+        regular, rmk = btree_keys(doc, self.regular_paths, False)
+        if rmk is not None:
+            j = 0
+            for i in range(len(self.paths)):
+                if i != self.wildcard_pos:
+                    self.multikey_paths[i] |= rmk[j]
+                    j += 1
+        w = self.wildcard_pos
+        return [r[:w] + pair + r[w:] for r in regular for pair in (pairs or [(MIN_KEY, MIN_KEY)])]
+
     def validate(self, doc: dict) -> None:
         """Raise what indexing `doc` would raise (for an index not materialized yet)."""
         if self.validates and (self.partial is None or self.partial.matches(doc)):
             if self.hashed_pos is not None or self.fts is not None or self.geo is not None:
                 self.keys(doc)
+            elif self.wildcard is not None:
+                btree_keys(doc, self.regular_paths, False)
             else:
                 btree_keys(doc, self.paths, self.sparse)
 
     def encode(self, key: tuple) -> tuple:
         """The key values in the index's order (BSON order, reversed for descending fields)."""
         key_hash = self.key_hash
-        if self.hashed_pos is None and not any(self.descending):
+        if self.hashed_pos is None and not any(self.descending) and self.wildcard is None:
             return tuple([key_hash(v) for v in key])
+        if self.wildcard is not None:
+            return self._wildcard_encode(key)
         out = []
         for v, desc, i in zip(key, self.descending, range(len(key))):
             k = hashable(v) if i == self.hashed_pos else key_hash(v)
             out.append(Desc(k) if desc else k)
         return tuple(out)
+
+    def _wildcard_encode(self, key: tuple) -> tuple:
+        path_at = self.wildcard_pos
+        out = []
+        for i, (v, desc) in enumerate(zip(key, self.component_desc)):
+            k = _plain_hash(v) if i == path_at else self.key_hash(v)
+            out.append(Desc(k) if desc else k)
+        return tuple(out)
+
+    def key_hash_at(self, i: int):
+        """The order key function of stored component `i` (a wildcard's `$_path` is never collated)."""
+        if self.wildcard is not None and i == self.wildcard_pos:
+            return _plain_hash
+        return self.key_hash
 
     # -- the sorted store ------------------------------------------------------------------
     @property

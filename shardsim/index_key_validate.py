@@ -28,6 +28,7 @@ from mongosim.shardsim.query.fmt import bson_str
 from mongosim.shardsim.query.index_keys import index_name
 from mongosim.shardsim.query.matcher import Matcher
 from mongosim.shardsim.query.values import describe_type
+from mongosim.shardsim.query.wildcard_key_generator import WildcardProjection, parse_projection
 
 PLUGINS = ("2d", "2dsphere", "2dsphere_bucket", "text", "hashed", "wildcard")
 TEXT_DEFAULTS = {"default_language": "english", "language_override": "language"}
@@ -68,8 +69,8 @@ def validate_key_pattern(key: dict) -> None:
                 raise MongoError("CannotCreateIndex", "Values in the index key pattern cannot be 0.")
         elif v != plugin:
             raise MongoError("CannotCreateIndex", "Can't use more than one index plugin for a single index.")
-        if plugin == "wildcard" and len(key) != 1:
-            raise MongoError("CannotCreateIndex", "wildcard indexes do not allow compounding")
+        if plugin == "wildcard" and sum(1 for f in key if f == "$**" or f.endswith(".$**")) > 1:
+            raise MongoError("CannotCreateIndex", "A wildcard index can have only one wildcard field")
         if field == "$**" and (not isinstance(v, str) or v == "text"):
             continue
         if field == "_fts" and v != "text":
@@ -324,6 +325,48 @@ def validate_index_spec(spec: Any) -> dict:
             out.setdefault("2dsphereIndexVersion", 3)  # (S2IndexingParams: the version new indexes get)
         if spec.get("hidden") and list(key) == ["_id"]:
             raise MongoError("BadValue", "can't hide _id index")
+        if plugin == "wildcard" or "wildcardProjection" in spec:
+            validate_wildcard_spec(key, spec, plugin)
     except MongoError as err:
         raise _spec_error(original, err) from None
     return out
+
+
+def validate_wildcard_spec(key: dict, spec: dict, plugin: str) -> None:
+    """A wildcard index's options (index_key_validate.cpp, IndexCatalogImpl::_isSpecOk): no sparse, unique or
+    TTL; `wildcardProjection` only on `{$**: ±1}` (a compound `$**` index needs one, excluding its regular
+    fields), a non-empty document the projection parser accepts."""
+    proj = spec.get("wildcardProjection")
+    if "wildcardProjection" in spec:
+        if plugin != "wildcard":
+            raise MongoError("BadValue", "The field 'wildcardProjection' is only allowed in 'wildcard' indexes")
+        if not isinstance(proj, dict):
+            raise MongoError("TypeMismatch", "The field 'wildcardProjection' must be a non-empty object, but got "
+                                             f"{describe_type(proj)}")
+        if "$**" not in key:
+            raise MongoError("FailedToParse", "The field 'wildcardProjection' is only allowed when 'key' is "
+                                              '{"$**": ±1} or {"$**": "columnstore"}')
+        if not proj:
+            raise MongoError("FailedToParse", "The 'wildcardProjection' field can't be an empty object")
+        try:
+            parse_projection(proj)
+        except MongoError as err:
+            raise MongoError(err.code, f"Failed to parse projection: wildcardProjection :: caused by :: "
+                                       f"{err.errmsg}") from None
+    if "$**" in key and len(key) > 1 and proj is None:
+        raise MongoError("CannotCreateIndex", "Compound wildcard indexes on all fields must also specify "
+                                              "'wildcardProjection' option")
+    if spec.get("sparse"):
+        raise MongoError("CannotCreateIndex", "Index type 'wildcard' does not support the sparse option")
+    if spec.get("unique"):
+        raise MongoError("CannotCreateIndex", "Index type 'wildcard' does not support the unique option")
+    if "expireAfterSeconds" in spec:
+        raise MongoError("CannotCreateIndex", "Index type 'wildcard' cannot be a TTL index")
+    if len(key) > 1:
+        projection = WildcardProjection(key, proj)
+        for field in key:
+            if field == "$**" or field.endswith(".$**"):
+                continue
+            if projection.reaches(field):
+                raise MongoError("CannotCreateIndex", "Compound wildcard index field overlaps with the wildcard "
+                                                      f"field: '{field}'")

@@ -9,12 +9,13 @@ An insert of n documents outside a transaction writes n oplog entries, one per d
 with n consecutive timestamps (a retryable write's prevOpTime chains each statement to the one
 before it).  When the whole batch can be inserted — every document an object with an `_id` of a
 type stored as it is, no `_id` already in the collection or twice in the batch, no index that
-checks or stores keys, no validator, not capped, no snapshot keeping history, no transaction
-holding documents, no statement that already ran, no failpoint — the entries are assembled from bytes: the constant head and
+checks or stores keys, no validator, not capped, no transaction holding documents, no statement
+that already ran, no failpoint — the entries are assembled from bytes: the constant head and
 middle (session fields, namespace, collection UUID, t, v, wall), each document's own bytes as it
 arrived (`bsonutil.DocumentSequence`; encoded once here otherwise), its documentKey read from those
 bytes when it is the `_id` alone, and each entry's timestamp, statement id and prevOpTime.  They
-are appended to the oplog together and the documents stored together.  Anything else takes the
+are appended to the oplog together and the documents stored together (with the before-images
+open snapshots need, e.g. a replica set's committed snapshot).  Anything else takes the
 per-document loop (`writes.cmd_insert`), which gives the server's exact write errors.  A property
 test proves the two paths write the same oplog bytes and documents
 (tests/crud/test_insert_batch.py).
@@ -22,8 +23,9 @@ test proves the two paths write the same oplog bytes and documents
 
 from __future__ import annotations
 
-from itertools import repeat
-from operator import contains, itemgetter
+import struct
+from itertools import chain, repeat
+from operator import add, contains, itemgetter
 from typing import TYPE_CHECKING, Any
 
 from bson import Int64, ObjectId, Timestamp
@@ -42,21 +44,37 @@ if TYPE_CHECKING:
 
 # `_id` types stored as they come (check_id_value refuses arrays, regexes, undefined, and checks
 # embedded documents and DBRefs: those take the per-document loop)
-_PLAIN_ID_TYPES = frozenset({int, Int64, float, str, ObjectId, bool, type(None), Timestamp})
+PLAIN_ID_TYPES = frozenset({int, Int64, float, str, ObjectId, bool, type(None), Timestamp})
 # the value size of a first element `_id` of these types, to read {_id: value} from a document's bytes
 _ID_VALUE_SIZE = {0x10: 4, 0x12: 8, 0x01: 8, 0x07: 12, 0x08: 1, 0x0A: 0, 0x11: 8}
 _O2 = b"\x03o2\x00"
 _TS = b"\x11ts\x00"
 _STMT_ID = b"\x10stmtId\x00"
 _PREV = b"\x03prevOpTime\x00\x1c\x00\x00\x00\x11ts\x00"  # {ts: <8 bytes>, t: <int64>}
-_PREV_T = b"\x12t\x00" + int(E.TERM).to_bytes(8, "little", signed=True) + b"\x00"
+def _prev_t(term: int) -> bytes:
+    """The `t` element of a prevOpTime (`{ts, t: <int64>}`)."""
+    return b"\x12t\x00" + int(term).to_bytes(8, "little", signed=True) + b"\x00"
+
+
+_PREV_T_LEN = len(_prev_t(0))
 _NULL_PREV_T = b"\x12t\x00" + int(E.NULL_OP_TIME["t"]).to_bytes(8, "little", signed=True) + b"\x00"
 _FIRST_ID = b"_id\x00"
+_HEAD = itemgetter(slice(4, 9))  # a document's first element's type byte and (if `_id`) name
+_INT32 = struct.Struct("<i")
 
 
 def _keys_bytes(raws: list[bytes], docs: list[dict]) -> list[bytes]:
     """`{_id: <value>}` of each document in BSON: its first element when that is `_id` of a fixed-size
-    type or a string, else encoded."""
+    type or a string, else encoded.  When every document leads with `_id` of the same fixed-size type
+    (a driver's batch of ints or ObjectIds) the elements are sliced out in one pass of C calls."""
+    heads = set(map(_HEAD, raws))
+    if len(heads) == 1:
+        (h,) = heads
+        size = _ID_VALUE_SIZE.get(h[0])
+        if size is not None and h[1:] == _FIRST_ID:
+            end = 9 + size
+            return list(map(b"".join, zip(repeat((end + 1).to_bytes(4, "little")), map(itemgetter(slice(4, end)), raws),
+                                          repeat(b"\x00"))))
     out = []
     sizes = _ID_VALUE_SIZE
     for raw, doc in zip(raws, docs):
@@ -72,6 +90,35 @@ def _keys_bytes(raws: list[bytes], docs: list[dict]) -> list[bytes]:
     return out
 
 
+def _entries(raws: list[bytes], keys: list[bytes], head: bytes, middle: bytes, first: int,
+             stmt_ids: list[int] | None, prev: int, prev_t: bytes, this_term_t: bytes) -> tuple[list[bytes], int]:
+    """The oplog entries of a batch (and the largest one's size), each joined from its pieces:
+
+        size | head (lsid, txnNumber, op, ns, ui, "o") | the document | "o2" | its key | tail
+
+    where the tail (stmtId, ts, t, v, wall, prevOpTime) is one `struct` pack of the statement id,
+    the timestamp and the previous one's between constant bytes (a retryable write's first
+    statement chains to `prev`, whose term element is `prev_t`; the others to the one before, of
+    this term: `this_term_t`).  Every piece is made by a C call
+    mapped over the batch (sizes, tails, joins): no Python loop per document."""
+    n = len(raws)
+    ts = range(first, first + n)
+    if stmt_ids is None:
+        tail = struct.Struct(f"<{len(_TS)}sQ{len(middle) + 1}s")
+        tails = map(tail.pack, repeat(_TS), ts, repeat(middle + b"\x00"))
+    else:
+        rest = middle + _PREV
+        tail = struct.Struct(f"<{len(_STMT_ID)}si{len(_TS)}sQ{len(rest)}sQ{_PREV_T_LEN + 1}s")
+        prevs = chain((prev,), range(first, first + n - 1))  # each statement chained to the one before
+        terms = chain((prev_t + b"\x00",), repeat(this_term_t + b"\x00"))
+        tails = map(tail.pack, repeat(_STMT_ID), stmt_ids, repeat(_TS), ts, repeat(rest), prevs, terms)
+    fixed = 4 + len(head) + len(_O2) + tail.size
+    sizes = list(map(add, map(len, raws), map(len, keys)))
+    largest = fixed + max(sizes)
+    entry_sizes = map(_INT32.pack, map(fixed.__add__, sizes))
+    return list(map(b"".join, zip(entry_sizes, repeat(head), raws, repeat(_O2), keys, tails))), largest
+
+
 def try_insert_batch(node: Node, ctx: OpCtx, ws: WriteSession, db: str, name: str, docs: list) -> bool:
     """Insert `docs` (all of the command's) into `db.name` in one step if nothing can go wrong;
     False (nothing done) to take the per-document loop."""
@@ -82,7 +129,7 @@ def try_insert_batch(node: Node, ctx: OpCtx, ws: WriteSession, db: str, name: st
     if not all(map(isinstance, docs, repeat(dict))) or not all(map(contains, docs, repeat("_id"))):
         return False
     ids = list(map(itemgetter("_id"), docs))
-    if not _PLAIN_ID_TYPES.issuperset(map(type, ids)):
+    if not PLAIN_ID_TYPES.issuperset(map(type, ids)):
         return False
     idks = hashables(ids)
     if len(set(idks)) != n:
@@ -114,24 +161,13 @@ def try_insert_batch(node: Node, ctx: OpCtx, ws: WriteSession, db: str, name: st
     head = bsonutil.encode(head_fields)[4:-6]  # up to `o`'s value (the empty document and the end cut)
     middle = bsonutil.encode({"t": node.term, "v": E.VERSION, "wall": wall})[4:-1]  # (the set's term)
     keys = _keys_bytes(raws, docs)
-    entries = []
-    if state is None:
-        fixed = 4 + len(head) + 4 + 12 + len(middle) + 1
-        for i, (raw, key) in enumerate(zip(raws, keys)):
-            size = fixed + len(raw) + len(key)
-            entries.append(b"".join((size.to_bytes(4, "little"), head, raw, _O2, key, _TS,
-                                     (first + i).to_bytes(8, "little"), middle, b"\x00")))
-    else:
-        prev = state.last_write_key
-        fixed = 4 + len(head) + 4 + 12 + 12 + len(middle) + len(_PREV) + 8 + len(_PREV_T) + 1
-        for i, (raw, key, sid) in enumerate(zip(raws, keys, stmt_ids)):
-            size = fixed + len(raw) + len(key)
-            entries.append(b"".join((size.to_bytes(4, "little"), head, raw, _O2, key, _STMT_ID,
-                                     sid.to_bytes(4, "little", signed=True), _TS, (first + i).to_bytes(8, "little"),
-                                     middle, _PREV, prev.to_bytes(8, "little"), _PREV_T if prev else _NULL_PREV_T,
-                                     b"\x00")))
-            prev = first + i
-    if max(map(len, entries)) > MAX_ENTRY_BYTES:
+    prev_ts, prev_t, this_term_t = 0, _NULL_PREV_T, _prev_t(node.term)
+    if state is not None and state.last_write_key:
+        # the first statement's predecessor may be from an earlier term; the batch's own are this term's
+        prev_ts = state.last_write_key
+        prev_t = _prev_t(node.op_time(prev_ts)["t"])
+    entries, largest = _entries(raws, keys, head, middle, first, stmt_ids, prev_ts, prev_t, this_term_t)
+    if largest > MAX_ENTRY_BYTES:
         return False  # (nothing appended yet; the reserved ticks stay unused, as a failed write's do)
 
     # -- append, store, remember ----------------------------------------------------------------

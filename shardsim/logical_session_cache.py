@@ -9,8 +9,11 @@ cache, a replica-set member its own.
 Sessions leave the cache at a refresh (the server's runs every
 logicalSessionRefreshMillis, 5 minutes; `refreshLogicalSessionCacheNow`
 forces one): the ones ended with `endSessions` and the ones unused for
-localLogicalSessionTimeoutMinutes (30).  mongosim refreshes lazily, when the
-cache is listed and a refresh period has passed.
+localLogicalSessionTimeoutMinutes (30).  A refresh also flushes the cache to
+the deployment's `config.system.sessions` (its `sink`: the sessions still in
+use written, the ended ones removed; shardsim/sessions_collection.py), which
+`$listSessions` reads.  mongosim refreshes lazily, when the cache or that
+collection is listed and a refresh period has passed.
 
 `{aggregate: 1, pipeline: [{$listLocalSessions: {allUsers?, users?}}, ...]}`
 lists the sessions of the current user (none authenticated: the sessions
@@ -46,6 +49,10 @@ class LogicalSessionCache:
         self._entries: dict[bytes, list] = {}  # session id -> entry
         self._ending: set[bytes] = set()
         self._last_refresh: float | None = None
+        # where a refresh writes the sessions (config.system.sessions): sink(records, ended ids), and
+        # the wall clock that dates their lastUse; set by the process that owns the cache
+        self.sink: Callable[[list[dict], set[bytes]], None] | None = None
+        self.wall: Callable[[], _dt.datetime] | None = None
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -69,7 +76,11 @@ class LogicalSessionCache:
                             if isinstance(lsid, dict) and isinstance(lsid.get("id"), bytes))
 
     def refresh(self, now: float) -> None:
-        """Forget the ended sessions and those idle past the timeout."""
+        """Flush the sessions to the sink, then forget the ended ones and those idle past the timeout."""
+        if self.sink is not None and self.wall is not None:
+            ending = set(self._ending)
+            live = [r for r in self.records(None, self.wall(), now) if bytes(r["_id"]["id"]) not in ending]
+            self.sink(live, ending)
         for key in list(self._entries):
             if key in self._ending or now - self._entries[key][1] >= SESSION_TIMEOUT_S:
                 del self._entries[key]
@@ -97,8 +108,10 @@ class LogicalSessionCache:
         return out
 
 
-def parse_spec(spec: Any, current_uid: bytes) -> set[bytes] | None:
-    """The uids `{$listLocalSessions: spec}` lists (None: all), after the server's checks."""
+def parse_spec(spec: Any, current_uid: bytes, stage: str = STAGE) -> set[bytes] | None:
+    """The uids `{$listLocalSessions: spec}` (or `$listSessions`: the same ListSessionsSpec) lists
+    (None: all), after the server's checks."""
+    STAGE = stage  # noqa: N806  (the messages name the stage)
     if not isinstance(spec, dict):
         raise MongoError("TypeMismatch", f"{STAGE} options must be specified in an object, but found: "
                                          f"{describe_type(spec)}")

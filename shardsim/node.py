@@ -23,7 +23,7 @@ import secrets
 from typing import Any, Callable
 
 import trio
-from bson import Timestamp
+from bson import Int64, Timestamp
 from mongosim.oplog import entry as oplog_entry
 from mongosim.oplog.clock import LogicalClock, NodeClock, TimeSource, key_ts
 from mongosim.oplog.error_codes import CODES
@@ -36,6 +36,7 @@ from mongosim.shardsim.commands import COMMANDS
 from mongosim.shardsim.fail_point import CloseConnection, FailPoints, check_max_time_always_times_out
 from mongosim.shardsim.generic_args import check_generic_arguments
 from mongosim.shardsim.logical_session_cache import LogicalSessionCache
+from mongosim.shardsim.sessions_collection import SessionsCollection
 from mongosim.shardsim.read_concern_support import check_read_concern_support
 from mongosim.shardsim.generic_args import max_time_ms as generic_max_time_ms
 from mongosim.shardsim.operation_context import OpCtx
@@ -84,6 +85,9 @@ class Node:
 
         self.sessions = SessionTable()
         self.session_cache = LogicalSessionCache()  # the sessions clients used on this member ($listLocalSessions)
+        self.sessions_collection = SessionsCollection()  # config.system.sessions ($listSessions)
+        self.session_cache.sink = self.sessions_collection.apply
+        self.session_cache.wall = lambda: self.wall.wall()
         self.profiler = profiler.ProfileSettings()  # the database profiler's settings (shardsim/profiler.py)
         from mongosim.shardsim.cursors import (
             CursorManager,  # local import: cursors imports node types
@@ -118,6 +122,12 @@ class Node:
         if ctx is not None:
             ctx.op_time_key = key
         return ts
+
+    def op_time(self, key: int) -> dict:
+        """The optime `{ts, t}` of this node's oplog entry at `key`: `t` is the term it was written in
+        (an entry's `prevOpTime` names its predecessor so; outside a replica set the term is 1)."""
+        term = self.member.term_at(key) if self.member is not None else self.term
+        return oplog_entry.op_time(key_ts(key), Int64(int(term)))
 
     def logged(self) -> None:
         """After entries were appended (by `log`, or in a batch): expire old snapshot history, wake
@@ -164,9 +174,9 @@ class Node:
             raise MongoError("CommandNotFound", f"no such command: '{name}'")
         if not from_router:  # (mongos checked the client's command; what it sends on is well-formed)
             check_generic_arguments(name, cmd)
-            if name in _WRITE_COMMANDS:
-                profiler.check_user_write(db, name, cmd)
             check_collations(name, cmd)
+        if name in _WRITE_COMMANDS:  # (a client's write through mongos too: the shard refuses it)
+            profiler.check_user_write(db, name, cmd)
         check_read_concern_support(name, cmd)  # (also for mongos's commands: the level it sends a shard)
         check_max_time_always_times_out(self.failpoints, cmd)
         if self.filtering is not None and ("shardVersion" in cmd or "databaseVersion" in cmd or name == "bulkWrite"):

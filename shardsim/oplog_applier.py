@@ -22,20 +22,22 @@ does (`repl/oplog.cpp`: applyOperation, applyCommand):
   update and delete stored, as each member writes its own pre-images.
 
 Each member's data is decoded from the entry's bytes, so members never share
-document objects.
+document objects.  A batch of entries (`apply_batch`) applies runs of inserts
+into one collection as groups (`shardsim.insert_group`), the rest one by one.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from mongosim.oplog import bsonutil
 from mongosim.oplog.clock import ts_key
 from mongosim.shardsim.catalog import Collection
+from mongosim.shardsim.insert_group import apply_group
 from mongosim.shardsim.query.diff import apply_diff
 from mongosim.shardsim.query.values import hashable
-from mongosim.shardsim.sessions import session_key
+from mongosim.shardsim.sessions import Inserted, session_key
 from mongosim.shardsim.transactions import Transaction
 
 if TYPE_CHECKING:
@@ -59,6 +61,21 @@ class OplogApplier:
     node: "Node"
     partial: dict[bytes, list[tuple[int, int, dict]]] = field(default_factory=dict)
     prepared: dict[bytes, PreparedTxn] = field(default_factory=dict)
+
+    # -- a batch of entries -------------------------------------------------------------
+    def apply_batch(self, keys, ops: list[str], nss: list[str], raws: list[bytes],
+                    note_term: Callable[[int, int], None]) -> None:
+        """Apply entries given as oplog columns (ascending ts keys) and append them to the member's
+        oplog; `note_term(key, t)` hears each entry's term.  Runs of inserts into one namespace
+        go as groups (`shardsim.insert_group`), the rest one by one."""
+        n = len(raws)
+        i = 0
+        while i < n:
+            entry = self.apply_raw(raws[i])
+            note_term(keys[i], int(entry.get("t", 1)))
+            i += 1
+            if ops[i - 1] == "i" and i < n and ops[i] == "i":
+                i += apply_group(self, entry, keys, nss, raws, i)
 
     # -- one entry ----------------------------------------------------------------------
     def apply_raw(self, raw: bytes) -> dict:
@@ -244,11 +261,9 @@ class OplogApplier:
         if state.txn_number != int(entry["txnNumber"]):
             return
         op = entry["op"]
+        result: Any
         if op == "i":
-            result: dict[str, Any] = {"n": 1, "nModified": 0, "upserted": entry["o"]["_id"],
-                                      "lastErrorObject": {"n": 1, "updatedExisting": False,
-                                                          "upserted": entry["o"]["_id"]},
-                                      "value": None, "ok": 1.0}
+            result = Inserted((entry["o"]["_id"],))
         elif op == "u":
             result = {"n": 1, "nModified": 1, "lastErrorObject": {"n": 1, "updatedExisting": True},
                       "value": before, "ok": 1.0}

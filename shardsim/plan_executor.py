@@ -191,10 +191,10 @@ def index_fields(ix: IndexAccessMethod, out: dict, multikey_paths: bool = True) 
 
 def bounds_doc(ix: IndexAccessMethod, bounds: list[list[B.Interval]], direction: int) -> dict:
     """explain's `indexBounds`: per field, the intervals as strings in scan order."""
-    out = {}
+    out: dict = {}
     for i, (path, oil) in enumerate(zip(ix.paths, bounds)):
         reverse = ix.descending[i] != (direction < 0)
-        out[path] = B.oil_strings(oil, reverse)
+        out.setdefault(path, B.oil_strings(oil, reverse))  # (a generic wildcard expansion names `$_path` twice)
     return out
 
 
@@ -257,7 +257,7 @@ class IndexScan(PlanStage):
             checks = self._checks()
         if reverse:
             ranges = list(reversed(ranges))
-        multikey = ix.is_multikey
+        multikey = ix.is_multikey or ix.should_dedup
         seen: set = set()
         for lo, lo_incl, hi, hi_incl in ranges:
             self.seeks += 1
@@ -298,6 +298,7 @@ def _in_checks(entry: tuple, checks) -> bool:
 
 class Fetch(PlanStage):
     stage = "FETCH"
+    already_has_obj = 0  # (documents that came fetched: the FETCH above a subplanned OR counts them)
 
     def __init__(self, child: IndexScan, matcher, shown_filter: dict | None) -> None:
         super().__init__(child)
@@ -312,7 +313,7 @@ class Fetch(PlanStage):
     def _fields(self, out: dict, stats: bool) -> None:
         if stats:
             out["docsExamined"] = self.docs_examined
-            out["alreadyHasObj"] = 0
+            out["alreadyHasObj"] = self.already_has_obj
 
     def rows(self, ctx):
         m = self.matcher.matches if self.matcher.filter else None

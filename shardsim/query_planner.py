@@ -21,6 +21,11 @@ indexes do:
    missing its fields; a partial index only when the query implies its filter.
    If no relevant index provides the requested sort, every index that can
    (non-sparse, not multikey on the sort fields) is a candidate for a full scan.
+   A wildcard index is expanded into one candidate per queried path it covers
+   (`planner_wildcard_helpers`: key pattern `{$_path: 1, <path>: 1}`).
+   A rooted `$or` (the whole filter) is planned branch by branch instead
+   (`subplan`): each branch's best index plan under an OR stage, FETCH and
+   SUBPLAN above; a branch without an index makes it a collection scan.
 5. Candidates are ranked by the number of keys they would examine (counted on
    the index, O(log n) per interval), then by whether they avoid a blocking
    SORT and a residual filter.  The server races candidates for a trial period
@@ -33,7 +38,8 @@ provides the order), SKIP, a projection, LIMIT — the server's
 QueryPlannerAnalysis::analyzeDataAccess order.
 
 Source: src/mongo/db/query/query_planner.cpp, planner_ixselect.cpp,
-planner_analysis.cpp, query_utils.h (express eligibility).
+planner_analysis.cpp, planner_wildcard_helpers.cpp, query_utils.h (express eligibility),
+src/mongo/db/exec/subplan.cpp.
 """
 
 from __future__ import annotations
@@ -72,6 +78,9 @@ from mongosim.shardsim.canonical_query import (
     planner_error,
 )
 from mongosim.shardsim.fts.text_stages import build_text_plan
+from mongosim.shardsim.query.matcher import Matcher
+from mongosim.shardsim.subplan import BranchFetch, OrFetch, OrStage, SubplanStage
+from mongosim.shardsim import planner_wildcard_helpers as W
 from mongosim.shardsim.query import index_bounds as B
 from mongosim.shardsim.geo.geo_near import GeoNear, find_geo_index
 from mongosim.shardsim.query.document_metadata import GEO_NEAR_DISTANCE, GEO_NEAR_POINT, TEXT_SCORE, unavailable
@@ -102,7 +111,7 @@ def _hinted_index(coll, cq: CanonicalQuery) -> IndexAccessMethod | str | None:
     if spec is None or spec.get("hidden"):
         raise bad_hint(cq)
     ix = coll.index_access(spec["name"])
-    if ix is None or not ix.usable:
+    if ix is None or not (ix.usable or ix.wildcard is not None):
         raise bad_hint(cq)
     return ix
 
@@ -167,17 +176,26 @@ def _multikey_prefixes(ix: IndexAccessMethod, i: int) -> set[str]:
     return {".".join(parts[: c + 1]) for c in ix.multikey_paths[i]}
 
 
-def _plan_bounds(ix: IndexAccessMethod, cq: CanonicalQuery) -> tuple[list[list[B.Interval]], list[Leaf], bool]:
-    """Bounds for every field of `ix`, the leaves they answer exactly, whether field 0 is bounded."""
-    bounds: list[list[B.Interval]] = []
+def _plan_bounds(ix: IndexAccessMethod, cq: CanonicalQuery, ok=None
+                 ) -> tuple[list[list[B.Interval]], list[Leaf], bool]:
+    """Bounds for every field of `ix`, the leaves they answer exactly, whether field 0 is bounded.
+
+    `ok` keeps the leaves the index may use (a wildcard index's rules); an expanded wildcard index's
+    `$_path` field is left None for `planner_wildcard_helpers.finalize`."""
+    bounds: list = []
     exact: list[Leaf] = []
     used_prefixes: set[str] = set()
     first_bounded = False
     for i, path in enumerate(ix.paths):
+        if path == W.PATH:
+            bounds.append(None)
+            continue
         oil = None
         mk = _multikey_prefixes(ix, i)
         if not (mk & used_prefixes):
             for lf in _field_leaves(cq, path):
+                if ok is not None and not ok(lf):
+                    continue
                 b = _bounds_of(ix, i, lf, cq.collator)
                 if b is None:
                     continue
@@ -329,7 +347,7 @@ def _ordered(ix: IndexAccessMethod, k: int, oil: list[B.Interval]) -> list[B.Int
 def _enc(ix: IndexAccessMethod, k: int, v):
     from mongosim.shardsim.index_access_method import Desc
 
-    kv = ix.key_hash(v)
+    kv = ix.key_hash_at(k)(v)
     return Desc(kv) if ix.descending[k] else kv
 
 
@@ -347,6 +365,7 @@ class Solution:
     rejected: list[PlanStage] = field(default_factory=list)
     express: bool = False
     index_plan: IndexPlan | None = None
+    or_plans: list[IndexPlan] = field(default_factory=list)  # a subplanned $or's branch plans
 
 
 def _express_id(cq: CanonicalQuery) -> Any:
@@ -490,6 +509,11 @@ def plan_query(coll, cq: CanonicalQuery, *, view_changed: bool = False, sharded:
         direction = check_hint(cq.hint)["$natural"]
         return Solution(_finish(CollScan(cq.matcher, direction), cq, False, sharded))
     if isinstance(hinted, IndexAccessMethod):
+        if hinted.wildcard is not None and not (cq.min or cq.max):
+            plans = _wildcard_candidates(hinted, cq, sort, view_changed, 0, hinted=True)
+            if not plans:
+                raise planner_error(cq, "No query solutions", "NoQueryExecutionPlans")
+            return _choose(plans, cq, sort, sharded, view_changed)
         if cq.min or cq.max:
             plan = _min_max_plan(hinted, cq)
         else:
@@ -499,6 +523,18 @@ def plan_query(coll, cq: CanonicalQuery, *, view_changed: bool = False, sharded:
             if d:
                 plan.direction, plan.provides_sort = d, True
         return Solution(_build(plan, cq, sharded, view_changed), index_plan=plan)
+    branches = _rooted_or(cq) if hinted is None and not (cq.min or cq.max) else None
+    if branches is not None:
+        return _subplan_solution(coll, cq, branches, sharded, view_changed)
+    candidates = _index_candidates(coll, cq, sort, view_changed)
+    if not candidates:
+        return Solution(_finish(CollScan(cq.matcher, 1), cq, False, sharded))
+    return _choose(candidates, cq, sort, sharded, view_changed)
+
+
+def _index_candidates(coll, cq: CanonicalQuery, sort, view_changed: bool) -> list[IndexPlan]:
+    """Every index plan for `cq`: the relevant indexes (one whose first field the query bounds, each
+    expansion of a wildcard index), or, when none provides the sort, the indexes that scan in its order."""
     candidates: list[IndexPlan] = []
     order = 0
     access = list(coll.secondary_access())
@@ -506,6 +542,10 @@ def plan_query(coll, cq: CanonicalQuery, *, view_changed: bool = False, sharded:
         access.insert(0, coll.index_access("_id_"))
     for ix0 in access:
         order += 1
+        if ix0.wildcard is not None:
+            if _eligible_wildcard(ix0, cq):
+                candidates += _wildcard_candidates(coll.index_access(ix0.name), cq, sort, view_changed, order)
+            continue
         if not _eligible(ix0, cq):
             continue
         if not any(lf.path == ix0.paths[0] for lf in cq.leaves):
@@ -533,8 +573,79 @@ def plan_query(coll, cq: CanonicalQuery, *, view_changed: bool = False, sharded:
             if d:
                 plan = IndexPlan(ix, whole, [], direction=d, provides_sort=True, whole=True, position=100 + order)
                 candidates.append(plan)
-    if not candidates:
-        return Solution(_finish(CollScan(cq.matcher, 1), cq, False, sharded))
+    return candidates
+
+
+# -- a rooted $or: SUBPLAN (shardsim.subplan) --------------------------------------------------------
+def _merge_branches(chosen: list[tuple[IndexPlan, CanonicalQuery]]) -> list[tuple[IndexPlan, CanonicalQuery]]:
+    """Branches that are one predicate answered exactly by the first field of the same index become one
+    scan whose bounds are the union of theirs (the access planner merges the leaves of an OR on one index)."""
+    out: list[tuple[IndexPlan, CanonicalQuery]] = []
+    merged: dict[str, int] = {}
+    for plan, bcq in chosen:
+        simple = (isinstance(plan.ix, IndexAccessMethod) and len(bcq.leaves) == 1 and not bcq.residual
+                  and plan.exact and all(B.is_all(b) for b in plan.bounds[1:]))
+        at = merged.get(plan.ix.name) if simple else None
+        if at is None:
+            if simple:
+                merged[plan.ix.name] = len(out)
+            out.append((plan, bcq))
+            continue
+        first, first_q = out[at]
+        bounds = [B.union(first.bounds[0] + plan.bounds[0])] + first.bounds[1:]
+        out[at] = (IndexPlan(first.ix, bounds, first.exact + plan.exact, direction=first.direction), first_q)
+    return out
+
+
+def _rooted_or(cq: CanonicalQuery) -> list[dict] | None:
+    """SubplanStage::canUseSubplanning: the whole filter is one `$or` of at least one clause."""
+    f = cq.filter
+    if len(f) != 1 or "$or" not in f:
+        return None
+    branches = f["$or"]
+    if not isinstance(branches, list) or not branches or not all(isinstance(b, dict) for b in branches):
+        return None
+    return branches
+
+
+def _subplan_solution(coll, cq: CanonicalQuery, branches: list[dict], sharded: bool,
+                      view_changed: bool) -> Solution:
+    """Each branch planned as a query of its own (its best index plan); an OR of them under a FETCH of
+    the whole filter, or — when a branch has no index — a collection scan; SUBPLAN on top."""
+    chosen: list[tuple[IndexPlan, CanonicalQuery]] = []
+    for br in branches:
+        bcq = CanonicalQuery(cq.ns, br, Matcher(br, cq.variables, cq.collator), variables=cq.variables,
+                             collator=cq.collator)
+        candidates = _index_candidates(coll, bcq, [], view_changed)
+        if not candidates:
+            chosen = []
+            break
+        chosen.append((_ranked(candidates, bcq, [])[0], bcq))
+    plans = [p for p, _q in chosen]
+    if not chosen:
+        root = _finish(CollScan(cq.matcher, 1), cq, False, sharded)
+    else:
+        children: list[PlanStage] = []
+        for best, bcq in _merge_branches(chosen):
+            scan = IndexScan(best.ix, best.bounds, best.direction, *scan_ranges(best.ix, best.bounds))
+            shown = _shown_filter(best, bcq)
+            children.append(BranchFetch(scan, bcq.matcher, shown) if shown else scan)
+        if len(children) == 1 and not isinstance(children[0], Fetch):
+            root = Fetch(children[0], cq.matcher, None)  # (an OR of one scan is that scan)
+        else:
+            # a count needs no document above the OR: its branches filtered what their bounds do not answer
+            hidden = cq.count or all(isinstance(c, Fetch) for c in children)
+            root = OrFetch(OrStage(children), cq.matcher, hidden=hidden)
+        root = _finish(root, cq, False, sharded)
+    if isinstance(root, Count):
+        root.child = SubplanStage(root.child)
+    else:
+        root = SubplanStage(root)
+    return Solution(root, or_plans=plans)
+
+
+def _ranked(candidates: list[IndexPlan], cq: CanonicalQuery, sort) -> list[IndexPlan]:
+    """Cheapest first: keys examined, then no blocking SORT, no residual filter, index order."""
     for p in candidates:
         p.keys = count_keys(p.ix, p.bounds)
     needs_filter = bool(cq.residual) or bool(cq.leaves)
@@ -543,10 +654,39 @@ def plan_query(coll, cq: CanonicalQuery, *, view_changed: bool = False, sharded:
         residual = needs_filter and len(p.exact) < len([lf for lf in cq.leaves if not lf.derived]) + len(cq.residual)
         return (p.keys, not p.provides_sort if sort else False, residual, p.position)
 
-    candidates.sort(key=rank)
+    return sorted(candidates, key=rank)
+
+
+def _choose(candidates: list[IndexPlan], cq: CanonicalQuery, sort, sharded: bool, view_changed: bool) -> Solution:
+    """The cheapest candidate wins; the others are the rejected plans."""
+    candidates = _ranked(candidates, cq, sort)
     best = candidates[0]
     return Solution(_build(best, cq, sharded, view_changed), [_build(p, cq, sharded, view_changed) for p in candidates[1:]],
                     index_plan=best)
+
+
+def _eligible_wildcard(ix: IndexAccessMethod, cq: CanonicalQuery) -> bool:
+    if ix.hidden:
+        return False
+    return ix.partial is None or _implies(cq, ix.partial.filter)
+
+
+def _wildcard_candidates(ix: IndexAccessMethod, cq: CanonicalQuery, sort, view_changed: bool, order: int,
+                         hinted: bool = False) -> list[IndexPlan]:
+    """One plan per expansion of a wildcard index (planner_wildcard_helpers), bounded as a btree index on
+    its path; a compound index's regular prefix must be queried for any of them."""
+    out = []
+    for exp in W.expansions(ix, cq.leaves, hinted):
+        bounds, exact, first = _plan_bounds(exp, cq, W.supports)
+        if exp.path_pos > 0 and not first and not hinted:
+            continue
+        exact = W.finalize(exp, bounds, exact)
+        plan = IndexPlan(exp, bounds, exact, position=order)
+        d = _provides_sort(exp, bounds, sort, cq.collator) if not view_changed else 0
+        if d:
+            plan.direction, plan.provides_sort = d, True
+        out.append(plan)
+    return out
 
 
 def _min_max_plan(ix: IndexAccessMethod, cq: CanonicalQuery) -> IndexPlan:
@@ -564,18 +704,24 @@ def _min_max_plan(ix: IndexAccessMethod, cq: CanonicalQuery) -> IndexPlan:
     return plan
 
 
+def _shown_filter(plan: IndexPlan, cq: CanonicalQuery) -> dict | None:
+    """The FETCH's filter as explain shows it: the predicates the bounds do not answer exactly."""
+    exact_ids = {id(lf) for lf in plan.exact}
+    rest = [{lf.path: {lf.op: lf.value if lf.op != "$regex" else lf.value[2]}}
+            for lf in cq.leaves if id(lf) not in exact_ids and not lf.derived]
+    rest += cq.residual
+    return None if not rest else (rest[0] if len(rest) == 1 else {"$and": rest})
+
+
 def _build(plan: IndexPlan, cq: CanonicalQuery, sharded: bool, view_changed: bool = False) -> PlanStage:
     """IXSCAN (+ FETCH) for an index plan, then the rest of the plan."""
     mm = plan.min_max
     ranges, pinned = scan_ranges(plan.ix, plan.bounds) if mm is None else (None, 0)
     scan = IndexScan(plan.ix, plan.bounds, plan.direction, ranges, pinned, min_max=mm, min_doc=cq.min,
                      max_doc=cq.max)
-    exact_ids = {id(lf) for lf in plan.exact}
-    rest = [{lf.path: {lf.op: lf.value if lf.op != "$regex" else lf.value[2]}}
-            for lf in cq.leaves if id(lf) not in exact_ids and not lf.derived]
-    rest += cq.residual
-    shown = None if not rest else (rest[0] if len(rest) == 1 else {"$and": rest})
-    if cq.count and not shown and mm is None and not sharded and not view_changed and not plan.ix.is_multikey and ranges is not None \
+    shown = _shown_filter(plan, cq)
+    if cq.count and not shown and mm is None and not sharded and not view_changed and not plan.ix.is_multikey \
+            and not plan.ix.should_dedup and ranges is not None \
             and len(ranges) == 1 and all(B.is_all(b) for b in plan.bounds[pinned:]):
         return Count(CountScan(plan.ix, plan.bounds, ranges, pinned), cq)
     fetch = Fetch(scan, cq.matcher, shown)

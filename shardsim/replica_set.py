@@ -84,7 +84,8 @@ class Member:
         self.election_key = 0  # ts key of its "new primary" entry
         self.known_commit_key = 0  # the commit point it has heard of
         self.term_starts: list[tuple[int, int]] = []  # (first ts key, term) of each term in its oplog
-        self.buffer: deque[tuple[float, bytes, int]] = deque()  # fetched, not applied: (ready at, raw, key)
+        # fetched, not applied: (ready at, keys, ops, nss, raws), the source's oplog columns of one fetch
+        self.buffer: deque[tuple[float, Any, list[str], list[str], list[bytes]]] = deque()
         self.fetched_key = 0
         self.sync_source: Member | None = None
         self.ops: dict[trio.CancelScope, str] = {}  # commands running on it -> "read" | "write"
@@ -161,10 +162,9 @@ class Member:
         buf = self.buffer
         applier = self.applier
         while buf and buf[0][0] <= until:
-            _ready, raw, key = buf.popleft()
-            entry = applier.apply_raw(raw)
-            self.note_term(key, int(entry.get("t", 1)))
-            n += 1
+            _ready, keys, ops, nss, raws = buf.popleft()
+            applier.apply_batch(keys, ops, nss, raws, self.note_term)
+            n += len(raws)
         if n:
             self.rs.apply_metadata(self)
         return n

@@ -56,19 +56,16 @@ def sync_source(rs: "ReplicaSet", m: "Member") -> "Member | None":
 
 
 def fetch(m: "Member", src: "Member") -> int:
-    """Copy the source's entries after the last one fetched into the buffer; how many."""
+    """Copy the source's entries after the last one fetched into the buffer (one slice of its
+    oplog's columns); how many."""
     oplog = src.node.oplog
     pos = oplog.position_after(m.fetched_key)
     end = oplog.end
     if pos >= end:
         return 0
-    ready = trio.current_time() + m.lag
-    buf = m.buffer
-    keys, _ops, _nss, raws = oplog.column_refs()
-    base = oplog.start
-    for i in range(pos - base, end - base):
-        buf.append((ready, raws[i], keys[i]))
-    m.fetched_key = keys[end - base - 1]
+    keys, ops, nss, raws = oplog.columns(pos, end)
+    m.buffer.append((trio.current_time() + m.lag, keys, ops, nss, raws))
+    m.fetched_key = keys[-1]
     src.committed.mark()  # the source is between writes: its data is its oplog applied
     return end - pos
 

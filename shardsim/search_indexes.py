@@ -16,17 +16,11 @@ from typing import Any
 
 from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.generic_args import wrong_type
+from mongosim.shardsim.query.search_stages import (  # noqa: F401 (re-exported)
+    SEARCH_INDEX_COMMANDS_REFUSED,
+    SEARCH_STAGES_REFUSED,
+)
 
-SEARCH_INDEX_COMMANDS_REFUSED = (
-    "Using Atlas Search Database Commands and the $listSearchIndexes aggregation stage requires additional "
-    "configuration. Please connect to Atlas or an AtlasCLI local deployment to enable. For more information "
-    "on how to connect, see https://dochub.mongodb.org/core/atlas-cli-deploy-local-reqs.")
-# (sic: the server's message has no space after "enable.")
-SEARCH_STAGES_REFUSED = (
-    "Using $search and $vectorSearch aggregation stages requires additional configuration. Please connect "
-    "to Atlas or an AtlasCLI local deployment to enable.For more information on how to connect, see "
-    "https://dochub.mongodb.org/core/atlas-cli-deploy-local-reqs.")
-SEARCH_STAGES = frozenset({"$search", "$searchMeta", "$vectorSearch"})
 
 # command -> {field: (required, check, expected type)} of its IDL request (search_index_commands.idl)
 _FIELDS: dict[str, dict[str, tuple[bool, Any, str]]] = {
@@ -54,14 +48,6 @@ def refuse_search_index_command(name: str, cmd: dict) -> dict:
         elif not check(cmd[field]):
             raise wrong_type(name, field, cmd[field], expected)
     raise MongoError("SearchNotEnabled", SEARCH_INDEX_COMMANDS_REFUSED)
-
-
-def refuse_search_stage(stage_name: str) -> None:
-    """A search stage in a pipeline: SearchNotEnabled (the $listSearchIndexes stage says so as the commands do)."""
-    if stage_name == "$listSearchIndexes":
-        raise MongoError("SearchNotEnabled", SEARCH_INDEX_COMMANDS_REFUSED)
-    if stage_name in SEARCH_STAGES:
-        raise MongoError("SearchNotEnabled", SEARCH_STAGES_REFUSED)
 
 
 def _register() -> None:

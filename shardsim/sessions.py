@@ -12,13 +12,35 @@ from __future__ import annotations
 import functools
 import hashlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from bson import Binary
 
-from mongosim.oplog.entry import NULL_OP_TIME, op_time
-from mongosim.oplog.clock import key_ts
+from mongosim.oplog.entry import NULL_OP_TIME
 from mongosim.oplog.errors import MongoError
+
+class Inserted(tuple):
+    """A session-table value a secondary keeps for an applied insert statement: `(_id,)`.
+
+    The server keeps only stmtId -> optime and rebuilds a retried statement's result from its
+    oplog entry; here the entry's `_id` is kept (built in C, per statement, by
+    `map(Inserted, zip(ids))`) and `statement_result` rebuilds the result when a retry asks.
+    An insert entry may come from an insert, an upsert or findAndModify's upsert: the result
+    answers each of them."""
+
+    __slots__ = ()
+
+
+def statement_result(saved: Any, find_and_modify: bool = False) -> Any:
+    """A remembered statement's result as a retry reads it: an `Inserted` rebuilt as an insert's or
+    an upsert's result (`n`, `nModified`, `upserted`), or as findAndModify's reply to its upsert."""
+    if saved.__class__ is Inserted:
+        if find_and_modify:
+            return {"lastErrorObject": {"n": 1, "updatedExisting": False, "upserted": saved[0]},
+                    "value": None, "ok": 1.0}
+        return {"n": 1, "nModified": 0, "upserted": saved[0]}
+    return saved
+
 
 @functools.lru_cache(maxsize=1024)  # every command with an lsid asks: hash each user once
 def user_digest(user: str = "") -> Binary:
@@ -128,8 +150,10 @@ class SessionTable:
         if s.txn_number == txn_number:
             s.executed[stmt_id] = result
 
-    def prev_op_time(self, s: SessionState) -> dict:
-        return op_time(key_ts(s.last_write_key)) if s.last_write_key else dict(NULL_OP_TIME)
+    def prev_op_time(self, s: SessionState, op_time_of: Callable[[int], dict]) -> dict:
+        """The `prevOpTime` of the session's next write: its last write's optime (`op_time_of`, the
+        node's, knows the term that entry was written in), else the null optime."""
+        return op_time_of(s.last_write_key) if s.last_write_key else dict(NULL_OP_TIME)
 
     def open_transactions(self) -> list:
         """The transactions open on this node (in progress or prepared), for $currentOp."""

@@ -20,6 +20,7 @@ from mongosim.oplog import entry as E
 from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.command_registry import command
 from mongosim.shardsim.operation_context import OpCtx
+from mongosim.shardsim.query.values import hashable
 from mongosim.shardsim.shard_key import ShardKeyPattern
 
 if TYPE_CHECKING:
@@ -83,6 +84,8 @@ def cmd_recv_chunk_docs(node: Node, ctx: OpCtx) -> dict:
     coll = _coll(node, ns)
     for doc in ctx.cmd["documents"]:
         coll.insert(doc)
+        if coll.capped is not None:  # (in the donor's natural order; the donor kept its limits)
+            coll.capped.add(hashable(doc["_id"]), doc)
         node.log(E.insert_op(coll.ns, coll.uuid, doc, coll.document_key(doc)), ctx, from_migrate=True)
     return {"n": len(ctx.cmd["documents"]), "ok": 1.0}
 

@@ -28,12 +28,15 @@ longer reaches back that far (mongosim's history starts at the first pin).
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections import Counter
+from collections import Counter, deque
+from itertools import repeat
+from operator import itemgetter
 from typing import Any, Callable
 
 from mongosim.oplog.errors import MongoError
 
 HISTORY_WINDOW_S = 300.0  # minSnapshotHistoryWindowInSeconds
+_last, _seq_of = itemgetter(-1), itemgetter(0)  # a version list's newest version; a version's seq
 
 
 class Snapshots:
@@ -42,7 +45,9 @@ class Snapshots:
     def __init__(self) -> None:
         self.seq = 0
         self.readers: Counter[int] = Counter()  # snapshot seq -> open transactions at it
-        self._holding: dict[int, Any] = {}  # id -> collection with versions
+        # what was recorded, in seq order: (seq, collection, idk) or, for a batch, (its last seq, collection,
+        # [idk, ...]); pruning pops what every open snapshot has passed, so it costs each version once
+        self._log: deque[tuple[int, Any, Any]] = deque()
         self._pin_keys: list[int] = []  # cluster times with a pin, ascending
         self._pins: dict[int, tuple[int, float]] = {}  # cluster time -> (snapshot seq, expiry)
 
@@ -97,25 +102,53 @@ class Snapshots:
         """`coll`'s document `idk` is about to change; `before` is what it was (None: absent)."""
         self.seq += 1
         coll.versions.setdefault(idk, []).append((self.seq, before))
-        self._holding[id(coll)] = coll
+        self._log.append((self.seq, coll, idk))
+
+    def record_inserts(self, coll: Any, idks: list) -> None:
+        """`record(coll, idk, None)` for each of `idks` (distinct) in order: a batch of new documents."""
+        first = self.seq + 1
+        seq = self.seq = self.seq + len(idks)
+        versions = coll.versions
+        if versions.keys().isdisjoint(idks):
+            # the usual case, no earlier version of any: each its own list [(seq, None)], built in C
+            versions.update(zip(idks, map(list, zip(zip(range(first, seq + 1), repeat(None))))))
+        else:
+            for s, idk in enumerate(idks, first):
+                versions.setdefault(idk, []).append((s, None))
+        self._log.append((seq, coll, idks))
 
     def _prune(self) -> None:
+        """Drop the versions no open snapshot needs (those at or before the oldest one)."""
+        log = self._log
         if not self.readers:
-            for coll in self._holding.values():
+            for coll in {id(c): c for _seq, c, _idk in log}.values():
                 coll.versions.clear()
-            self._holding.clear()
+            log.clear()
             return
         oldest = min(self.readers)
-        for key, coll in list(self._holding.items()):
+        while log and log[0][0] <= oldest:
+            _seq, coll, what = log.popleft()
             versions = coll.versions
-            for idk in list(versions):
-                kept = [v for v in versions[idk] if v[0] > oldest]
-                if kept:
-                    versions[idk] = kept
-                else:
+            if type(what) is list and what:
+                # a batch, usually each document's versions all passed: dropped whole, in C
+                kept_lists = list(map(versions.get, what))
+                if None not in kept_lists and max(map(_seq_of, map(_last, kept_lists))) <= oldest:
+                    deque(map(versions.pop, what), 0)
+                    continue
+            for idk in what if type(what) is list else (what,):
+                kept = versions.get(idk)
+                if kept is None:
+                    continue
+                if kept[-1][0] <= oldest:  # (the usual case: every version of the document is passed)
                     del versions[idk]
-            if not versions:
-                del self._holding[key]
+                    continue
+                i = 0
+                while i < len(kept) and kept[i][0] <= oldest:
+                    i += 1
+                if i == len(kept):
+                    del versions[idk]
+                elif i:
+                    del kept[:i]
 
 
 def visible(coll: Any, idk: Any, snapshot: int) -> dict | None:

@@ -42,7 +42,7 @@ import trio
 
 from mongosim.oplog import bsonutil
 from mongosim.oplog import entry as E
-from mongosim.oplog.clock import key_ts, ts_key
+from mongosim.oplog.clock import ts_key
 from mongosim.oplog.errors import MongoError
 from mongosim.shardsim import snapshots
 from mongosim.shardsim.catalog import Collection
@@ -285,7 +285,7 @@ class Transaction:
             o = E.apply_ops_o(chunk, partial=not last, prepare=prepare and last)
             ts = self.node.log(E.command_op("admin", o), ctx, lsid=lsid, txn_number=self.txn_number, prev_op_time=prev)
             key = ts_key(ts)
-            prev = E.op_time(ts)
+            prev = self.node.op_time(key)
             entry_of_op.extend((key, j) for j in range(len(chunk)))
         for op_index, coll, pre in self.pre_images:
             ekey, j = entry_of_op[op_index]
@@ -341,7 +341,7 @@ class Transaction:
         if self.prepare_entry_key:
             lsid = lsid_with_uid(self.lsid)
             self.node.log(E.command_op("admin", {"commitTransaction": 1, "commitTimestamp": commit_ts}), ctx,
-                          lsid=lsid, txn_number=self.txn_number, prev_op_time=E.op_time(key_ts(self.prepare_entry_key)))
+                          lsid=lsid, txn_number=self.txn_number, prev_op_time=self.node.op_time(self.prepare_entry_key))
         self.state = "committed"
         self._release()
 
@@ -351,6 +351,6 @@ class Transaction:
         if self.state == "prepared" and self.prepare_entry_key:
             lsid = lsid_with_uid(self.lsid)
             self.node.log(E.command_op("admin", {"abortTransaction": 1}), ctx, lsid=lsid, txn_number=self.txn_number,
-                          prev_op_time=E.op_time(key_ts(self.prepare_entry_key)))
+                          prev_op_time=self.node.op_time(self.prepare_entry_key))
         self.state = "aborted"
         self._release()

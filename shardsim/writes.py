@@ -39,7 +39,7 @@ from mongosim.shardsim.query.update import (
 from mongosim.shardsim.collation import command_collator, statement_collator
 from mongosim.shardsim.query.values import hashable
 from mongosim.shardsim.query.variables import for_command
-from mongosim.shardsim.sessions import lsid_with_uid
+from mongosim.shardsim.sessions import lsid_with_uid, statement_result
 
 if TYPE_CHECKING:
     from mongosim.shardsim.node import Node
@@ -129,11 +129,12 @@ class WriteSession:
             return int(self.stmt_ids[index])
         return int(self.ctx.cmd.get("stmtId", 0)) + index
 
-    def already(self, index: int) -> Any:
+    def already(self, index: int, find_and_modify: bool = False) -> Any:
         """The saved result of statement `index` if it already ran (else None)."""
         if self.state is None:
             return None
-        return self.state.executed.get(self.stmt_id(index))
+        saved = self.state.executed.get(self.stmt_id(index))
+        return statement_result(saved, find_and_modify) if saved is not None else None
 
     def before_write(self) -> None:
         """A retryable write is about to change a document: the onPrimaryTransactionalWrite failpoint
@@ -164,7 +165,7 @@ class WriteSession:
                 "lsid": self._lsid,
                 "txn_number": self._txn_number,
                 "stmt_id": self.stmt_id(index),
-                "prev_op_time": self.node.sessions.prev_op_time(self.state),
+                "prev_op_time": self.node.sessions.prev_op_time(self.state, self.node.op_time),
             }
         self.node.log(op, self.ctx, **fields)
         if self.state is not None:
@@ -549,7 +550,7 @@ async def cmd_find_and_modify(node: Node, ctx: OpCtx) -> dict:
     if update is not None:
         parse_update(update, cmd.get("arrayFilters"))
     ws = WriteSession(node, ctx)
-    saved = ws.already(0)
+    saved = ws.already(0, find_and_modify=True)
     if saved is not None:
         return dict(saved)
     variables = for_command(node, ctx)

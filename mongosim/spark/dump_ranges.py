@@ -152,6 +152,44 @@ def plan_ranges(indexes: list[DumpIndex], partitions: int) -> list[DumpRange]:
     return out
 
 
+def plan_slices(indexes: list[DumpIndex], partitions: int) -> list[list[DumpRange]]:
+    """Cut the dumps at common times into about `partitions` time slices: slice k is, in every dump,
+    the entries with ts in `[B_k, B_k+1)`.  The boundaries are quantiles of all the dumps' sampled ts
+    keys (each sample stands for `sample_every` entries), so the slices hold about equal entries.
+
+    The router's order is the token's, and a token starts with the event's clusterTime (its entry's
+    ts), so every event of slice k sorts before every event of slice k+1: merging each slice's
+    shards on its own (one task, `heapq.merge`) and concatenating the slices is the merged stream —
+    no shuffle, no sort across tasks.  A dump's range in a slice is a byte window from the sample at
+    or before `B_k` to the first sample at or after `B_k+1`, with `lo_key`/`hi_key` the exact times:
+    `load_range` keeps the window's entries before `lo_key` below the scan (they may be a chain's
+    earlier entries) and drops those at or after `hi_key`."""
+    indexes = sorted((i for i in indexes if i.count), key=lambda i: i.shard)
+    keys = sorted(k for i in indexes for k in i.keys)
+    n = max(1, min(partitions, len(keys)))
+    bounds = sorted({keys[(len(keys) * k) // n] for k in range(1, n)} - {keys[0]}) if keys else []
+    edges = [None, *bounds, None]  # slice k is [edges[k], edges[k+1]) (None: open)
+    order = {i.shard: o for o, i in enumerate(sorted(indexes, key=lambda i: i.shard))}
+    slices: list[list[DumpRange]] = []
+    for k in range(len(edges) - 1):
+        lo_b, hi_b = edges[k], edges[k + 1]
+        out = []
+        for idx in indexes:
+            first_key = idx.keys[0]
+            if hi_b is not None and hi_b <= first_key:
+                continue  # the dump starts after this slice
+            if lo_b is None or lo_b <= first_key:
+                j, lo_key, first = 0, first_key, True
+            else:
+                j, lo_key, first = bisect.bisect_right(idx.keys, lo_b) - 1, lo_b, False
+            j2 = len(idx.keys) if hi_b is None else bisect.bisect_left(idx.keys, hi_b)
+            hi = idx.offsets[j2] if j2 < len(idx.offsets) else idx.size
+            out.append(DumpRange(idx.shard, order[idx.shard], idx.path, idx.offsets[j], hi, lo_key, hi_b, first,
+                                 (idx.offsets[:j], idx.keys[:j])))
+        slices.append(out)
+    return slices
+
+
 def _read(path: str, lo: int, hi: int) -> bytes:
     with open(path, "rb") as f:
         f.seek(lo)
@@ -185,36 +223,47 @@ def _prev_key(raw: bytes) -> int | None:
 
 
 def load_range(rng: DumpRange):
-    """An in-memory `Oplog` holding the range's entries, below them the transaction entries carried
-    across its start (the ones a chain ending in the range points back to)."""
+    """An in-memory `Oplog` holding the range's entries (the byte window's, before `hi_key`), below
+    them the transaction entries carried across its start (the ones a chain ending in the range
+    points back to)."""
     from mongosim.oplog.oplog import Oplog
 
     data = _read(rng.path, rng.lo, rng.hi)
     entries: list[tuple[int, str, str, bytes]] = []
+    below: dict[int, bytes] = {}  # the window's entries before lo_key (a time slice's window starts early)
     wanted: list[int] = []  # chain entries before lo_key that the range's transactions point to
     for pos, size in walk(data, rng.path):
         raw = data[pos:pos + size]
         key, op, ns = entry_meta(raw)
+        if rng.hi_key is not None and key >= rng.hi_key:
+            break
         entries.append((key, op, ns, raw))
         if op == "c" and ns == "admin.$cmd" and not rng.first:
+            if key < rng.lo_key:
+                below[key] = raw
+                continue
             prev = _prev_key(raw)
             if prev is not None and prev < rng.lo_key:
                 wanted.append(prev)
-    carried: dict[int, tuple[str, str, bytes]] = {}
+    carried: dict[int, tuple[str, str, bytes] | None] = {}
     while wanted:
         key = wanted.pop()
         if key in carried:
             continue
-        raw = _fetch(rng, key)
-        if raw is None:
-            continue  # not in the dump: the unwind reports the history as lost, as for the whole dump
-        _k, op, ns = entry_meta(raw)
-        carried[key] = (op, ns, raw)
+        raw = below.get(key)
+        if raw is not None:  # already in the window: follow its chain on
+            carried[key] = None
+        else:
+            raw = _fetch(rng, key)
+            if raw is None:
+                continue  # not in the dump: the unwind reports the history as lost, as for the whole dump
+            _k, op, ns = entry_meta(raw)
+            carried[key] = (op, ns, raw)
         prev = _prev_key(raw)
         if prev is not None:
             wanted.append(prev)
     oplog = Oplog()
-    for key in sorted(carried):
+    for key in sorted(k for k, v in carried.items() if v is not None):  # all before the window
         op, ns, raw = carried[key]
         oplog.append_raw(raw, key, op, ns)
     for key, op, ns, raw in entries:

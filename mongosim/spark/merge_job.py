@@ -4,29 +4,36 @@ The batch counterpart of the router's merge, as a Spark job whose every
 per-event step runs on the executors:
 
 1. **Plan** — one task per dump walks its length chain and keeps a sparse
-   index (`dump_ranges.index_dump`); the driver cuts each dump into time
-   ranges from those few samples (`dump_ranges.plan_ranges`).
-2. **Shard stages** — one partition per range (`mongodb-oplog` with the
-   option `ranges`): each replays its range through the shard's own
-   change-stream stages (`oplog_source.range_events`; the transaction chains
-   that began before the range are carried in) and emits rows with the sort
-   key, the shard's order, the operation type and the `_id` check beside them.
-   The rows are persisted: the checks and the sort below read them again.
+   index (`dump_ranges.index_dump`); the driver cuts the dumps at common times
+   into time slices from those few samples (`dump_ranges.plan_slices`: slice k
+   is, in every dump, the entries with ts in `[B_k, B_k+1)`).
+2. **Shard stages and merge** — one partition per slice (`mongodb-oplog` with
+   the option `ranges`): it replays each dump's range of the slice through the
+   shard's own change-stream stages (`oplog_source.range_events`; the
+   transaction chains that began before the range are carried in) and merges
+   the shards' events by token (`oplog_source.slice_events`, `heapq.merge`),
+   emitting rows with the sort key, the shard's order, the operation type and
+   the `_id` check beside them.  A token starts with its event's clusterTime,
+   so every event of slice k sorts before every event of slice k+1: the
+   partitions, in order, are the merged stream.
 3. **What the router drops**, as filters: `migrateChunkToNewShard` topology
    events; the events up to a `startAfter` event token (and the router's
    resume-token check: if the token is not in the stream, ChangeStreamFatalError);
    everything after the first `invalidate`; an event whose `_id` the user's
    pipeline modified fails the job (ChangeStreamFatalError).  The three
    stream-wide facts these need (the first event at or after the token, the
-   first invalidate, the first modified `_id`) come from one aggregation,
-   skipped when the stream cannot have them.
-4. **Order** — Spark's distributed sort on the sort key (the resume token's
-   `_data`; equal tokens of two shards, if any, in the dumps' name order, as
-   the single-partition merge orders them): range partitioning, then a sort
-   within each partition.  The
-   result is several partitions, each in token order, ordered among
-   themselves: written to parquet, `part-00000`, `part-00001`, ... read in
-   name order are the router's stream.
+   first invalidate, the first modified `_id`) come from one aggregation over
+   the rows, then persisted, skipped when the stream cannot have them.
+4. **Order** — nothing more: the slices are the ordered partitions, written to
+   parquet as `part-00000`, `part-00001`, ..., which read in name order are the
+   router's stream.  No shuffle, no sort, no sample, no cache: per event, the
+   JVM only turns the Arrow batches into parquet, and each task's work is in
+   its own Python worker (an earlier form sorted the ranges' rows with Spark's
+   range partitioning: the persist, sample, shuffle and sort cost the JVM as
+   much CPU as the Python replay, which at `local[1]` already ran on the second
+   core, so `local[2]` was no faster).  With `output_partitions` other than the
+   number of slices, Spark's distributed sort on the token (equal tokens of
+   two shards in the dumps' name order) makes that many ordered partitions.
 
 A dump is a finished history, so the AsyncResultsMerger's gate (release an
 event once every shard promised nothing earlier) is always open: ordering
@@ -54,7 +61,8 @@ import sys
 import time
 from typing import Any
 
-from mongosim.spark.dump_ranges import SAMPLE_EVERY, DumpIndex, index_dump, plan_ranges
+from mongosim.spark.dump_ranges import SAMPLE_EVERY, DumpIndex, index_dump, plan_slices
+from mongosim.spark.offsets import token_kind
 from mongosim.spark.oplog_source import MERGE_COLUMNS, NAME, dump_files
 from mongosim.spark.options import StreamOptions
 
@@ -101,23 +109,38 @@ class MergeJob:
         indexes = sc.parallelize(files, len(files)).map(lambda item: _index_task(item, sample_every)).collect()
         indexes = [DumpIndex.from_json(d) for d in indexes]
         total = sum(i.size for i in indexes)
-        want = partitions or max(len(files), sc.defaultParallelism, math.ceil(total / RANGE_BYTES))
-        self.ranges = plan_ranges(indexes, want)
+        want = partitions or max(sc.defaultParallelism, math.ceil(total / RANGE_BYTES))
+        self.slices = plan_slices(indexes, want)
         self.samples = {i.shard: [i.offsets, i.keys] for i in indexes}
-        self.output_partitions = output_partitions or max(len(self.ranges), 1)
+        self.output_partitions = output_partitions or max(len(self.slices), 1)
         self._events = None
+        self._persisted = False
 
-    def events(self):
-        """The shard stages' rows of every range (with the merge columns), persisted."""
+    @property
+    def ranges(self) -> list:
+        """The time slices (each a list of its dumps' `DumpRange`s)."""
+        return self.slices
+
+    def _needs_facts(self) -> bool:
+        """Whether the stream may have stream-wide points to find (see `dataframe`)."""
+        token = self.opts.start_after
+        return bool((token and token_kind(token) != "hwm") or self.opts.level != "cluster" or self.opts.pipeline)
+
+    def events(self, persist: bool = True):
+        """The time slices' rows, one partition per slice, each in the merged order, the slices in
+        order (with the merge columns); persisted (`persist`) when read more than once."""
         if self._events is None:
-            from pyspark import StorageLevel
-
-            plan = {"dumps": self.samples, "ranges": [r.to_json() for r in self.ranges]}
+            plan = {"dumps": self.samples, "slices": [[r.to_json() for r in sl] for sl in self.slices]}
             reader = (self.spark.read.format(NAME).option("merge", "false").option("ranges", json.dumps(plan))
                       .option("mergeColumns", "true"))
             for k, v in self.options.items():
                 reader = reader.option(k, v)
-            self._events = reader.load().persist(StorageLevel.MEMORY_AND_DISK)
+            self._events = reader.load()
+        if persist and not self._persisted:
+            from pyspark import StorageLevel
+
+            self._events = self._events.persist(StorageLevel.MEMORY_AND_DISK)
+            self._persisted = True
         return self._events
 
     def dataframe(self):
@@ -126,9 +149,10 @@ class MergeJob:
 
         from mongosim.oplog.errors import MongoError
         from mongosim.shardsim.changestream.cursor import ID_MODIFIED_MSG
-        from mongosim.spark.offsets import token_kind
 
-        df = self.events()
+        reshuffle = self.output_partitions != len(self.slices)
+        # read twice (the facts' aggregation, or the range partitioner's sample): persisted
+        df = self.events(persist=reshuffle or self._needs_facts())
         key, op = F.col("__key"), F.col("__op")
         kept = op != "migrateChunkToNewShard"
         token = self.opts.start_after if self.opts.start_after and token_kind(self.opts.start_after) != "hwm" else None
@@ -152,17 +176,19 @@ class MergeJob:
                 raise MongoError("ChangeStreamFatalError", ID_MODIFIED_MSG)
             if cut is not None:
                 kept = kept & (key <= cut)
-        # Every row kept has its `_id` intact (else the job failed above), so its `token` is its sort
-        # key: the sort runs on `token` and the internal columns leave before the shuffle.
         internal = [n for n, _t in MERGE_COLUMNS if n != "__order"]
-        return (df.filter(kept).drop("shard", *internal)
-                .repartitionByRange(self.output_partitions, "token", "__order")
+        kept = df.filter(kept).drop("shard", *internal)
+        if not reshuffle:  # the slices are the ordered partitions: filters only, no shuffle
+            return kept.drop("__order")
+        # Another number of output partitions: Spark's distributed sort.  Every row kept has its `_id`
+        # intact (else the job failed above), so its `token` is its sort key.
+        return (kept.repartitionByRange(self.output_partitions, "token", "__order")
                 .sortWithinPartitions("token", "__order").drop("__order"))
 
     def close(self) -> None:
-        if self._events is not None:
+        if self._events is not None and self._persisted:
             self._events.unpersist()
-            self._events = None
+        self._events, self._persisted = None, False
 
 
 def merge_dumps(spark: Any, path: Any, **options: Any):

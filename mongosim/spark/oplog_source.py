@@ -328,19 +328,22 @@ except ImportError:  # pragma: no cover - the dump/replay functions work without
             self.value = value
 
 
-def with_samples(plan: dict | list) -> list[dict]:
-    """The ranges of a plan (`{"dumps": {shard: [offsets, keys]}, "ranges": [...]}`), each given its
-    dump's sparse index up to its start (to fetch the transaction entries it carries in)."""
+def with_samples(plan: dict | list) -> list:
+    """The partitions of a plan (`{"dumps": {shard: [offsets, keys]}, "ranges": [...]}` or with
+    `"slices": [[...], ...]`, a list of ranges per time slice): each range given its dump's sparse
+    index up to its start (to fetch the transaction entries it carries in)."""
     if isinstance(plan, list):
         return plan
     import bisect
 
-    out = []
-    for r in plan["ranges"]:
+    def given(r: dict) -> dict:
         offsets, keys = plan["dumps"].get(r["shard"], ([], []))
         j = bisect.bisect_left(offsets, r["lo"])
-        out.append({**r, "samples": [offsets[:j], keys[:j]]})
-    return out
+        return {**r, "samples": [offsets[:j], keys[:j]]}
+
+    if "slices" in plan:
+        return [[given(r) for r in sl] for sl in plan["slices"]]
+    return [given(r) for r in plan["ranges"]]
 
 
 MERGE_COLUMNS = (("__key", "STRING"), ("__order", "INT"), ("__op", "STRING"), ("__intact", "BOOLEAN"))
@@ -365,6 +368,27 @@ class RangePartition(InputPartition):
     def __repr__(self) -> str:
         r = self.rng
         return f"RangePartition({r['shard']} bytes {r['lo']}..{r['hi']})"
+
+
+class SlicePartition(InputPartition):
+    """One time slice: a range of each dump (`dump_ranges.plan_slices`), merged by token."""
+
+    def __init__(self, ranges: list[dict]) -> None:
+        self.ranges = ranges
+
+    def __repr__(self) -> str:
+        return "SlicePartition(" + ", ".join(f"{r['shard']} bytes {r['lo']}..{r['hi']}" for r in self.ranges) + ")"
+
+
+def slice_events(ranges: list[DumpRange], opts: StreamOptions) -> Iterator[tuple[str, int, bytes, str, bool]]:
+    """(token _data, shard order, event BSON, operationType, _id intact) of one time slice: its
+    ranges' events merged by (token, shard order) — `heapq.merge` keeps each range's own order."""
+    return heapq.merge(*[_ordered(r, opts) for r in ranges], key=lambda e: (e[0], e[1]))
+
+
+def _ordered(rng: DumpRange, opts: StreamOptions) -> Iterator[tuple[str, int, bytes, str, bool]]:
+    for k, raw, op, ok in range_events(rng, opts):
+        yield k, rng.order, raw, op, ok
 
 
 class MongoOplogDataSource(DataSource):
@@ -430,7 +454,7 @@ class MongoOplogReader(DataSourceReader):
         if self.merge:
             return [DumpPartition(self.files)]
         if self.ranges is not None:
-            return [RangePartition(r) for r in with_samples(self.ranges)]
+            return [SlicePartition(p) if isinstance(p, list) else RangePartition(p) for p in with_samples(self.ranges)]
         return [RangePartition(whole_dump(k, v, i).to_json()) for i, (k, v) in enumerate(sorted(self.files.items()))]
 
     def read(self, partition: DumpPartition | RangePartition) -> Iterator[tuple]:
@@ -439,13 +463,18 @@ class MongoOplogReader(DataSourceReader):
             yield from self.rows.batches(
                 self.rows.row(raw, shard)
                 for shard, raw in replay_dumps(files, self.opts, merge=True, end_before=self.end_before))
+        elif isinstance(partition, SlicePartition):
+            ranges = [DumpRange.from_json(r) for r in partition.ranges]
+            shards = {r.order: r.shard for r in ranges}
+            yield from self.rows.batches(self._rows(slice_events(ranges, self.opts), shards))
         else:
-            yield from self.rows.batches(self._range_rows(DumpRange.from_json(partition.rng)))
+            rng = DumpRange.from_json(partition.rng)
+            yield from self.rows.batches(self._rows(_ordered(rng, self.opts), {rng.order: rng.shard}))
 
-    def _range_rows(self, rng: DumpRange) -> Iterator[tuple]:
+    def _rows(self, events: Iterator[tuple[str, int, bytes, str, bool]], shards: dict[int, str]) -> Iterator[tuple]:
         rows, end_key, extra = self.rows, _end_key(self.end_before), self.merge_columns
-        for key, raw, op, intact in range_events(rng, self.opts):
+        for key, order, raw, op, intact in events:
             if end_key is not None and key >= end_key:
                 return
-            row = rows.row(raw, rng.shard)
-            yield row + (key, rng.order, op, intact) if extra else row
+            row = rows.row(raw, shards[order])
+            yield row + (key, order, op, intact) if extra else row

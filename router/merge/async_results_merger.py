@@ -33,9 +33,24 @@ Sort keys are compared as plain strings: KeyString keeps the BSON order of
 
 Which remotes to ask for more (`needs_fetch`): the server asks a remote whose
 buffer is empty.  After answering its client, mongosim also reads ahead: it
-asks every remote holding less than one client batch (`low_water`), so that the
-shards compute the next batches while the client decodes this one.  What is
-released, and when, is unchanged: only the number of shard getMores differs.
+asks every remote holding less than its *ask*, so that the shards compute the
+next batches while the client decodes this one.  What is released, and when,
+is unchanged: only the number and size of shard getMores differ.
+
+How many events to ask a remote for (`size_requests`, `ask`): the server sends
+every remote the client's batch size.  All of mongosim's shards share one
+process, and nothing can be released before every remote has answered; asked
+for a whole client batch each, 64 shards would render 64 batches before the
+first event goes out, with the consumer idle.  So a remote is asked for
+ASK_BATCHES times what it gave to the last client batch (before the first one:
+that many times its even share, batch / remotes), then never fewer than
+MIN_ASK events (a shard getMore has a fixed cost); never more than the
+client's batch, so the router holds at most about two client batches per
+remote (tests/reliability/test_slow_consumer.py).  With up to ASK_BATCHES
+remotes, one remote carrying the stream, or client batches of at most
+MIN_ASK, that is the client's batch, as the server asks.  Read ahead while it
+holds less than its ask, a remote holds a few client batches' worth: the next
+client batch seldom has to wait for a reply.
 """
 
 from __future__ import annotations
@@ -63,6 +78,9 @@ from mongosim.shardsim.changestream.event_batch import (
 # the stream.  (An event whose _id a user stage changed too; and everything from the config server.)
 SPECIAL_OPS = frozenset({"migrateChunkToNewShard", "invalidate"})
 _COMPACT = 4096  # consumed events a buffer keeps before it drops them
+MIN_ASK = 256  # the fewest events a remote is asked for after the first client batch (a shard getMore's fixed
+# cost), unless the client's batch is smaller
+ASK_BATCHES = 4  # a remote is asked for that many times its part of a client batch
 
 
 class RemoteBuffer:
@@ -159,6 +177,8 @@ class RemoteCursor:
     pending: bool = False
     error: MongoError | None = None
     batches: int = 0
+    ask: int | None = None  # how many events to ask for next (size_requests); None: an even share
+    released_mark: int = 0  # events released from it when the asks were last sized
 
     @property
     def collection(self) -> str:
@@ -379,11 +399,36 @@ class AsyncResultsMerger:
                         self.trace({"step": "hwm", "key": m, "shard": rc.shard})
         return self.high_water_mark
 
-    def needs_fetch(self, low_water: int = 1) -> list[int]:
+    def needs_fetch(self, low_water: int = 1, read_ahead: bool = False) -> list[int]:
         """Remotes to ask for more: fewer than `low_water` buffered events (the server: an empty
-        buffer), nothing in flight, not exhausted."""
+        buffer), or when reading ahead fewer than their ask (at most `low_water`); nothing in
+        flight, not exhausted."""
+        if read_ahead:
+            return [i for i, rc in enumerate(self.remotes)
+                    if len(rc.buffer) < min(low_water, rc.ask or low_water) and not rc.pending
+                    and not rc.exhausted and rc.error is None]
         return [i for i, rc in enumerate(self.remotes)
                 if len(rc.buffer) < low_water and not rc.pending and not rc.exhausted and rc.error is None]
+
+    def even_share(self, limit: int) -> int:
+        """ASK_BATCHES times a remote's part of a client batch of `limit` events, every live
+        shard's remote giving as much (the ask before the first client batch)."""
+        live = sum(1 for rc in self.remotes if not rc.is_config and not rc.exhausted and rc.error is None)
+        return min(limit, max(1, -(-ASK_BATCHES * limit // max(1, live))))
+
+    def ask_for(self, rc: RemoteCursor, limit: int) -> int:
+        """How many events to ask `rc` for, the client's batch being `limit`."""
+        return min(limit, rc.ask) if rc.ask is not None else self.even_share(limit)
+
+    def size_requests(self, limit: int) -> None:
+        """After a client batch of at most `limit` events: each remote's next ask is ASK_BATCHES
+        times what it gave to that batch, within [MIN_ASK, limit] (see the module doc)."""
+        low = min(limit, MIN_ASK)
+        for rc in self.remotes:
+            buf = rc.buffer
+            released = buf.base + buf.head
+            took, rc.released_mark = released - rc.released_mark, released
+            rc.ask = min(limit, max(low, ASK_BATCHES * took))
 
     def errors(self) -> list[RemoteCursor]:
         return [rc for rc in self.remotes if rc.error is not None]

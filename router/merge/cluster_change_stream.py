@@ -16,7 +16,8 @@ Opening (`aggregate` with `$changeStream` on mongos):
    `$_internalChangeStreamEnsureResumeTokenPresent`.
 
 Each getMore releases what the merger can release; if nothing, it asks the
-remotes with empty buffers for more (concurrently, each bounded to 1 s) and
+remotes with empty buffers for more (concurrently, each bounded to 1 s, each
+for its ask: AsyncResultsMerger.size_requests) and
 waits until something is releasable or the client's maxTimeMS runs out — then
 returns an empty batch whose PBRT is the high-water mark.
 """
@@ -139,11 +140,16 @@ class ClusterChangeStreamCursor:
         self.arm.add_remote(rc, cur.get("firstBatch", []), cur, cur.get("postBatchResumeToken"), int(cur["id"]) == 0)
 
     # -- fetching -------------------------------------------------------------------------
-    def _schedule(self, await_ms: int, batch_size: int | None = None, low_water: int = 1) -> None:
-        for idx in self.arm.needs_fetch(low_water):
-            rc = self.arm.remotes[idx]
+    def _schedule(self, await_ms: int, batch_size: int | None = None, low_water: int = 1,
+                  read_ahead: bool = False) -> None:
+        """Ask the remotes that need it for more (`needs_fetch`), each for its ask out of a client
+        batch of `batch_size` (AsyncResultsMerger.size_requests)."""
+        arm = self.arm
+        for idx in arm.needs_fetch(low_water, read_ahead):
+            rc = arm.remotes[idx]
             rc.pending = True
-            self.router.nursery.start_soon(self._fetch, idx, min(await_ms, SHARD_AWAIT_CAP_MS), batch_size)
+            self.router.nursery.start_soon(self._fetch, idx, min(await_ms, SHARD_AWAIT_CAP_MS),
+                                           arm.ask_for(rc, batch_size) if batch_size else None)
 
     async def _fetch(self, idx: int, await_ms: int, batch_size: int | None = None) -> None:
         rc = self.arm.remotes[idx]
@@ -155,7 +161,7 @@ class ClusterChangeStreamCursor:
             try:
                 cmd = {"getMore": rc.cursor_id, "collection": rc.collection, "maxTimeMS": await_ms}
                 if batch_size:
-                    cmd["batchSize"] = batch_size  # the ARM asks remotes for the client's batch size
+                    cmd["batchSize"] = batch_size  # the remote's ask (the server: the client's batch size)
                 reply = await rc.remote.command(self.db if not rc.is_config else "config", cmd)
                 cur = reply["cursor"]
                 rc.cursor_id = int(cur["id"])
@@ -230,23 +236,27 @@ class ClusterChangeStreamCursor:
 
     async def next_batch(self, limit: int, await_ms: int | None) -> list:
         out: list = RawBatch()
+        batch = limit if limit < 2**31 else None
         await self._release(out, limit)
         if await_ms is None or out or self.exhausted:
             if out and not self.exhausted:
                 # Keep requests outstanding while the client consumes this batch (the ARM does):
                 # the shards compute their next batches while the client decodes this one.
-                batch = limit if limit < 2**31 else None
-                self._schedule(await_ms or DEFAULT_AWAIT_MS, batch, batch or 1)
+                if batch:
+                    self.arm.size_requests(batch)
+                self._schedule(await_ms or DEFAULT_AWAIT_MS, batch, batch or 1, read_ahead=True)
             return out
         deadline = trio.current_time() + await_ms / 1000.0
         while not out and not self.exhausted:
             self.changed = trio.Event()
-            self._schedule(await_ms, limit if limit < 2**31 else None)
+            self._schedule(await_ms, batch)
             with trio.move_on_at(deadline) as scope:
                 await self.changed.wait()
             await self._release(out, limit)
             if scope.cancelled_caught:
                 break
+        if out and batch:
+            self.arm.size_requests(batch)
         return out
 
     def current_pbrt(self) -> dict:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from operator import sub
 
 import crc32c
 from bson.errors import BSONError
@@ -181,7 +182,37 @@ def _decode_all(buf: memoryview, start: int, end: int, raws: list[bytes]) -> lis
 
 
 def _document_sequence(buf: memoryview, p: int, seq_end: int) -> bsonutil.DocumentSequence:
-    """A kind-1 section's documents: their sizes checked one by one (as `_bson_at` does), their bytes
+    """A kind-1 section's documents: all decoded in one call, their bytes kept (sliced from one copy of
+    the section by their offsets).  When the decoder refuses the section, or a document is over the
+    size limit, its documents are walked one by one (`_checked_sequence`) for the error `_bson_at`
+    gives, in order."""
+    region = bytes(buf[p:seq_end])
+    try:
+        docs = bsonutil.decode_all(region)
+    except (BSONError, UnicodeDecodeError, ValueError, OverflowError, TypeError):
+        return _checked_sequence(buf, p, seq_end)
+    # the decoder checked every size: the documents tile the section; find where each starts
+    starts: list[int] = []
+    at = starts.append
+    unpack = _INT32.unpack_from
+    q, total = 0, len(region)
+    while q < total:
+        at(q)
+        q += unpack(region, q)[0]
+    ends = starts[1:]
+    ends.append(total)
+    largest = max(map(sub, ends, starts), default=0)
+    if largest > MAX_DOC_IN_MESSAGE:
+        return _checked_sequence(buf, p, seq_end)
+    if largest >= _DEPTH_CHECK_MIN_SIZE:
+        for doc, start, end in zip(docs, starts, ends):
+            if end - start >= _DEPTH_CHECK_MIN_SIZE and _too_deep(doc):
+                raise MongoError("Overflow", f"BSONObj exceeded maximum nested object depth: {MAX_NESTED_DEPTH}")
+    return bsonutil.DocumentSequence(docs, list(map(region.__getitem__, map(slice, starts, ends))))
+
+
+def _checked_sequence(buf: memoryview, p: int, seq_end: int) -> bsonutil.DocumentSequence:
+    """`_document_sequence`, document by document: each size checked (as `_bson_at` does), their bytes
     kept, all decoded in one call (a bad document's error is the one `_bson_at` gives, in order)."""
     start = p
     raws: list[bytes] = []

@@ -29,6 +29,7 @@ from mongosim.shardsim.query.extensions_callback import TextParams
 from mongosim.shardsim.plan_executor import ExecContext, Fetch, PlanStage, index_fields
 from mongosim.shardsim.query.document_metadata import TEXT_SCORE, with_meta
 from mongosim.shardsim.query.values import MISSING
+from mongosim.shardsim.subplan import OrStage
 
 
 class TextIndexScan(PlanStage):
@@ -68,41 +69,15 @@ class TextIndexScan(PlanStage):
             yield entry[n + 1], entry[pos + 1][-1]
 
 
-class Or(PlanStage):
-    """OR: the union of its scans, each document once."""
+class Or(OrStage):
+    """OR over the term scans: each document once (the scans' rows are `(record, score)`)."""
 
-    stage = "OR"
-
-    def __init__(self, scans: list[TextIndexScan]) -> None:
-        super().__init__()
-        self.scans = scans
-        self.dups_tested = 0
-        self.dups_dropped = 0
-
-    def explain(self, stats: bool = False) -> dict:
-        out = super().explain(stats)
-        if stats:
-            out["dupsTested"] = self.dups_tested
-            out["dupsDropped"] = self.dups_dropped
-        out["inputStages"] = [s.explain(stats) for s in self.scans]
-        return out
-
-    def walk(self):
-        yield self
-        for s in self.scans:
-            yield from s.walk()
+    def _record(self, row):
+        return row[0]
 
     def rows(self, ctx: ExecContext):
-        seen: set = set()
-        for scan in self.scans:
-            for idk, _score in scan.run(ctx):
-                self.dups_tested += 1
-                if idk in seen:
-                    self.dups_dropped += 1
-                    self.need_time += 1
-                    continue
-                seen.add(idk)
-                yield idk
+        for idk, _child in self.unique_records(ctx):
+            yield idk
 
 
 class TextFetch(Fetch):

@@ -41,12 +41,13 @@ from typing import Any, Callable
 from bson import Decimal128, Int64
 from mongosim.oplog import _dec128
 from mongosim.oplog.errors import MongoError
-from mongosim.shardsim.query.collation import compare_for, hashable_for
+from mongosim.shardsim.query.collation import compare_for, hashable_for, sort_key_for
+from mongosim.shardsim.query.expression_core import compile_expression
 from mongosim.shardsim.query.fmt import bson_str
 from mongosim.shardsim.query.values import MISSING, is_number, type_name
 
 __all__ = ["Statement", "parse_statement", "ACCUMULATORS", "Sum", "Avg", "percentile_of", "validate_n",
-           "parse_percentile_spec", "to_double"]
+           "parse_percentile_spec", "PERCENTILE_SPEC_CODES", "to_double", "FirstLastN", "MinMaxN", "parse_n_args", "N_SPEC_CODES"]
 
 _DEC = _dec128.context()
 
@@ -312,7 +313,7 @@ class _TopBottomN:
         return list(self.outs)
 
 
-class _FirstLastN:
+class FirstLastN:
     __slots__ = ("n", "last", "items")
 
     def __init__(self, n: int, last: bool) -> None:
@@ -332,12 +333,10 @@ class _FirstLastN:
         return list(self.items)
 
 
-class _MinMaxN:
+class MinMaxN:
     __slots__ = ("n", "sign", "items", "key")
 
     def __init__(self, n: int, sign: int, collator) -> None:
-        from mongosim.shardsim.query.collation import sort_key_for
-
         self.n = n
         self.sign = sign  # -1: $minN, 1: $maxN
         self.items: list = []  # (key, value), ascending
@@ -447,9 +446,15 @@ def _count(field, op, arg, compile_expr, collator):
     return Statement(field, op, None, _Count)
 
 
-def _n_args(op: str, arg, code: int, compile_expr):
+# the code of "specification must be an object" for each {n, input} operator (its accumulator and
+# expression forms share their parser: AccumulatorN::parseArgs)
+N_SPEC_CODES = {"$firstN": 5787801, "$lastN": 5787801, "$maxN": 5787900, "$minN": 5787900}
+
+
+def parse_n_args(op: str, arg, compile_expr):
+    """(n, input) of `{n, input}`, each compiled by `compile_expr`, checked in the server's order."""
     if not isinstance(arg, dict):
-        raise MongoError(code, f"specification must be an object; found {op[1:]}: {bson_str(arg)}")
+        raise MongoError(N_SPEC_CODES[op], f"specification must be an object; found {op}: {bson_str(arg)}")
     n = inp = None
     for k, v in arg.items():
         if k == "input":
@@ -466,15 +471,15 @@ def _n_args(op: str, arg, code: int, compile_expr):
 
 
 def _first_last_n(field, op, arg, compile_expr, collator):
-    n, inp = _n_args(op, arg, 5787801, compile_expr)
+    n, inp = parse_n_args(op, arg, compile_expr)
     last = op == "$lastN"
-    return Statement(field, op, inp, lambda k: _FirstLastN(k, last), n)
+    return Statement(field, op, inp, lambda k: FirstLastN(k, last), n)
 
 
 def _min_max_n(field, op, arg, compile_expr, collator):
-    n, inp = _n_args(op, arg, 5787900, compile_expr)
+    n, inp = parse_n_args(op, arg, compile_expr)
     sign = 1 if op == "$maxN" else -1
-    return Statement(field, op, inp, lambda k: _MinMaxN(k, sign, collator), n)
+    return Statement(field, op, inp, lambda k: MinMaxN(k, sign, collator), n)
 
 
 def _top_bottom(field, op, arg, compile_expr, collator):
@@ -482,7 +487,7 @@ def _top_bottom(field, op, arg, compile_expr, collator):
 
     single = op in ("$top", "$bottom")
     if not isinstance(arg, dict):
-        raise MongoError(5788001, f"specification must be an object; found {op[1:]}: {bson_str(arg)}")
+        raise MongoError(5788001, f"specification must be an object; found {op}: {bson_str(arg)}")
     n = output = sort_by = None
     has_output = False
     for k, v in arg.items():
@@ -521,7 +526,7 @@ def parse_percentile_spec(op: str, arg, code: int) -> tuple[Any, list[float]]:
     """(the input expression, the percentiles) of a `$percentile` / `$median` specification, checked
     as its IDL struct and `parseP` check them."""
     if not isinstance(arg, dict):
-        raise MongoError(code, f"specification must be an object; found {op[1:]}: {bson_str(arg)}")
+        raise MongoError(code, f"specification must be an object; found {op}: {bson_str(arg)}")
     fields = _PERCENTILE_FIELDS[op]
     for k in arg:
         if k not in fields:
@@ -538,10 +543,7 @@ def parse_percentile_spec(op: str, arg, code: int) -> tuple[Any, list[float]]:
     if op == "$median":
         return arg["input"], [0.5]
     p = arg["p"]
-    from mongosim.shardsim.query.expressions import compile_expression
-    from mongosim.shardsim.query.variables import _reads_document
-
-    if _reads_document(p) or "$$" in repr(p):
+    if not _constant(p):
         raise MongoError(7750300, "The $percentile 'p' field must be an array of constant values, but found value: "
                                   f"p: {bson_str(p)}.")
     pv = compile_expression(p)({})
@@ -559,8 +561,26 @@ def parse_percentile_spec(op: str, arg, code: int) -> tuple[Any, list[float]]:
     return arg["input"], ps
 
 
+def _constant(expr) -> bool:
+    """Does `expr` fold to a constant (no field path, no variable: every `$` string under a `$literal`)?"""
+    if isinstance(expr, str):
+        return not expr.startswith("$")
+    if isinstance(expr, list):
+        return all(map(_constant, expr))
+    if isinstance(expr, dict):
+        if len(expr) == 1 and "$literal" in expr:
+            return True
+        return all(_constant(v) for v in expr.values())
+    return True
+
+
+# the code of "specification must be an object", accumulator and expression forms
+PERCENTILE_SPEC_CODES = {("$percentile", "accumulator"): 7429703, ("$median", "accumulator"): 7436100,
+                         ("$percentile", "expression"): 7436200, ("$median", "expression"): 7436201}
+
+
 def _percentile(field, op, arg, compile_expr, collator):
-    inp, ps = parse_percentile_spec(op, arg, 7429703)
+    inp, ps = parse_percentile_spec(op, arg, PERCENTILE_SPEC_CODES[op, "accumulator"])
     single = op == "$median"
     return Statement(field, op, compile_expr(inp), lambda: _Percentile(ps, single))
 

@@ -48,7 +48,7 @@ from mongosim.shardsim.query.values import (
     type_name,
 )
 from mongosim.shardsim.query.variables import check_references
-from mongosim.shardsim.search_indexes import refuse_search_stage
+from mongosim.shardsim.query.search_stages import refuse_search_stage
 
 __all__ = ["compile_stage", "compile_update_pipeline", "run_pipeline", "run_update_pipeline", "compile_pipeline",
            "run_pipeline_in", "compile_group", "DOC_STAGES", "UPDATE_STAGES"]

@@ -29,7 +29,7 @@ from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.query.expressions import compile_expression
 from mongosim.shardsim.query.values import MISSING, type_name
 
-__all__ = ["is_constant_expression", "runtime_constants", "seed_let", "frozen_let", "check_references", "for_command", "BUILTINS",
+__all__ = ["is_constant_expression", "constant_value", "runtime_constants", "seed_let", "frozen_let", "check_references", "for_command", "BUILTINS",
            "check_user_variable_name"]
 
 # variables every expression may name (their availability is checked when they are read)
@@ -145,6 +145,14 @@ def _reads_document(expr: Any) -> bool:
 def is_constant_expression(expr: Any) -> bool:
     """Would the server's optimizer fold `expr` to a constant: no field path, no variable, no `$rand`?"""
     return not _any_part(expr, lambda s: s.startswith("$"), lambda k: k == "$rand")
+
+
+def constant_value(expr: Any) -> Any:
+    """The value of an expression the server's optimizer folds to a constant; MISSING if it is not one
+    (it reads the document or a variable)."""
+    if not is_constant_expression(expr):
+        return MISSING
+    return compile_expression(expr)({})
 
 
 def check_references(expr: Any, defined: Iterable[str]) -> None:

@@ -193,3 +193,20 @@ def test_mongos_only_keeps_the_logging_settings(sharded_client):
     with pytest.raises(OperationFailure) as e:
         sharded_client.cap_profile.command("profile", 2)
     assert e.value.code == 2 and "Profiling is not permitted on mongoS" in str(e.value)
+
+
+def test_a_capped_collection_moved_by_move_primary_keeps_its_order_and_limits(sharded_client):
+    """movePrimary clones a capped collection in its natural order, and the new primary shard keeps
+    evicting the oldest documents (it once kept none of the clone's record ids: nothing was evicted)."""
+    client = sharded_client
+    client.drop_database("cap_moved")
+    client.admin.command("enableSharding", "cap_moved", primaryShard="shard00")
+    db = client.cap_moved
+    db.create_collection("c", capped=True, size=4096, max=3)
+    for i in (5, 1, 4):  # natural order is insertion order, not _id order
+        db.c.insert_one({"_id": i})
+    client.admin.command("movePrimary", "cap_moved", to="shard01")
+    assert [d["_id"] for d in db.c.find()] == [5, 1, 4]
+    db.c.insert_one({"_id": 2})
+    assert [d["_id"] for d in db.c.find()] == [1, 4, 2]
+    client.drop_database("cap_moved")

@@ -96,3 +96,59 @@ def test_max_time_always_times_out(rs_client):
         assert rs_client.fp.mt.find_one({}) == {"_id": 1}  # without a time limit: unaffected
     finally:
         _failpoint(rs_client, "maxTimeAlwaysTimeOut", "off")
+
+
+# -- failCommand's matching (commands.cpp shouldActivateFailCommandFailPoint) -------------------------
+
+def _fail_times(client, **data):
+    client.admin.command({"configureFailPoint": "failCommand", "mode": {"times": 1}, "data": data})
+
+
+def _off(client):
+    client.admin.command({"configureFailPoint": "failCommand", "mode": "off"})
+
+
+def test_fail_command_matches_a_command_by_its_aliases(rs_client):
+    """failCommands names a command by any of its names: findandmodify fails findAndModify."""
+    coll = rs_client.fp.alias
+    coll.drop()
+    coll.insert_one({"_id": 1})
+    _fail_times(rs_client, failCommands=["findandmodify"], errorCode=2)
+    with pytest.raises(pymongo.errors.OperationFailure) as exc:
+        coll.find_one_and_update({"_id": 1}, {"$set": {"a": 1}})
+    assert exc.value.code == 2
+    assert coll.find_one_and_update({"_id": 1}, {"$set": {"a": 1}}) == {"_id": 1}  # fired once only
+
+
+def test_fail_all_commands(rs_client):
+    client = pymongo.MongoClient(rs_client.address[0], rs_client.address[1], appname="fp-all",
+                                 directConnection=True)
+    try:
+        client.admin.command("ping")
+        # (the namespace keeps the client's monitoring hellos out of it: they would use up `times`)
+        _fail_times(rs_client, failAllCommands=True, errorCode=2, appName="fp-all", namespace="fp.any")
+        with pytest.raises(pymongo.errors.OperationFailure) as exc:
+            client.fp.any.count_documents({})
+        assert exc.value.code == 2
+        assert client.fp.any.count_documents({}) == 0
+    finally:
+        client.close()
+        _off(rs_client)
+
+
+def test_fail_command_without_an_action_never_fires(rs_client):
+    """errorLabels alone ask for nothing: the failpoint stays unhit (its `times` are not used up)."""
+    _fail_times(rs_client, failCommands=["aggregate"], errorLabels=["Nope"])
+    assert rs_client.fp.none.count_documents({}) == 0
+    reply = rs_client.admin.command({"configureFailPoint": "failCommand", "mode": "off"})
+    assert reply["count"] == 0
+
+
+def test_block_connection_needs_block_time(rs_client):
+    _fail_times(rs_client, failCommands=["aggregate"], blockConnection=True)
+    try:
+        with pytest.raises(pymongo.errors.OperationFailure) as exc:
+            rs_client.fp.block.count_documents({})
+        assert exc.value.code == 72 and "blockTimeMS" in str(exc.value)  # InvalidOptions
+    finally:
+        _off(rs_client)

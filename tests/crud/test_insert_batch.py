@@ -124,6 +124,18 @@ def test_byte_paths_write_what_the_general_paths_write(script, sharding, index):
     _check(script, sharding, index)
 
 
+def test_uniform_batches_take_the_one_pass_paths_and_write_what_the_general_paths_write():
+    """Batches whose `_id`s are all of one fixed-size type (a driver's batch: ints, int64s, ObjectIds,
+    doubles) are targeted and logged by the paths mapped over the whole batch; retryable or not,
+    ordered or not, hashed, ranged or unsharded, they write what the per-document paths write."""
+    uniform = [[{"_id": i, "v": i % 10} for i in range(-20, 40)],
+               [{"_id": Int64(2**40 + i), "v": i % 10} for i in range(30)],
+               [{"_id": ObjectId(b"\x01" * 8 + i.to_bytes(4, "big")), "v": 3} for i in range(30)],
+               [{"_id": i / 4, "v": 7} for i in range(30)]]
+    for sharding in ("none", "hashed", "range"):
+        _check([(docs, k % 2 == 0, k < 2) for k, docs in enumerate(uniform)], sharding)
+
+
 def test_a_batch_takes_the_byte_path():
     """A plain batch of new documents is stored and logged by the batch path (no per-document insert)."""
     calls = []
@@ -203,3 +215,22 @@ def test_validated_and_capped_collections_take_the_per_document_path():
     assert replies[2]["n"] == 3 and [(e["index"], e["code"]) for e in replies[2]["writeErrors"]] == [(3, 121)]
     assert sorted(d["_id"] for d in node.catalog.collection("db", "checked").docs.values()) == [2, 3, 4]
     assert replies[3]["n"] == 5 and sorted(d["_id"] for d in node.catalog.collection("db", "ring").docs.values()) == [2, 3, 4]
+
+
+def test_a_batch_keeps_what_an_open_snapshot_sees():
+    """The batch path also runs while a transaction holds a snapshot (as a replica set's committed
+    snapshot always does): the new documents are recorded as absent from that snapshot."""
+    lsid = {"id": Binary(b"\x05" * 16, 4)}
+    txn = {"lsid": lsid, "txnNumber": Int64(1), "autocommit": False, "$db": "db"}
+    replies, stored, node = trio.run(_on_a_mongod, [
+        ({"insert": "c", "$db": "db"}, [{"_id": i} for i in range(3)]),
+        ({"find": "c", "startTransaction": True, **txn}, None),
+        ({"insert": "c", "$db": "db"}, [{"_id": i} for i in range(10, 15)]),
+        ({"find": "c", **txn}, None),
+        ({"find": "c", "$db": "db"}, None),
+        ({"abortTransaction": 1, **{**txn, "$db": "admin"}}, None),
+    ], clock=trio.testing.MockClock(autojump_threshold=0))
+    assert stored == [("db", "c", 3), ("db", "c", 5)]
+    assert [d["_id"] for d in replies[3]["cursor"]["firstBatch"]] == [0, 1, 2]
+    assert [d["_id"] for d in replies[4]["cursor"]["firstBatch"]] == [0, 1, 2, 10, 11, 12, 13, 14]
+    assert replies[5]["ok"] == 1.0

@@ -38,3 +38,41 @@ def test_never_a_remote_in_flight_exhausted_or_failed():
     arm.remotes[1].exhausted = True
     arm.remotes[2].error = MongoError("HostUnreachable", "gone")
     assert arm.needs_fetch(100) == [3]
+
+
+def test_reading_ahead_asks_remotes_holding_less_than_their_ask():
+    arm = _merger([0, 3, 5, 7])
+    for rc, ask in zip(arm.remotes, (None, 2, 6, 6)):
+        rc.ask = ask
+    # below min(client batch, ask); no ask yet: the client's batch
+    assert arm.needs_fetch(5, read_ahead=True) == [0]
+    assert arm.needs_fetch(8, read_ahead=True) == [0, 2]
+
+
+def test_before_the_first_batch_each_shard_is_asked_four_times_its_even_share():
+    arm = _merger([0] * 64)
+    assert [arm.ask_for(rc, 1000) for rc in arm.remotes] == [63] * 64  # not 64 x 1000 rendered before one goes
+    assert arm.ask_for(arm.remotes[0], 10) == 1  # at least one
+    one = _merger([0])
+    assert one.ask_for(one.remotes[0], 1000) == 1000  # up to four shards: the client's batch, as the server asks
+    four = _merger([0] * 4)
+    assert four.ask_for(four.remotes[0], 100) == 100
+    assert _merger([0] * 8).ask_for(four.remotes[0], 100) == 50
+
+
+def test_then_four_times_what_it_gave_to_the_last_client_batch_within_bounds():
+    from mongosim.router.merge.async_results_merger import MIN_ASK
+
+    arm = _merger([900, 300, 10, 0])
+    arm.remotes[0].buffer.advance(600)  # released to the client: 600, 150, 10, 0
+    arm.remotes[1].buffer.advance(150)
+    arm.remotes[2].buffer.advance(10)
+    arm.size_requests(1000)
+    assert [rc.ask for rc in arm.remotes] == [1000, 600, MIN_ASK, MIN_ASK]  # capped by the batch, floored
+    arm.remotes[1].buffer.advance(MIN_ASK // 2 + 10)
+    arm.size_requests(1000)  # counted from the last sizing
+    assert [rc.ask for rc in arm.remotes] == [MIN_ASK, 2 * MIN_ASK + 40, MIN_ASK, MIN_ASK]
+    # a smaller client batch: never more than it (the router's buffers stay bounded by it)
+    assert [arm.ask_for(rc, 20) for rc in arm.remotes] == [20] * 4
+    arm.size_requests(20)
+    assert [rc.ask for rc in arm.remotes] == [20] * 4

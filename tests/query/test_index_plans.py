@@ -1,7 +1,8 @@
 """Indexes never change a query's answer: results with random indexes equal a collection scan's.
 
 Random documents (arrays, nested documents, null and missing fields), random
-indexes (single field, compound, descending, dotted, sparse, partial, hashed),
+indexes (single field, compound, descending, dotted, sparse, partial, hashed,
+wildcard: whole-document, subtree, projected, compound),
 random filters, sorts, skips and limits: the planner's answer must be the
 reference answer (every document filtered by the Matcher, sorted by the sort
 key), and every index's entries must equal a rebuild from the documents after
@@ -49,10 +50,24 @@ def docs_(draw):
     return out
 
 
+WILDCARDS = [
+    {"key": {"$**": 1}}, {"key": {"$**": -1}}, {"key": {"a.$**": 1}}, {"key": {"b.$**": 1}},
+    {"key": {"$**": 1}, "wildcardProjection": {"a": 0}}, {"key": {"$**": 1}, "wildcardProjection": {"b": 1, "c": 1}},
+    {"key": {"$**": 1}, "wildcardProjection": {"a.b": 1, "_id": 1}},
+    {"key": {"c": 1, "$**": 1}, "wildcardProjection": {"c": 0}}, {"key": {"c": -1, "a.$**": 1}},
+    {"key": {"a.$**": 1, "c": 1}}, {"key": {"$**": 1}, "partialFilterExpression": {"c": {"$gt": 0}}},
+]
+
+
 @st.composite
 def index_specs(draw):
     out = []
     for _ in range(draw(st.integers(0, 3))):
+        if draw(st.integers(0, 3)) == 0:
+            spec = {"v": 2, **draw(st.sampled_from(WILDCARDS))}
+            spec["name"] = f"wildcard_{len(out)}"
+            out.append(spec)
+            continue
         fields = draw(st.lists(st.sampled_from(FIELDS), min_size=1, max_size=2, unique=True))
         key = {f: draw(st.sampled_from([1, -1])) for f in fields}
         spec = {"v": 2, "key": key}
@@ -77,6 +92,9 @@ def queries(draw):
         flt[draw(st.sampled_from(FIELDS + ["_id"]))] = draw(leaf_conditions())
     if draw(st.integers(0, 4)) == 0:
         flt.update(draw(filters(depth=1)))
+    if draw(st.integers(0, 2)) == 0:  # a rooted $or, planned branch by branch
+        flt["$or"] = [{draw(st.sampled_from(FIELDS + ["_id"])): draw(leaf_conditions())}
+                      for _ in range(draw(st.integers(1, 3)))]
     sort = None
     if draw(st.booleans()):
         sort = {f: draw(st.sampled_from([1, -1]))
@@ -154,9 +172,10 @@ def test_indexes_do_not_change_results(docs, specs, q):
     cq = CanonicalQuery("db.c", flt, m, sort=sort, skip=skip, limit=limit)
     got, _sol, _ctx = execute(coll, cq)
     _check(got, want, sort, skip, limit)
-    # and with each plain index hinted (a hinted sparse or partial index may miss documents, as on the server)
+    # and with each plain index hinted (a hinted sparse, partial or wildcard index may miss documents, as on the
+    # server)
     for spec in specs:
-        if spec.get("sparse") or spec.get("partialFilterExpression"):
+        if spec.get("sparse") or spec.get("partialFilterExpression") or any("$**" in f for f in spec["key"]):
             continue
         cq = CanonicalQuery("db.c", flt, m, sort=sort, skip=skip, limit=limit, hint=spec["name"])
         got, _sol, _ctx = execute(coll, cq)
@@ -207,7 +226,7 @@ def test_indexes_follow_every_write(specs, script, q, snap_at):
             continue
     for ix in coll.secondary_access():
         mat = coll.index_access(ix.name)
-        if mat.usable:
+        if mat.usable or mat.wildcard is not None:
             assert list(mat.entries) == _entries(mat, coll)
         if mat.unique and mat.usable:
             n = len(mat.paths)

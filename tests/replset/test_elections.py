@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import trio
-from bson import Int64
+from bson import Int64, Timestamp
 
 from mongosim.shardsim.replica_set import election_id
 from tests.replset.conftest import member_client, settle
@@ -141,3 +141,52 @@ def _uuid():
     from bson import Binary
 
     return Binary(os.urandom(16), 4)
+
+
+async def test_prev_op_time_carries_the_term_of_the_entry_it_names(rs3, autojump_clock):
+    """A retryable write's statements chain by prevOpTime {ts, t}: after an election, t is the new term."""
+    core, c = rs3
+    rs = core.replica_sets["shard00"]
+    await c.admin({"replSetStepDown": 60})
+    await settle(rs, 0.01)
+    assert rs.term == 2
+    c2 = member_client(core, rs.primary)
+    lsid = {"id": _uuid()}
+    await c2.command("db", {"insert": "c", "documents": [{"_id": 1}, {"_id": 2}], "lsid": lsid, "txnNumber": Int64(1)})
+    await c2.command("db", {"update": "c", "updates": [{"q": {"_id": 1}, "u": {"$set": {"a": 1}}},
+                                                       {"q": {"_id": 2}, "u": {"$set": {"a": 2}}}],
+                            "lsid": lsid, "txnNumber": Int64(2)})
+    oplog = rs.primary.node.oplog
+    entries = [oplog.entry_at(k) for k in range(oplog.end - 4, oplog.end)]
+    assert [e["op"] for e in entries] == ["i", "i", "u", "u"]
+    for first, second in (entries[:2], entries[2:]):  # (the insert batch's byte path, then the update path)
+        assert first["prevOpTime"] == {"ts": Timestamp(0, 0), "t": Int64(-1)}
+        assert second["prevOpTime"] == {"ts": first["ts"], "t": Int64(2)} and second["t"] == Int64(2)
+
+
+async def test_a_new_primary_answers_retried_inserts_and_upserts_from_its_session_table(rs3, autojump_clock):
+    """The statements a secondary applied (a batch of inserts as one group, an upsert, a findAndModify
+    upsert) are in its session table: once it is primary, a retry answers as the first run did and
+    writes nothing."""
+    core, c = rs3
+    rs = core.replica_sets["shard00"]
+    cmds = [
+        {"insert": "c", "documents": [{"_id": i} for i in range(5)]},
+        {"update": "c", "updates": [{"q": {"_id": 10}, "u": {"$set": {"a": 1}}, "upsert": True}]},
+        {"findAndModify": "c", "query": {"_id": 20}, "update": {"$set": {"a": 2}}, "upsert": True},
+    ]
+    for cmd in cmds:  # (a session each)
+        cmd.update(lsid={"id": _uuid()}, txnNumber=Int64(1))
+    keep = ("n", "nModified", "upserted", "lastErrorObject", "value", "ok", "writeErrors")
+    first = [{k: v for k, v in (await c.command("db", dict(cmd))).items() if k in keep} for cmd in cmds]
+    await settle(rs)
+    await c.admin({"replSetStepDown": 60})
+    await settle(rs, 0.01)
+    c2 = member_client(core, rs.primary)
+    end = rs.primary.node.oplog.end
+    retried = [{k: v for k, v in (await c2.command("db", dict(cmd))).items() if k in keep} for cmd in cmds]
+    assert retried == first
+    assert retried[0] == {"n": 5, "ok": 1.0}
+    assert retried[1] == {"n": 1, "nModified": 0, "upserted": [{"index": 0, "_id": 10}], "ok": 1.0}
+    assert retried[2]["lastErrorObject"] == {"n": 1, "updatedExisting": False, "upserted": 20}
+    assert rs.primary.node.oplog.end == end  # nothing written again

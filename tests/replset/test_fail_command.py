@@ -4,6 +4,8 @@ never failed (commands.cpp shouldActivateFailCommandFailPoint)."""
 
 from __future__ import annotations
 
+import trio
+
 from tests.replset.conftest import member_client
 
 
@@ -46,3 +48,17 @@ async def test_configure_fail_point_is_never_failed(rs3, autojump_clock):
     assert (await c.command("admin", {"ping": 1}, check=False))["code"] == 2
     await c.admin({"configureFailPoint": "failCommand", "mode": "off"})
     assert (await c.admin({"ping": 1}))["ok"] == 1.0
+
+
+async def test_fail_command_fires_before_a_streaming_hello_waits(rs3, autojump_clock):
+    """An awaitable hello waits inside the command, after failCommand is evaluated: the failure (here
+    named by hello's alias isMaster) comes at once, not after maxAwaitTimeMS."""
+    core, c = rs3
+    tv = (await c.admin({"hello": 1}))["topologyVersion"]
+    await c.admin(fail_command(["isMaster"], errorCode=91))
+    t0 = trio.current_time()
+    reply = await c.command("admin", {"hello": 1, "topologyVersion": tv, "maxAwaitTimeMS": 10_000}, check=False)
+    assert reply["codeName"] == "ShutdownInProgress" and trio.current_time() - t0 < 0.01
+    t0 = trio.current_time()  # without the failpoint it waits for a change, up to maxAwaitTimeMS
+    reply = await c.command("admin", {"hello": 1, "topologyVersion": tv, "maxAwaitTimeMS": 2_000})
+    assert reply["isWritablePrimary"] and 1.99 <= trio.current_time() - t0 <= 2.05

@@ -11,6 +11,7 @@ async def test_status_shape(rs3, autojump_clock):
     core, c = rs3
     rs = core.replica_sets["shard00"]
     await c.insert("db", "c", [{"_id": 1}])
+    await settle(rs, 0.01)  # (the majority acknowledged it: one secondary may not have applied it yet)
     core.faults.kill("shard00", 2)
     st = await c.admin({"replSetGetStatus": 1})
     assert list(st)[:11] == ["set", "date", "myState", "term", "syncSourceHost", "syncSourceId",

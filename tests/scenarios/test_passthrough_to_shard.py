@@ -11,7 +11,10 @@ import time
 
 import pymongo
 import pytest
+from bson import Timestamp
 from bson.raw_bson import RawBSONDocument
+
+from mongosim.oplog.resume_token import decode_resume_token
 
 from tests.scenarios.conftest import shard_three_ways
 
@@ -24,20 +27,31 @@ def per_shard(target, shard: str, pipeline=None, **spec):
                             **{"$_passthroughToShard": {"shard": shard}})
 
 
-def drain(cursor, n: int | None = None, quiet: float = 0.3, timeout: float = 10.0) -> list:
-    """Events until `n` arrived (or, without `n`, until none came for `quiet` seconds)."""
+def drain(cursor, n: int | None = None, until=None, timeout: float = 30.0) -> list:
+    """Events until `n` arrived, or (without `n`) until the cursor's postBatchResumeToken passed the
+    cluster time `until` (default: now, read from the cluster): then every event of a write before
+    it has been returned, and what the shard's stream holds is known, not guessed from a quiet spell.
+    (`timeout` only turns a hang into a failure.)"""
+    if n is None and until is None:
+        until = now(cursor)
     out: list = []
-    deadline, last = time.monotonic() + timeout, time.monotonic()
+    deadline = time.monotonic() + timeout
     while cursor.alive and time.monotonic() < deadline:
         ev = cursor.try_next()
         if ev is not None:
             out.append(ev)
-            last = time.monotonic()
             if n is not None and len(out) >= n:
                 break
-        elif n is None and time.monotonic() - last > quiet:
+            continue
+        pbrt = getattr(cursor, "_postbatchresumetoken", None)  # (pymongo keeps the last getMore's)
+        if n is None and pbrt is not None and decode_resume_token(pbrt).cluster_time >= until:
             break
     return out
+
+
+def now(cursor) -> Timestamp:
+    """The cluster's current time, as the router that holds `cursor` says it."""
+    return cursor._collection.database.client.admin.command("ping")["operationTime"]
 
 
 def test_parse_errors(client):

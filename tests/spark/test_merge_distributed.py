@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mongosim.spark.dump_ranges import DumpRange, entry_meta, index_dump, load_range, plan_ranges, walk
+from mongosim.spark.dump_ranges import DumpRange, entry_meta, index_dump, load_range, plan_ranges, plan_slices, walk
 from mongosim.spark.merge_job import MergeJob, main, merge_dumps_single_partition
-from mongosim.spark.oplog_source import dump_files, dump_oplogs, range_events, whole_dump
+from mongosim.spark.oplog_source import dump_files, dump_oplogs, range_events, slice_events, whole_dump
 from mongosim.spark.options import StreamOptions
 from mongosim.spark.schema import decode_event
 from tests.spark.helpers import drain, shard_across, transactions
@@ -74,6 +74,25 @@ def test_a_range_replays_exactly_the_events_of_its_entries(recorded, name, optio
     assert crossing and partial, "the workload has prepared and partialTxn chains to cut through"
 
 
+@pytest.mark.parametrize("name,options", OPTIONS, ids=[o[0] for o in OPTIONS])
+def test_time_slices_one_after_the_other_are_the_merged_stream(recorded, name, options):
+    """The dumps cut at common times (windows starting at a sample before the cut, entries past the
+    slice's end dropped, chains carried in): each slice merged on its own, the slices concatenated,
+    give the merge of the whole dumps."""
+    start, dumps, _ = recorded
+    opts = StreamOptions.parse({**options, "startAfter": start})
+    for sample_every in (1, 3):
+        idx = [index_dump(shard, str(path), sample_every) for shard, path in dump_files(dumps).items()]
+        (whole,) = plan_slices(idx, 1)
+        assert all(r.first and r.hi_key is None for r in whole)
+        merged = list(slice_events(whole, opts))
+        assert len({e[1] for e in merged}) == len(idx) > 1
+        for partitions in (5, 17, 40):
+            slices = plan_slices(idx, partitions)
+            assert len(slices) > 3
+            assert [e for sl in slices for e in slice_events(sl, opts)] == merged, (sample_every, partitions)
+
+
 def test_carried_entries_sit_below_the_range(recorded):
     _start, dumps, _ = recorded
     for shard, path in dump_files(dumps).items():
@@ -92,17 +111,22 @@ def _partitioned(df) -> list[tuple[int, str, bytes]]:
     return [(r.pid, r.token, bytes(r.rawEvent)) for r in df.withColumn("pid", spark_partition_id()).collect()]
 
 
-@pytest.mark.parametrize("name", ["cluster-expanded", "collection-match"])
-def test_several_ordered_partitions_are_the_router_stream(spark, recorded, name):
+@pytest.mark.parametrize("name,output", [("cluster-expanded", 3), ("collection-match", 3),
+                                         ("cluster-expanded", None), ("collection-match", None)])
+def test_several_ordered_partitions_are_the_router_stream(spark, recorded, name, output):
+    """With the default output partitions the time slices are the ordered partitions (no shuffle);
+    with another number, Spark's distributed sort makes them."""
     from tests.spark.helpers import STREAMS
 
     start, dumps, streamed = recorded
     options = dict(next(s[3] for s in STREAMS if s[0] == name))
-    job = MergeJob(spark, str(dumps), partitions=7, output_partitions=3, sample_every=4, startAfter=start,
+    job = MergeJob(spark, str(dumps), partitions=7, output_partitions=output, sample_every=4, startAfter=start,
                    includeRawEvent="true", **options)
     try:
         assert len(job.ranges) == 7
-        rows = _partitioned(job.dataframe())
+        df = job.dataframe()
+        assert df.rdd.getNumPartitions() == (output or 7)
+        rows = _partitioned(df)
         assert [raw for _p, _t, raw in rows] == streamed[name]  # collect(): the partitions in order
         pids = [p for p, _t, _r in rows]
         assert pids == sorted(pids) and len(set(pids)) >= 2
@@ -186,9 +210,9 @@ def run_workload(client, cluster, ops: list[str], shards: int) -> None:
 @settings(max_examples=max(5, settings().max_examples // 40), deadline=None)  # ci: 5; nightly: 50
 @given(shards=st.integers(1, 4), partitions=st.integers(1, 12), sample_every=st.integers(1, 5),
        ops=st.lists(st.sampled_from(OPS), min_size=3, max_size=9), level=st.sampled_from(["cluster", "collection"]),
-       resume_at=st.integers(0, 30))
+       resume_at=st.integers(0, 30), reshuffle=st.booleans())
 def test_property_distributed_merge_is_the_router_stream(spark, shards, partitions, sample_every, ops, level,
-                                                         resume_at):
+                                                         resume_at, reshuffle):
     import mongosim
 
     with mongosim.Cluster(shards=shards, port=0, instant_hwm=True) as cluster, \
@@ -211,7 +235,7 @@ def test_property_distributed_merge_is_the_router_stream(spark, shards, partitio
         if resume_at and resume_at < len(router):  # resume from an event's token
             start = decode_event(router[resume_at - 1])["_id"]["_data"]
             router = router[resume_at:]
-        job = MergeJob(spark, tmp, partitions=partitions, output_partitions=max(1, partitions // 2),
+        job = MergeJob(spark, tmp, partitions=partitions, output_partitions=max(1, partitions // 2) if reshuffle else None,
                        sample_every=sample_every, startAfter=start, includeRawEvent="true", **options)
         try:
             got = [bytes(r.rawEvent) for r in job.dataframe().select("rawEvent").collect()]

@@ -49,7 +49,32 @@ def needs_auth(spec: dict, test: dict) -> bool:
                for reqs in (spec.get("runOnRequirements"), test.get("runOnRequirements")))
 
 
-def _runner(topology: str, users_dir: Path | None = None):
+# Read preference modes that a one-member replica set cannot serve (no secondary to select).
+SECONDARY_MODES = frozenset({"secondary", "secondaryPreferred", "nearest"})
+
+
+def needs_secondaries(spec: dict, test: dict) -> bool:
+    """The test (or an entity of its file) names a read preference that would select a secondary.
+
+    Such tests run against a three-member replica set; every other replica-set test runs against
+    one member, where a timing-sensitive test (error-labels-blockConnection: a 150 ms block
+    against a 100 ms socket timeout) cannot be slowed by a commit waiting for the majority."""
+    def walk(node) -> bool:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key == "readPreference" and isinstance(value, dict) and value.get("mode") in SECONDARY_MODES:
+                    return True
+                if key == "readPreference" and isinstance(value, str) and value in SECONDARY_MODES:  # a URI option
+                    return True
+                if walk(value):
+                    return True
+        elif isinstance(node, list):
+            return any(walk(v) for v in node)
+        return False
+    return walk(test) or walk(spec.get("createEntities", []))
+
+
+def _runner(topology: str, users_dir: Path | None = None, members: int = 1):
     from mongosim import Cluster
     from tests.spec.runner import SpecRunner
 
@@ -60,6 +85,8 @@ def _runner(topology: str, users_dir: Path | None = None):
         options = {"auth": True, "users_file": str(users)}
     if topology == "sharded":  # two mongos: the tests of useMultipleMongoses run (the runner reads them from the URI)
         options["routers"] = 2
+    if members > 1:
+        options["members"] = members
     cluster = Cluster(shards=2, port=0, topology=topology, instant_hwm=True, **options).start()
     try:
         uri = cluster.uri
@@ -72,8 +99,8 @@ def _runner(topology: str, users_dir: Path | None = None):
     return cluster, runner
 
 
-def _deployment(topology: str, users_dir: Path | None = None):
-    cluster, runner = _runner(topology, users_dir)
+def _deployment(topology: str, users_dir: Path | None = None, members: int = 1):
+    cluster, runner = _runner(topology, users_dir, members)
     yield runner
     runner.close()
     cluster.stop()
@@ -87,6 +114,12 @@ def sharded_runner():
 @pytest.fixture(scope="session")
 def replset_runner():
     yield from _deployment("replset")
+
+
+@pytest.fixture(scope="session")
+def replset_secondaries_runner():
+    """A three-member replica set, for the tests that read from a secondary (needs_secondaries)."""
+    yield from _deployment("replset", members=3)
 
 
 @pytest.fixture(scope="session")

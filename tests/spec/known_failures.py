@@ -16,9 +16,8 @@ pymongo does what the specification's tests say.
 
 from __future__ import annotations
 GRIDFS_EQ = "not the emulator: pymongo 4.20 GridFS finds the file by {_id: {$eq: id}}, the test expects {_id: id}"
-NO_SECONDARIES = "secondary read preference: the spec suite's replica set has one member (with three, error-labels-blockConnection's retried commit waits for majority and outruns its 100 ms socket timeout on a loaded machine); tests/replset covers secondaries"
 PYMONGO_PARTIAL_RESULT = "not the emulator: pymongo 4.20 sets partial_result when an ordered client bulk write's first op fails (nErrors < ops sent)"
-ON_PRIMARY_TXN_WRITE = "onPrimaryTransactionalWrite closes the connection on both attempts: pymongo raises AutoReconnect with no partial result, the test expects a BulkWriteError result (unverified against a real server)"
+ON_PRIMARY_TXN_WRITE = "onPrimaryTransactionalWrite closes the connection on both attempts, as the server's failpoint does (closeConnection defaults to true in transaction_participant.cpp, before failBeforeCommitExceptionCode is thrown): pymongo raises AutoReconnect with no partial result where the test expects a BulkWriteError result"
 MAPREDUCE = "no JavaScript engine (a deployment with security.javascriptEnabled: false): the map function fails with 31246"
 
 _BY_CAUSE: dict[str, list[str]] = {
@@ -57,14 +56,6 @@ _BY_CAUSE: dict[str, list[str]] = {
         "sharded/retryable-reads/gridfs-download.json/Download fails on second attempt",
         "sharded/retryable-reads/gridfs-download.json/Download succeeds on first attempt",
         "sharded/retryable-reads/gridfs-download.json/Download succeeds on second attempt",
-    ],
-    NO_SECONDARIES: [  # 6
-        "replset/transactions/read-pref.json/secondary readPreference",
-        "replset/transactions/run-command.json/run command fails with explicit secondary read preference",
-        "replset/transactions/run-command.json/run command fails with secondary read preference from transaction options",
-        "replset/transactions/transaction-options.json/readPreference inherited from client",
-        "replset/transactions/transaction-options.json/readPreference inherited from defaultTransactionOptions",
-        "replset/transactions/transaction-options.json/startTransaction overrides readPreference",
     ],
     PYMONGO_PARTIAL_RESULT: [  # 4
         "replset/crud/client-bulkWrite-partialResults.json/partialResult is unset when first operation fails during an ordered bulk write (summary)",

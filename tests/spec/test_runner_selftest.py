@@ -10,6 +10,7 @@ from pymongo.errors import (AutoReconnect, BulkWriteError, ClientBulkWriteExcept
 from pymongo.operations import InsertOne, ReplaceOne, UpdateMany
 from pymongo.results import BulkWriteResult, ClientBulkWriteResult, InsertManyResult, InsertOneResult, UpdateResult
 
+from tests.spec.conftest import needs_secondaries
 from tests.spec.entities import ClientConfig, EntityMap, create_client, read_preference, with_hosts, write_concern
 from tests.spec.errors import MissingFeature, RequirementsNotMet, UnsupportedByRunner
 from tests.spec.events import EventRecorder, ObservedEvent, check_events
@@ -498,3 +499,13 @@ def test_object_ids_and_binary_compare_by_value_and_subtype():
     ok({"_id": oid}, {"_id": oid})
     ok({"b": Binary(b"\x01", 0)}, {"b": b"\x01"})
     bad({"b": Binary(b"\x01", 4)}, {"b": b"\x01"})
+
+
+def test_needs_secondaries_finds_a_read_preference_that_selects_a_secondary():
+    op = {"name": "find", "object": "c", "arguments": {"filter": {}}}
+    with_rp = {"operations": [{**op, "arguments": {"readPreference": {"mode": "secondary"}}}]}
+    assert needs_secondaries({}, with_rp)
+    assert needs_secondaries({"createEntities": [{"client": {"uriOptions": {"readPreference": "nearest"}}}]},
+                             {"operations": [op]})
+    assert not needs_secondaries({}, {"operations": [{**op, "arguments": {"readPreference": {"mode": "primary"}}}]})
+    assert not needs_secondaries({"createEntities": [{"client": {"id": "c0"}}]}, {"operations": [op]})

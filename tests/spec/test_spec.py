@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.spec.conftest import DATA, KIND_SEPARATOR, REQUIREMENT_PREFIX, SHARED, TOPOLOGIES, needs_auth, spec_root
+from tests.spec.conftest import (DATA, KIND_SEPARATOR, REQUIREMENT_PREFIX, SHARED, TOPOLOGIES, needs_auth,
+                                 needs_secondaries, spec_root)
 from tests.spec.errors import RequirementsNotMet, SkippedByFile
 from tests.spec.known_failures import KNOWN_FAILURES
 from tests.spec.runner import load_spec_file, spec_files
@@ -70,7 +71,13 @@ def test_spec(topology: str, file: str, index: int, request) -> None:
     request.node.user_properties.append(("spec_topology", topology))
     spec = FILES[file]
     test = spec["tests"][index]
-    runner = request.getfixturevalue(f"{topology}_auth_runner" if needs_auth(spec, test) else f"{topology}_runner")
+    if needs_auth(spec, test):
+        fixture = f"{topology}_auth_runner"
+    elif topology == "replset" and needs_secondaries(spec, test):
+        fixture = "replset_secondaries_runner"
+    else:
+        fixture = f"{topology}_runner"
+    runner = request.getfixturevalue(fixture)
     try:
         runner.run_test(spec, test)
     except RequirementsNotMet as exc:

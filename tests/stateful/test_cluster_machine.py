@@ -116,6 +116,8 @@ class ClusterMachine(RuleBasedStateMachine):
         shards = sorted(self.core.router.shards)
         await c.admin({"enableSharding": "db", "primaryShard": shards[0]})
         await c.admin({"shardCollection": "db.c", "key": {"k": 1}})
+        await c.command("db", {"createIndexes": "c", "indexes": [{"key": {"$**": 1}, "name": "wildcard",
+                                                                  "wildcardProjection": {"k": 1}}]})
         for i in (1, 2):
             await c.admin({"split": "db.c", "middle": {"k": 100 * i}})
             await c.admin({"moveChunk": "db.c", "find": {"k": 100 * i}, "to": shards[i % len(shards)]})
@@ -413,6 +415,25 @@ class ClusterMachine(RuleBasedStateMachine):
         want = sorted(((k, i) for i, k in self.docs.items() if lo <= k < lo + span), reverse=desc)
         assert sorted((d["k"], d["_id"]) for d in docs) == sorted(want)
         assert [d["k"] for d in docs] == [k for k, _i in want]
+
+    @rule(lo=st.integers(0, 399), span=st.integers(1, 250), other=st.integers(0, 399))
+    def wildcard_and_or_read(self, lo: int, span: int, other: int) -> None:
+        """The wildcard index {$**: 1} (projected on k) and a rooted $or planned branch by branch see the
+        same documents as the model, whatever wrote them: every write path keeps wildcard keys too."""
+        rng = {"k": {"$gte": lo, "$lt": lo + span}}
+
+        async def read():
+            by_wildcard = await self.client.find("db", "c", rng, hint={"$**": 1})
+            by_or = await self.client.find("db", "c", {"$or": [rng, {"k": other}]})
+            return by_wildcard, by_or
+
+        try:
+            by_wildcard, by_or = self.portal.call(read)
+        except CommandError:
+            return  # an injected fault
+        assert sorted(d["_id"] for d in by_wildcard) == sorted(i for i, k in self.docs.items() if lo <= k < lo + span)
+        assert sorted(d["_id"] for d in by_or) == sorted(i for i, k in self.docs.items()
+                                                         if lo <= k < lo + span or k == other)
 
     # -- faults ---------------------------------------------------------------------------
     @rule(shard=st.sampled_from(["shard00", "shard01", "shard02"]), seconds=st.sampled_from([0.0, 0.2, 1.5]))

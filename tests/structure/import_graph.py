@@ -5,9 +5,11 @@ the packages mongosim.router, mongosim.shardsim and mongosim.oplog (pyproject's
 package-dir).  An edge A -> B means A imports B when it runs, wherever the
 import statement stands (module level or inside a function: a function-level
 import only postpones a cycle); imports under `if TYPE_CHECKING:` are not
-edges.  A package's `__init__` may re-export its submodules (the parent
-package a submodule implicitly runs first is not an edge; a submodule that
-imports a name from its own package `__init__` is).
+edges.  A package's `__init__` may re-export its submodules.  Importing a
+module also runs the `__init__` of every package it is in that the importer is
+not inside (`import a.b.c` from outside `a.b` runs `a/b/__init__` first): an
+edge to that package (a submodule that imports a name from its own package
+`__init__` is one too).
 """
 
 from __future__ import annotations
@@ -47,8 +49,16 @@ def imports_of(name: str, path: Path, mods: dict[str, Path]) -> set[str]:
     def target(dotted: str) -> None:
         while dotted and dotted not in mods:
             dotted = dotted.rpartition(".")[0]
-        if dotted:
-            found.add(dotted)
+        if not dotted:
+            return
+        found.add(dotted)
+        # Importing a module first runs the `__init__` of each package it is in that the importer is
+        # not already inside: that is an edge too (a cycle through it fails at import time).
+        enclosing = dotted.rpartition(".")[0]
+        while enclosing and not (package == enclosing or package.startswith(enclosing + ".")):
+            if enclosing in mods:
+                found.add(enclosing)
+            enclosing = enclosing.rpartition(".")[0]
 
     def walk(node: ast.AST) -> None:
         for child in ast.iter_child_nodes(node):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+from functools import reduce
 
 import bson
 import crc32c
@@ -12,7 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pymongo.message import _op_msg, _OpMsg
 
+from mongosim.oplog.errors import MongoError
 from mongosim.router import wire
+from mongosim.router.wire import messages
 from mongosim.router.wire.messages import CHECKSUM_PRESENT, MORE_TO_COME
 
 # -- strategies ---------------------------------------------------------------------------
@@ -160,3 +163,29 @@ def test_unknown_and_legacy_opcodes():
         (m,) = frames(struct.pack("<iiii", 16 + len(body), 1, 0, op) + body)
         assert isinstance(m, wire.UnsupportedRequest)
         assert m.close_after == close
+
+
+def _sequence_outcome(parse, data: bytes):
+    try:
+        docs = parse(memoryview(data), 0, len(data))
+    except MongoError as err:
+        return ("error", err.code, str(err))
+    return ("ok", list(docs), docs.raws)
+
+
+deep = st.integers(150, 220).map(lambda d: {"_id": 1, "pad": "x" * 1500,
+                                             "a": reduce(lambda v, _: {"a": v}, range(d), 1)})
+
+
+@given(docs=st.lists(st.one_of(st.dictionaries(keys, values, max_size=5), deep), min_size=1, max_size=8),
+       flips=st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 255)), max_size=3))
+@settings(max_examples=300, deadline=None)
+def test_a_document_sequence_parses_as_when_checked_document_by_document(docs, flips):
+    """The sequence decoded in one call and sliced by offsets gives the documents, bytes and errors
+    (in order) of the document-by-document walk, for valid and corrupted sections alike."""
+    data = bytearray(b"".join(bson.encode(d) for d in docs))
+    for at, value in flips:
+        data[at % len(data)] = value
+    data = bytes(data)
+    assert (_sequence_outcome(messages._document_sequence, data)
+            == _sequence_outcome(messages._checked_sequence, data))

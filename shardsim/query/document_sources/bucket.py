@@ -16,24 +16,15 @@ from typing import Any, Callable, Iterable, Iterator
 
 from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.query.collation import compare_for
-from mongosim.shardsim.query.expressions import compile_expression
 from mongosim.shardsim.query.fmt import bson_str
 from mongosim.shardsim.query.pipeline_context import PipelineContext
 from mongosim.shardsim.query.stage_registry import register
 from mongosim.shardsim.query.stages import compile_group
 from mongosim.shardsim.query.values import MISSING, canonical_rank, type_name
-from mongosim.shardsim.query.variables import is_constant_expression
+from mongosim.shardsim.query.variables import constant_value
 from mongosim.shardsim.query.sorting import sort_key_fn
 
-__all__ = ["parse_bucket", "constant_value"]
-
-
-def constant_value(expr: Any) -> Any:
-    """The value of an expression the server's optimizer folds to a constant; MISSING if it is not one
-    (it reads the document or a variable)."""
-    if not is_constant_expression(expr):
-        return MISSING
-    return compile_expression(expr)({})
+__all__ = ["parse_bucket"]
 
 
 @register("$bucket")

@@ -4,7 +4,9 @@
   parsePipelineFromBSON: TypeMismatch otherwise);
 - `field_path(value)`: a path argument (`as`, `localField`, `depthField`, ...) is a valid
   FieldPath — not empty (40352), no empty component (15998), no component starting
-  with `$` (16410) — returned split into its components.
+  with `$` (16410) — returned split into its components;
+- `idl_fields(struct, spec, allowed, required)`: a specification read as the server's IDL
+  parser reads a struct: an unknown field is 40415, a missing required one 40414.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 
 from mongosim.oplog.errors import MongoError
 
-__all__ = ["pipeline_array", "field_path"]
+__all__ = ["pipeline_array", "field_path", "idl_fields"]
 
 
 def pipeline_array(value: Any) -> list[dict]:
@@ -35,3 +37,12 @@ def field_path(value: str) -> tuple[str, ...]:
         if p.startswith("$"):
             raise MongoError(16410, "FieldPath field names may not start with '$'. Consider using $getField or $setField.")
     return parts
+
+
+def idl_fields(struct: str, spec: dict, allowed: tuple[str, ...], required: tuple[str, ...] = ()) -> None:
+    for k in spec:
+        if k not in allowed:
+            raise MongoError("IDLUnknownField", f"BSON field '{struct}.{k}' is an unknown field.")
+    for k in required:
+        if k not in spec:
+            raise MongoError("IDLFailedToParse", f"BSON field '{struct}.{k}' is missing but a required field")
