@@ -26,7 +26,7 @@ from typing import Any
 import trio
 from bson import Int64, Timestamp
 from mongosim.oplog.clock import key_ts, ts_key
-from mongosim.oplog.errors import MongoError
+from mongosim.oplog.errors import MongoError, in_category
 from mongosim.router import authn, handshake
 from mongosim.router.commands import ROUTER_COMMANDS
 from mongosim.router.commands_admin import answer_hello
@@ -66,6 +66,13 @@ def _member_of(target: Node | Member, set_name: str, address: str) -> Member:
         rs.add_member(target, address)
         rs.initiate()
     return target.member
+
+
+def _is_not_primary_error(reply: dict) -> bool:
+    """The reply fails with a NotPrimaryError-category code, or its writeConcernError does."""
+    wce = reply.get("writeConcernError")
+    return ((reply.get("ok") == 0 and in_category(reply.get("code"), "NotPrimaryError"))
+            or (isinstance(wce, dict) and in_category(wce.get("code"), "NotPrimaryError")))
 
 
 def _secondary_ok(cmd: dict) -> bool:
@@ -219,6 +226,12 @@ class ReplSetFrontend:
         op_key = reply.pop("_opTimeKey", 0) or self.node.clock.key
         if not attach_write_concern_error(reply, conn) and cmd:
             label_write_concern_error(reply, next(iter(cmd)), cmd)
+        if _is_not_primary_error(reply):
+            # a member's NotPrimary errors carry its topologyVersion after the labels (the
+            # server's appendErrorLabelsAndTopologyVersion): a driver then ignores a hello
+            # older than the error instead of taking the member for primary again
+            m = self.member
+            reply["topologyVersion"] = {"processId": m.process_id, "counter": Int64(m.topology_counter)}
         reply["operationTime"] = key_ts(op_key)
         reply["$clusterTime"] = handshake.cluster_time_doc(self.node.clock.now())
         return reply

@@ -89,6 +89,32 @@ async def test_reads_on_a_secondary(rs3, autojump_clock):
     assert (reply["code"], reply["codeName"], reply["errmsg"]) == (10107, "NotWritablePrimary", "not primary")
 
 
+async def test_not_primary_errors_carry_the_members_topology_version(rs3, autojump_clock):
+    """A member appends its topologyVersion to a NotPrimaryError reply, after the labels
+    (appendErrorLabelsAndTopologyVersion), so a driver ignores an older hello that still called
+    it primary; other errors carry none."""
+    core, c = rs3
+    rs = core.replica_sets["shard00"]
+    sec = member_client(core, rs.members[1])
+    hello = await sec.command("admin", {"hello": 1})
+    reply = await sec.command("db", {"insert": "c", "documents": [{"_id": 1}]}, check=False)
+    assert reply["topologyVersion"] == hello["topologyVersion"]
+    assert list(reply)[:5] == ["ok", "errmsg", "code", "codeName", "topologyVersion"]
+    reply = await sec.command("admin", {"replSetStepDown": 1}, check=False)
+    assert reply["codeName"] == "NotWritablePrimary" and reply["topologyVersion"] == hello["topologyVersion"]
+    await c.command("admin", {"replSetStepDown": 10})
+    await settle(rs, 0.01)
+    later = await sec.command("admin", {"hello": 1})
+    assert later["topologyVersion"]["counter"] > hello["topologyVersion"]["counter"]
+    old = member_client(core, rs.members[0])
+    reply = await old.command("db", {"insert": "c", "documents": [{"_id": 1}], "lsid": {"id": Binary(os.urandom(16), 4)},
+                                     "txnNumber": Int64(1)}, check=False)
+    assert reply["codeName"] == "NotWritablePrimary" and list(reply).index("errorLabels") < list(reply).index(
+        "topologyVersion")
+    bad = await old.command("db", secondary_read({"find": "c", "filter": {"$bad": 1}}), check=False)
+    assert bad["codeName"] == "BadValue" and "topologyVersion" not in bad
+
+
 @settings(max_examples=25)
 @given(ops=st.lists(st.tuples(st.sampled_from(["insert", "update", "replace", "delete", "index", "txn"]),
                               st.integers(0, 9), st.integers(-5, 5)), min_size=1, max_size=30),
