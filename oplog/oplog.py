@@ -270,6 +270,11 @@ class Oplog:
         while self.visible_end <= pos:
             await self._lot.park()
 
+    async def wait_for_change(self) -> None:
+        """Park once: until an entry is appended (committed or not: a secondary's fetcher reads past
+        the commit point) or `wake_readers` is called."""
+        await self._lot.park()
+
     def wake_readers(self) -> None:
         """Wake every reader parked on this oplog so it looks again (its node changed state: a
         restart, a rollback, an initial sync, a new replication source)."""

@@ -102,11 +102,11 @@ async def run_member_replication(rs: "ReplicaSet", m: "Member") -> None:
             await trio.lowlevel.checkpoint()
             continue
         src = m.sync_source
-        lot = src.node.oplog._lot if src is not None else m.wakeup
-        seen = src.node.oplog.end if src is not None else -1
-        with trio.move_on_at(deadline):
-            if src is None or src.node.oplog.end == seen:
-                await lot.park()
+        with trio.move_on_at(deadline):  # (until the source appends, the set changes, or the deadline)
+            if src is None:
+                await m.wakeup.park()
+            else:
+                await src.node.oplog.wait_for_change()
 
 
 def start_replication(rs: "ReplicaSet", m: "Member") -> None:
