@@ -25,7 +25,7 @@ same over the root table of `root_collation`:
   characters, `[import]` applies another tailoring's rules first, the attributes
   (`[caseFirst upper]`, `[backwards 2]`, `[alternate shifted]`, `[normalization on]`) are
   kept in `settings` (the collator factory takes each locale's defaults from `locales`);
-  `[reorder]` (script reordering) and `[optimize]` are kept and not applied.
+  `[reorder]` moves whole scripts first (`script_reordering`); `[optimize]` is dropped.
 
 The table maps strings in a copy-on-write overlay of pyuca's trie: the root's nodes are
 shared, the tailored strings' paths are copies.  Hand-written: no pure-Python library
@@ -51,6 +51,7 @@ from mongosim.shardsim.query.collation.root_collation import (
     CollationTable,
     root,
 )
+from mongosim.shardsim.query.collation.script_reordering import reordering
 from mongosim.shardsim.query.collation.tailoring_rules import IDENTICAL, Relation, Reset, Setting, parse
 from mongosim.shardsim.query.collation.tailorings import rules_of
 
@@ -73,16 +74,20 @@ class _Node:
 class _Slot(list):
     """The weights inserted right after (or, with [before], right before) one root weight, in order."""
 
-    def __init__(self, base: int, before: bool, room: int) -> None:
+    def __init__(self, anchor: int, level: int, before: bool) -> None:
         super().__init__()
-        self.base, self.before, self.room = base, before, room
+        self.anchor, self.level, self.before = anchor, level, before
 
-    def weights(self) -> Iterable[tuple[_Node, int]]:
-        if len(self) >= self.room:
-            raise ValueError("too many weights tailored next to one root weight")
+    def weights(self, reorder: dict[int, int]) -> Iterable[tuple[_Node, int]]:
+        if self.level == 1:
+            base, room = reorder.get(self.anchor, self.anchor) << PRIMARY_SHIFT, 1 << (PRIMARY_SHIFT - 1)
+        else:
+            base, room = self.anchor << LOWER_SHIFT, _MAX_LOWER
         n = len(self)
+        if n >= room:
+            raise ValueError("too many weights tailored next to one root weight")
         for i, node in enumerate(self):
-            yield node, (self.base - (n - i) if self.before else self.base + i + 1)
+            yield node, (base - (n - i) if self.before else base + i + 1)
 
 
 def _nfd(s: str) -> str:
@@ -106,8 +111,10 @@ class TailoredCollation(CollationTable):
         uca.table = trie
         self._uca = uca
         self._apply(rules)
-        self._finish()
-        super().__init__(uca, base._remap, base.space_top, base.punct_top)
+        reorder = reordering(_root_singles(), _root_primaries(), base.elements("a")[0][0] >> PRIMARY_SHIFT,
+                             self.settings.get("reorder", ()))
+        self._finish(reorder)
+        super().__init__(uca, {**base._remap, **reorder}, base.space_top, base.punct_top)
 
     # -- the trie --------------------------------------------------------------------------------
 
@@ -148,10 +155,10 @@ class TailoredCollation(CollationTable):
 
     # -- inserting weights ------------------------------------------------------------------------
 
-    def _slot(self, key: tuple, base: int, before: bool, room: int) -> _Slot:
+    def _slot(self, key: tuple, anchor: int, level: int, before: bool) -> _Slot:
         slot = self._slots.get(key)
         if slot is None:
-            slot = self._slots[key] = _Slot(base, before, room)
+            slot = self._slots[key] = _Slot(anchor, level, before)
         return slot
 
     def _insert(self, ce: tuple, level: int, before: bool) -> tuple:
@@ -164,13 +171,7 @@ class TailoredCollation(CollationTable):
             i = slot.index(anchor)
             slot.insert(i if before else i + 1, node)
         else:
-            if level == 1:
-                key, shift, room = (p,), PRIMARY_SHIFT, 1 << (PRIMARY_SHIFT - 1)
-            elif level == 2:
-                key, shift, room = (p, s), LOWER_SHIFT, _MAX_LOWER
-            else:
-                key, shift, room = (p, s, t), LOWER_SHIFT, _MAX_LOWER
-            slot = self._slot((level, before) + key, anchor << shift, before, room)
+            slot = self._slot((level, before, p, s, t)[:2 + level], anchor, level, before)
             node = _Node(slot)
             if before:
                 slot.append(node)
@@ -259,15 +260,17 @@ class TailoredCollation(CollationTable):
             out.append((p, s, t, case))
         return out
 
-    def _finish(self) -> None:
+    def _finish(self, reorder: dict[int, int]) -> None:
         """Every inserted weight gets its value; every tailored mapping its final elements."""
         value: dict[int, int] = {}
         for slot in self._slots.values():
-            for node, w in slot.weights():
+            for node, w in slot.weights(reorder):
                 value[id(node)] = w
 
         def final(w, shift: int) -> int:
-            return value[id(w)] if isinstance(w, _Node) else w << shift
+            if isinstance(w, _Node):
+                return value[id(w)]
+            return (reorder.get(w, w) if shift == PRIMARY_SHIFT else w) << shift
 
         for node in self._mapped.values():
             node.value = tuple((final(p, PRIMARY_SHIFT), final(s, LOWER_SHIFT), final(t, LOWER_SHIFT), case)
@@ -278,11 +281,33 @@ def _single_elements(base: CollationTable):
     return (node.value for node in base.uca.table.root.children.values() if node.value)
 
 
-def _import_target(spec: str) -> tuple[str, str]:
-    """`de-u-co-phonebk` -> ("de", "phonebook"); `und-u-co-search` -> ("root", "search")."""
+@functools.lru_cache(maxsize=1)
+def _root_singles() -> tuple[tuple[str, int], ...]:
+    """(character, its first primary) for the root's single characters with a primary."""
+    remap = root()._remap
+    return tuple((chr(cp), remap.get(node.value[0][0], node.value[0][0]))
+                 for cp, node in root().uca.table.root.children.items() if node.value and node.value[0][0])
+
+
+@functools.lru_cache(maxsize=1)
+def _root_primaries() -> frozenset[int]:
+    """Every primary of the root table (contractions and expansions included)."""
+    out: set[int] = set()
+    stack = [root().uca.table.root]
+    while stack:
+        node = stack.pop()
+        if node.value:
+            out.update(ce[0] for ce in node.value)
+        if node.children:
+            stack.extend(node.children.values())
+    return frozenset(out)
+
+
+def _import_target(spec: str) -> tuple[str, str | None]:
+    """`de-u-co-phonebk` -> ("de", "phonebook"); `und-u-co-search` -> ("root", "search"); `es` -> ("es", None)."""
     locale, _, collation = spec.partition("-u-co-")
     locale = locale.replace("-", "_")
-    return ("root" if locale == "und" else locale), _ALIASES.get(collation, collation or "standard")
+    return ("root" if locale == "und" else locale), (_ALIASES.get(collation, collation) if collation else None)
 
 
 _ALIASES = {"phonebk": "phonebook", "trad": "traditional", "dict": "dictionary", "gb2312": "gb2312han",

@@ -44,6 +44,56 @@ _DATA: dict[str, dict[str, str]] = {
             "&ᄐ=ᇀ&ᄑ=ᇁ&ᄒ=ᇂ&ᅡᅵ=ᅢ&ᅣᅵ=ᅤ&ᅥᅵ=ᅦ&ᅧᅵ=ᅨ&ᅩᅡ=ᅪ&ᅩᅡᅵ=ᅫ&ᅩᅵ=ᅬ&ᅮᅴ=ᅯ&ᅮᅴᅵ=ᅰ&ᅮᅵ=ᅱ"
         ),
     },
+    "az": {
+        "standard": ("[reorder Latn Cyrl]&C<ç<<<Ç&G<ğ<<<Ğ&[before 1]i<ı<<<I&i<<<İ&O<ö<<<Ö&S<ş<<<Ş&U<ü<<<Ü"
+                     "&K<q<<<Q&E<ə<<<Ə&H<x<<<X&Z<w<<<W"),
+        "search": "[import und-u-co-search][import az-u-co-standard][reorder others]",
+    },
+    "be": {"standard": "[reorder Cyrl]&Е<ё<<<Ё&у<ў<<<Ў"},
+    "bg": {"standard": "[reorder Cyrl]"},
+    "bs": {"standard": "[import hr]", "search": "[import hr-u-co-search]"},
+    "bs_Cyrl": {"standard": "[import sr]"},
+    "ca": {"search": "[import und-u-co-search]&L<ŀ=l·<<<Ŀ=L·"},
+    "de_AT": {"phonebook": "&a<ä<<<Ä&o<ö<<<Ö&u<ü<<<Ü&ss<ß<<<ẞ"},
+    "et": {"standard": "&[before 1]T<š<<<Š<z<<<Z<ž<<<Ž&[before 1]X<õ<<<Õ<ä<<<Ä<ö<<<Ö<ü<<<Ü"},
+    "fo": {
+        "standard": (_NORDIC_COMMON +
+                     "&[before 1]ǀ<æ<<<Æ<<ä<<<Ä<<ę<<<Ę<ø<<<Ø<<ö<<<Ö<<ő<<<Ő<<œ<<<Œ<å<<<Å<<<aa<<<Aa<<<AA"),
+        "search": "[import und-u-co-search][import fo-u-co-standard]",
+    },
+    "gl": {"standard": "[import es]", "search": "[import es-u-co-search]"},
+    "hr": {
+        "standard": ("[reorder Latn Cyrl]&C<č<<<Č<ć<<<Ć&D<dž<<<ǆ<<<Dž<<<ǅ<<<DŽ<<<Ǆ<đ<<<Đ"
+                     "&L<lj<<<ǉ<<<Lj<<<ǈ<<<LJ<<<Ǉ&N<nj<<<ǌ<<<Nj<<<ǋ<<<NJ<<<Ǌ&S<š<<<Š&Z<ž<<<Ž"),
+        "search": "[import und-u-co-search][import hr-u-co-standard][reorder others]",
+    },
+    "hu": {
+        "standard": ("&C<cs<<<Cs<<<CS&D<dz<<<Dz<<<DZ&DZ<dzs<<<Dzs<<<DZS&G<gy<<<Gy<<<GY&L<ly<<<Ly<<<LY"
+                     "&N<ny<<<Ny<<<NY&S<sz<<<Sz<<<SZ&T<ty<<<Ty<<<TY&Z<zs<<<Zs<<<ZS&O<ö<<<Ö<<ő<<<Ő&U<ü<<<Ü<<ű<<<Ű"
+                     "&cs<<<ccs/cs&Cs<<<Ccs/cs&CS<<<CCS/CS&dz<<<ddz/dz&Dz<<<Ddz/dz&DZ<<<DDZ/DZ"
+                     "&dzs<<<ddzs/dzs&Dzs<<<Ddzs/dzs&DZS<<<DDZS/DZS&gy<<<ggy/gy&Gy<<<Ggy/gy&GY<<<GGY/GY"
+                     "&ly<<<lly/ly&Ly<<<Lly/ly&LY<<<LLY/LY&ny<<<nny/ny&Ny<<<Nny/ny&NY<<<NNY/NY"
+                     "&sz<<<ssz/sz&Sz<<<Ssz/sz&SZ<<<SSZ/SZ&ty<<<tty/ty&Ty<<<Tty/ty&TY<<<TTY/TY"
+                     "&zs<<<zzs/zs&Zs<<<Zzs/zs&ZS<<<ZZS/ZS"),
+    },
+    "is": {
+        "standard": ("&[before 1]b<á<<<Á&d<<đ<<<Đ<ð<<<Ð&[before 1]f<é<<<É&[before 1]j<í<<<Í&[before 1]p<ó<<<Ó"
+                     "&[before 1]v<ú<<<Ú&[before 1]z<ý<<<Ý&[before 1]ǀ<æ<<<Æ<<ä<<<Ä<ö<<<Ö<<ø<<<Ø<å<<<Å"),
+        "search": "[import und-u-co-search][import is-u-co-standard]",
+    },
+    "kl": {
+        "standard": ("&D<<đ<<<Đ<<ð<<<Ð&Q<<ĸ<<<K''&t<<<þ/h&T<<<Þ/H&Y<<ü<<<Ü<<ű<<<Ű"
+                     "&[before 1]ǀ<æ<<<Æ<<ä<<<Ä<<ę<<<Ę<ø<<<Ø<<ö<<<Ö<<ő<<<Ő<<œ<<<Œ<å<<<Å"),
+        "search": "[import und-u-co-search][import kl-u-co-standard]",
+    },
+    "lt": {
+        "standard": ("&\u0300=\u0307\u0300&\u0301=\u0307\u0301&\u0303=\u0307\u0303&A<<ą<<<Ą&C<č<<<Č"
+                     "&E<<ę<<<Ę<<ė<<<Ė&I<<į<<<Į<<y<<<Y&S<š<<<Š&U<<ų<<<Ų<<ū<<<Ū&Z<ž<<<Ž"),
+    },
+    "lv": {
+        "standard": ("&[before 1]D<č<<<Č&[before 1]H<ģ<<<Ģ&I<<y<<<Y&[before 1]L<ķ<<<Ķ&[before 1]M<ļ<<<Ļ"
+                     "&[before 1]O<ņ<<<Ņ&[before 1]S<ŗ<<<Ŗ&[before 1]T<š<<<Š&[before 1]Ʒ<ž<<<Ž"),
+    },
     "cs": {
         "standard": "&C<č<<<Č&H<ch<<<cH<<<Ch<<<CH&R<ř<<<Ř&S<š<<<Š&Z<ž<<<Ž",
         "search": ("[import und-u-co-search]"
@@ -80,6 +130,30 @@ _DATA: dict[str, dict[str, str]] = {
                      "&[before 1]ǀ<æ<<<Æ<<ä<<<Ä<<ę<<<Ę<ø<<<Ø<<ö<<<Ö<<ő<<<Ő<<œ<<<Œ<å<<<Å<<aa<<<Aa<<<AA"),
         "search": "[import und-u-co-search][import nb-u-co-standard]",
     },
+    "nn": {"standard": "[import nb-u-co-standard]", "search": "[import nb-u-co-search]"},
+    "pl": {"standard": "&A<ą<<<Ą&C<ć<<<Ć&E<ę<<<Ę&L<ł<<<Ł&N<ń<<<Ń&O<ó<<<Ó&S<ś<<<Ś&Z<ź<<<Ź<ż<<<Ż"},
+    "ro": {"standard": "&A<ă<<<Ă<â<<<Â&I<î<<<Î&S<ş=ș<<<Ş=Ș&T<ţ=ț<<<Ţ=Ț"},
+    "ru": {"standard": "[reorder Cyrl]"},
+    "se": {
+        "standard": ("&[before 1]b<á<<<Á&[before 1]d<č<<<Č<ʒ<<<Ʒ<ǯ<<<Ǯ&[before 1]e<đ<<<Đ<<ð<<<Ð"
+                     "&[before 1]h<ǧ<<<Ǧ<ǥ<<<Ǥ&[before 1]l<ǩ<<<Ǩ&[before 1]o<ŋ<<<Ŋ<<ń<<<Ń<<ñ<<<Ñ&[before 1]t<š<<<Š"
+                     "&[before 1]u<ŧ<<<Ŧ<<þ<<<Þ&y<<ü<<<Ü<<ű<<<Ű&[before 1]ǀ<ž<<<Ž<ø<<<Ø<<œ<<<Œ<æ<<<Æ<å<<<Å<<ȧ<<<Ȧ"
+                     "<ä<<<Ä<<ã<<<Ã<ö<<<Ö<<ő<<<Ő<<õ<<<Õ<<ô<<<Ô<<ǫ<<<Ǫ"),
+        "search": "[import und-u-co-search][import se-u-co-standard]",
+    },
+    "sk": {
+        "standard": "&A<ä<<<Ä&C<č<<<Č&H<ch<<<cH<<<Ch<<<CH&O<ô<<<Ô&R<ř<<<Ř&S<š<<<Š&Z<ž<<<Ž",
+        "search": ("[import und-u-co-search]&A<á<<<Á<ä<<<Ä&C<č<<<Č&D<ď<<<Ď&E<é<<<É<ě<<<Ě&I<í<<<Í&L<ĺ<<<Ĺ<ľ<<<Ľ"
+                   "&N<ň<<<Ň&O<ó<<<Ó<ô<<<Ô&R<ŕ<<<Ŕ<ř<<<Ř&S<š<<<Š&T<ť<<<Ť&U<ú<<<Ú<ů<<<Ů&Y<ý<<<Ý&Z<ž<<<Ž"),
+    },
+    "sl": {"standard": "&C<č<<<Č<ć<<<Ć&D<đ<<<Đ&S<š<<<Š&Z<ž<<<Ž"},
+    "smn": {
+        "standard": "&A<â<<<Â<<à<<<À&C<č<<<Č&D<đ<<<Đ&Ŋ<<ñ<<<Ñ<<ń<<<Ń&S<š<<<Š&Z<ž<<<Ž<æ<<<Æ<ø<<<Ø<å<<<Å<ã<<<Ã"
+                    "<ä<<<Ä<á<<<Á<ö<<<Ö",
+        "search": "[import und-u-co-search][import smn-u-co-standard]",
+    },
+    "sr": {"standard": "[reorder Cyrl][suppressContractions [Ии]]"},
+    "sr_Latn": {"standard": "[import hr]", "search": "[import hr-u-co-search]"},
     "sv": {
         "default": "reformed",
         "reformed": (_NORDIC_COMMON +
@@ -91,6 +165,15 @@ _DATA: dict[str, dict[str, str]] = {
     "tr": {
         "standard": "&C<ç<<<Ç&G<ğ<<<Ğ&[before 1]i<ı<<<I&i<<<İ&O<ö<<<Ö&S<ş<<<Ş&U<ü<<<Ü",
         "search": "[import und-u-co-search][import tr-u-co-standard]",
+    },
+    "uk": {"standard": "[reorder Cyrl]&Г<ґ<<<Ґ&ꙇ<ї<<<\uA676<<<Ї"},
+    "vi": {
+        "standard": ("[normalization on]&\u0300<<\u0309<<\u0303<<\u0301<<\u0323&a<ă<<<Ă<â<<<Â&d<đ<<<Đ&e<ê<<<Ê"
+                     "&o<ô<<<Ô<ơ<<<Ơ&u<ư<<<Ư"),
+        "traditional": ("[normalization on]&\u0300<<\u0309<<\u0303<<\u0301<<\u0323&a<ă<<<Ă<â<<<Â&C<ch<<<Ch<<<CH"
+                        "&d<đ<<<Đ&e<ê<<<Ê&G<gh<<<Gh<<<GH<gi<<<Gi<<<GI&K<kh<<<Kh<<<KH"
+                        "&N<nh<<<Nh<<<NH<ng<<<Ng<<<NG<ngh<<<Ngh<<<NGh<<<NGH&o<ô<<<Ô<ơ<<<Ơ&P<ph<<<Ph<<<PH"
+                        "&Q<qu<<<Qu<<<QU&T<th<<<Th<<<TH<tr<<<Tr<<<TR&u<ư<<<Ư"),
     },
 }
 
