@@ -187,9 +187,13 @@ class TailoredCollation(CollationTable):
         """The element of a special reset position."""
         if name in ("first tertiary ignorable", "last tertiary ignorable"):
             return [(0, 0, 0, LOWER)]
-        if name == "last primary ignorable":
-            top = max(ce[0][1] for ce in _single_elements(self._root) if ce and ce[0][0] == 0 and ce[0][1])
+        if name == "last primary ignorable":  # the greatest secondary of an element without a primary
+            top = max(ce[0][1] for ce in _single_elements(self._root) if ce[0][0] == 0 and ce[0][1])
             return [(0, top, _COMMON_TERTIARY, LOWER)]
+        if name == "last secondary ignorable":  # the greatest tertiary of an element with only a tertiary
+            top = max((ce[0][2] for ce in _single_elements(self._root) if ce[0][0] == ce[0][1] == 0 and ce[0][2]),
+                      default=_COMMON_TERTIARY)
+            return [(0, 0, top, UPPER)]
         raise ValueError(f"reset position [{name}] is not supported")
 
     # -- the rules --------------------------------------------------------------------------------

@@ -44,6 +44,19 @@ _DATA: dict[str, dict[str, str]] = {
             "&ᄐ=ᇀ&ᄑ=ᇁ&ᄒ=ᇂ&ᅡᅵ=ᅢ&ᅣᅵ=ᅤ&ᅥᅵ=ᅦ&ᅧᅵ=ᅨ&ᅩᅡ=ᅪ&ᅩᅡᅵ=ᅫ&ᅩᅵ=ᅬ&ᅮᅴ=ᅯ&ᅮᅴᅵ=ᅰ&ᅮᅵ=ᅱ"
         ),
     },
+    "af": {"standard": "&N<<<ŉ"},
+    "ar": {
+        # the rules up to the diacritics; the equalities of the presentation forms and ligatures that
+        # follow them in CLDR (`&ب=ﺏ=ﺐ=ﺑ=ﺒ`, ...) are not transcribed (see the README's limits)
+        "standard": ("[reorder Arab]&[before 2]ت<<ة&[before 2]ي<<ی<<ى&ء<<أ<<ؤ<<إ<<ئ<<ىٕ<<ا&ءا<<آ"
+                     "&[last secondary ignorable]<<<\u064B<<<\u08F0<<<\u08E7<<<\u064C<<<\u08F1"
+                     "<<<\u08E8<<<\u064D<<<\u08F2<<<\u08E9<<<\u064E<<<\u08E4<<<\u08F4<<<\u08F5"
+                     "<<<\u064F<<<\u08E5<<<\u08FE<<<\u0650<<<\u08E6<<<\u08F6<<<\u0651<<<\u0652"
+                     "<<<\u0653<<<\u06DF<<<\u06E1<<<\u065F<<<\u0656<<<\u0657<<<\u0658<<<\u08FF"
+                     "<<<\u0659<<<\u065A<<<\u065B<<<\u065C<<<\u065D<<<\u065E<<<\u08F7<<<\u08F8"
+                     "<<<\u08FD<<<\u08FB<<<\u08FC<<<\u08F9<<<\u08FA<<<\u0670"),
+        "compat": "[reorder Arab]&ت<<ة<<<ﺔ<<<ﺓ&ي<<ى<<<ﯨ<<<ﯩ<<<ﻰ<<<ﻯ<<<ﲐ<<<ﱝ",
+    },
     "az": {
         "standard": ("[reorder Latn Cyrl]&C<ç<<<Ç&G<ğ<<<Ğ&[before 1]i<ı<<<I&i<<<İ&O<ö<<<Ö&S<ş<<<Ş&U<ü<<<Ü"
                      "&K<q<<<Q&E<ə<<<Ə&H<x<<<X&Z<w<<<W"),
@@ -56,17 +69,26 @@ _DATA: dict[str, dict[str, str]] = {
     "ca": {"search": "[import und-u-co-search]&L<ŀ=l·<<<Ŀ=L·"},
     "de_AT": {"phonebook": "&a<ä<<<Ä&o<ö<<<Ö&u<ü<<<Ü&ss<ß<<<ẞ"},
     "et": {"standard": "&[before 1]T<š<<<Š<z<<<Z<ž<<<Ž&[before 1]X<õ<<<Õ<ä<<<Ä<ö<<<Ö<ü<<<Ü"},
+    "fil": {"standard": "&N<ñ<<<Ñ<ng<<<Ng<<<NG"},
     "fo": {
         "standard": (_NORDIC_COMMON +
                      "&[before 1]ǀ<æ<<<Æ<<ä<<<Ä<<ę<<<Ę<ø<<<Ø<<ö<<<Ö<<ő<<<Ő<<œ<<<Œ<å<<<Å<<<aa<<<Aa<<<AA"),
         "search": "[import und-u-co-search][import fo-u-co-standard]",
     },
+    "fr_CA": {"standard": "[backwards 2]"},
     "gl": {"standard": "[import es]", "search": "[import es-u-co-search]"},
+    "ha": {"standard": "&B<ɓ<<<Ɓ&D<ɗ<<<Ɗ&K<ƙ<<<Ƙ&S<sh<<<Sh<<<SH&T<ts<<<Ts<<<TS&Y<ƴ<<<ʼy<<<''y<<<Ƴ<<<ʼY<<<''Y"},
+    "haw": {"standard": "&a<e<<<E<i<<<I<o<<<O<u<<<U&w<ʻ"},
+    "he": {
+        "standard": "[normalization on][reorder Hebr]&[before 2]''<<׳&[before 2]'\u0022'<<״",
+        "search": "[import und-u-co-search]&׳<<''&״<<'\u0022'",
+    },
     "hr": {
         "standard": ("[reorder Latn Cyrl]&C<č<<<Č<ć<<<Ć&D<dž<<<ǆ<<<Dž<<<ǅ<<<DŽ<<<Ǆ<đ<<<Đ"
                      "&L<lj<<<ǉ<<<Lj<<<ǈ<<<LJ<<<Ǉ&N<nj<<<ǌ<<<Nj<<<ǋ<<<NJ<<<Ǌ&S<š<<<Š&Z<ž<<<Ž"),
         "search": "[import und-u-co-search][import hr-u-co-standard][reorder others]",
     },
+    "hsb": {"standard": "&C<č<<<Č<ć<<<Ć&E<ě<<<Ě&H<ch<<<cH<<<Ch<<<CH&[before 1] L<ł<<<Ł&R<ř<<<Ř&S<š<<<Š&Z<ž<<<Ž<ź<<<Ź"},
     "hu": {
         "standard": ("&C<cs<<<Cs<<<CS&D<dz<<<Dz<<<DZ&DZ<dzs<<<Dzs<<<DZS&G<gy<<<Gy<<<GY&L<ly<<<Ly<<<LY"
                      "&N<ny<<<Ny<<<NY&S<sz<<<Sz<<<SZ&T<ty<<<Ty<<<TY&Z<zs<<<Zs<<<ZS&O<ö<<<Ö<<ő<<<Ő&U<ü<<<Ü<<ű<<<Ű"
@@ -76,15 +98,30 @@ _DATA: dict[str, dict[str, str]] = {
                      "&sz<<<ssz/sz&Sz<<<Ssz/sz&SZ<<<SSZ/SZ&ty<<<tty/ty&Ty<<<Tty/ty&TY<<<TTY/TY"
                      "&zs<<<zzs/zs&Zs<<<Zzs/zs&ZS<<<ZZS/ZS"),
     },
+    "hy": {"standard": "[reorder Armn]&ք<և<<<Եւ"},
+    "ig": {"standard": ("[normalization on]&B<ch<<<Ch<<<CH&G<gb<<<Gb<<<GB<gh<<<Gh<<<GH<gw<<<Gw<<<GW&I<ị<<<Ị"
+                         "&K<kp<<<Kp<<<KP<kw<<<Kw<<<KW&N<ṅ<<<Ṅ<nw<<<Nw<<<NW<ny<<<Ny<<<NY&O<ọ<<<Ọ&S<sh<<<Sh<<<SH&U<ụ<<<Ụ")},
     "is": {
         "standard": ("&[before 1]b<á<<<Á&d<<đ<<<Đ<ð<<<Ð&[before 1]f<é<<<É&[before 1]j<í<<<Í&[before 1]p<ó<<<Ó"
                      "&[before 1]v<ú<<<Ú&[before 1]z<ý<<<Ý&[before 1]ǀ<æ<<<Æ<<ä<<<Ä<ö<<<Ö<<ø<<<Ø<å<<<Å"),
         "search": "[import und-u-co-search][import is-u-co-standard]",
     },
+    "ka": {"standard": "[reorder Geor]"},
+    "kk": {"standard": "[reorder Cyrl]&Е<ё<<<Ё&Ұ<ү<<<Ү&[before 1]ь<і<<<І"},
     "kl": {
         "standard": ("&D<<đ<<<Đ<<ð<<<Ð&Q<<ĸ<<<K''&t<<<þ/h&T<<<Þ/H&Y<<ü<<<Ü<<ű<<<Ű"
                      "&[before 1]ǀ<æ<<<Æ<<ä<<<Ä<<ę<<<Ę<ø<<<Ø<<ö<<<Ö<<ő<<<Ő<<œ<<<Œ<å<<<Å"),
         "search": "[import und-u-co-search][import kl-u-co-standard]",
+    },
+    "ky": {"standard": "[reorder Cyrl]&е<ё<<<Ё"},
+    "lkt": {"standard": "&C<č<<<Č&G<ǧ<<<Ǧ&H<ȟ<<<Ȟ&S<š<<<Š&Z<ž<<<Ž"},
+    "ln": {
+        "standard": "&E<ɛ<<<Ɛ&O<<ɔ<<<Ɔ",
+        "phonetic": ("&E<ɛ<<<Ɛ&O<<ɔ<<<Ɔ&G<gb<<<gB<<<Gb<<<GB&K<kp<<<kP<<<Kp<<<KP"
+                     "&M<mb<<<mB<<<Mb<<<MB<mf<<<mF<<<Mf<<<MF<mp<<<mP<<<Mp<<<MP<mv<<<mV<<<Mv<<<MV"
+                     "&N<nd<<<nD<<<Nd<<<ND<ng<<<nG<<<Ng<<<NG<ngb<<<ngB<<<nGb<<<nGB<<<Ngb<<<NgB<<<NGB<nk"
+                     "<<<nK<<<Nk<<<NK<ns<<<nS<<<Ns<<<NS<nt<<<nT<<<Nt<<<NT<ny<<<nY<<<Ny<<<NY<nz<<<nZ<<<Nz"
+                     "<<<NZ&S<sh<<<sH<<<Sh<<<SH&T<ts<<<tS<<<Ts<<<TS"),
     },
     "lt": {
         "standard": ("&\u0300=\u0307\u0300&\u0301=\u0307\u0301&\u0303=\u0307\u0303&A<<ą<<<Ą&C<č<<<Č"
@@ -100,6 +137,8 @@ _DATA: dict[str, dict[str, str]] = {
                    "&A<á<<<Á&C<č<<<Č&D<ď<<<Ď&E<é<<<É<ě<<<Ě&I<í<<<Í&N<ň<<<Ň&O<ó<<<Ó&R<ř<<<Ř&S<š<<<Š"
                    "&T<ť<<<Ť&U<ú<<<Ú<ů<<<Ů&Y<ý<<<Ý&Z<ž<<<Ž"),
     },
+    "cy": {"standard": "&C<ch<<<Ch<<<CH&D<dd<<<Dd<<<DD&F<ff<<<Ff<<<FF&G<ng<<<Ng<<<NG&L<ll<<<Ll<<<LL&P<ph<<<Ph<<<PH"
+                         "&R<rh<<<Rh<<<RH&T<th<<<Th<<<TH"},
     "da": {
         "standard": ("[caseFirst upper]" + _NORDIC_COMMON +
                      "&[before 1]ǀ<æ<<<Æ<<ä<<<Ä<ø<<<Ø<<ö<<<Ö<<ő<<<Ő<<œ<<<Œ<å<<<Å<<<aa<<<Aa<<<AA"),
@@ -109,10 +148,16 @@ _DATA: dict[str, dict[str, str]] = {
         "phonebook": "&AE<<ä<<<Ä&OE<<ö<<<Ö&UE<<ü<<<Ü",
         "search": "[import und-u-co-search][import de-u-co-phonebk]",
     },
+    "dsb": {"standard": "&C<č<<<Č<ć<<<Ć&E<ě<<<Ě&H<ch<<<cH<<<Ch<<<CH&[before 1] L<ł<<<Ł&N<ń<<<Ń&R<ŕ<<<Ŕ&S<š<<<Š<ś<<<Ś"
+                          "&Z<ž<<<Ž<ź<<<Ź"},
+    "ee": {"standard": ("&\u030C<<\u0302&D<dz<<<Dz<<<DZ<ɖ<<<Ɖ&E<ɛ<<<Ɛ&F<ƒ<<<Ƒ&G<gb<<<Gb<<<GB<ɣ<<<Ɣ&H<x<<<X"
+                         "&K<kp<<<Kp<<<KP&N<ny<<<Ny<<<NY<ŋ<<<Ŋ&O<ɔ<<<Ɔ&T<ts<<<Ts<<<TS&V<ʋ<<<Ʋ")},
+    "el": {"standard": "[normalization on][reorder Grek]"},
     "en_US_POSIX": {
         "standard": "&A<*'\u0020'-'/'<*0-'@'<*ABCDEFGHIJKLMNOPQRSTUVWXYZ<*'['-'`'<*abcdefghijklmnopqrstuvwxyz"
                     "<*'{'-'\u007F'",
     },
+    "eo": {"standard": "&C<ĉ<<<Ĉ&G<ĝ<<<Ĝ&H<ĥ<<<Ĥ&J<ĵ<<<Ĵ&S<ŝ<<<Ŝ&U<ŭ<<<Ŭ"},
     "es": {
         "standard": "&N<ñ<<<Ñ",
         "search": "[import und-u-co-search]&N<ñ<<<Ñ",
@@ -125,12 +170,17 @@ _DATA: dict[str, dict[str, str]] = {
         "traditional": ("&D<<ð<<<Ð<<đ<<<Đ&N<<ŋ<<<Ŋ&T<<þ/h<<<Þ/h&V<<w<<<W&Y<<ü<<<Ü<<ű<<<Ű"
                         "&[before 1]ǀ<å<<<Å<ä<<<Ä<<æ<<<Æ<ö<<<Ö<<ø<<<Ø<<ő<<<Ő<<õ<<<Õ<<œ<<<Œ"),
     },
+    "mk": {"standard": "[reorder Cyrl][suppressContractions [Ии]]&ԃ<ѓ<<<Ѓ&ћ<ќ<<<Ќ"},
+    "mn": {"standard": "[reorder Cyrl Mong]"},
+    "mt": {"standard": ("[caseFirst upper]&[before 1]c<ċ<<<Ċ&[before 1]g<ġ<<<Ġ&[before 1]h<għ<<<gĦ<<<Għ<<<GĦ"
+                         "&[before 1]i<ħ<<<Ħ&[before 1]z<ż<<<Ż")},
     "nb": {
         "standard": (_NORDIC_COMMON +
                      "&[before 1]ǀ<æ<<<Æ<<ä<<<Ä<<ę<<<Ę<ø<<<Ø<<ö<<<Ö<<ő<<<Ő<<œ<<<Œ<å<<<Å<<aa<<<Aa<<<AA"),
         "search": "[import und-u-co-search][import nb-u-co-standard]",
     },
     "nn": {"standard": "[import nb-u-co-standard]", "search": "[import nb-u-co-search]"},
+    "om": {"standard": "&Z<ch<<<Ch<<<CH<dh<<<Dh<<<DH<kh<<<Kh<<<KH<ny<<<Ny<<<NY<ph<<<Ph<<<PH<sh<<<Sh"},
     "pl": {"standard": "&A<ą<<<Ą&C<ć<<<Ć&E<ę<<<Ę&L<ł<<<Ł&N<ń<<<Ń&O<ó<<<Ó&S<ś<<<Ś&Z<ź<<<Ź<ż<<<Ż"},
     "ro": {"standard": "&A<ă<<<Ă<â<<<Â&I<î<<<Î&S<ş=ș<<<Ş=Ș&T<ţ=ț<<<Ţ=Ț"},
     "ru": {"standard": "[reorder Cyrl]"},
@@ -152,6 +202,10 @@ _DATA: dict[str, dict[str, str]] = {
                     "<ä<<<Ä<á<<<Á<ö<<<Ö",
         "search": "[import und-u-co-search][import smn-u-co-standard]",
     },
+    "sq": {"standard": ("&[before 1]D<ç<<<Ç&[before 1]E<dh<<<Dh<<<DH&[before 1]F<ë<<<Ë&[before 1]H<gj<<<Gj<<<GJ"
+                         "&[before 1]M<ll<<<Ll<<<LL&[before 1]O<nj<<<Nj<<<NJ&[before 1]S<rr<<<Rr<<<RR"
+                         "&[before 1]T<sh<<<Sh<<<SH&[before 1]U<th<<<Th<<<TH&[before 1]Y<xh<<<Xh<<<XH"
+                         "&[before 1]Ʒ<zh<<<Zh<<<ZH")},
     "sr": {"standard": "[reorder Cyrl][suppressContractions [Ии]]"},
     "sr_Latn": {"standard": "[import hr]", "search": "[import hr-u-co-search]"},
     "sv": {
@@ -162,6 +216,8 @@ _DATA: dict[str, dict[str, str]] = {
         "standard": ("&D<<đ<<<Đ<<ð<<<Ð&t<<<þ/h&T<<<Þ/H&v<<<V<<w<<<W&Y<<ü<<<Ü<<ű<<<Ű"
                      "&[before 1]ǀ<å<<<Å<ä<<<Ä<<æ<<<Æ<<ę<<<Ę<ö<<<Ö<<ø<<<Ø<<ő<<<Ő<<œ<<<Œ<<ô<<<Ô"),
     },
+    "to": {"standard": "&n<ng<<<Ng<<<NG<<<ŋ<<<Ŋ&z<ʻ<<<ʽ&a<<á<<<Á<<ā<<<Ā&e<<é<<<É<<ē<<<Ē&i<<í<<<Í<<ī<<<Ī&o<<ó<<<Ó<<ō<<<Ō"
+                         "&u<<ú<<<Ú<<ū<<<Ū"},
     "tr": {
         "standard": "&C<ç<<<Ç&G<ğ<<<Ğ&[before 1]i<ı<<<I&i<<<İ&O<ö<<<Ö&S<ş<<<Ş&U<ü<<<Ü",
         "search": "[import und-u-co-search][import tr-u-co-standard]",
@@ -175,6 +231,7 @@ _DATA: dict[str, dict[str, str]] = {
                         "&N<nh<<<Nh<<<NH<ng<<<Ng<<<NG<ngh<<<Ngh<<<NGh<<<NGH&o<ô<<<Ô<ơ<<<Ơ&P<ph<<<Ph<<<PH"
                         "&Q<qu<<<Qu<<<QU&T<th<<<Th<<<TH<tr<<<Tr<<<TR&u<ư<<<Ư"),
     },
+    "yo": {"standard": "[normalization on]&E<ẹ<<<Ẹ&G<gb<<<Gb<<<GB&O<ọ<<<Ọ&S<ṣ<<<Ṣ"},
 }
 
 TAILORED_LOCALES = frozenset(_DATA) - {"root"}
