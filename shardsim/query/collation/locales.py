@@ -31,7 +31,7 @@ sv@collation=search ta te th bo to tr tr@collation=search uk hsb ur ug vi vi@col
 yi@collation=search yo zu
 """.split())
 
-_CASE_FIRST_UPPER = frozenset({"da", "da@collation=search", "mt"})
+_CASE_FIRST_UPPER = frozenset({"da", "mt"})  # (da@collation=search turns it off again: `[caseFirst off]`)
 _BACKWARDS = frozenset({"fr_CA"})
 _SHIFTED = frozenset({"th"})
 _NORMALIZATION = frozenset({"as", "bn", "bn@collation=traditional", "my", "vi", "vi@collation=traditional"})
