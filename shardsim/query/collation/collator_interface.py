@@ -5,13 +5,14 @@ collation's order and whose equality is the collation's equality, so one key ser
 sorting, for equality, as a dict key (`$group`, `distinct`, unique indexes) and in index
 keys (the server's index keys hold exactly these keys in place of the strings).
 
-The key is built level by level from the root collation's elements (UTS #10 §7 and
-ICU's CollationKeys), each weight 16 bits big-endian, levels joined by 0x0000:
+The key is built level by level from the elements of the locale's table (the root
+collation with the locale's CLDR tailoring, `tailored_collation.table_for`; UTS #10 §7 and
+ICU's CollationKeys), each weight 32 bits big-endian, levels joined by 0x00000000:
 
 1. primary weights (base letters);
 2. secondary weights (accents), reversed when `backwards` (French);
    the case level (`caseLevel`): one case weight per primary element, lowercase first
-   unless `caseFirst: "upper"`;
+   unless `caseFirst: "upper"` (ICU's case bits: upper, mixed — a tailored "Ch" — and lower);
 3. tertiary weights (case and variants); with `caseLevel` the case is taken out of them,
    with `caseFirst` upper/lower the case weighs first (ICU's case bits above the tertiary);
 4. quaternary (only with `alternate: "shifted"`): the primaries of the variable characters

@@ -6,7 +6,8 @@ carries), whose root collation is CLDR's: the Default Unicode Collation Element 
 elements come from `pyuca` (a maintained, pure-Python UCA that carries the DUCET files;
 `Collator_8_0_0` is the table of ICU 57's Unicode version): for a string in NFD it
 yields the `[primary, secondary, tertiary]` weights, contractions and implicit weights
-(CJK, unassigned) included.
+(CJK, unassigned) included.  `elements` gives them as `(primary, secondary, tertiary, case)`,
+the weights shifted left to leave room for a tailoring's (`tailored_collation`).
 
 Hand-written on top, because pyuca offers the plain UCA only:
 
