@@ -73,7 +73,6 @@ _DATA: dict[str, dict[str, str]] = {
     "fo": {
         "standard": (_NORDIC_COMMON +
                      "&[before 1]ǀ<æ<<<Æ<<ä<<<Ä<<ę<<<Ę<ø<<<Ø<<ö<<<Ö<<ő<<<Ő<<œ<<<Œ<å<<<Å<<<aa<<<Aa<<<AA"),
-        "search": "[import und-u-co-search][import fo-u-co-standard]",
     },
     "fr_CA": {"standard": "[backwards 2]"},
     "gl": {"standard": "[import es]", "search": "[import es-u-co-search]"},
@@ -104,14 +103,12 @@ _DATA: dict[str, dict[str, str]] = {
     "is": {
         "standard": ("&[before 1]b<á<<<Á&d<<đ<<<Đ<ð<<<Ð&[before 1]f<é<<<É&[before 1]j<í<<<Í&[before 1]p<ó<<<Ó"
                      "&[before 1]v<ú<<<Ú&[before 1]z<ý<<<Ý&[before 1]ǀ<æ<<<Æ<<ä<<<Ä<ö<<<Ö<<ø<<<Ø<å<<<Å"),
-        "search": "[import und-u-co-search][import is-u-co-standard]",
     },
     "ka": {"standard": "[reorder Geor]"},
     "kk": {"standard": "[reorder Cyrl]&Е<ё<<<Ё&Ұ<ү<<<Ү&[before 1]ь<і<<<І"},
     "kl": {
         "standard": ("&D<<đ<<<Đ<<ð<<<Ð&Q<<ĸ<<<K''&t<<<þ/h&T<<<Þ/H&Y<<ü<<<Ü<<ű<<<Ű"
                      "&[before 1]ǀ<æ<<<Æ<<ä<<<Ä<<ę<<<Ę<ø<<<Ø<<ö<<<Ö<<ő<<<Ő<<œ<<<Œ<å<<<Å"),
-        "search": "[import und-u-co-search][import kl-u-co-standard]",
     },
     "ky": {"standard": "[reorder Cyrl]&е<ё<<<Ё"},
     "lkt": {"standard": "&C<č<<<Č&G<ǧ<<<Ǧ&H<ȟ<<<Ȟ&S<š<<<Š&Z<ž<<<Ž"},
@@ -177,7 +174,6 @@ _DATA: dict[str, dict[str, str]] = {
     "nb": {
         "standard": (_NORDIC_COMMON +
                      "&[before 1]ǀ<æ<<<Æ<<ä<<<Ä<<ę<<<Ę<ø<<<Ø<<ö<<<Ö<<ő<<<Ő<<œ<<<Œ<å<<<Å<<aa<<<Aa<<<AA"),
-        "search": "[import und-u-co-search][import nb-u-co-standard]",
     },
     "nn": {"standard": "[import nb-u-co-standard]", "search": "[import nb-u-co-search]"},
     "om": {"standard": "&Z<ch<<<Ch<<<CH<dh<<<Dh<<<DH<kh<<<Kh<<<KH<ny<<<Ny<<<NY<ph<<<Ph<<<PH<sh<<<Sh"},
@@ -189,7 +185,6 @@ _DATA: dict[str, dict[str, str]] = {
                      "&[before 1]h<ǧ<<<Ǧ<ǥ<<<Ǥ&[before 1]l<ǩ<<<Ǩ&[before 1]o<ŋ<<<Ŋ<<ń<<<Ń<<ñ<<<Ñ&[before 1]t<š<<<Š"
                      "&[before 1]u<ŧ<<<Ŧ<<þ<<<Þ&y<<ü<<<Ü<<ű<<<Ű&[before 1]ǀ<ž<<<Ž<ø<<<Ø<<œ<<<Œ<æ<<<Æ<å<<<Å<<ȧ<<<Ȧ"
                      "<ä<<<Ä<<ã<<<Ã<ö<<<Ö<<ő<<<Ő<<õ<<<Õ<<ô<<<Ô<<ǫ<<<Ǫ"),
-        "search": "[import und-u-co-search][import se-u-co-standard]",
     },
     "sk": {
         "standard": "&A<ä<<<Ä&C<č<<<Č&H<ch<<<cH<<<Ch<<<CH&O<ô<<<Ô&R<ř<<<Ř&S<š<<<Š&Z<ž<<<Ž",
@@ -200,7 +195,6 @@ _DATA: dict[str, dict[str, str]] = {
     "smn": {
         "standard": "&A<â<<<Â<<à<<<À&C<č<<<Č&D<đ<<<Đ&Ŋ<<ñ<<<Ñ<<ń<<<Ń&S<š<<<Š&Z<ž<<<Ž<æ<<<Æ<ø<<<Ø<å<<<Å<ã<<<Ã"
                     "<ä<<<Ä<á<<<Á<ö<<<Ö",
-        "search": "[import und-u-co-search][import smn-u-co-standard]",
     },
     "sq": {"standard": ("&[before 1]D<ç<<<Ç&[before 1]E<dh<<<Dh<<<DH&[before 1]F<ë<<<Ë&[before 1]H<gj<<<Gj<<<GJ"
                          "&[before 1]M<ll<<<Ll<<<LL&[before 1]O<nj<<<Nj<<<NJ&[before 1]S<rr<<<Rr<<<RR"
@@ -212,7 +206,6 @@ _DATA: dict[str, dict[str, str]] = {
         "default": "reformed",
         "reformed": (_NORDIC_COMMON +
                      "&[before 1]ǀ<å<<<Å<ä<<<Ä<<æ<<<Æ<<ę<<<Ę<ö<<<Ö<<ø<<<Ø<<ő<<<Ő<<œ<<<Œ<<ô<<<Ô"),
-        "search": "[import und-u-co-search][import sv-u-co-standard]",
         "standard": ("&D<<đ<<<Đ<<ð<<<Ð&t<<<þ/h&T<<<Þ/H&v<<<V<<w<<<W&Y<<ü<<<Ü<<ű<<<Ű"
                      "&[before 1]ǀ<å<<<Å<ä<<<Ä<<æ<<<Æ<<ę<<<Ę<ö<<<Ö<<ø<<<Ø<<ő<<<Ő<<œ<<<Œ<<ô<<<Ô"),
     },
@@ -220,7 +213,6 @@ _DATA: dict[str, dict[str, str]] = {
                          "&u<<ú<<<Ú<<ū<<<Ū"},
     "tr": {
         "standard": "&C<ç<<<Ç&G<ğ<<<Ğ&[before 1]i<ı<<<I&i<<<İ&O<ö<<<Ö&S<ş<<<Ş&U<ü<<<Ü",
-        "search": "[import und-u-co-search][import tr-u-co-standard]",
     },
     "uk": {"standard": "[reorder Cyrl]&Г<ґ<<<Ґ&ꙇ<ї<<<\uA676<<<Ї"},
     "vi": {
@@ -233,6 +225,10 @@ _DATA: dict[str, dict[str, str]] = {
     },
     "yo": {"standard": "[normalization on]&E<ẹ<<<Ẹ&G<gb<<<Gb<<<GB&O<ọ<<<Ọ&S<ṣ<<<Ṣ"},
 }
+
+# locales whose search collation is the root's search rules followed by their standard rules
+for _locale in ("fo", "is", "kl", "nb", "se", "smn", "sv", "tr"):
+    _DATA[_locale]["search"] = f"[import und-u-co-search][import {_locale}-u-co-standard]"
 
 TAILORED_LOCALES = frozenset(_DATA) - {"root"}
 
