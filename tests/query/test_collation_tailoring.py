@@ -61,6 +61,7 @@ def test_parser_reads_resets_relations_and_settings():
 
 def test_parser_sets_and_errors():
     assert parse_set("[Ии]") == {"И", "и"}
+    assert parse("&\u00A0<<\u200C") == [Reset("\u00A0"), Relation(2, "\u200C")]  # a no-break space is no space
     assert parse_set("[a-c x \\u0300]") == {"a", "b", "c", "x", "\u0300"}
     for bad in ("<a", "&a<", "[bogus 1]", "&a ~ b"):
         with pytest.raises(RuleSyntaxError):
@@ -120,6 +121,9 @@ def test_locales_without_rules_of_their_own_take_their_parents_or_the_roots():
     ("el", ["ω", "a"]),
     ("mt", ["b", "Ċ", "ċ", "c", "g", "għ", "h", "ħ", "i"]),
     ("cy", ["c", "ch", "d", "dd", "e", "g", "ng", "h"]),
+    ("ur", ["ا", "آ", "ب", "بھ", "پ"]),
+    ("fa", ["آ", "ا", "ء", "ب"]),
+    ("yi", ["ב", "בֿ", "ג", "כּ", "כ"]),
 ])
 def test_tailored_orders(locale, words):
     assert _order(locale, words[::-1]) == words

@@ -13,7 +13,7 @@ A rule string is a sequence of:
   (`p|x`, "x after p") and an optional expansion (`x/e`, "x sorts as the position
   followed by e"); `<*abc` and `<*a-z` are lists of one relation per character.
 
-Strings follow ICU: white space separates tokens and is otherwise ignored, ASCII
+Strings follow ICU: white space (Pattern_White_Space: not U+00A0) separates tokens and is otherwise ignored, ASCII
 punctuation and symbols are syntax and must be quoted (`'-'`, `''` for an apostrophe)
 or escaped (`\\-`), `\\uXXXX` / `\\UXXXXXXXX` / `\\x{...}` escapes a code point.
 
@@ -54,6 +54,9 @@ class RuleSyntaxError(ValueError):
     pass
 
 
+_WHITE_SPACE = frozenset("\t\n\v\f\r \x85\u200e\u200f\u2028\u2029")  # Pattern_White_Space: not U+00A0
+
+
 def _is_syntax(c: str) -> bool:
     o = ord(c)
     return 0x21 <= o <= 0x7E and (o <= 0x2F or 0x3A <= o <= 0x40 or 0x5B <= o <= 0x60 or 0x7B <= o)
@@ -71,7 +74,7 @@ class _Reader:
         s = self.s
         while self.i < len(s):
             c = s[self.i]
-            if c.isspace():
+            if c in _WHITE_SPACE:
                 self.i += 1
             elif c == "#":  # a comment to the end of the line
                 while self.i < len(s) and s[self.i] not in "\n\r":
@@ -123,7 +126,7 @@ class _Reader:
             elif c == "\\":
                 self.i += 1
                 out.append(self.escape())
-            elif c.isspace() or _is_syntax(c):
+            elif c in _WHITE_SPACE or _is_syntax(c):
                 break
             else:
                 out.append(c)

@@ -160,6 +160,9 @@ _DATA: dict[str, dict[str, str]] = {
         "search": "[import und-u-co-search]&N<ñ<<<Ñ",
         "traditional": "&N<ñ<<<Ñ&C<ch<<<Ch<<<CH&l<ll<<<Ll<<<LL",
     },
+    "fa": {"standard": ("[normalization on][reorder Arab]&\u064E<<\u0650<<\u064F<<\u064B<<\u064D<<\u064C&[before 1]ا<آ"
+                         "&ا<<ٱ<ء<<أ<<ٲ<<إ<<ٳ<<ؤ<<ی\u0654<<<ى\u0654<<<ئ&ک<<*ڪګكڬڭڮ&ۏ<ه<<ە<<ہ<<ة<<ۃ<<ۀ<<ھ"
+                         "&ی<<*ىےيېۑۍێ")},
     "fi": {
         "standard": ("&D\u0335<<đ<<<Đ&G\u0335<<ǥ<<<Ǥ&N\u0335<<ŋ<<<Ŋ&T\u0335<<ŧ<<<Ŧ&Y<<ü<<<Ü&Z\u0335<<ʒ<<<Ʒ"
                      "&[before 1]ǀ<å<<<Å<ä<<<Ä<<æ<<<Æ<ö<<<Ö<<ø<<<Ø"),
@@ -178,6 +181,10 @@ _DATA: dict[str, dict[str, str]] = {
     "nn": {"standard": "[import nb-u-co-standard]", "search": "[import nb-u-co-search]"},
     "om": {"standard": "&Z<ch<<<Ch<<<CH<dh<<<Dh<<<DH<kh<<<Kh<<<KH<ny<<<Ny<<<NY<ph<<<Ph<<<PH<sh<<<Sh"},
     "pl": {"standard": "&A<ą<<<Ą&C<ć<<<Ć&E<ę<<<Ę&L<ł<<<Ł&N<ń<<<Ń&O<ó<<<Ó&S<ś<<<Ś&Z<ź<<<Ź<ż<<<Ż"},
+    "ps": {"standard": ("[normalization on][reorder Arab]&\u064E<<\u0650<<\u064F<<\u064B<<\u064D<<\u064C&[before 1]ا<آ"
+                         "&ا<<أ<<ٲ<<ٱ<<إ<<ٳ<ء&ت<ټ<<ٹ&ج<ځ<<ح\u0654&چ<څ&د<ډ<<ڈ&ر<ړ<<ڑ&ژ<ږ&ک<<*ڪك&ګ<<گ&ڼ<<ڻ"
+                         "&و<<ؤ<<ۇ<<ۉ&ه<<<ۀ<<<ه\u0654<<*ەہھةۃ&ی<<*ىےيېۍ<<ی\u0654<<<ى\u0654<<<ئ"
+                         "&\u00A0<<\u200C<<\u200D")},
     "ro": {"standard": "&A<ă<<<Ă<â<<<Â&I<î<<<Î&S<ş=ș<<<Ş=Ș&T<ţ=ț<<<Ţ=Ț"},
     "ru": {"standard": "[reorder Cyrl]"},
     "se": {
@@ -215,6 +222,10 @@ _DATA: dict[str, dict[str, str]] = {
         "standard": "&C<ç<<<Ç&G<ğ<<<Ğ&[before 1]i<ı<<<I&i<<<İ&O<ö<<<Ö&S<ş<<<Ş&U<ü<<<Ü",
     },
     "uk": {"standard": "[reorder Cyrl]&Г<ґ<<<Ґ&ꙇ<ї<<<\uA676<<<Ї"},
+    "ur": {"standard": ("[reorder Arab]&ا<<أ<آ<ب<بھ<پ<پھ<ت<تھ<ٹ<ٹھ<ث<ج<جھ<چ<چھ<ح<خ<د<دھ<ڈ<ڈھ<ذ<ر<رھ<ڑ<ڑھ<ز<ژ<س<ش<ص<ض<ط<ظ"
+                         "<ع<غ<ف<ق<ک<کھ<گ<گھ<ل<لھ<م<مھ<ن<نھ<ں<ںھ<و<<ؤ<وھ<ہ<<ۂ<ھ<ۃ<ء<ی<<ئ<یھ<ے<<ۓ"
+                         "&\u0652<<\u064E<<\u0650<<\u064F<<\u0670<<\u0656<<\u0657<<\u064B<<\u064D<<\u064C<<\u0654"
+                         "<<\u0651<<\u0658<<\u0653&[last tertiary ignorable]<<<\u0610<<<\u0611<<<\u0613<<<\u0612<<<\u0614")},
     "vi": {
         "standard": ("[normalization on]&\u0300<<\u0309<<\u0303<<\u0301<<\u0323&a<ă<<<Ă<â<<<Â&d<đ<<<Đ&e<ê<<<Ê"
                      "&o<ô<<<Ô<ơ<<<Ơ&u<ư<<<Ư"),
@@ -222,6 +233,13 @@ _DATA: dict[str, dict[str, str]] = {
                         "&d<đ<<<Đ&e<ê<<<Ê&G<gh<<<Gh<<<GH<gi<<<Gi<<<GI&K<kh<<<Kh<<<KH"
                         "&N<nh<<<Nh<<<NH<ng<<<Ng<<<NG<ngh<<<Ngh<<<NGh<<<NGH&o<ô<<<Ô<ơ<<<Ơ&P<ph<<<Ph<<<PH"
                         "&Q<qu<<<Qu<<<QU&T<th<<<Th<<<TH<tr<<<Tr<<<TR&u<ư<<<Ư"),
+    },
+    "yi": {
+        "standard": ("[normalization on][reorder Hebr]&[before 2]''<<׳&[before 2]'\u0022'<<״&\u05D1<\u05D1\u05BF"
+                     "&\u05D5<<\u05D5\u05BC<<\u05D5\u05D5<<\u05D5\u05D9&\u05D9<<\u05D9\u05B4<<\u05D9\u05D9<<\u05F2\u05B7"
+                     "&[before 1]\u05DB<\u05DB\u05BC&[before 1]\u05E4<\u05E4\u05BC&\u05E4\u05BF<<<\u05E3"
+                     "&\u05E9<\u05E9\u05C2&[before 1]\u05EA<\u05EA\u05BC"),
+        "search": "[import und-u-co-search]&׳<<''&״<<'\u0022'",
     },
     "yo": {"standard": "[normalization on]&E<ẹ<<<Ẹ&G<gb<<<Gb<<<GB&O<ọ<<<Ọ&S<ṣ<<<Ṣ"},
 }
