@@ -13,9 +13,9 @@ A rule string is a sequence of:
   (`p|x`, "x after p") and an optional expansion (`x/e`, "x sorts as the position
   followed by e"); `<*abc` and `<*a-z` are lists of one relation per character.
 
-Strings follow ICU: white space (Pattern_White_Space: not U+00A0) separates tokens and is otherwise ignored, ASCII
-punctuation and symbols are syntax and must be quoted (`'-'`, `''` for an apostrophe)
-or escaped (`\\-`), `\\uXXXX` / `\\UXXXXXXXX` / `\\x{...}` escapes a code point.
+Strings follow ICU: white space (Pattern_White_Space: not U+00A0) separates tokens
+and is otherwise ignored, ASCII punctuation and symbols are syntax and must be quoted
+(`'-'`, `''` for an apostrophe) or escaped (`\\-`), `\\uXXXX` / `\\UXXXXXXXX` / `\\x{...}` escapes a code point.
 
 `parse(rules)` returns the instructions as `Setting`, `Reset` and `Relation` tuples, in
 order.  Hand-written: no installable pure-Python library parses ICU's rule syntax (PyICU
