@@ -84,8 +84,7 @@ def test_the_attributes_the_rules_set_are_the_locales_defaults(locale):
     defaults = locale_defaults(locale)
     assert defaults["caseFirst"] == settings.get("caseFirst", "off")
     assert defaults["backwards"] == (settings.get("backwards") == 2)
-    if locale != "th":  # (th's rules are not transcribed: see the README)
-        assert defaults["alternate"] == settings.get("alternate", "non-ignorable")
+    assert defaults["alternate"] == settings.get("alternate", "non-ignorable")
 
 
 def test_locales_without_rules_of_their_own_take_their_parents_or_the_roots():
@@ -124,6 +123,9 @@ def test_locales_without_rules_of_their_own_take_their_parents_or_the_roots():
     ("ur", ["ا", "آ", "ب", "بھ", "پ"]),
     ("fa", ["آ", "ا", "ء", "ب"]),
     ("yi", ["ב", "בֿ", "ג", "כּ", "כ"]),
+    ("ug", ["ا", "ە", "ب"]),
+    ("th", ["\u0E44", "\u0E3A"]),
+    ("hi", ["\u0950", "\u0902", "\u0901", "\u0903", "क", "a"]),
 ])
 def test_tailored_orders(locale, words):
     assert _order(locale, words[::-1]) == words

@@ -82,6 +82,7 @@ _DATA: dict[str, dict[str, str]] = {
         "standard": "[normalization on][reorder Hebr]&[before 2]''<<׳&[before 2]'\u0022'<<״",
         "search": "[import und-u-co-search]&׳<<''&״<<'\u0022'",
     },
+    "hi": {"standard": "[normalization on][reorder Deva Beng Guru Gujr Orya Taml Telu Knda Mlym Sinh]&\u0950<\u0902<<\u0901<\u0903"},
     "hr": {
         "standard": ("[reorder Latn Cyrl]&C<č<<<Č<ć<<<Ć&D<dž<<<ǆ<<<Dž<<<ǅ<<<DŽ<<<Ǆ<đ<<<Đ"
                      "&L<lj<<<ǉ<<<Lj<<<ǈ<<<LJ<<<Ǉ&N<nj<<<ǌ<<<Nj<<<ǋ<<<NJ<<<Ǌ&S<š<<<Š&Z<ž<<<Ž"),
@@ -163,6 +164,7 @@ _DATA: dict[str, dict[str, str]] = {
     "fa": {"standard": ("[normalization on][reorder Arab]&\u064E<<\u0650<<\u064F<<\u064B<<\u064D<<\u064C&[before 1]ا<آ"
                          "&ا<<ٱ<ء<<أ<<ٲ<<إ<<ٳ<<ؤ<<ی\u0654<<<ى\u0654<<<ئ&ک<<*ڪګكڬڭڮ&ۏ<ه<<ە<<ہ<<ة<<ۃ<<ۀ<<ھ"
                          "&ی<<*ىےيېۑۍێ")},
+    "fa_AF": {"standard": "[import ps]"},
     "fi": {
         "standard": ("&D\u0335<<đ<<<Đ&G\u0335<<ǥ<<<Ǥ&N\u0335<<ŋ<<<Ŋ&T\u0335<<ŧ<<<Ŧ&Y<<ü<<<Ü&Z\u0335<<ʒ<<<Ʒ"
                      "&[before 1]ǀ<å<<<Å<ä<<<Ä<<æ<<<Æ<ö<<<Ö<<ø<<<Ø"),
@@ -216,11 +218,15 @@ _DATA: dict[str, dict[str, str]] = {
         "standard": ("&D<<đ<<<Đ<<ð<<<Ð&t<<<þ/h&T<<<Þ/H&v<<<V<<w<<<W&Y<<ü<<<Ü<<ű<<<Ű"
                      "&[before 1]ǀ<å<<<Å<ä<<<Ä<<æ<<<Æ<<ę<<<Ę<ö<<<Ö<<ø<<<Ø<<ő<<<Ő<<œ<<<Œ<<ô<<<Ô"),
     },
+    "th": {"standard": ("[normalization on][alternate shifted][reorder Thai]&[before 1]\u0E5A<\u0E2F&\u0E5B<\u0E46"
+                         "&\u0E4E<<\u0E4C&[before 1]\u0E30<\u0E4D&\u0E32<<<\u0E45&\u0E32\u0E4D<<<\u0E4D\u0E32<<<\u0E33"
+                         "&\u0E45\u0E4D<<<\u0E4D\u0E45&\u0E44<\u0E3A")},
     "to": {"standard": "&n<ng<<<Ng<<<NG<<<ŋ<<<Ŋ&z<ʻ<<<ʽ&a<<á<<<Á<<ā<<<Ā&e<<é<<<É<<ē<<<Ē&i<<í<<<Í<<ī<<<Ī&o<<ó<<<Ó<<ō<<<Ō"
                          "&u<<ú<<<Ú<<ū<<<Ū"},
     "tr": {
         "standard": "&C<ç<<<Ç&G<ğ<<<Ğ&[before 1]i<ı<<<I&i<<<İ&O<ö<<<Ö&S<ş<<<Ş&U<ü<<<Ü",
     },
+    "ug": {"standard": "[reorder Arab]&ا<ە<ب&ك<گ<ڭ<ل&ھ<و<ۇ<ۆ<ۈ<ۋ<ې<ى<ي"},
     "uk": {"standard": "[reorder Cyrl]&Г<ґ<<<Ґ&ꙇ<ї<<<\uA676<<<Ї"},
     "ur": {"standard": ("[reorder Arab]&ا<<أ<آ<ب<بھ<پ<پھ<ت<تھ<ٹ<ٹھ<ث<ج<جھ<چ<چھ<ح<خ<د<دھ<ڈ<ڈھ<ذ<ر<رھ<ڑ<ڑھ<ز<ژ<س<ش<ص<ض<ط<ظ"
                          "<ع<غ<ف<ق<ک<کھ<گ<گھ<ل<لھ<م<مھ<ن<نھ<ں<ںھ<و<<ؤ<وھ<ہ<<ۂ<ھ<ۃ<ء<ی<<ئ<یھ<ے<<ۓ"
