@@ -27,6 +27,9 @@ _NORDIC_COMMON = ("&D<<đ<<<Đ<<ð<<<Ð"
                   "&T<<<Þ/H"
                   "&Y<<ü<<<Ü<<ű<<<Ű")
 
+# Persian's and Pashto's order of the short vowels, and alef with madda first
+_FA_PS_VOWELS = "[normalization on][reorder Arab]&\u064E<<\u0650<<\u064F<<\u064B<<\u064D<<\u064C&[before 1]ا<آ"
+
 _DATA: dict[str, dict[str, str]] = {
     "root": {
         "standard": "",
@@ -161,7 +164,7 @@ _DATA: dict[str, dict[str, str]] = {
         "search": "[import und-u-co-search]&N<ñ<<<Ñ",
         "traditional": "&N<ñ<<<Ñ&C<ch<<<Ch<<<CH&l<ll<<<Ll<<<LL",
     },
-    "fa": {"standard": ("[normalization on][reorder Arab]&\u064E<<\u0650<<\u064F<<\u064B<<\u064D<<\u064C&[before 1]ا<آ"
+    "fa": {"standard": (_FA_PS_VOWELS +
                          "&ا<<ٱ<ء<<أ<<ٲ<<إ<<ٳ<<ؤ<<ی\u0654<<<ى\u0654<<<ئ&ک<<*ڪګكڬڭڮ&ۏ<ه<<ە<<ہ<<ة<<ۃ<<ۀ<<ھ"
                          "&ی<<*ىےيېۑۍێ")},
     "fa_AF": {"standard": "[import ps]"},
@@ -183,7 +186,7 @@ _DATA: dict[str, dict[str, str]] = {
     "nn": {"standard": "[import nb-u-co-standard]", "search": "[import nb-u-co-search]"},
     "om": {"standard": "&Z<ch<<<Ch<<<CH<dh<<<Dh<<<DH<kh<<<Kh<<<KH<ny<<<Ny<<<NY<ph<<<Ph<<<PH<sh<<<Sh"},
     "pl": {"standard": "&A<ą<<<Ą&C<ć<<<Ć&E<ę<<<Ę&L<ł<<<Ł&N<ń<<<Ń&O<ó<<<Ó&S<ś<<<Ś&Z<ź<<<Ź<ż<<<Ż"},
-    "ps": {"standard": ("[normalization on][reorder Arab]&\u064E<<\u0650<<\u064F<<\u064B<<\u064D<<\u064C&[before 1]ا<آ"
+    "ps": {"standard": (_FA_PS_VOWELS +
                          "&ا<<أ<<ٲ<<ٱ<<إ<<ٳ<ء&ت<ټ<<ٹ&ج<ځ<<ح\u0654&چ<څ&د<ډ<<ڈ&ر<ړ<<ڑ&ژ<ږ&ک<<*ڪك&ګ<<گ&ڼ<<ڻ"
                          "&و<<ؤ<<ۇ<<ۉ&ه<<<ۀ<<<ه\u0654<<*ەہھةۃ&ی<<*ىےيېۍ<<ی\u0654<<<ى\u0654<<<ئ"
                          "&\u00A0<<\u200C<<\u200D")},
