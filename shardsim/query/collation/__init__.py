@@ -4,6 +4,10 @@
   (CollatorFactoryICU), None for the simple collation;
 * `collator_interface.CollatorInterface` — one collation: `comparison_key(str) -> bytes`;
 * `root_collation` — DUCET 8.0.0 (pyuca) regrouped as ICU 57's root;
+* `tailoring_rules` — ICU's tailoring rule syntax, parsed;
+* `tailorings` — CLDR's rules of each locale, as data;
+* `tailored_collation` — a locale's table: the rules applied on the root;
+* `script_reordering` — `[reorder ...]`: scripts moved first;
 * `locales` — the locales accepted and their default attributes;
 * `comparison_keys` — BSON order, equality and hashing under a collator; index keys;
 * `expression_context` — the collator in force while a filter or pipeline compiles.

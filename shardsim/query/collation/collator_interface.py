@@ -5,13 +5,14 @@ collation's order and whose equality is the collation's equality, so one key ser
 sorting, for equality, as a dict key (`$group`, `distinct`, unique indexes) and in index
 keys (the server's index keys hold exactly these keys in place of the strings).
 
-The key is built level by level from the root collation's elements (UTS #10 §7 and
-ICU's CollationKeys), each weight 16 bits big-endian, levels joined by 0x0000:
+The key is built level by level from the elements of the locale's table (the root
+collation with the locale's CLDR tailoring, `tailored_collation.table_for`; UTS #10 §7 and
+ICU's CollationKeys), each weight 32 bits big-endian, levels joined by 0x00000000:
 
 1. primary weights (base letters);
 2. secondary weights (accents), reversed when `backwards` (French);
    the case level (`caseLevel`): one case weight per primary element, lowercase first
-   unless `caseFirst: "upper"`;
+   unless `caseFirst: "upper"` (ICU's case bits: upper, mixed — a tailored "Ch" — and lower);
 3. tertiary weights (case and variants); with `caseLevel` the case is taken out of them,
    with `caseFirst` upper/lower the case weighs first (ICU's case bits above the tertiary);
 4. quaternary (only with `alternate: "shifted"`): the primaries of the variable characters
@@ -29,24 +30,31 @@ import functools
 import struct
 import unicodedata
 
-from mongosim.shardsim.query.collation.root_collation import root
+from mongosim.shardsim.query.collation.root_collation import LOWER_SHIFT, UPPER_TO_LOWER
+from mongosim.shardsim.query.collation.tailored_collation import table_for
 
 __all__ = ["CollatorInterface"]
 
-# DUCET tertiary weights of uppercase forms (UTS #10 §7.3), and the lowercase form of each
-_UPPER_TO_LOWER = {0x08: 0x02, 0x09: 0x03, 0x0A: 0x04, 0x0B: 0x05, 0x0C: 0x06, 0x1D: 0x1C}
-_SEP = b"\x00\x00"
+_SEP = b"\x00\x00\x00\x00"
+_UPPER_TERTIARY_TO_LOWER = {u << LOWER_SHIFT: lo << LOWER_SHIFT for u, lo in UPPER_TO_LOWER.items()}
 
 
 def _pack(weights: list[int]) -> bytes:
-    return struct.pack(f">{len(weights)}H", *weights)
+    return struct.pack(f">{len(weights)}I", *weights)
+
+
+def _uncased(t: int) -> int:
+    """A tertiary weight without its case: an uppercase DUCET tertiary (and what a tailoring inserted
+    after one) as its lowercase form."""
+    low = t & ((1 << LOWER_SHIFT) - 1)
+    return _UPPER_TERTIARY_TO_LOWER.get(t - low, t - low) | low
 
 
 class CollatorInterface:
     """A non-simple collation (`spec`: the normalised collation document)."""
 
     __slots__ = ("spec", "strength", "case_level", "case_first", "numeric", "shifted", "var_top", "backwards",
-                 "comparison_key", "_frozen")
+                 "comparison_key", "_frozen", "_table")
 
     def __init__(self, spec: dict) -> None:
         self.spec = spec
@@ -55,8 +63,8 @@ class CollatorInterface:
         self.case_first = spec["caseFirst"]
         self.numeric = spec["numericOrdering"]
         self.shifted = spec["alternate"] == "shifted"
-        r = root()
-        self.var_top = r.punct_top if spec["maxVariable"] == "punct" else r.space_top
+        self._table = table_for(spec["locale"])
+        self.var_top = self._table.punct_top if spec["maxVariable"] == "punct" else self._table.space_top
         self.backwards = spec["backwards"]
         self._frozen = tuple(spec.items())
         self.comparison_key = functools.lru_cache(maxsize=1 << 16)(self._key)
@@ -76,19 +84,19 @@ class CollatorInterface:
 
     def _key(self, s: str) -> bytes:
         nfd = unicodedata.normalize("NFD", s)
-        r = root()
-        ces = r.numeric_elements(nfd) if self.numeric else r.elements(nfd)
+        table = self._table
+        ces = table.numeric_elements(nfd) if self.numeric else table.elements(nfd)
         strength, shifted, var_top = self.strength, self.shifted, self.var_top
         case_level, case_first = self.case_level, self.case_first
-        upper_rank = 1 if case_first == "upper" else 2  # the case weight of an uppercase element
-        lower_rank = 3 - upper_rank
+        # the case weight of each case (ICU's case bits): uppercase first with caseFirst "upper"
+        ranks = (3, 2, 1) if case_first == "upper" else (1, 2, 3)
         l1: list[int] = []
         l2: list[int] = []
         lc: list[int] = []
         l3: list[int] = []
         l4: list[int] = []
         after_variable = False
-        for p, sec, ter in ces:
+        for p, sec, ter, case in ces:
             if shifted:
                 if p:
                     if p <= var_top:
@@ -98,20 +106,18 @@ class CollatorInterface:
                     after_variable = False
                 elif after_variable or not (sec or ter):
                     continue  # an ignorable after a variable weighs nothing
-                l4.append(0xFFFF)
+                l4.append(0xFFFFFFFF)
             if p:
                 l1.append(p)
             if sec:
                 l2.append(sec)
             if ter:
-                lower = _UPPER_TO_LOWER.get(ter)
-                rank = upper_rank if lower is not None else lower_rank
                 if case_level:
                     if p:
-                        lc.append(rank)
-                    l3.append(ter if lower is None else lower)
+                        lc.append(ranks[case])
+                    l3.append(_uncased(ter))
                 elif case_first != "off":
-                    l3.append((rank << 8) | (ter if lower is None else lower))
+                    l3.append((ranks[case] << 24) | _uncased(ter))
                 else:
                     l3.append(ter)
         levels = [_pack(l1)]

@@ -7,9 +7,9 @@ would have used as the hint).  Each locale takes ICU's defaults (caseFirst off,
 non-ignorable, no normalization, forward secondaries) except where its CLDR tailoring
 says otherwise: the overrides below, as the manual lists them.
 
-Every locale compares with the root collation (see the README's limits): the
-language-specific orders of CLDR's tailorings (Spanish ñ, Swedish å ä ö, ...) are not
-reproduced; the default attributes are, so the collation echoed back is the server's.
+The language-specific orders of CLDR's tailorings (Spanish ñ, Swedish å ä ö, ...) are the
+rules of `tailorings.py`; the attributes below are the ones those rules set
+(`[caseFirst upper]`, `[backwards 2]`, ...), so the collation echoed back is the server's.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ sv@collation=search ta te th bo to tr tr@collation=search uk hsb ur ug vi vi@col
 yi@collation=search yo zu
 """.split())
 
-_CASE_FIRST_UPPER = frozenset({"da", "da@collation=search", "mt"})
+_CASE_FIRST_UPPER = frozenset({"da", "mt"})  # (da@collation=search turns it off again: `[caseFirst off]`)
 _BACKWARDS = frozenset({"fr_CA"})
 _SHIFTED = frozenset({"th"})
 _NORMALIZATION = frozenset({"as", "bn", "bn@collation=traditional", "my", "vi", "vi@collation=traditional"})

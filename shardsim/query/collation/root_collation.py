@@ -6,7 +6,8 @@ carries), whose root collation is CLDR's: the Default Unicode Collation Element 
 elements come from `pyuca` (a maintained, pure-Python UCA that carries the DUCET files;
 `Collator_8_0_0` is the table of ICU 57's Unicode version): for a string in NFD it
 yields the `[primary, secondary, tertiary]` weights, contractions and implicit weights
-(CJK, unassigned) included.
+(CJK, unassigned) included.  `elements` gives them as `(primary, secondary, tertiary, case)`,
+the weights shifted left to leave room for a tailoring's (`tailored_collation`).
 
 Hand-written on top, because pyuca offers the plain UCA only:
 
@@ -32,10 +33,21 @@ import unicodedata
 
 from pyuca.collator import Collator_8_0_0
 
-__all__ = ["RootCollation", "root"]
+__all__ = ["CollationTable", "RootCollation", "root", "PRIMARY_SHIFT", "LOWER_SHIFT", "UPPER_TO_LOWER",
+           "LOWER", "MIXED", "UPPER"]
 
 _ENTRY = re.compile(r"^([0-9A-F]{4,6})\s*;\s*\[([*.])([0-9A-F]{4})\.", re.M)
-_NUMERIC_COUNT = 0x8000  # numeric runs: the digit count and each digit weigh above every variable primary
+# Collation elements are `(primary, secondary, tertiary, case)`: the DUCET's 16-bit weights shifted
+# left (primaries by 16 bits, the others by 8), which leaves room between two root weights for the
+# weights a tailoring inserts (`tailored_collation.py`); case is ICU's case bits (LOWER, MIXED, UPPER).
+PRIMARY_SHIFT = 16
+LOWER_SHIFT = 8
+LOWER, MIXED, UPPER = 0, 1, 2
+# DUCET tertiary weights of uppercase forms (UTS #10 §7.3), and the lowercase form of each
+UPPER_TO_LOWER = {0x08: 0x02, 0x09: 0x03, 0x0A: 0x04, 0x0B: 0x05, 0x0C: 0x06, 0x1D: 0x1C}
+_NUMERIC_COUNT = 0x8000 << PRIMARY_SHIFT  # numeric runs: the digit count and each digit weigh above every
+_DIGIT_SECONDARY = 0x20 << LOWER_SHIFT     # variable primary
+_DIGIT_TERTIARY = 0x02 << LOWER_SHIFT
 
 
 def _group_of(ch: str) -> int:
@@ -47,40 +59,36 @@ def _group_of(ch: str) -> int:
     return 2  # symbol (and the odd number or letter DUCET made variable)
 
 
-class RootCollation:
-    """DUCET 8.0.0 through pyuca, with CLDR's variable groups."""
+class CollationTable:
+    """What a collator reads of a collation: the elements of a string, the variable tops, digit zero.
 
-    def __init__(self) -> None:
-        self._uca = Collator_8_0_0()
-        path = os.path.join(os.path.dirname(__import__("pyuca").__file__), "allkeys-8.0.0.txt")
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-        groups: dict[int, int] = {}
-        for m in _ENTRY.finditer(text):
-            if m.group(2) != "*":
-                continue
-            p = int(m.group(3), 16)
-            if p and p not in groups:
-                groups[p] = _group_of(chr(int(m.group(1), 16)))
-        ordered = sorted(groups, key=lambda p: (groups[p], p))
-        base = min(groups)
-        self._remap = {p: base + i for i, p in enumerate(ordered)}
-        self.space_top = base + sum(1 for g in groups.values() if g == 0) - 1
-        self.punct_top = base + sum(1 for g in groups.values() if g <= 1) - 1
+    `uca` is a pyuca collator whose trie maps strings to DUCET elements (lists of three 16-bit
+    weights, converted here) or to a tailoring's elements (tuples of four, already in this form).
+    """
+
+    def __init__(self, uca, remap: dict[int, int], space_top: int, punct_top: int) -> None:
+        self.uca = uca
+        self._remap = remap
+        self.space_top = space_top
+        self.punct_top = punct_top
         self.zero_primary = self.elements("0")[0][0]
 
-    def elements(self, nfd: str) -> list[tuple[int, int, int]]:
-        """The collation elements `(primary, secondary, tertiary)` of an NFD string."""
+    def elements(self, nfd: str) -> list[tuple[int, int, int, int]]:
+        """The collation elements `(primary, secondary, tertiary, case)` of an NFD string."""
         remap = self._remap
         out = []
-        for ce in self._uca.collation_elements(nfd):
-            p = ce[0]
-            out.append((remap.get(p, p), ce[1], ce[2]))
+        for ce in self.uca.collation_elements(nfd):
+            if type(ce) is tuple:
+                out.append(ce)
+                continue
+            p, t = ce[0], ce[2]
+            out.append(((remap.get(p, p)) << PRIMARY_SHIFT, ce[1] << LOWER_SHIFT, t << LOWER_SHIFT,
+                        UPPER if t in UPPER_TO_LOWER else LOWER))
         return out
 
-    def numeric_elements(self, nfd: str) -> list[tuple[int, int, int]]:
+    def numeric_elements(self, nfd: str) -> list[tuple[int, int, int, int]]:
         """`elements` with every run of decimal digits weighed as one number."""
-        out: list[tuple[int, int, int]] = []
+        out: list[tuple[int, int, int, int]] = []
         i = 0
         n = len(nfd)
         start = 0
@@ -102,13 +110,40 @@ class RootCollation:
             while k < len(digits) - 1 and digits[k] == 0:
                 k += 1  # leading zeros are not significant ("0" keeps its one zero)
             significant = digits[k:]
-            out.append((self.zero_primary, 0x20, 0x02))
-            out.append((_NUMERIC_COUNT + min(len(significant), 0x7FFF), 0, 0))
-            out.extend((_NUMERIC_COUNT + d, 0, 0) for d in significant)
+            out.append((self.zero_primary, _DIGIT_SECONDARY, _DIGIT_TERTIARY, LOWER))
+            out.append((_NUMERIC_COUNT + (min(len(significant), 0x7FFF) << PRIMARY_SHIFT), 0, 0, LOWER))
+            out.extend((_NUMERIC_COUNT + (d << PRIMARY_SHIFT), 0, 0, LOWER) for d in significant)
             i = start = j
         if start < n:
             out.extend(self.elements(nfd[start:]))
         return out
+
+
+class RootCollation(CollationTable):
+    """DUCET 8.0.0 through pyuca, with CLDR's variable groups."""
+
+    def __init__(self) -> None:
+        uca = Collator_8_0_0()
+        path = os.path.join(os.path.dirname(__import__("pyuca").__file__), "allkeys-8.0.0.txt")
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        groups: dict[int, int] = {}
+        for m in _ENTRY.finditer(text):
+            if m.group(2) != "*":
+                continue
+            p = int(m.group(3), 16)
+            if p and p not in groups:
+                groups[p] = _group_of(chr(int(m.group(1), 16)))
+        ordered = sorted(groups, key=lambda p: (groups[p], p))
+        base = min(groups)
+        remap = {p: base + i for i, p in enumerate(ordered)}
+        space_top = base + sum(1 for g in groups.values() if g == 0) - 1
+        punct_top = base + sum(1 for g in groups.values() if g <= 1) - 1
+        super().__init__(uca, remap, ((space_top + 1) << PRIMARY_SHIFT) - 1, ((punct_top + 1) << PRIMARY_SHIFT) - 1)
+
+    def remapped(self, p: int) -> int:
+        """The primary (16-bit, unshifted) a DUCET primary weighs as here."""
+        return self._remap.get(p, p)
 
 
 _ROOT: RootCollation | None = None
