@@ -48,7 +48,6 @@ class OplogMatch(Stage):
         self.latest_key = 0
         self.scanned = 0
         self._checked_history = False
-        self._views_ns = f"{ctx.db}.system.views"
         self.fast = not ctx.spec.show_raw_update_description
 
     def _check_history(self) -> None:
@@ -90,7 +89,7 @@ class OplogMatch(Stage):
                 if not ns or not nsf.ns(ns):
                     continue
             elif not nsf.ns(ns):
-                if not (ctx.spec.show_expanded_events and ns == self._views_ns):
+                if not (ctx.spec.show_expanded_events and nsf.views(ns)):
                     continue
             elif self.fast and not ns.endswith(".system.views"):
                 # a CRUD entry of the stream: handed on by reference, never decoded (render.py)
