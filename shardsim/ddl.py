@@ -1,20 +1,20 @@
-"""DDL on one node: create, drop, dropDatabase, renameCollection, indexes, collMod.
+"""DDL on one node: create, drop, dropDatabase, indexes, collMod (renameCollection: rename_collection.py).
 
 Each writes the command entry the server writes on `<db>.$cmd`:
 
 - create: `{create: coll, ...options, idIndex: {v: 2, key: {_id: 1}, name: "_id_"}}`
 - drop: `{drop: coll}` with `o2: {numRecords}`
 - dropDatabase: a drop per collection, then `{dropDatabase: 1}`
-- renameCollection: `{renameCollection: "db.a", to: "db.b", stayTemp, dropTarget}`
-  (dropTarget: the dropped target's UUID, else false)
+- renameCollection: `{renameCollection: "db.a", to: "db.b", stayTemp, dropTarget?}` (rename_collection.py)
 - createIndexes on an empty collection: `{createIndexes: coll, v, key, name, ...}`;
   on a non-empty one the two-phase build: `startIndexBuild` then
   `commitIndexBuild: coll, indexBuildUUID, indexes: [...]`
 - dropIndexes: `{dropIndexes: coll, index: name}` with the dropped spec in `o2`
 - collMod: `{collMod: coll, ...changes}` with `o2: {collectionOptions_old, indexOptions_old?}`
 
-Views are documents of `<db>.system.views` (`{_id: "db.view", viewOn, pipeline}`):
-creating one inserts there, which a change stream reports as a `create` event.
+Views are documents of `<db>.system.views` (`{_id: "db.view", viewOn, pipeline}`, view_catalog.py):
+creating one inserts there, collMod replaces it, dropping deletes it, which a change stream reports
+as `create`, `modify` and `drop` events.
 
 On a shard that is not the database's primary, the router marks sharded
 DDL with `fromMigrate: true` so only the primary shard's entry reaches change
@@ -171,39 +171,6 @@ def cmd_drop_database(node: Node, ctx: OpCtx) -> dict:
     node.profiler.levels.pop(ctx.db, None)  # (its profiling settings go with it)
     node.profiler.sizes.pop(ctx.db, None)
     return {"dropped": ctx.db, "ok": 1.0}
-
-
-@command("renameCollection")
-def cmd_rename(node: Node, ctx: OpCtx) -> dict:
-    cmd = ctx.cmd
-    src, dst = cmd["renameCollection"], cmd.get("to")
-    if not isinstance(src, str) or not isinstance(dst, str) or "." not in src or "." not in dst:
-        raise MongoError("InvalidNamespace", f"Invalid source or target namespace: {src} -> {dst}")
-    sdb, sname = src.split(".", 1)
-    ddb, dname = dst.split(".", 1)
-    check_namespace(ddb, dname)
-    coll = node.catalog.collection(sdb, sname)
-    if coll is None:
-        raise MongoError("NamespaceNotFound", "Source collection " + src + " does not exist")
-    if sdb != ddb:
-        raise MongoError("IllegalOperation", "mongosim: renameCollection across databases is not supported")
-    if src == dst:
-        raise MongoError("IllegalOperation", "Can't rename a collection to itself")
-    target = node.catalog.collection(ddb, dname)
-    drop_target: Any = False
-    if target is not None:
-        if not cmd.get("dropTarget"):
-            raise MongoError("NamespaceExists", "target namespace exists")
-        node.catalog.remove_collection(ddb, dname)
-        drop_target = target.uuid
-    node.catalog.remove_collection(sdb, sname)
-    coll.db, coll.name = ddb, dname
-    if not cmd.get("stayTemp"):
-        coll.options.pop("temp", None)  # a temporary collection renamed without stayTemp is kept
-    node.catalog.add_collection(refresh(coll))
-    o = {"renameCollection": src, "to": dst, "stayTemp": bool(cmd.get("stayTemp", False)), "dropTarget": drop_target}
-    node.log(E.command_op(sdb, o, ui=coll.uuid), ctx, from_migrate=_from_migrate(ctx))
-    return {"ok": 1.0}
 
 
 def normalize_index_spec(spec: Any) -> dict:
