@@ -12,7 +12,14 @@ The filter (change_stream_filter_helpers.cpp), after `ts >= start` and
    `partialTxn` and touches the stream (or continues a chain), or a
    `commitTransaction`;
 4. a sharding noop (`o2.shardCollection`, `refineCollectionShardKey`,
-   `reshardCollection`; `o2.migrateChunkToNewShard` only when feeding a router).
+   `reshardCollection`; `o2.migrateChunkToNewShard` only when feeding a router);
+5. with showExpandedEvents, a write to the `system.views` of the stream's
+   database (any non-internal database's for a whole-cluster stream; none for
+   a single-collection stream): a view's create, modify or drop
+   (buildViewDefinitionEventFilter).
+
+An `applyOps` entry without a session (a batched write: the copy of a rename
+across databases) is kept by rule 3 and unwound like a transaction.
 
 The scan reads raw entries and decodes only candidates (op/ns are kept beside
 each entry), and only the majority-committed ones (`Oplog.committed_end`), as
