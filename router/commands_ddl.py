@@ -18,6 +18,8 @@ from mongosim.router.request import GENERIC_FIELDS, Request
 from mongosim.router.shard_versioning import with_database_version
 from mongosim.router.sharding import config_write, critical_sections, ensure_database
 from mongosim.router.store_possible_cursor import store_possible_cursor
+from mongosim.shardsim import view_catalog
+from mongosim.shardsim.rename_collection import check_namespaces
 
 if TYPE_CHECKING:
     from mongosim.router.mongos import Router
@@ -124,44 +126,65 @@ async def cmd_drop_database(router: Router, req: Request) -> dict:
 
 @router_command("renameCollection")
 async def cmd_rename(router: Router, req: Request) -> dict:
+    """mongos's renameCollection (cluster_rename_collection_cmd.cpp) and the rename coordinator's checks
+    (rename_collection_coordinator.cpp kCheckPreconditions, sharding_ddl_util checkDbPrimariesOnTheSameShard
+    and checkRenamePreconditions); the primary shard renames (across databases: shardsim/rename_collection.py)."""
     if req.db != "admin":
         raise MongoError("Unauthorized", "renameCollection may only be run against the admin database.")
     src, dst = req.cmd["renameCollection"], req.cmd.get("to")
     if not isinstance(src, str) or not isinstance(dst, str) or "." not in src or "." not in dst:
         raise MongoError("InvalidNamespace", f"Invalid source or target namespace: {src} -> {dst}")
+    if src == dst:
+        raise MongoError("IllegalOperation", "Can't rename a collection to itself")
     sdb, scoll = src.split(".", 1)
     ddb, dcoll = dst.split(".", 1)
+    drop_target = bool(req.cmd.get("dropTarget"))
     async with router._ddl_lock:
         router.refresh_catalog()  # DDL runs on the authoritative metadata
         primary = router.catalog.primary_of(sdb)
         if primary is None:
             raise MongoError("NamespaceNotFound", f"Source collection {src} does not exist")
-        if sdb != ddb:  # the server's rename coordinator refuses these two first
-            if router.catalog.routing(src) is not None:
-                raise MongoError("CommandFailed", "Source and destination collections must be on the same "
-                                                  f"database because {src} is sharded.")
-            if router.catalog.primary_of(ddb) not in (None, primary):
-                raise MongoError("CommandFailed", "Source and destination collections must be on same shard")
-            raise MongoError("IllegalOperation", "mongosim: renameCollection across databases is not supported")
+        if sdb != ddb:
+            await ensure_database(router, ddb, primary)  # (the target database, on the source's primary shard)
+        check_namespaces((sdb, scoll), (ddb, dcoll))  # (_shardsvrRenameCollection, before its coordinator)
+        if sdb != ddb:
+            if "collectionUUID" in req.cmd:
+                raise MongoError("InvalidOptions", "Cannot provide an expected collection UUID when renaming between "
+                                                   "databases")
         holders = shards_holding(router, sdb, scoll)
+        r = router.catalog.routing(src)
         if not holders:
-            raise MongoError("NamespaceNotFound", f"Source collection {src} does not exist")
+            raise MongoError("NamespaceNotFound", f"Collection {src} doesn't exist.")
+        if sdb != ddb:
+            if r is not None:
+                raise MongoError("CommandFailed", "Source and destination collections must be on the same database "
+                                                  f"because {src} is sharded.")
+            if router.catalog.primary_of(ddb) != primary:
+                raise MongoError("CommandFailed", "Source and destination collections must be on same shard")
+        target_sharded = router.catalog.routing(dst) is not None
+        primary_node = router.shard(primary).node
+        if not target_sharded and view_catalog.definition(primary_node, ddb, dcoll) is not None:
+            raise MongoError("CommandNotSupportedOnView", f"Can't rename to target collection `{dst}` because it is a "
+                                                          "view.")
+        if not drop_target and (target_sharded or primary_node.catalog.collection(ddb, dcoll) is not None):
+            raise MongoError("NamespaceExists", f"Target collection {dst} exists but dropTarget is not set")
         cmd = {"renameCollection": src, "to": dst, **{k: v for k, v in req.cmd.items() if k in ("dropTarget", "stayTemp")}}
         for s in holders:
             if s != primary:
                 await router.shard(s).command("admin", {**cmd, "fromMigrate": True})
         if primary in holders:
             await router.shard(primary).command("admin", cmd)
-        r = router.catalog.routing(src)
-        if r is not None:
+        if target_sharded:  # dropped with the rename: its data on the other shards and its metadata go too
+            for s in shards_holding(router, ddb, dcoll):
+                if s != primary and s not in holders:
+                    await router.shard(s).command(ddb, {"drop": dcoll, "fromMigrate": True})
             await _drop_sharded_metadata(router, dst)
+        if r is not None:
             await config_write(router, {"delete": "collections", "deletes": [{"q": {"_id": src}, "limit": 1}]})
             await config_write(router, {"insert": "collections", "documents": [{
                 "_id": dst, "lastmodEpoch": r.epoch, "lastmod": None, "timestamp": r.timestamp, "uuid": r.uuid,
                 "key": dict(r.pattern.key), "unique": r.unique, "noBalance": False}]})
             router.refresh_catalog()
-        elif router.catalog.routing(dst) is not None and req.cmd.get("dropTarget"):
-            await _drop_sharded_metadata(router, dst)
     req.op_time_key = router.shard(primary).node.oplog.last_key
     return {"ok": 1.0}
 

@@ -16,6 +16,7 @@ from mongosim.shardsim import (  # noqa: F401
     index_stats_stage,
     plan_cache_stats_stage,
     reads,
+    rename_collection,
     repl_commands,
     script_engine,
     search_indexes,

@@ -1,20 +1,20 @@
-"""DDL on one node: create, drop, dropDatabase, renameCollection, indexes, collMod.
+"""DDL on one node: create, drop, dropDatabase, indexes, collMod (renameCollection: rename_collection.py).
 
 Each writes the command entry the server writes on `<db>.$cmd`:
 
 - create: `{create: coll, ...options, idIndex: {v: 2, key: {_id: 1}, name: "_id_"}}`
 - drop: `{drop: coll}` with `o2: {numRecords}`
 - dropDatabase: a drop per collection, then `{dropDatabase: 1}`
-- renameCollection: `{renameCollection: "db.a", to: "db.b", stayTemp, dropTarget}`
-  (dropTarget: the dropped target's UUID, else false)
+- renameCollection: `{renameCollection: "db.a", to: "db.b", stayTemp, dropTarget?}` (rename_collection.py)
 - createIndexes on an empty collection: `{createIndexes: coll, v, key, name, ...}`;
   on a non-empty one the two-phase build: `startIndexBuild` then
   `commitIndexBuild: coll, indexBuildUUID, indexes: [...]`
 - dropIndexes: `{dropIndexes: coll, index: name}` with the dropped spec in `o2`
 - collMod: `{collMod: coll, ...changes}` with `o2: {collectionOptions_old, indexOptions_old?}`
 
-Views are documents of `<db>.system.views` (`{_id: "db.view", viewOn, pipeline}`):
-creating one inserts there, which a change stream reports as a `create` event.
+Views are documents of `<db>.system.views` (`{_id: "db.view", viewOn, pipeline}`, view_catalog.py):
+creating one inserts there, collMod replaces it, dropping deletes it, which a change stream reports
+as `create`, `modify` and `drop` events.
 
 On a shard that is not the database's primary, the router marks sharded
 DDL with `fromMigrate: true` so only the primary shard's entry reaches change
@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from bson import Binary
 from mongosim.oplog import entry as E
 from mongosim.oplog.errors import MongoError
-from mongosim.shardsim import clustered, timeseries
+from mongosim.shardsim import clustered, timeseries, view_catalog
 from mongosim.shardsim.capped import normalize_options
 from mongosim.shardsim.catalog import Collection
 from mongosim.shardsim.collation import index_collation, normalise_option
@@ -41,6 +41,7 @@ from mongosim.shardsim.create_collection import (
     ensure_collection,
 )
 from mongosim.shardsim.document_validation import check_options
+from mongosim.shardsim.generic_args import wrong_type
 from mongosim.shardsim.index_key_validate import validate_index_spec
 from mongosim.shardsim.operation_context import OpCtx
 from mongosim.shardsim import uncommitted_catalog_updates as in_transaction
@@ -116,15 +117,13 @@ def _create_timeseries(node: Node, ctx: OpCtx, name: str, opts: dict) -> dict:
 
 
 def _create_view(node: Node, ctx: OpCtx, name: str, opts: dict) -> dict:
-    from mongosim.shardsim.writes import WriteSession, insert_one
-
-    views = ensure_collection(node, ctx, ctx.db, "system.views")
-    view_doc = {"_id": f"{ctx.db}.{name}", "viewOn": opts["viewOn"], "pipeline": opts.get("pipeline", [])}
-    if opts.get("collation"):
-        view_doc["collation"] = opts["collation"]  # (normalised by cmd_create)
-    if views.get(view_doc["_id"]) is not None or node.catalog.collection(ctx.db, name) is not None:
+    if view_catalog.definition(node, ctx.db, name) is not None or node.catalog.collection(ctx.db, name) is not None:
         raise MongoError("NamespaceExists", f"Namespace {ctx.db}.{name} already exists")
-    insert_one(node, ctx, views, view_doc, WriteSession(node, OpCtx(ctx.db, {})), 0)
+    view_on = opts["viewOn"]
+    if not _valid_collection_name(view_on):
+        raise MongoError("InvalidNamespace", f"invalid name for 'viewOn': {view_on}")
+    # (the collation was normalised by cmd_create)
+    view_catalog.create_view(node, ctx, name, view_on, opts.get("pipeline", []), opts.get("collation") or None)
     return {"ok": 1.0}
 
 
@@ -172,39 +171,6 @@ def cmd_drop_database(node: Node, ctx: OpCtx) -> dict:
     node.profiler.levels.pop(ctx.db, None)  # (its profiling settings go with it)
     node.profiler.sizes.pop(ctx.db, None)
     return {"dropped": ctx.db, "ok": 1.0}
-
-
-@command("renameCollection")
-def cmd_rename(node: Node, ctx: OpCtx) -> dict:
-    cmd = ctx.cmd
-    src, dst = cmd["renameCollection"], cmd.get("to")
-    if not isinstance(src, str) or not isinstance(dst, str) or "." not in src or "." not in dst:
-        raise MongoError("InvalidNamespace", f"Invalid source or target namespace: {src} -> {dst}")
-    sdb, sname = src.split(".", 1)
-    ddb, dname = dst.split(".", 1)
-    check_namespace(ddb, dname)
-    coll = node.catalog.collection(sdb, sname)
-    if coll is None:
-        raise MongoError("NamespaceNotFound", "Source collection " + src + " does not exist")
-    if sdb != ddb:
-        raise MongoError("IllegalOperation", "mongosim: renameCollection across databases is not supported")
-    if src == dst:
-        raise MongoError("IllegalOperation", "Can't rename a collection to itself")
-    target = node.catalog.collection(ddb, dname)
-    drop_target: Any = False
-    if target is not None:
-        if not cmd.get("dropTarget"):
-            raise MongoError("NamespaceExists", "target namespace exists")
-        node.catalog.remove_collection(ddb, dname)
-        drop_target = target.uuid
-    node.catalog.remove_collection(sdb, sname)
-    coll.db, coll.name = ddb, dname
-    if not cmd.get("stayTemp"):
-        coll.options.pop("temp", None)  # a temporary collection renamed without stayTemp is kept
-    node.catalog.add_collection(refresh(coll))
-    o = {"renameCollection": src, "to": dst, "stayTemp": bool(cmd.get("stayTemp", False)), "dropTarget": drop_target}
-    node.log(E.command_op(sdb, o, ui=coll.uuid), ctx, from_migrate=_from_migrate(ctx))
-    return {"ok": 1.0}
 
 
 def normalize_index_spec(spec: Any) -> dict:
@@ -326,9 +292,17 @@ def cmd_coll_mod(node: Node, ctx: OpCtx) -> dict:
     name = check_namespace(ctx.db, ctx.cmd["collMod"])
     coll = node.catalog.collection(ctx.db, name)
     if coll is None:
+        view = view_catalog.definition(node, ctx.db, name)
+        if view is not None and timeseries.options_of(node, ctx.db, view) is not None:
+            return _coll_mod_timeseries(ctx)
+        if view is not None:
+            return _coll_mod_view(node, ctx, name, view)
         raise MongoError("NamespaceNotFound", f"ns does not exist: {ctx.db}.{name}")
     changes = {k: v for k, v in ctx.cmd.items() if k not in ("collMod", "dryRun") and k not in _GENERIC_ARGS}
     check_options("collMod", ctx.db, name, changes)
+    for k in ("pipeline", "viewOn"):  # (parseCollModRequest on a collection, in the IDL's order)
+        if k in changes:
+            raise MongoError("InvalidOptions", f"option only supported on a view: {k}")
     dry_run = bool(ctx.cmd.get("dryRun"))
     if dry_run and (set(changes) != {"index"} or not isinstance(changes["index"], dict)
                     or set(changes["index"]) - {"name", "keyPattern", "unique"} or "unique" not in changes["index"]):
@@ -360,6 +334,69 @@ def cmd_coll_mod(node: Node, ctx: OpCtx) -> dict:
 
 
 _INDEX_OPTIONS = ("hidden", "expireAfterSeconds", "prepareUnique", "unique", "forceNonUnique")
+
+# collMod's fields (coll_mod.idl), in the order parseCollModRequest examines them
+_COLL_MOD_FIELDS = ("cappedSize", "cappedMax", "index", "validator", "validationLevel", "validationAction", "pipeline",
+                    "viewOn", "recordPreImages", "changeStreamPreAndPostImages", "expireAfterSeconds", "timeseries",
+                    "timeseriesBucketsMayHaveMixedSchemaData", "dryRun", "collectionUUID")
+
+
+def _coll_mod_view(node: Node, ctx: OpCtx, name: str, view: dict) -> dict:
+    """collMod on a view (coll_mod.cpp): only `viewOn` and `pipeline` may change, each alone or both (the
+    other keeps its value; an empty `viewOn` is ignored); the definition is validated and written as
+    `view_catalog.modify_view` does.  Reply `{ok: 1}`.  (With auth, naming only one of the two is refused
+    before the command runs: router/auth.)"""
+    cmd = ctx.cmd
+    fields = {k: v for k, v in cmd.items() if k != "collMod" and k not in _GENERIC_ARGS}
+    for k in fields:  # the IDL parser
+        if k not in _COLL_MOD_FIELDS:
+            raise MongoError(40415, f"BSON field 'collMod.{k}' is an unknown field.")
+    check_options("collMod", ctx.db, name, {k: v for k, v in fields.items() if k != "validator"})
+    if "pipeline" in fields:
+        pipeline = fields["pipeline"]
+        if not isinstance(pipeline, list):
+            raise wrong_type("collMod", "pipeline", pipeline, "array")
+        for i, stage in enumerate(pipeline):
+            if not isinstance(stage, dict):
+                raise wrong_type("collMod", f"pipeline.{i}", stage, "object")
+    if "viewOn" in fields and not isinstance(fields["viewOn"], str):
+        raise wrong_type("collMod", "viewOn", fields["viewOn"], "string")
+    if "validator" in fields and not isinstance(fields["validator"], dict):
+        raise wrong_type("collMod", "validator", fields["validator"], "object")
+    if fields.get("dryRun"):
+        index = fields.get("index")
+        if not isinstance(index, dict):
+            raise MongoError("InvalidOptions", "dry run mode requires an valid index modification.")
+        if not index.get("unique"):
+            raise MongoError("InvalidOptions", "dry run mode requires an index modification with unique: true.")
+    elif isinstance(fields.get("index"), dict) and fields["index"].get("unique"):
+        raise MongoError("NamespaceNotFound", f"ns does not exist for unique index conversion: {ctx.db}.{name}")
+    for k in _COLL_MOD_FIELDS:  # parseCollModRequest on a view
+        if k not in fields or k in ("pipeline", "viewOn", "dryRun", "collectionUUID"):
+            continue
+        if k == "timeseries":
+            raise MongoError("InvalidOptions", "option only supported on a time-series collection: timeseries")
+        raise MongoError("InvalidOptions", f"option not supported on a view: {k}")
+    view_on = fields.get("viewOn") or view["viewOn"]
+    if not _valid_collection_name(view_on):
+        raise MongoError("InvalidNamespace", f"invalid name for 'viewOn': {view_on}")
+    pipeline = fields["pipeline"] if "pipeline" in fields else list(view.get("pipeline") or [])
+    view_catalog.modify_view(node, ctx, name, view_on, pipeline)
+    return {"ok": 1.0}
+
+
+def _coll_mod_timeseries(ctx: OpCtx) -> dict:
+    """collMod on a time-series collection: the server runs it on the buckets collection, which is no view
+    (`pipeline`, then `viewOn`: "option only supported on a view"); mongosim changes nothing else there."""
+    for k in ("pipeline", "viewOn"):
+        if k in ctx.cmd:
+            raise MongoError("InvalidOptions", f"option only supported on a view: {k}")
+    raise MongoError("NotImplemented", "mongosim: collMod of a time-series collection is not supported")
+
+
+def _valid_collection_name(name: str) -> bool:
+    """NamespaceString::validCollectionName."""
+    return bool(name) and not name.startswith(".") and "$" not in name and "\x00" not in name
 
 
 def _coll_mod_index(coll: Collection, v: Any) -> tuple[dict, dict, dict]:

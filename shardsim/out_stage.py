@@ -11,7 +11,7 @@ createTempCollection / renameIfOptionsAndIndexesHaveNotChanged) does, in this or
    being empty);
 3. the results inserted into it (one `i` entry each);
 4. `renameCollection` of the temporary collection over the target with
-   `dropTarget` (the old target's UUID, or false), so readers switch from the
+   `dropTarget` (with the old target's UUID when there is one), so readers switch from the
    old contents to the new at once; then the record in
    `config.agg_temp_collections` is deleted.
 
@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING, Any, Iterable
 from mongosim.oplog import bsonutil
 from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.create_collection import check_namespace, create_collection
-from mongosim.shardsim.ddl import cmd_create_indexes, cmd_rename, drop_collection
+from mongosim.shardsim.ddl import cmd_create_indexes, drop_collection
+from mongosim.shardsim.rename_collection import cmd_rename
 from mongosim.shardsim.operation_context import OpCtx
 from mongosim.shardsim.query.values import type_name
 from mongosim.shardsim.writes import cmd_delete, cmd_insert

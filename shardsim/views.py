@@ -9,8 +9,8 @@ converted back, as the server does (query_request_conversion; the
 view-resolving paths of count and distinct); the cursor of a find on a view
 names the view.  Everything else on a view is CommandNotSupportedOnView (166,
 "Namespace db.v is a view, not a collection"): writes (a write error per
-statement; findAndModify a command error), indexes, collMod of collection
-options, change streams.
+statement; findAndModify a command error), indexes, change streams.  `collMod`
+changes a view's definition (ddl.py, view_catalog.modify_view).
 
 Through mongos, the primary shard answers a router's read on a view with
 CommandOnShardedViewNotSupportedOnMongod (169) carrying `resolvedView: {ns,

@@ -50,9 +50,10 @@ from mongosim.router.auth.commands import (
     NO_AUTH_COMMANDS,
     AnyActionInDatabase,
     AnyOf,
-    all_satisfied,
+    Refusal,
     is_authorized_for_any_action_in_db,
     required_privileges,
+    satisfied,
 )
 from mongosim.router.auth.localhost_exception import (
     LOCALHOST_EXCEPTION_PRIVILEGES,
@@ -249,9 +250,12 @@ class AuthManager:
             return
         if user is None and not bypass:
             raise auth_error("Unauthorized", f"Command {name} requires authentication")
-        requirements = required_privileges(db, cmd, user=user)
-        if not all_satisfied(self.granted_privileges(conn, localhost_bypass=bypass), requirements):
-            raise self._unauthorized(db, cmd, sequence_fields)
+        granted = self.granted_privileges(conn, localhost_bypass=bypass)
+        for requirement in required_privileges(db, cmd, user=user):  # in order: a Refusal is an error of its own
+            if isinstance(requirement, Refusal):
+                raise MongoError(requirement.code, requirement.message)
+            if not satisfied(granted, requirement):
+                raise self._unauthorized(db, cmd, sequence_fields)
 
     def is_authorized(self, db: str, cmd: Mapping[str, Any], conn: ConnState) -> bool:
         try:

@@ -53,7 +53,9 @@ __all__ = [
     "NO_AUTH_COMMANDS",
     "AnyActionInDatabase",
     "AnyOf",
+    "Refusal",
     "RenameWithinDatabase",
+    "ViewDefinition",
     "Requirement",
     "is_authorized_for_any_action_in_db",
     "required_privileges",
@@ -69,6 +71,22 @@ class AnyActionInDatabase(NamedTuple):
     db: str
 
 
+class ViewDefinition(NamedTuple):
+    """Creating or modifying a view (checkAuthForCreateOrModifyView): nothing more for a user who cannot
+    read the view anyway, else what an aggregate of the view's pipeline on its viewOn needs."""
+
+    view: Resource
+    reads: tuple[Any, ...]
+
+
+class Refusal(NamedTuple):
+    """Not a privilege: the command's authorization check fails with this error when it reaches this
+    requirement (collMod naming only one of viewOn / pipeline)."""
+
+    code: str
+    message: str
+
+
 class RenameWithinDatabase(NamedTuple):
     """renameCollection inside one database: renameCollectionSameDB on it (+ dropCollection on the
     target with dropTarget), and the user can read the source or cannot read the target."""
@@ -78,7 +96,7 @@ class RenameWithinDatabase(NamedTuple):
     drop_target: bool
 
 
-Requirement = Privilege | AnyOf | AnyActionInDatabase | RenameWithinDatabase
+Requirement = Privilege | AnyOf | AnyActionInDatabase | RenameWithinDatabase | ViewDefinition | Refusal
 
 # Commands that run without authentication (requiresAuth() false in the server).
 NO_AUTH_COMMANDS = frozenset(
@@ -349,6 +367,10 @@ def _bulk_write(db: str, cmd: Mapping[str, Any]) -> list[Requirement]:
     return out
 
 
+def _view_definition(db: str, ns: Resource, view_on: Any, pipeline: Any) -> ViewDefinition:
+    return ViewDefinition(ns, tuple(_aggregate(db, {"aggregate": view_on, "pipeline": pipeline or []})))
+
+
 def _create(db: str, cmd: Mapping[str, Any]) -> list[Requirement]:
     ns = _ns(db, cmd, "create")
     reqs: list[Requirement] = []
@@ -356,8 +378,22 @@ def _create(db: str, cmd: Mapping[str, Any]) -> list[Requirement]:
         reqs.append(_p(ns, "convertToCapped"))
     if cmd.get("viewOn") is not None:
         reqs.append(_p(ns, "createCollection"))
+        reqs.append(_view_definition(db, ns, cmd.get("viewOn"), cmd.get("pipeline")))
     else:
         reqs.append(AnyOf(((_p(ns, "createCollection"),), (_p(ns, "insert"),))))
+    return reqs
+
+
+def _coll_mod(db: str, cmd: Mapping[str, Any]) -> list[Requirement]:
+    """checkAuthForCollMod: collMod on the namespace; then, with auth on, a view's viewOn and pipeline
+    change together or not at all (InvalidOptions), and the new definition is checked as create's."""
+    ns = _ns(db, cmd, "collMod")
+    reqs: list[Requirement] = [_p(ns, "collMod")]
+    if ("viewOn" in cmd) != ("pipeline" in cmd):
+        reqs.append(Refusal("InvalidOptions", "Must specify both 'viewOn' and 'pipeline' when modifying a view and "
+                                              "auth is enabled"))
+    elif "viewOn" in cmd:
+        reqs.append(_view_definition(db, ns, cmd.get("viewOn"), cmd.get("pipeline")))
     return reqs
 
 
@@ -499,7 +535,7 @@ _RULES: dict[str, Callable[[str, Mapping[str, Any]], list[Requirement]]] = {
     "deleteIndexes": _crud("dropIndex"),
     "drop": _crud("dropCollection"),
     "create": _create,
-    "collMod": _crud("collMod"),
+    "collMod": _coll_mod,
     "convertToCapped": _crud("convertToCapped"),
     "compact": _crud("compact"),
     "validate": _crud("validate"),
@@ -620,6 +656,11 @@ def satisfied(granted: Mapping[Resource, frozenset[str]], requirement: Requireme
         return is_authorized_for_any_action_in_db(granted, requirement.db)
     if isinstance(requirement, AnyOf):
         return any(all(satisfied(granted, r) for r in alt) for alt in requirement.alternatives)
+    if isinstance(requirement, ViewDefinition):
+        return not is_authorized(granted, _p(requirement.view, "find")) or all(
+            satisfied(granted, r) for r in requirement.reads)
+    if isinstance(requirement, Refusal):
+        return True  # (authorize raises it when it comes to it)
     if isinstance(requirement, RenameWithinDatabase):
         source, target = requirement.source, requirement.target
         return (

@@ -143,7 +143,6 @@ class RunRenderer:
         self.nsf = ctx.nsf
         self.expanded = ctx.spec.show_expanded_events
         self.show_migration = ctx.spec.show_migration_events
-        self.views_ns = f"{ctx.db}.system.views"
         self.max_event = max_event
         # An event that may be too large is weighed exactly (`too_large`): for a router, the split
         # stage counts the event's $sortKey too, {"": token}: the token's bytes and SORT_KEY_FIXED more.
@@ -175,7 +174,7 @@ class RunRenderer:
         elif op == "c":
             what = TO_PIPELINE if (nsf.cmd(ns) or ns == "admin.$cmd") else SKIP
         elif not nsf.ns(ns):
-            what = TO_PIPELINE if (self.expanded and ns == self.views_ns) else SKIP
+            what = TO_PIPELINE if (self.expanded and nsf.views(ns)) else SKIP
         elif ns.endswith(".system.views"):
             what = TO_PIPELINE
         else:

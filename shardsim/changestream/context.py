@@ -90,6 +90,7 @@ class NamespaceFilter:
 
     _CLUSTER_NS = re.compile(r"^(?!(admin|config|local)\.)[^.]+\.(?!(\$|system\.))")
     _CLUSTER_CMD = re.compile(r"^(?!(admin|config|local)\.)[^.]+\.\$cmd$")
+    _CLUSTER_VIEWS = re.compile(r"^(?!(admin|config|local)\.)[^.]+\.system\.views$")
     _SYSTEM_COLLECTIONS = r"(?!(\$|system\.(?!(js$|resharding\.|buckets\.|views$))))"
     _CLUSTER_NS_SHOW_SYSTEM = re.compile(r"^(?!(admin|config|local)\.)[^.]+\." + _SYSTEM_COLLECTIONS)
 
@@ -115,6 +116,16 @@ class NamespaceFilter:
             rest = ns[len(self._db_prefix):]
             return not rest.startswith("$") and not rest.startswith("system.")
         return self._CLUSTER_NS.match(ns) is not None
+
+    def views(self, ns: str) -> bool:
+        """Is `ns` a `system.views` collection whose writes this stream reports as view events (with
+        showExpandedEvents; getViewNsRegexForChangeStream): its database's, or for a whole-cluster stream
+        any non-internal database's.  A single-collection stream has none."""
+        if self.level == COLLECTION:
+            return False
+        if self.level == DATABASE:
+            return ns == self._db_prefix + "system.views"
+        return self._CLUSTER_VIEWS.match(ns) is not None
 
     def cmd(self, ns: str) -> bool:
         """Is `ns` a command namespace this stream reads?"""

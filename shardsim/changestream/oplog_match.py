@@ -12,7 +12,14 @@ The filter (change_stream_filter_helpers.cpp), after `ts >= start` and
    `partialTxn` and touches the stream (or continues a chain), or a
    `commitTransaction`;
 4. a sharding noop (`o2.shardCollection`, `refineCollectionShardKey`,
-   `reshardCollection`; `o2.migrateChunkToNewShard` only when feeding a router).
+   `reshardCollection`; `o2.migrateChunkToNewShard` only when feeding a router);
+5. with showExpandedEvents, a write to the `system.views` of the stream's
+   database (any non-internal database's for a whole-cluster stream; none for
+   a single-collection stream): a view's create, modify or drop
+   (buildViewDefinitionEventFilter).
+
+An `applyOps` entry without a session (a batched write: the copy of a rename
+across databases) is kept by rule 3 and unwound like a transaction.
 
 The scan reads raw entries and decodes only candidates (op/ns are kept beside
 each entry), and only the majority-committed ones (`Oplog.committed_end`), as
@@ -48,7 +55,6 @@ class OplogMatch(Stage):
         self.latest_key = 0
         self.scanned = 0
         self._checked_history = False
-        self._views_ns = f"{ctx.db}.system.views"
         self.fast = not ctx.spec.show_raw_update_description
 
     def _check_history(self) -> None:
@@ -90,7 +96,7 @@ class OplogMatch(Stage):
                 if not ns or not nsf.ns(ns):
                     continue
             elif not nsf.ns(ns):
-                if not (ctx.spec.show_expanded_events and ns == self._views_ns):
+                if not (ctx.spec.show_expanded_events and nsf.views(ns)):
                     continue
             elif self.fast and not ns.endswith(".system.views"):
                 # a CRUD entry of the stream: handed on by reference, never decoded (render.py)

@@ -92,3 +92,36 @@ def test_localhost_exception_creates_the_first_user(tmp_path):
         first = pymongo.MongoClient(c.uri, username="first", password="x", serverSelectionTimeoutMS=5000)
         assert first.admin.command("listDatabases")["ok"] == 1.0
 
+
+
+def test_coll_mod_of_a_view_names_both_fields_when_auth_is_on(auth_cluster):
+    """auth/authorization_checks.cpp checkAuthForCollMod (run only with auth on: without it the command is
+    authorized before its checks run): after the collMod privilege, naming only one of viewOn / pipeline
+    is InvalidOptions, on a collection too; then the new definition needs what an aggregate of it would
+    (checkAuthForCreateOrModifyView), unless the user cannot read the view anyway."""
+    admin = _client(auth_cluster, username="admin", password="s3cret")
+    admin.shop.items.insert_one({"_id": 1})
+    admin.shop.create_collection("v", viewOn="items", pipeline=[])
+    for fields in ({"pipeline": []}, {"viewOn": "items"}):
+        for target in ("v", "items"):
+            with pytest.raises(pymongo.errors.OperationFailure) as ei:
+                admin.shop.command({"collMod": target, **fields})
+            assert (ei.value.code, ei.value.details["errmsg"]) == (
+                72, "Must specify both 'viewOn' and 'pipeline' when modifying a view and auth is enabled")
+    admin.shop.command("collMod", "v", viewOn="items", pipeline=[{"$match": {"_id": 1}}])
+    assert admin.shop.v.find_one() == {"_id": 1}
+    reader = _client(auth_cluster, username="reader", password="r", authSource="shop")
+    with pytest.raises(pymongo.errors.OperationFailure) as ei:
+        reader.shop.command("collMod", "v", pipeline=[])  # no collMod privilege: Unauthorized comes first
+    assert ei.value.code == 13
+    admin.shop.command("createUser", "dba", pwd="d", roles=["dbAdmin"])  # collMod, but no find
+    dba = _client(auth_cluster, username="dba", password="d", authSource="shop")
+    dba.shop.command("collMod", "v", viewOn="items", pipeline=[{"$lookup": {"from": "crm", "pipeline": [],
+                                                                           "as": "x"}}])
+    admin.shop.command("createUser", "owner", pwd="o", roles=["dbOwner"])  # reads shop's views, not crm
+    owner = _client(auth_cluster, username="owner", password="o", authSource="shop")
+    with pytest.raises(pymongo.errors.OperationFailure) as ei:
+        owner.shop.command("collMod", "v", viewOn="items", pipeline=[
+            {"$lookup": {"from": {"db": "crm", "coll": "leads"}, "pipeline": [], "as": "x"}}])
+    assert ei.value.code == 13
+    owner.shop.command("collMod", "v", viewOn="items", pipeline=[])

@@ -14,12 +14,15 @@ everything committed on its namespace, and:
 
 Reads through the shard-key index (rule `indexed_read`, also under a collation) see exactly the
 documents written; a capped collection (rule `insert_capped`) keeps its newest three, and streams show
-the evictions as deletes.
+the evictions as deletes.  DDL: the sharded collection dropped and recreated, an unsharded one renamed
+into another database (its copy's events in whole-cluster streams), a view's definition modified (both
+routers read the new one at once).
 """
 
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 
 import trio
@@ -36,6 +39,7 @@ from mongosim.shardsim.snapshots import HISTORY_WINDOW_S
 
 EPOCH = 1_700_000_000
 RESUMABLE = [6, 10107, 234, 91, 13436]
+TMP = re.compile(r"^tmp[a-zA-Z0-9]{5}\.renameCollection$")  # renameCollection across databases' copy
 
 
 class GossipingClient(AsyncClient):
@@ -77,6 +81,14 @@ def visible(level: str, ev: tuple) -> bool:
     return True
 
 
+def _ns_of(ev: dict) -> str:
+    """An event's namespace as the machine logs it (a rename's temporary collection: `<db>.tmp`)."""
+    if "ns" not in ev:
+        return "db.c"  # (an invalidate)
+    coll = ev["ns"].get("coll")
+    return f"{ev['ns']['db']}.{'tmp' if coll and TMP.match(coll) else coll}"
+
+
 class ClusterMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
@@ -101,6 +113,7 @@ class ClusterMachine(RuleBasedStateMachine):
         self.restarts = 0  # a restarted shard has no snapshot history
         self.created = 0  # collections db.t<N> created by transactions (rule transaction_creates_a_collection)
         self.removed: set[str] = set()  # shards removed by removeShard
+        self.view = False  # the view db.v on db.o exists (rule modify_view)
 
     def cluster_options(self) -> dict:
         return dict(shards=3, routers=2, listen=False, epoch=EPOCH, instant_hwm=True, noop_interval=1.0)
@@ -363,6 +376,39 @@ class ClusterMachine(RuleBasedStateMachine):
         self.docs.clear()
         self.portal.call(self._setup_collection)
 
+    @precondition(lambda self: self.other)
+    @rule()
+    def rename_across_databases(self) -> None:
+        """db.o renamed over moved.o (dropTarget): a whole-cluster watcher sees the copy's inserts into
+        moved.tmpXXXXX.renameCollection, the rename to moved.o, then the drop of db.o; a database watcher
+        the drop.  mongos creates `moved` on db's primary shard; once a removed shard moved the two
+        databases' primaries apart, the rename is refused (CommandFailed) and changes nothing."""
+        self.portal.call(self._clear_faults)
+        try:
+            self.portal.call(self.client.admin, {"renameCollection": "db.o", "to": "moved.o", "dropTarget": True})
+        except CommandError as err:
+            assert err.code == 125 and "must be on same shard" in str(err), err
+            return
+        self.log.extend(("moved.tmp", "insert", i) for i in sorted(self.other))
+        self.log.append(("moved.tmp", "rename", None))
+        self.log.append(("db.o", "drop", None))
+        self.other.clear()
+
+    @rule(low=st.integers(0, 60), via=st.integers(0, 1))
+    def modify_view(self, low: int, via: int) -> None:
+        """collMod of the view db.v on db.o: both routers read the new definition at once, and no watcher
+        (none shows expanded events) sees the system.views writes."""
+        self.portal.call(self._clear_faults)
+        definition = {"viewOn": "o", "pipeline": [{"$match": {"_id": {"$gte": low}}}]}
+        if not self.view:
+            self.portal.call(self.client.command, "db", {"create": "v", **definition})
+            self.view = True
+        else:
+            self.portal.call(self.clients[via].command, "db", {"collMod": "v", **definition})
+        for client in self.clients:
+            docs = self.portal.call(client.find, "db", "v", {})
+            assert sorted(d["_id"] for d in docs) == sorted(i for i in self.other if i >= low)
+
     # -- snapshot reads -------------------------------------------------------------------
     async def _snapshot_find(self, at) -> tuple[dict | None, float]:
         rc = {"level": "snapshot", **({"atClusterTime": at} if at is not None else {})}
@@ -541,8 +587,7 @@ class ClusterMachine(RuleBasedStateMachine):
         keys = [e["_id"]["_data"] for e in w.received]
         assert keys == sorted(keys) and len(set(keys)) == len(keys), "out of order or duplicated"
         assert w.tokens == sorted(w.tokens), "a resume token went backwards"
-        got = sorted((f"{e['ns']['db']}.{e['ns'].get('coll')}" if "ns" in e else "db.c", e["operationType"],
-                      e.get("documentKey", {}).get("_id")) for e in w.received)
+        got = sorted((_ns_of(e), e["operationType"], e.get("documentKey", {}).get("_id")) for e in w.received)
         want = sorted((ns, op, i) for ns, op, i in expected)
         assert got == want, f"{w.level} watcher: got {got} want {want}"
 
