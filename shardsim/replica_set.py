@@ -311,7 +311,9 @@ class ReplicaSet:
     # -- notifications ------------------------------------------------------------------------
     def notify(self) -> None:
         """The set's state changed: topology versions move, every waiter looks again."""
+        alone = self.multi and self.write_majority == 1  # (primary + arbiters: its own writes commit)
         for m in self.members:
+            m.node.commits_alone = alone and m.state == PRIMARY
             m.topology_counter += 1
             ev, m.hello_changed = m.hello_changed, trio.Event()
             ev.set()

@@ -301,3 +301,4 @@ def start(rs: "ReplicaSet", nursery: trio.Nursery) -> None:
                 m.committed.start()
             start_replication(rs, m)
         rs.publish_commit_point()  # from now on readers see only what a majority holds
+        rs.notify()
