@@ -48,6 +48,16 @@ class ReplicaSetClusterMachine(ClusterMachine):
             assert trio.current_time() - t0 < limit, "the replica set did not settle"
             await trio.sleep(0.1)
 
+    async def _pump_watchers(self, held: set[str]) -> None:
+        """A few getMores on every watcher: none may show a write past the commit point (`held`)."""
+        for w in self.watchers:
+            for _ in range(3):
+                ev = None if w.stream.closed else await w.stream.try_next()
+                if ev is not None:
+                    w.received.append(ev)
+                    w.tokens.append(ev["_id"]["_data"])
+                    assert ev.get("documentKey", {}).get("_id") not in held, "an event past the commit point"
+
     def _primary_client(self, shard: str) -> AsyncClient:
         return AsyncClient(self.core.member_frontends[self.rs(shard).primary.host])
 
@@ -130,13 +140,7 @@ class ReplicaSetClusterMachine(ClusterMachine):
             reply = await self._primary_client(shard).command(
                 "held", {"insert": "c", "documents": [{"_id": hid}], "writeConcern": {"w": "majority", "wtimeout": 300}})
             assert reply["writeConcernError"]["code"] == 64, reply
-            for w in self.watchers:
-                for _ in range(3):
-                    ev = None if w.stream.closed else await w.stream.try_next()
-                    if ev is not None:
-                        w.received.append(ev)
-                        w.tokens.append(ev["_id"]["_data"])
-                        assert ev.get("documentKey", {}).get("_id") != hid, "an event past the commit point"
+            await self._pump_watchers({hid})
             self.faults.start_replication(shard)
 
         self.portal.call(go)
@@ -194,13 +198,18 @@ class ReplicaSetClusterMachine(ClusterMachine):
                                                    "is no majority-committed entry"
 
 
-ReplicaSetClusterMachine.TestCase.settings = settings(
-    max_examples=max(1, int(os.environ.get("STATEFUL_EXAMPLES", "200")) // 5),
-    stateful_step_count=int(os.environ.get("STATEFUL_STEPS", "25")),
-    deadline=None,
-    # STATEFUL_NO_SHRINK=1: report a failure at once (shrinking this machine can take many minutes)
-    phases=[p for p in Phase if p is not Phase.shrink or not os.environ.get("STATEFUL_NO_SHRINK")],
-)
+def machine_settings(share: int) -> settings:
+    """The cluster machine's sizes, this machine running 1/`share` of its examples."""
+    return settings(
+        max_examples=max(1, int(os.environ.get("STATEFUL_EXAMPLES", "200")) // share),
+        stateful_step_count=int(os.environ.get("STATEFUL_STEPS", "25")),
+        deadline=None,
+        # STATEFUL_NO_SHRINK=1: report a failure at once (shrinking this machine can take many minutes)
+        phases=[p for p in Phase if p is not Phase.shrink or not os.environ.get("STATEFUL_NO_SHRINK")],
+    )
+
+
+ReplicaSetClusterMachine.TestCase.settings = machine_settings(5)
 TestReplicaSetClusterMachine = ReplicaSetClusterMachine.TestCase
 
 
@@ -269,24 +278,12 @@ class PSAClusterMachine(ReplicaSetClusterMachine):
             assert reply["writeConcernError"]["code"] == 64, reply
             await trio.sleep(2 * rs.election_timeout)
             assert rs.primary is primary, "the arbiter's vote keeps the primary in office"
-            for w in self.watchers:
-                for _ in range(3):
-                    ev = None if w.stream.closed else await w.stream.try_next()
-                    if ev is not None:
-                        w.received.append(ev)
-                        w.tokens.append(ev["_id"]["_data"])
-                        assert ev.get("documentKey", {}).get("_id") not in (one, majority), \
-                            "an event past the commit point"
+            await self._pump_watchers({one, majority})
             self.faults.restart_member(shard, secondary.id)
 
         self.portal.call(go)
         self.log += [("held.c", "insert", one), ("held.c", "insert", majority)]
 
 
-PSAClusterMachine.TestCase.settings = settings(
-    max_examples=max(1, int(os.environ.get("STATEFUL_EXAMPLES", "200")) // 10),
-    stateful_step_count=int(os.environ.get("STATEFUL_STEPS", "25")),
-    deadline=None,
-    phases=[p for p in Phase if p is not Phase.shrink or not os.environ.get("STATEFUL_NO_SHRINK")],
-)
+PSAClusterMachine.TestCase.settings = machine_settings(10)
 TestPSAClusterMachine = PSAClusterMachine.TestCase
