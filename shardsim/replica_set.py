@@ -227,12 +227,15 @@ class ReplicaSet:
         self.in_sharded_cluster = False  # a shard's set (its defaults are the cluster's)
         self.is_config = False  # the config server's set (no arbiters)
         self.defaults: Any = None  # its shardsim.rw_concern_defaults.RWConcernDefaults (set by the cluster)
+        self.implicit_default_majority = True  # (kept by _recount)
+        self.commits_alone = False
 
     # -- membership -------------------------------------------------------------------------
     def add_member(self, node: "Node", host: str, member_id: int | None = None, **kw: Any) -> Member:
         mid = max((m.id for m in self.members), default=-1) + 1 if member_id is None else member_id
         m = Member(self, mid, node, host, **kw)
         self.members.append(m)
+        self._recount()
         return m
 
     def initiate(self) -> Member:
@@ -291,13 +294,16 @@ class ReplicaSet:
     def data_bearing(self) -> list[Member]:
         return [m for m in self.members if not m.arbiter and m.state != REMOVED]
 
-    @property
-    def implicit_default_majority(self) -> bool:
-        """Whether the implicit default write concern is w: "majority" (ReplSetConfig::
-        isImplicitDefaultWriteConcernMajority): with arbiters, only while the voting data-bearing
-        members outnumber the voting majority; otherwise w: 1, as for PSA."""
-        n_arbiters = len(self.voting) - len(self.writable_voting)
-        return n_arbiters == 0 or len(self.writable_voting) > self.majority
+    def _recount(self) -> None:
+        """The config changed (members, votes, arbiters): what each write reads, counted once.
+
+        implicit_default_majority: whether the implicit default write concern is w: "majority"
+        (ReplSetConfig::isImplicitDefaultWriteConcernMajority) — with arbiters, only while the voting
+        data-bearing members outnumber the voting majority; otherwise w: 1, as for PSA.
+        commits_alone: the primary's own writes reach the write majority (primary + arbiters)."""
+        writable = len(self.writable_voting)
+        self.implicit_default_majority = writable == len(self.voting) or writable > self.majority
+        self.commits_alone = self.multi and self.write_majority == 1
 
     @staticmethod
     def can_talk(a: Member, b: Member) -> bool:
@@ -311,9 +317,9 @@ class ReplicaSet:
     # -- notifications ------------------------------------------------------------------------
     def notify(self) -> None:
         """The set's state changed: topology versions move, every waiter looks again."""
-        alone = self.multi and self.write_majority == 1  # (primary + arbiters: its own writes commit)
+        self._recount()
         for m in self.members:
-            m.node.commits_alone = alone and m.state == PRIMARY
+            m.node.commits_alone = self.commits_alone and m.state == PRIMARY
             m.topology_counter += 1
             ev, m.hello_changed = m.hello_changed, trio.Event()
             ev.set()
