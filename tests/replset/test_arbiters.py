@@ -319,3 +319,23 @@ async def test_through_mongos_a_psa_shard_with_its_secondary_down(autojump_clock
         assert info.value.reply["codeName"] == "ReadConcernMajorityNotEnabled"
         assert info.value.reply["errmsg"] == "'prepareTransaction' is not supported for replica sets with arbiters"
         assert (await c.command("db", {"count": "s"}))["n"] == 0
+
+
+async def test_a_shard_takes_an_arbiter_once_mongos_has_a_cluster_wide_write_concern(autojump_clock):
+    async with open_cluster(shards=1, members=2, listen=False, epoch=EPOCH) as core:
+        router = AsyncClient(core.router)
+        shard = member_client(core, core.replica_sets["shard00"].primary)
+        config = (await shard.command("admin", {"replSetGetConfig": 1}))["config"]
+        config["version"] += 1
+        config["members"].append({"_id": 2, "host": "localhost:29996", "arbiterOnly": True})
+        reply = await shard.command("admin", {"replSetReconfig": config}, check=False)
+        assert reply["codeName"] == "NewReplicaSetConfigurationIncompatible"
+        assert "config that would change the implicit default write concern on the shard to {w: 1}." in reply["errmsg"]
+        reply = await shard.command("admin", {"setDefaultRWConcern": 1, "defaultWriteConcern": {"w": 1}}, check=False)
+        assert reply["code"] == 51301  # (on a shard member: mongos keeps the defaults)
+        await router.admin({"setDefaultRWConcern": 1, "defaultWriteConcern": {"w": "majority"}})
+        await shard.command("admin", {"replSetReconfig": config})
+        assert core.replica_sets["shard00"].arbiters[0].host == "localhost:29996"
+        got = await router.command("admin", {"getDefaultRWConcern": 1})
+        assert (got["defaultWriteConcern"], got["defaultWriteConcernSource"]) == ({"w": "majority", "wtimeout": 0},
+                                                                                 "global")
