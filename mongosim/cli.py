@@ -112,6 +112,7 @@ def _serve_parser(sub: Any) -> argparse.ArgumentParser:
                  "mongosim serve --shards 3 --routers 2           # two mongos: 27017 and 27018",
                  "mongosim serve --topology replset               # one node, a replica-set primary",
                  "mongosim serve --shards 2 --members 3           # each shard a 3-member replica set",
+                 "mongosim serve --members 2 --arbiters 1         # each shard primary-secondary-arbiter (PSA)",
                  "mongosim serve -v                               # log every command (JSON lines)",
                  "mongosim serve --trace merge.jsonl              # the merge trace of every stream",
                  "mongosim serve --auth --users users.json        # SCRAM users (see README)",
@@ -124,6 +125,10 @@ def _serve_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--members", type=_at_least(1), default=1,
                    help="members of every replica set (each shard, the config server; the replset topology's "
                         "set), each on its own port, >= 1 (default 1)")
+    p.add_argument("--arbiters", type=_at_least(0), default=0,
+                   help="arbiters of every shard's replica set (the replset topology's set), after the members, "
+                        "each on its own port (default 0; --members 2 --arbiters 1 is PSA; the config server "
+                        "has none)")
     p.add_argument("--election-timeout-ms", type=_at_least(1), default=10_000,
                    help="electionTimeoutMillis of every replica set (default 10000, the server's)")
     p.add_argument("--topology", choices=["sharded", "replset"], default="sharded")
@@ -215,7 +220,7 @@ def _print_routers(core: Any) -> None:
 
 def _print_replica_sets(core: Any) -> None:
     """Every replica set's members (each shard's, the config server's), as a connection string."""
-    if core.opts.listen and (core.opts.members > 1 or core.opts.topology == "sharded"):
+    if core.opts.listen and (core.opts.members > 1 or core.opts.arbiters or core.opts.topology == "sharded"):
         for name, rs in core.replica_sets.items():
             print(f"  {rs.name}: {core.replica_set_uri(name)}", flush=True)
 
@@ -247,7 +252,7 @@ def _run_serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
         noop_interval=args.noop_interval, instant_hwm=args.instant_hwm, oplog_size_mb=args.oplog_size_mb,
         auth=args.auth, users_file=args.users_file, tls_cert_file=args.tls_cert_file,
         tls_key_file=args.tls_key_file, data_dir=args.data_dir, event_cache=args.event_cache,
-        members=args.members, election_timeout=args.election_timeout_ms / 1000.0,
+        members=args.members, arbiters=args.arbiters, election_timeout=args.election_timeout_ms / 1000.0,
     )
     try:
         trio.run(_serve, opts, trace_out)

@@ -43,6 +43,9 @@ class ClusterOptions:
                     drivers read its change streams directly)
     members         members of every replica set (each shard, the config server; the replset topology's
                     set), >= 1: each listens on its own port (after the routers' with a fixed `port`)
+    arbiters        arbiters of every shard's replica set (the replset topology's set), >= 0, added after
+                    the members (ids members..members+arbiters-1; config servers have none, as the server
+                    refuses them there): `members=2, arbiters=1` is the PSA shape
     election_timeout  seconds (electionTimeoutMillis / 1000, default the server's 10): how long the members
                     wait for a dead primary before electing another
     heartbeat_interval  seconds (heartbeatIntervalMillis / 1000, default 2)
@@ -81,6 +84,7 @@ class ClusterOptions:
     data_dir: str | None = None
     event_cache: int = 16_384  # CRUD events rendered once and shared, per node (0: off)
     members: int = 1  # members of every replica set (shards, config server)
+    arbiters: int = 0  # arbiters of every shard's set (the replset topology's): members=2, arbiters=1 is PSA
     election_timeout: float = 10.0  # seconds (the server's electionTimeoutMillis / 1000)
     heartbeat_interval: float = 2.0  # seconds (heartbeatIntervalMillis / 1000)
 
@@ -111,6 +115,7 @@ class ClusterCore:
         self.faults: Any = None
         self.store: Any = None  # shardsim.persistence.Store with --data-dir
         self.balancer: Any = None  # router.balancer.Balancer (sharded clusters)
+        self.rw_defaults: Any = None  # shardsim.rw_concern_defaults.RWConcernDefaults (mongosim/members.py)
 
     @property
     def oplog_bytes(self) -> int | None:
@@ -153,7 +158,7 @@ class ClusterCore:
     def replica_set_uri(self, name: str) -> str:
         """The connection string of one replica set (a shard's, the config server's)."""
         rs = self.replica_sets[name]
-        return f"mongodb://{','.join(m.host for m in rs.members)}/?replicaSet={rs.name}"
+        return f"mongodb://{','.join(m.host for m in rs.data_bearing)}/?replicaSet={rs.name}"
 
     @property
     def uri(self) -> str:
@@ -161,7 +166,8 @@ class ClusterCore:
         host = self.opts.host if self.opts.host not in ("0.0.0.0", "::") else "127.0.0.1"
         if self.opts.topology == "replset":
             rs = next(iter(self.replica_sets.values()), None)
-            hosts = ",".join(m.host for m in rs.members) if rs is not None and self.opts.listen else f"{host}:{self.port}"
+            hosts = ",".join(m.host for m in rs.data_bearing) if rs is not None and self.opts.listen \
+                else f"{host}:{self.port}"
             return f"mongodb://{hosts}/?replicaSet={self.opts.set_name}"
         if len(self.mongos) > 1:
             return "mongodb://" + ",".join(f"{host}:{p.port}" for p in self.mongos) + "/"
@@ -184,8 +190,10 @@ class ClusterCore:
         from mongosim.faults import FaultInjector
 
         self.faults = FaultInjector(self)
-        if self.opts.members > 1 and self.opts.data_dir:
-            raise ValueError("--data-dir keeps one member per replica set: use it with --members 1")
+        if (self.opts.members > 1 or self.opts.arbiters) and self.opts.data_dir:
+            raise ValueError("--data-dir keeps one member per replica set: use it with --members 1 and no arbiters")
+        if self.opts.arbiters < 0:
+            raise ValueError("arbiters must be >= 0")
         if self.opts.topology == "replset":
             rs = build_replica_set(self, shard_name(0), set_name=self.opts.set_name)
             if self.store is not None:

@@ -11,9 +11,9 @@
     await faults.stop_router("router01")  # ... or stops, until start_router("router01")
     faults.clear()
 
-Replica-set members (`--members M`; a member is its `_id`, its host "h:p", or
-"primary"; the default is the primary, or every secondary for lag and
-replication):
+Replica-set members (`--members M`, `--arbiters A`; a member is its `_id`, its
+host "h:p", "primary", "secondary" or "arbiter"; the default is the primary,
+or every secondary for lag and replication):
 
     await faults.step_down("shard00")       # replSetStepDown: a caught-up secondary is elected
     faults.kill("shard00")                  # the primary's process dies; an election follows
@@ -23,6 +23,9 @@ replication):
     faults.lag("shard00", 2.0)              # secondaries apply entries 2 s after they appear
     faults.stop_replication("shard00")      # secondaries fetch nothing (stopReplProducer)
     faults.start_replication("shard00")
+    faults.kill("shard00", "secondary")     # PSA: the commit point stops, w: "majority" waits,
+                                            # streams show nothing newer, w: 1 writes go on
+    faults.kill("shard00", "arbiter")       # the arbiter dies (restart_member brings it back)
 
 All of it runs on trio's clock, so on a MockClock (the in-process harness) a
 failover takes virtual time only.
@@ -155,7 +158,7 @@ class FaultInjector:
         return self.core.replica_sets[self._set_key(shard)]
 
     def member(self, shard: str, which: int | str = "primary"):
-        """A member of the shard's set: by `_id`, host "h:p", "primary" or "secondary" (the first)."""
+        """A member of the shard's set: by `_id`, host "h:p", "primary", or "secondary" / "arbiter" (the first)."""
         rs = self._rs(shard)
         if which == "primary":
             p = rs.primary
@@ -167,6 +170,10 @@ class FaultInjector:
                 if m.state == SECONDARY:
                     return m
             raise MongoError("NotSecondary", f"{shard} has no secondary now")
+        if which == "arbiter":
+            for m in rs.arbiters:
+                return m
+            raise MongoError("BadValue", f"{shard} has no arbiter")
         for m in rs.members:
             if m.id == which or m.host == which or str(m.id) == str(which):
                 return m
@@ -174,8 +181,8 @@ class FaultInjector:
 
     def _members(self, shard: str, which: int | str | None):
         rs = self._rs(shard)
-        if which is None:
-            return [m for m in rs.members if m.state != PRIMARY]
+        if which is None:  # every secondary (an arbiter replicates nothing)
+            return [m for m in rs.members if m.state != PRIMARY and not m.arbiter]
         return [self.member(shard, which)]
 
     async def step_down(self, shard: str, seconds: float = 60.0, *, catch_up: float = 10.0,

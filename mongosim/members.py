@@ -2,7 +2,13 @@
 
 `build_replica_set` makes the `members` Nodes of one shard (or of the config
 server, or of a `--topology replset` deployment): the first is initiated and
-becomes primary in term 1; the others start from it by initial sync.  When
+becomes primary in term 1; the others start from it by initial sync.  Then
+come the `arbiters` (shards and the replset topology's set; a config server
+has none, as the server refuses them there): each is a mongod of its own,
+with its port, that holds no data and copies no oplog.  A sharded cluster
+whose shards have arbiters starts with the cluster-wide write concern set to
+`{w: 1}` (the server adds no shard with arbiters before one is set; w: 1 is
+what the set's implicit default would be), `shardsim.rw_concern_defaults`.  When
 the cluster listens, every member gets its own TCP endpoint (bound here, at
 once, so that its host string is known before `config.shards` names it):
 with a fixed `--port p`, members take consecutive ports after the routers'
@@ -26,6 +32,7 @@ from mongosim.shardsim import topology_coordinator
 from mongosim.shardsim.initial_sync import initial_sync
 from mongosim.shardsim.node import Node
 from mongosim.shardsim.replica_set import Member, ReplicaSet
+from mongosim.shardsim.rw_concern_defaults import RWConcernDefaults
 
 if TYPE_CHECKING:
     from mongosim.core import ClusterCore
@@ -126,8 +133,9 @@ def _attach(core: "ClusterCore", rs: ReplicaSet, m: Member, endpoint: MemberEndp
 
 
 def add_member(core: "ClusterCore", rs: ReplicaSet, name: str, host: str | None = None,
-               member_id: int | None = None, *, is_config: bool = False) -> Member:
-    """A new member of `rs` (at creation, or by replSetReconfig): it starts by initial sync."""
+               member_id: int | None = None, *, is_config: bool = False, arbiter: bool = False) -> Member:
+    """A new member of `rs` (at creation, or by replSetReconfig): it starts by initial sync (an
+    arbiter: empty, for good)."""
     endpoint = None
     if core.opts.listen:
         port = int(host.rsplit(":", 1)[1]) if host else _member_port(core)
@@ -138,9 +146,12 @@ def add_member(core: "ClusterCore", rs: ReplicaSet, name: str, host: str | None 
         host = f"localhost:{27018 + core.member_ports_used}"
     first = not rs.members
     node = new_member_node(core, name, host, is_config=is_config, initiate=first)
-    m = rs.add_member(node, host, member_id)
+    m = rs.add_member(node, host, member_id, arbiter=arbiter)
     if first:
         rs.initiate()
+    elif arbiter:
+        if rs.started:
+            topology_coordinator.start(rs, core.nursery)
     else:
         source = rs.primary or rs.members[0]
         initial_sync(m, source)
@@ -159,7 +170,24 @@ def build_replica_set(core: "ClusterCore", name: str, *, is_config: bool = False
     rs.instant_hwm = opts.instant_hwm
     for _ in range(max(int(opts.members), 1)):
         add_member(core, rs, name, is_config=is_config)
-    rs.member_factory = lambda host, mid: add_member(core, rs, name, host, mid, is_config=is_config)
+    for _ in range(0 if is_config else int(opts.arbiters)):
+        add_member(core, rs, name, arbiter=True)
+    rs.member_factory = lambda host, mid, arbiter=False: add_member(core, rs, name, host, mid, is_config=is_config,
+                                                                    arbiter=arbiter)
+    rs.is_config = is_config
+    rs.in_sharded_cluster = opts.topology == "sharded" and not is_config
+    rs.defaults = cluster_defaults(core)
     core.replica_sets[name] = rs
     topology_coordinator.start(rs, core.nursery)
     return rs
+
+
+def cluster_defaults(core: "ClusterCore") -> RWConcernDefaults:
+    """The deployment's read/write concern defaults: one object, shared by every set of a sharded
+    cluster (the config server keeps it; mongos applies it) — with arbiters, the cluster-wide write
+    concern starts at {w: 1}."""
+    if core.rw_defaults is None:
+        core.rw_defaults = RWConcernDefaults()
+        if core.opts.arbiters and core.opts.topology == "sharded":
+            core.rw_defaults.write_concern = {"w": 1, "wtimeout": 0}
+    return core.rw_defaults

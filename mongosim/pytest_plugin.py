@@ -28,6 +28,7 @@ Configuration: a marker beats a command-line flag, which beats an ini option, wh
     mongosim_shards = 2                                   --mongosim-shards N           shards=
     mongosim_routers = 1                                  --mongosim-routers R          routers=
     mongosim_members = 1                                  --mongosim-members M          members=
+    mongosim_arbiters = 0                                 --mongosim-arbiters A         arbiters=
     mongosim_topology = sharded | replset                 --mongosim-topology T         topology=
     mongosim_instant_hwm = true                           --mongosim-instant-hwm,       instant_hwm=
                                                           --mongosim-no-instant-hwm
@@ -55,6 +56,8 @@ _INI: dict[str, tuple[str, str, Any]] = {  # ini name -> (help, type, default)
     "mongosim_shards": ("mongosim: number of shards of the test cluster", "string", "2"),
     "mongosim_routers": ("mongosim: number of mongos routers of the test cluster", "string", "1"),
     "mongosim_members": ("mongosim: members of each replica set (each shard, the config server)", "string", "1"),
+    "mongosim_arbiters": ("mongosim: arbiters of each shard's replica set (members=2, arbiters=1: PSA)", "string",
+                          "0"),
     "mongosim_topology": ("mongosim: sharded or replset", "string", "sharded"),
     "mongosim_instant_hwm": ("mongosim: idle shards promise at once (no cold-shard latency)", "bool", True),
     "mongosim_noop_interval": ("mongosim: seconds between periodic noop writes", "string", "10"),
@@ -62,7 +65,7 @@ _INI: dict[str, tuple[str, str, Any]] = {  # ini name -> (help, type, default)
     "mongosim_port": ("mongosim: port of the test cluster (0: any free port)", "string", "0"),
     "mongosim_reset": ("mongosim: reset the cluster before each test that uses it", "bool", True),
 }
-_CASTS = {"shards": int, "routers": int, "members": int, "noop_interval": float, "port": int, "topology": str, "host": str}
+_CASTS = {"shards": int, "routers": int, "members": int, "arbiters": int, "noop_interval": float, "port": int, "topology": str, "host": str}
 _PLUGIN_KEYS = ("reset", "isolated")
 
 
@@ -75,6 +78,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="number of mongos routers (cluster.uri names them all)")
     group.addoption("--mongosim-members", type=int, default=None, metavar="M",
                     help="members of each replica set (each shard, the config server)")
+    group.addoption("--mongosim-arbiters", type=int, default=None, metavar="A",
+                    help="arbiters of each shard's replica set (--mongosim-members 2 --mongosim-arbiters 1: PSA)")
     group.addoption("--mongosim-topology", choices=["sharded", "replset"], default=None)
     group.addoption("--mongosim-instant-hwm", dest="mongosim_instant_hwm", action="store_true", default=None,
                     help="idle shards promise at once (the default in tests)")

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import uuid as _uuid
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import trio
-from bson import Binary
+from bson import Binary, Timestamp
 from mongosim.oplog.errors import MongoError
 from mongosim.router import authn, handshake
 from mongosim.router.command_registry import ROUTER_COMMANDS, router_command
 from mongosim.router.request import Request
 from mongosim.shardsim.profiler import apply_profile_command
+from mongosim.shardsim.rw_concern_defaults import RWConcernDefaults
 
 if TYPE_CHECKING:
     from mongosim.router.mongos import Router
@@ -116,10 +117,47 @@ async def cmd_configure_fail_point(router: Router, req: Request) -> dict:
     return router.failpoints.configure(req.cmd)
 
 
+def _rw_defaults_set(service: Any, name: str) -> Any:
+    """The replica set whose read/write concern defaults `service` answers for: a mongos asks the
+    config server; a member its own set, unless it is a shard's (51301, as the server's
+    assertNotStandaloneOrShardServer: in a sharded cluster, mongos applies the defaults)."""
+    member = getattr(service, "member", None)
+    if member is None:
+        return service.registry.config.replica_set
+    if member.rs.in_sharded_cluster:
+        raise MongoError(51301, f"'{name}' is not supported on shard nodes.")
+    return member.rs
+
+
 @router_command("getDefaultRWConcern")
 async def cmd_get_default_rw_concern(router: Router, req: Request) -> dict:
-    return {"defaultReadConcern": {"level": "local"}, "defaultWriteConcern": {"w": "majority", "wtimeout": 0},
-            "defaultReadConcernSource": "implicit", "defaultWriteConcernSource": "implicit", "ok": 1.0}
+    """The defaults in force (`shardsim.rw_concern_defaults`): with a PSA set's implicit w: 1, no
+    `defaultWriteConcern` at all."""
+    rs = _rw_defaults_set(router, "getDefaultRWConcern")
+    defaults = rs.defaults if rs is not None and rs.defaults is not None else RWConcernDefaults()
+    return {**defaults.describe(rs), "ok": 1.0}
+
+
+@router_command("setDefaultRWConcern")
+async def cmd_set_default_rw_concern(router: Router, req: Request) -> dict:
+    """Set the cluster-wide read/write concern defaults (on a replica set's primary, or through mongos
+    on the config server's)."""
+    if req.db != "admin":
+        raise MongoError("Unauthorized", "setDefaultRWConcern may only be run against the admin database.")
+    rs = _rw_defaults_set(router, "setDefaultRWConcern")
+    member = getattr(router, "member", None)
+    if member is not None and not member.is_primary:
+        raise MongoError("NotWritablePrimary", "not primary")
+    if rs.defaults is None:
+        raise MongoError("IllegalOperation", "this deployment keeps no read/write concern defaults")
+    wc = req.cmd.get("defaultWriteConcern")
+    if member is not None and isinstance(wc, dict) and isinstance(wc.get("w"), str) and wc["w"] != "majority" \
+            and wc["w"] not in rs.write_concern_modes:  # (a config server does not check modes: the shards have them)
+        raise MongoError("UnknownReplWriteConcern", f"No write concern mode named '{wc['w']}' found in replica set "
+                         "configuration")
+    writer = member if member is not None else rs.primary  # (mongos: the config server's primary)
+    rs.defaults.set(req.cmd.get("defaultReadConcern"), wc, writer.node.clock.now() if writer else Timestamp(0, 0))
+    return {**rs.defaults.describe(rs), "ok": 1.0}
 
 
 @router_command("hostInfo")

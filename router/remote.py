@@ -260,6 +260,9 @@ class ShardRemote:
             newest = p.node.wall.now()
             secondaries = [m for m in secondaries
                            if newest - _applied_time(m) + rs.heartbeat_interval <= limit]
+        tag_sets = rp.get("tags")
+        if isinstance(tag_sets, list) and tag_sets:
+            secondaries = matching_tag_set(secondaries, tag_sets)
         if mode in ("secondary", "secondaryPreferred") and secondaries:
             return min(secondaries, key=lambda m: (-m.last_key, m.id))
         if mode == "nearest":
@@ -286,6 +289,18 @@ class ShardRemote:
 
     def clear_faults(self) -> None:
         self.faults.clear()
+
+
+def matching_tag_set(members: list, tag_sets: list) -> list:
+    """The members the read preference's tag sets select: those matching the first tag set that any
+    of them matches (`{}` matches every member), as the server selection specification orders them."""
+    for tags in tag_sets:
+        if not isinstance(tags, dict):
+            continue
+        chosen = [m for m in members if all(m.tags.get(k) == v for k, v in tags.items())]
+        if chosen:
+            return chosen
+    return []
 
 
 def _applied_time(m: "Member") -> float:

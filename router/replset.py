@@ -8,7 +8,11 @@ driver or a DBA reaches a real one.  Drivers classify the member from `hello`:
 `electionId` (on the primary: the term), `setVersion`, `lastWrite`, and a
 `topologyVersion` whose counter moves with every change of the set, so a
 streaming `hello` (topologyVersion + maxAwaitTimeMS) answers at once when a
-primary steps down or is elected.
+primary steps down or is elected.  Every member lists the set's `arbiters`;
+an arbiter answers `arbiterOnly: true` (neither primary nor secondary), and
+each member its own `tags` (drivers select members by them for a read
+preference's tag sets).  An arbiter's clock is not a cluster clock: its
+replies gossip no `$clusterTime` and carry no `operationTime`.
 
 Server-information and test commands are shared with the mongos
 (`router.commands_admin`); everything else runs on the member through
@@ -44,13 +48,14 @@ from mongosim.router.transactions import transaction_labels
 from mongosim.shardsim import service_entry_point
 from mongosim.shardsim.generic_args import check_generic_arguments
 from mongosim.shardsim.node import Node
-from mongosim.shardsim.replica_set import PRIMARY, REMOVED, SECONDARY, Member, ReplicaSet, election_id
+from mongosim.shardsim.replica_set import PRIMARY, REMOVED, SECONDARY, Member, ReplicaSet, election_id, optime
 from mongosim.shardsim.write_concern import MemberGone
 
 ADMIN_COMMANDS = {
     "ping", "buildInfo", "buildinfo", "getParameter", "getCmdLineOpts",
     "serverStatus", "connectionStatus", "whatsmyuri", "endSessions", "killSessions", "refreshSessions",
     "killAllSessions", "killAllSessionsByPattern", "startSession", "configureFailPoint", "getDefaultRWConcern",
+    "setDefaultRWConcern",
     "hostInfo", "logout", "listCommands", "saslStart", "saslContinue", "mongosimFault",
     "refreshLogicalSessionCacheNow",
 }
@@ -125,6 +130,9 @@ class ReplSetFrontend:
         passives = rs.passives()
         if passives:
             r["passives"] = passives
+        arbiters = rs.arbiter_hosts()
+        if arbiters:
+            r["arbiters"] = arbiters
         r["setName"] = rs.name
         r["setVersion"] = rs.config_version
         r["isWritablePrimary"] = m.state == PRIMARY
@@ -132,13 +140,24 @@ class ReplSetFrontend:
         p = rs.primary_seen_by(m)
         if p is not None:
             r["primary"] = p.host
-        if m.priority == 0:
+        if m.arbiter:
+            r["arbiterOnly"] = True
+        elif m.priority == 0:
             r["passive"] = True
+        if m.secondary_delay:
+            r["secondaryDelaySecs"] = Int64(m.secondary_delay)
         if m.hidden:
             r["hidden"] = True
+        if m.tags:
+            r["tags"] = dict(m.tags)
         r["me"] = m.host
         if m.state == PRIMARY:
             r["electionId"] = election_id(m.election_term)
+        if m.arbiter:  # its lastApplied is the commit point it heard of; it keeps no committed snapshot
+            term, key = optime(m)
+            r["lastWrite"] = {"opTime": {"ts": key_ts(key), "t": Int64(term if key else -1)},
+                              "lastWriteDate": self._date_of_key(key)}
+            return r
         last = m.last_key
         commit = min(m.known_commit_key, last) if rs.multi else last
         r["lastWrite"] = {"opTime": {"ts": key_ts(last), "t": Int64(m.term_at(last))},
@@ -146,6 +165,11 @@ class ReplSetFrontend:
                           "majorityOpTime": {"ts": key_ts(commit), "t": Int64(m.term_at(commit))},
                           "majorityWriteDate": self._date(commit)}
         return r
+
+    @staticmethod
+    def _date_of_key(key: int) -> datetime:
+        """lastWriteDate from an optime's seconds (what the server's hello appends)."""
+        return _EPOCH + timedelta(seconds=key >> 32)
 
     def _date(self, key: int) -> datetime:
         e = self.member.node.oplog.find_by_key(key) if key else None
@@ -232,6 +256,8 @@ class ReplSetFrontend:
             # older than the error instead of taking the member for primary again
             m = self.member
             reply["topologyVersion"] = {"processId": m.process_id, "counter": Int64(m.topology_counter)}
+        if self.member.arbiter:  # (its vector clock is off: it gossips no time)
+            return reply
         reply["operationTime"] = key_ts(op_key)
         reply["$clusterTime"] = handshake.cluster_time_doc(self.node.clock.now())
         return reply

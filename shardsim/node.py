@@ -107,6 +107,7 @@ class Node:
         self.joined_key = 0  # the cluster time it joined a running cluster at (router.sharding.add_shard)
         self.term = oplog_entry.TERM  # the replica set's term (`t` of the entries it writes)
         self.replica_set: Any = None  # shardsim.replica_set.ReplicaSet, when a member of one
+        self.commits_alone = False  # its writes are committed as it makes them (ReplicaSet.notify sets it)
         self.member: Any = None  # its shardsim.replica_set.Member
         if initiate:  # (a new member's oplog comes from its sync source instead)
             self.log(oplog_entry.noop_op("initiating set"))
@@ -136,6 +137,8 @@ class Node:
             self.catalog.snapshots.expire(trio.current_time())
         if self.progress:  # anyone parked (ParkingLot.__len__)
             self.progress.unpark_all()
+        if self.commits_alone:  # (a primary whose set's write majority is itself: primary + arbiter)
+            self.member.rs.progress()
 
     def hear_cluster_time(self, key: int) -> None:
         """Gossip arriving outside a command (instant-HWM mode): the clock moves, and change-stream

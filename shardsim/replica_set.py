@@ -17,6 +17,19 @@ sees as committed what it holds up to the commit point it knows
 majority reads its committed snapshot (`shardsim.committed_snapshot`), and
 w: "majority" waits for it (`shardsim.write_concern`).
 
+Arbiters (`arbiterOnly: true`) hold no data and no oplog: they vote in
+elections and are never electable.  Two majorities follow (the server's
+ReplSetConfig::_calculateMajorities): `majority` (majorityVoteCount) counts
+every voter, arbiters included, and is what an election or a primary's hold
+on its office needs; `write_majority` (writeMajorityCount) is the smaller of
+that and the number of voting data-bearing members, and is how many of those
+must hold an entry for the commit point to reach it.  In a PSA set (primary,
+secondary, arbiter) with the secondary down, the primary keeps its office
+(the arbiter's vote) while the commit point stops: change streams show
+nothing newer and w: "majority" waits, while w: 1 writes succeed — the writes
+a later rollback may remove.  An arbiter learns the commit point from the
+primary's heartbeats and takes it for its own optime (it has nothing else).
+
 A one-member set keeps none of this: its writes are committed as they are
 made, with no task, no history and no visibility limit (the fast default).
 
@@ -44,9 +57,9 @@ from mongosim.shardsim.oplog_applier import OplogApplier
 if TYPE_CHECKING:
     from mongosim.shardsim.node import Node
 
-PRIMARY, SECONDARY, STARTUP2, RECOVERING, ROLLBACK, DOWN, REMOVED = (
-    "PRIMARY", "SECONDARY", "STARTUP2", "RECOVERING", "ROLLBACK", "DOWN", "REMOVED")
-STATE_CODES = {"STARTUP": 0, PRIMARY: 1, SECONDARY: 2, RECOVERING: 3, STARTUP2: 5, "UNKNOWN": 6, "ARBITER": 7,
+PRIMARY, SECONDARY, STARTUP2, RECOVERING, ARBITER, ROLLBACK, DOWN, REMOVED = (
+    "PRIMARY", "SECONDARY", "STARTUP2", "RECOVERING", "ARBITER", "ROLLBACK", "DOWN", "REMOVED")
+STATE_CODES = {"STARTUP": 0, PRIMARY: 1, SECONDARY: 2, RECOVERING: 3, STARTUP2: 5, "UNKNOWN": 6, ARBITER: 7,
                DOWN: 8, ROLLBACK: 9, REMOVED: 10}
 
 ELECTION_TIMEOUT_S = 10.0  # electionTimeoutMillis
@@ -65,16 +78,18 @@ class Member:
     """One member of a replica set: its node, its configuration and its replication state."""
 
     def __init__(self, rs: "ReplicaSet", member_id: int, node: "Node", host: str, *,
-                 priority: float = 1.0, votes: int = 1) -> None:
+                 priority: float | None = None, votes: int = 1, arbiter: bool = False) -> None:
         self.rs = rs
         self.id = member_id
         self.node = node
         self.host = host
-        self.priority = priority
+        self.arbiter = arbiter  # arbiterOnly: votes, holds no data, never electable
+        self.priority = (0.0 if arbiter else 1.0) if priority is None else priority
         self.votes = votes
         self.hidden = False
         self.secondary_delay = 0  # secondaryDelaySecs in the config (reported, not applied)
-        self.state = SECONDARY
+        self.tags: dict[str, str] = {}  # members[n].tags: what custom write concern modes count
+        self.state = ARBITER if arbiter else SECONDARY
         self.alive = True
         self.partitioned = False
         self.replicating = True  # False: the stopReplProducer failpoint
@@ -83,6 +98,7 @@ class Member:
         self.election_term = 0  # the term it was elected in (while primary)
         self.election_key = 0  # ts key of its "new primary" entry
         self.known_commit_key = 0  # the commit point it has heard of
+        self.known_commit_term = 0  # (its term: an arbiter's optime, which it has no oplog to read)
         self.term_starts: list[tuple[int, int]] = []  # (first ts key, term) of each term in its oplog
         # fetched, not applied: (ready at, keys, ops, nss, raws), the source's oplog columns of one fetch
         self.buffer: deque[tuple[float, Any, list[str], list[str], list[bytes]]] = deque()
@@ -146,8 +162,12 @@ class Member:
         return self.state == PRIMARY
 
     @property
+    def data_bearing(self) -> bool:
+        return not self.arbiter
+
+    @property
     def electable(self) -> bool:
-        return self.alive and self.priority > 0 and self.votes > 0 and not self.hidden and \
+        return self.alive and not self.arbiter and self.priority > 0 and self.votes > 0 and not self.hidden and \
             self.state not in (ROLLBACK, REMOVED) and trio.current_time() + TIME_EPSILON >= self.frozen_until
 
     def interrupt(self, kinds: tuple[str, ...]) -> None:
@@ -172,7 +192,10 @@ class Member:
 
 
 def optime(m: Member) -> tuple[int, int]:
-    """A member's optime: (term, timestamp key) of its newest entry — what elections compare."""
+    """A member's optime: (term, timestamp key) of its newest entry — what elections compare.  An
+    arbiter's is the commit point it heard of (the server's arbiter sets its lastApplied to it)."""
+    if m.arbiter:
+        return (m.known_commit_term, m.known_commit_key) if m.known_commit_key else (0, 0)
     key = m.last_key
     return (m.term_at(key), key)
 
@@ -199,13 +222,20 @@ class ReplicaSet:
         self.instant_hwm = False  # a primary promises its cluster time at once (--instant-hwm)
         self.handoff = False  # a stepped-down primary asked for an election now
         self.takeover_since: float | None = None  # a higher-priority member caught up since then
-        self.member_factory: Callable[[str, int], Member] | None = None  # replSetReconfig adding a member
+        self.member_factory: Callable[..., Member] | None = None  # replSetReconfig adding a member
+        self.write_concern_modes: dict[str, dict[str, int]] = {}  # settings.getLastErrorModes
+        self.in_sharded_cluster = False  # a shard's set (its defaults are the cluster's)
+        self.is_config = False  # the config server's set (no arbiters)
+        self.defaults: Any = None  # its shardsim.rw_concern_defaults.RWConcernDefaults (set by the cluster)
+        self.implicit_default_majority = True  # (kept by _recount)
+        self.commits_alone = False
 
     # -- membership -------------------------------------------------------------------------
     def add_member(self, node: "Node", host: str, member_id: int | None = None, **kw: Any) -> Member:
         mid = max((m.id for m in self.members), default=-1) + 1 if member_id is None else member_id
         m = Member(self, mid, node, host, **kw)
         self.members.append(m)
+        self._recount()
         return m
 
     def initiate(self) -> Member:
@@ -244,7 +274,36 @@ class ReplicaSet:
 
     @property
     def majority(self) -> int:
+        """majorityVoteCount: what an election, or a primary keeping its office, needs (arbiters vote)."""
         return len(self.voting) // 2 + 1
+
+    @property
+    def writable_voting(self) -> list[Member]:
+        return [m for m in self.voting if not m.arbiter]
+
+    @property
+    def write_majority(self) -> int:
+        """writeMajorityCount: how many voting data-bearing members hold the commit point."""
+        return min(self.majority, len(self.writable_voting))
+
+    @property
+    def arbiters(self) -> list[Member]:
+        return [m for m in self.members if m.arbiter and m.state != REMOVED]
+
+    @property
+    def data_bearing(self) -> list[Member]:
+        return [m for m in self.members if not m.arbiter and m.state != REMOVED]
+
+    def _recount(self) -> None:
+        """The config changed (members, votes, arbiters): what each write reads, counted once.
+
+        implicit_default_majority: whether the implicit default write concern is w: "majority"
+        (ReplSetConfig::isImplicitDefaultWriteConcernMajority) — with arbiters, only while the voting
+        data-bearing members outnumber the voting majority; otherwise w: 1, as for PSA.
+        commits_alone: the primary's own writes reach the write majority (primary + arbiters)."""
+        writable = len(self.writable_voting)
+        self.implicit_default_majority = writable == len(self.voting) or writable > self.majority
+        self.commits_alone = self.multi and self.write_majority == 1
 
     @staticmethod
     def can_talk(a: Member, b: Member) -> bool:
@@ -258,7 +317,9 @@ class ReplicaSet:
     # -- notifications ------------------------------------------------------------------------
     def notify(self) -> None:
         """The set's state changed: topology versions move, every waiter looks again."""
+        self._recount()
         for m in self.members:
+            m.node.commits_alone = self.commits_alone and m.state == PRIMARY
             m.topology_counter += 1
             ev, m.hello_changed = m.hello_changed, trio.Event()
             ev.set()
@@ -280,14 +341,15 @@ class ReplicaSet:
                 self.wake.unpark_all()  # a member caught up: it may now win an election
             return
         keys = []
-        for m in self.voting:
+        for m in self.writable_voting:
             if m is p:
                 keys.append(p.last_key)
             elif m.on_history_of(p):
                 keys.append(m.last_key)
         keys.sort(reverse=True)
-        if len(keys) >= self.majority:
-            k = keys[self.majority - 1]
+        need = self.write_majority
+        if len(keys) >= need:
+            k = keys[need - 1]
             if k >= p.election_key and k > self.commit_key:
                 self.commit_key = k
         self.publish_commit_point()
@@ -297,6 +359,11 @@ class ReplicaSet:
         committed what it holds up to it."""
         p = self.primary
         for m in self.members:
+            if m.arbiter:  # (heartbeats: it holds no history to be on)
+                if p is not None and self.can_talk(p, m) and self.commit_key > m.known_commit_key:
+                    m.known_commit_key = self.commit_key
+                    m.known_commit_term = p.term_at(self.commit_key)
+                continue
             if p is not None and (m is p or (self.can_talk(p, m) and m.on_history_of(p))):
                 if self.commit_key > m.known_commit_key:
                     m.known_commit_key = self.commit_key
@@ -305,7 +372,7 @@ class ReplicaSet:
 
     def expose(self, m: Member) -> None:
         """Move `m`'s majority visibility (its oplog's committed_end and committed snapshot)."""
-        if not self.multi:
+        if not self.multi or m.arbiter:
             return
         oplog = m.node.oplog
         visible = min(m.known_commit_key, oplog.last_key)
@@ -343,11 +410,18 @@ class ReplicaSet:
         m._metadata_done = done
 
     # -- reporting --------------------------------------------------------------------------
+    def _listed(self) -> list[Member]:
+        """The members `hello` lists (not hidden, not delayed)."""
+        return [m for m in self.members if not m.hidden and not m.secondary_delay and m.state != REMOVED]
+
     def hosts(self) -> list[str]:
-        return [m.host for m in self.members if m.priority > 0 and not m.hidden and m.state != REMOVED]
+        return [m.host for m in self._listed() if not m.arbiter and m.priority > 0]
 
     def passives(self) -> list[str]:
-        return [m.host for m in self.members if m.priority == 0 and not m.hidden and m.state != REMOVED]
+        return [m.host for m in self._listed() if not m.arbiter and m.priority <= 0]
+
+    def arbiter_hosts(self) -> list[str]:
+        return [m.host for m in self._listed() if m.arbiter]
 
     def primary_seen_by(self, m: Member) -> Member | None:
         """The primary `m` knows of: itself, or the newest primary it can talk to."""
@@ -360,4 +434,7 @@ class ReplicaSet:
         return Int64(self.term)
 
     def connection_string(self) -> str:
-        return f"{self.name}/" + ",".join(m.host for m in self.members if m.state != REMOVED)
+        """The set's connection string: its visible data-bearing members (ReplSetConfig's, no
+        arbiters, no hidden members)."""
+        return f"{self.name}/" + ",".join(m.host for m in self.members
+                                           if m.state != REMOVED and not m.arbiter and not m.hidden)

@@ -19,7 +19,7 @@ OplogApplier in one loop):
 
 The task parks on its source's oplog (woken by every append) or until the
 next buffered entry is ready; every state change of the set wakes it
-(`ReplicaSet.notify`).  A killed or partitioned member fetches nothing.
+(`ReplicaSet.notify`).  A killed or partitioned member fetches nothing; an arbiter has no task.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def sync_source(rs: "ReplicaSet", m: "Member") -> "Member | None":
     secondary furthest ahead of `m` on the same history: with no primary, a lagging member catches
     up from another secondary, so it can win the next election (the one ahead of it may not stand,
     e.g. frozen by a step-down)."""
-    if not m.alive or not m.replicating or m.state in (PRIMARY, ROLLBACK, REMOVED):
+    if not m.alive or not m.replicating or m.arbiter or m.state in (PRIMARY, ROLLBACK, REMOVED):
         return None
     p = rs.primary
     if p is not None and p is not m and rs.can_talk(p, m):
@@ -111,6 +111,6 @@ async def run_member_replication(rs: "ReplicaSet", m: "Member") -> None:
 
 def start_replication(rs: "ReplicaSet", m: "Member") -> None:
     """Run `m`'s replication task in the set's nursery (sets of several members)."""
-    if rs.nursery is not None and not getattr(m, "_replicating_task", False):
+    if rs.nursery is not None and not m.arbiter and not getattr(m, "_replicating_task", False):
         m._replicating_task = True
         rs.nursery.start_soon(run_member_replication, rs, m, name=f"replication-{m.host}")

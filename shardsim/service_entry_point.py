@@ -4,9 +4,11 @@ What the server's entry point (service_entry_point_mongod) does around a
 command on a replica-set member, in order:
 
 1. a write goes only to the primary (NotWritablePrimary 10107, "not primary");
-   a read on a secondary needs `secondaryOk` — a read preference other than
-   primary (NotPrimaryNoSecondaryOk 13435); a member in rollback or initial
-   sync serves no reads (NotPrimaryOrSecondary 13436); getMore, killCursors
+   a read on a non-primary needs `secondaryOk` — a read preference other than
+   primary (NotPrimaryNoSecondaryOk 13435), and then a secondary: a member in
+   rollback or initial sync, or an arbiter (no data), serves no reads
+   (NotPrimaryOrSecondary 13436, in that order as the server's command
+   dispatch checks them); getMore, killCursors
    and administrative commands run anywhere (a cursor opened on a primary
    keeps working after it steps down);
 2. read concern (`shardsim.read_concern`): wait for afterClusterTime, read
@@ -53,10 +55,10 @@ def check_role(m: "Member", name: str, secondary_ok: bool) -> bool:
             raise MongoError("NotWritablePrimary", "not primary")
         return True
     if name in READ_COMMANDS and m.state != PRIMARY:
-        if m.state != SECONDARY:
-            raise MongoError("NotPrimaryOrSecondary", "node is not in primary or recovering state")
         if not secondary_ok:
             raise MongoError("NotPrimaryNoSecondaryOk", "not primary and secondaryOk=false")
+        if m.state != SECONDARY:
+            raise MongoError("NotPrimaryOrSecondary", "node is not in primary or recovering state")
     return False
 
 
@@ -78,7 +80,7 @@ async def run_command(m: "Member", db: str, cmd: dict, *, from_router: bool = Fa
     if is_write and m.writes_blocked is not None:  # a step-down is waiting for a secondary to catch up
         await m.writes_blocked.wait()
         check_role(m, name, secondary_ok)
-    wc = write_concern.parse(cmd) if write_concern.applies(name, cmd) else None
+    wc = write_concern.parse(cmd, m.rs) if write_concern.applies(name, cmd) else None
     view = await read_concern.prepare(m, name, cmd) if "readConcern" in cmd else None
     with trio.CancelScope() as scope:
         m.ops[scope] = "write" if is_write else "read"

@@ -11,11 +11,13 @@ TopologyCoordinator, with its default settings):
   at once after a `replSetStepDown` (election handoff, as the server's
   stepping-down primary asks a caught-up secondary to stand) or when the set
   has a single voting member.
-- The candidate: among the electable members (alive, priority > 0, voting,
-  not frozen), the one with the newest optime (term, then ts), then the
+- The candidate: among the electable members (alive, not an arbiter,
+  priority > 0, voting, not frozen), the one with the newest optime (term, then ts), then the
   highest priority, then the lowest `_id`; it wins if a majority of voters
   can see it and none of them has a newer optime (a voter never votes for a
-  candidate behind it).  It applies what it had fetched (drain), takes a new
+  candidate behind it; an arbiter's optime is the commit point it heard of).
+  Arbiters count in every majority of votes: a primary that sees the arbiter
+  of a PSA set keeps its office while the secondary is down.  It applies what it had fetched (drain), takes a new
   term, and writes the `{msg: "new primary"}` noop in it; its `electionId`
   is the term.
 - Priority takeover: a caught-up member of higher priority than the primary
@@ -50,6 +52,7 @@ from mongosim.oplog.clock import ts_key
 from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.reconstruct_prepared import hand_back, reconstruct
 from mongosim.shardsim.replica_set import (
+    ARBITER,
     CATCH_UP_PERIOD_S,
     DOWN,
     PRIMARY,
@@ -255,7 +258,7 @@ def restart(rs: "ReplicaSet", m: "Member") -> None:
     if m.alive:
         kill(rs, m)
     m.alive = True
-    m.state = SECONDARY
+    m.state = ARBITER if m.arbiter else SECONDARY
     m.process_id = ObjectId()
     m.started_at = trio.current_time()
     m.node.catalog.snapshots.expire(float("inf"))
@@ -292,7 +295,10 @@ def start(rs: "ReplicaSet", nursery: trio.Nursery) -> None:
         nursery.start_soon(run_coordinator, rs, name=f"topology-coordinator-{rs.name}")
     if rs.multi:
         for m in rs.members:
+            if m.arbiter:
+                continue  # no data: no snapshots, no replication
             if not m.committed.active:
                 m.committed.start()
             start_replication(rs, m)
         rs.publish_commit_point()  # from now on readers see only what a majority holds
+        rs.notify()

@@ -97,6 +97,10 @@ def cmd_prepare(node: Node, ctx: OpCtx) -> dict:
     txn = ctx.txn
     if txn is None or not ctx.from_router:
         raise MongoError("InvalidOptions", "prepareTransaction is an internal command of the transaction coordinator")
+    rs = node.replica_set
+    if rs is not None and rs.arbiters:  # (a PSA set can keep accepting writes it cannot commit: 2PC would stall)
+        raise MongoError("ReadConcernMajorityNotEnabled",
+                         "'prepareTransaction' is not supported for replica sets with arbiters")
     key = txn.prepare(ctx)
     return {"prepareTimestamp": key_ts(key), "ok": 1.0}
 

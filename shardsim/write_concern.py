@@ -6,19 +6,28 @@ write — or, for a command that wrote nothing, the member's newest optime —
 is held by:
 
 - `w: 0` / `w: 1`: the primary alone (no wait);
-- `w: N`: N members;
-- `w: "majority"`: a majority (the commit point has passed it);
+- `w: N`: N data-bearing members (arbiters hold no data: `w` larger than the
+  data-bearing members is UnsatisfiableWriteConcern);
+- `w: "majority"`: the commit point has passed it (writeMajorityCount voting
+  data-bearing members hold it: `shardsim.replica_set`);
+- `w: "<mode>"`: a custom mode of the set's `settings.getLastErrorModes`,
+  `{tag: count, ...}`: the members holding the write carry, for each tag, at
+  least `count` distinct values of it (`members[n].tags`);
 
 giving up after `wtimeout` ms (0: never).  The outcome is reported the
 server's way, the command itself having succeeded: a `writeConcernError`
 `{code, codeName, errmsg, errInfo: {[wtimeout: true], writeConcern: {w, [j],
 wtimeout, provenance}}}` — WriteConcernTimeout (64) on timeout,
-UnsatisfiableWriteConcern (100) for more members than the set has,
-UnknownReplWriteConcern (79) for an unknown mode, PrimarySteppedDown (189)
-when the primary steps down while waiting.  Without `writeConcern`, or
-without `w`, the implicit default is `{w: "majority", wtimeout: 0}`
-(provenance "implicitDefault"), as since MongoDB 5.0.  `j` needs nothing more:
-a member's writes are durable as soon as they are made.
+UnsatisfiableWriteConcern (100) for more data-bearing members than the set
+has or a mode no set of its members could satisfy, UnknownReplWriteConcern
+(79) for an unknown mode, PrimarySteppedDown (189) when the primary steps
+down while waiting.  Without `writeConcern`, or without `w`, the default
+applies (`shardsim.rw_concern_defaults`): the cluster-wide one when set
+(provenance "customDefault"), else the implicit `{w: "majority", wtimeout:
+0}` (provenance "implicitDefault"), as since MongoDB 5.0 — `{w: 1}` in a set
+whose arbiters leave the voting data-bearing members no more than a voting
+majority (PSA).  `j` needs nothing more: a member's writes are durable as
+soon as they are made.
 """
 
 from __future__ import annotations
@@ -30,10 +39,10 @@ import trio
 from bson import Int64
 
 from mongosim.oplog.errors import MongoError
-from mongosim.shardsim.replica_set import PRIMARY, REMOVED
+from mongosim.shardsim.replica_set import PRIMARY
 
 if TYPE_CHECKING:
-    from mongosim.shardsim.replica_set import Member
+    from mongosim.shardsim.replica_set import Member, ReplicaSet
 
 WRITE_CONCERN_COMMANDS = frozenset({
     "insert", "update", "delete", "findAndModify", "findandmodify", "bulkWrite", "create", "drop", "dropDatabase",
@@ -62,6 +71,7 @@ class WriteConcern:
 
 
 IMPLICIT_DEFAULT = WriteConcern()
+_IMPLICIT_W1 = WriteConcern(w=1)
 
 
 def applies(name: str, cmd: dict) -> bool:
@@ -69,11 +79,22 @@ def applies(name: str, cmd: dict) -> bool:
     return name in WRITE_CONCERN_COMMANDS and ("autocommit" not in cmd or name in _TXN_END)
 
 
-def parse(cmd: dict) -> WriteConcern:
+def default(rs: "ReplicaSet | None") -> WriteConcern:
+    """The write concern of a write that names none (see the module docstring)."""
+    defaults = rs.defaults if rs is not None else None
+    if defaults is not None and defaults.write_concern is not None:
+        cw = defaults.write_concern
+        return WriteConcern(cw["w"], cw.get("j"), int(cw.get("wtimeout", 0)), "customDefault")
+    if rs is not None and not rs.implicit_default_majority:
+        return _IMPLICIT_W1
+    return IMPLICIT_DEFAULT
+
+
+def parse(cmd: dict, rs: "ReplicaSet | None" = None) -> WriteConcern:
     wc = cmd.get("writeConcern")
     if not isinstance(wc, dict) or not wc:
-        return IMPLICIT_DEFAULT
-    w = wc.get("w", "majority")
+        return default(rs)
+    w = wc.get("w", default(rs).w)
     if isinstance(w, bool) or not isinstance(w, (int, str, Int64, float)):
         raise MongoError("FailedToParse", "w has to be a number or a string")
     if isinstance(w, float):
@@ -101,10 +122,19 @@ class MemberGone(Exception):
     """The member died while the client waited: the client sees its connection close."""
 
 
-def _holders(m: "Member", op_key: int) -> int:
-    """How many members hold the entry at `op_key` of `m`'s history."""
+def _holders(m: "Member", op_key: int) -> list["Member"]:
+    """The data-bearing members that hold the entry at `op_key` of `m`'s history."""
     term = m.term_at(op_key)
-    return sum(1 for o in m.rs.members if o.state != REMOVED and o.has_entry(op_key, term))
+    return [o for o in m.rs.data_bearing if o.has_entry(op_key, term)]
+
+
+def mode_satisfied(mode: dict[str, int], members: list["Member"]) -> bool:
+    """Whether `members` satisfy a custom write concern mode: for each tag, `count` distinct values
+    among them (the server's ReplSetTagMatch)."""
+    for tag, count in mode.items():
+        if len({m.tags[tag] for m in members if tag in m.tags}) < count:
+            return False
+    return True
 
 
 async def wait(m: "Member", op_key: int, wc: WriteConcern) -> dict | None:
@@ -113,10 +143,15 @@ async def wait(m: "Member", op_key: int, wc: WriteConcern) -> dict | None:
     if isinstance(w, int) and w <= 1:
         return None
     rs = m.rs
+    mode = None
     if isinstance(w, str) and w != "majority":
-        return error("UnknownReplWriteConcern", f"No write concern mode named '{w}' found in replica set "
-                     "configuration", wc)
-    if isinstance(w, int) and w > sum(1 for o in rs.members if o.state != REMOVED):
+        mode = rs.write_concern_modes.get(w)
+        if mode is None:
+            return error("UnknownReplWriteConcern", f"No write concern mode named '{w}' found in replica set "
+                         "configuration", wc)
+        if not mode_satisfied(mode, rs.members):
+            return error("UnsatisfiableWriteConcern", f'Not enough nodes match write concern mode "{w}"', wc)
+    if isinstance(w, int) and w > len(rs.data_bearing):
         return error("UnsatisfiableWriteConcern", "Not enough data-bearing nodes", wc)
     if not rs.multi:
         return None
@@ -124,7 +159,9 @@ async def wait(m: "Member", op_key: int, wc: WriteConcern) -> dict | None:
     def satisfied() -> bool:
         if w == "majority":
             return rs.commit_key >= op_key and m.known_commit_key >= op_key
-        return _holders(m, op_key) >= w
+        if mode is not None:
+            return mode_satisfied(mode, _holders(m, op_key))
+        return len(_holders(m, op_key)) >= w
 
     with trio.move_on_after(wc.wtimeout / 1000.0 if wc.wtimeout > 0 else float("inf")):
         while True:

@@ -41,6 +41,7 @@ def closed_port() -> int:
     (["serve", "--port", "-1"], "argument --port: -1 is out of range: a port is 0-65535"),
     (["serve", "--port", "http"], "argument --port: 'http' is not a port number (0-65535)"),
     (["serve", "--shards", "0"], "argument --shards: 0 is too small: it must be >= 1"),
+    (["serve", "--arbiters", "-1"], "argument --arbiters: -1 is too small: it must be >= 0"),
     (["serve", "--users", "/nonexistent/users.json"], "argument --users: no such file: /nonexistent/users.json"),
     (["serve", "--tls-cert-file", "/nonexistent/cert.pem"], "argument --tls-cert-file: no such file"),
     (["serve", "--tls-key-file", __file__], "--tls-key-file needs --tls-cert-file"),
@@ -236,3 +237,23 @@ def test_status_of_a_quiet_cluster_and_of_a_replica_set(capsys):
         assert main(["status", "--uri", replset.uri]) == 0
         out = capsys.readouterr().out
         assert out.startswith("mongosim replica set rs0 at ") and "databases:" in out and "shop" in out
+
+
+def test_serve_a_psa_replica_set_and_kill_its_secondary():
+    """`mongosim serve --topology replset --members 2 --arbiters 1`: the driver finds the arbiter;
+    `mongosim fault ... --kill --member secondary` stops the commit point (w: "majority" times out)."""
+    server = Server("--topology", "replset", "--members", "2", "--arbiters", "1", "--election-timeout-ms", "500")
+    try:
+        with pymongo.MongoClient(server.uri, serverSelectionTimeoutMS=5000) as client:
+            deadline = time.time() + 10
+            while not client.arbiters and time.time() < deadline:
+                time.sleep(0.05)
+            assert len(client.arbiters) == 1 and len(client.nodes) == 3
+            assert main(["fault", "rs0", "--uri", server.uri, "--kill", "--member", "secondary"]) == 0
+            coll = client.db.c.with_options(write_concern=pymongo.WriteConcern(w="majority", wtimeout=200))
+            with pytest.raises(pymongo.errors.WriteConcernError):
+                coll.insert_one({"_id": 1})
+            client.db.c.insert_one({"_id": 2})  # the implicit default of a PSA set: w: 1
+    finally:
+        code, _out, err = server.stop()
+    assert code == 0, err

@@ -130,3 +130,19 @@ def test_async_client_on_asyncio(pytester):
             assert getattr(client, "_closed", True) or client._topology is None or not client._topology._opened
     ''')
     pytester.runpytest_inprocess("-q", "-W", "error::pytest.PytestUnraisableExceptionWarning").assert_outcomes(passed=3)
+
+
+def test_a_psa_replica_set_from_the_flags(pytester):
+    """`--mongosim-members 2 --mongosim-arbiters 1`: the test's replica set is primary-secondary-arbiter."""
+    pytester.makepyfile(test_psa='''
+        import pytest
+
+        pytestmark = pytest.mark.mongosim(topology="replset")
+
+        def test_psa(mongosim_client, mongosim_cluster):
+            assert len(mongosim_cluster.core.replica_sets["shard00"].arbiters) == 1
+            hello = mongosim_client.admin.command("hello")
+            assert len(hello["hosts"]) == 2 and len(hello["arbiters"]) == 1
+            assert "defaultWriteConcern" not in mongosim_client.admin.command("getDefaultRWConcern")
+    ''')
+    pytester.runpytest_inprocess("-q", "--mongosim-members", "2", "--mongosim-arbiters", "1").assert_outcomes(passed=1)

@@ -45,3 +45,16 @@ def member_state(m) -> dict:
 async def settle(rs, seconds: float = 0.5) -> None:
     """Let replication run (virtual time)."""
     await trio.sleep(seconds)
+
+
+def next_ids(stream, n: int, seconds: float = 10.0) -> list:
+    """The `_id`s of a pymongo change stream's next `n` events (real time: give up after `seconds`)."""
+    import time
+
+    got: list = []
+    deadline = time.time() + seconds
+    while len(got) < n and time.time() < deadline:
+        ev = stream.try_next()
+        if ev is not None:
+            got.append(ev["documentKey"]["_id"])
+    return got

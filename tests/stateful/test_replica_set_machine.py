@@ -48,6 +48,16 @@ class ReplicaSetClusterMachine(ClusterMachine):
             assert trio.current_time() - t0 < limit, "the replica set did not settle"
             await trio.sleep(0.1)
 
+    async def _pump_watchers(self, held: set[str]) -> None:
+        """A few getMores on every watcher: none may show a write past the commit point (`held`)."""
+        for w in self.watchers:
+            for _ in range(3):
+                ev = None if w.stream.closed else await w.stream.try_next()
+                if ev is not None:
+                    w.received.append(ev)
+                    w.tokens.append(ev["_id"]["_data"])
+                    assert ev.get("documentKey", {}).get("_id") not in held, "an event past the commit point"
+
     def _primary_client(self, shard: str) -> AsyncClient:
         return AsyncClient(self.core.member_frontends[self.rs(shard).primary.host])
 
@@ -130,13 +140,7 @@ class ReplicaSetClusterMachine(ClusterMachine):
             reply = await self._primary_client(shard).command(
                 "held", {"insert": "c", "documents": [{"_id": hid}], "writeConcern": {"w": "majority", "wtimeout": 300}})
             assert reply["writeConcernError"]["code"] == 64, reply
-            for w in self.watchers:
-                for _ in range(3):
-                    ev = None if w.stream.closed else await w.stream.try_next()
-                    if ev is not None:
-                        w.received.append(ev)
-                        w.tokens.append(ev["_id"]["_data"])
-                        assert ev.get("documentKey", {}).get("_id") != hid, "an event past the commit point"
+            await self._pump_watchers({hid})
             self.faults.start_replication(shard)
 
         self.portal.call(go)
@@ -194,11 +198,92 @@ class ReplicaSetClusterMachine(ClusterMachine):
                                                    "is no majority-committed entry"
 
 
-ReplicaSetClusterMachine.TestCase.settings = settings(
-    max_examples=max(1, int(os.environ.get("STATEFUL_EXAMPLES", "200")) // 5),
-    stateful_step_count=int(os.environ.get("STATEFUL_STEPS", "25")),
-    deadline=None,
-    # STATEFUL_NO_SHRINK=1: report a failure at once (shrinking this machine can take many minutes)
-    phases=[p for p in Phase if p is not Phase.shrink or not os.environ.get("STATEFUL_NO_SHRINK")],
-)
+def machine_settings(share: int) -> settings:
+    """The cluster machine's sizes, this machine running 1/`share` of its examples."""
+    return settings(
+        max_examples=max(1, int(os.environ.get("STATEFUL_EXAMPLES", "200")) // share),
+        stateful_step_count=int(os.environ.get("STATEFUL_STEPS", "25")),
+        deadline=None,
+        # STATEFUL_NO_SHRINK=1: report a failure at once (shrinking this machine can take many minutes)
+        phases=[p for p in Phase if p is not Phase.shrink or not os.environ.get("STATEFUL_NO_SHRINK")],
+    )
+
+
+ReplicaSetClusterMachine.TestCase.settings = machine_settings(5)
 TestReplicaSetClusterMachine = ReplicaSetClusterMachine.TestCase
+
+
+class PSAClusterMachine(ReplicaSetClusterMachine):
+    """The same machine with every shard primary-secondary-arbiter (`members=2, arbiters=1`).
+
+    The cluster starts with the cluster-wide write concern {w: 1} (the server adds no shard with an
+    arbiter before one is set); the machine sets it to w: "majority" through mongos, as a careful
+    operator of a PSA cluster does, so that every acknowledged write is committed.  With either
+    data-bearing member down nothing commits, so no rule leaves one down: `kill_member` restarts a
+    data-bearing member once the set has a primary again (an arbiter stays down until
+    `restart_members`).  Transactions across shards cannot prepare on sets with arbiters: the base
+    machine's cross-shard transactions and shard-key moves fail, and so are not in its model.
+
+    On top of the invariants above (no rolled-back event; every event majority-committed), the rule
+    `secondary_down_holds_the_stream` checks the PSA trap itself: with the secondary down the
+    arbiter's vote keeps the primary, a w: 1 write succeeds, a w: "majority" one times out, and no
+    stream shows either until the secondary is back."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.portal.call(self.client.admin, {"setDefaultRWConcern": 1, "defaultWriteConcern": {"w": "majority"}})
+        self.trapped = 0
+
+    def cluster_options(self) -> dict:
+        return {**super().cluster_options(), "members": 2, "arbiters": 1}
+
+    @rule(shard=SHARDS, which=st.integers(0, 2))
+    def kill_member(self, shard: str, which: int) -> None:
+        rs = self.rs(shard)
+        if not self.live(shard) or not all(m.alive for m in rs.members) or rs.primary is None:
+            return
+        m = rs.members[which]
+        was_primary = m.state == "PRIMARY"
+
+        async def go() -> None:
+            self.faults.kill(shard, which)
+            if m.arbiter:
+                return
+            if was_primary:  # the secondary is elected with the arbiter's vote
+                await self._until(lambda: rs.primary is not None)
+                self.restarts += 1
+            self.faults.restart_member(shard, which)
+            await self._until(lambda: rs.primary is not None)
+
+        self.portal.call(go)
+
+    @precondition(lambda self: self.watchers)
+    @rule(shard=SHARDS)
+    def secondary_down_holds_the_stream(self, shard: str) -> None:
+        rs = self.rs(shard)
+        if not self.live(shard) or rs.primary is None or not all(m.alive for m in rs.members):
+            return
+        self.trapped += 1
+        one, majority = f"w1-{self.trapped}", f"majority-{self.trapped}"
+
+        async def go() -> None:
+            primary = rs.primary
+            secondary = next(m for m in rs.members if m.state == "SECONDARY")
+            self.faults.kill(shard, secondary.id)
+            client = self._primary_client(shard)
+            reply = await client.command("held", {"insert": "c", "documents": [{"_id": one}], "writeConcern": {"w": 1}})
+            assert reply["ok"] == 1.0 and "writeConcernError" not in reply, reply
+            reply = await client.command("held", {"insert": "c", "documents": [{"_id": majority}],
+                                                  "writeConcern": {"w": "majority", "wtimeout": 300}})
+            assert reply["writeConcernError"]["code"] == 64, reply
+            await trio.sleep(2 * rs.election_timeout)
+            assert rs.primary is primary, "the arbiter's vote keeps the primary in office"
+            await self._pump_watchers({one, majority})
+            self.faults.restart_member(shard, secondary.id)
+
+        self.portal.call(go)
+        self.log += [("held.c", "insert", one), ("held.c", "insert", majority)]
+
+
+PSAClusterMachine.TestCase.settings = machine_settings(10)
+TestPSAClusterMachine = PSAClusterMachine.TestCase
