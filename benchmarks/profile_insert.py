@@ -1,8 +1,9 @@
 """The server's CPU per inserted document, in process: the write benchmark's requests through the wire.
 
-    python -m benchmarks.profile_insert [--docs N] [--batch B] [--profile] [--top K]
+    python -m benchmarks.profile_insert [--docs N] [--batch B] [--shards S] [--members M] [--profile] [--top K]
+    valgrind --tool=callgrind python -m benchmarks.profile_insert --callgrind [...]
 
-A 4-shard cluster (``open_cluster``, listening on a free port, hashed ``_id``) in this process;
+A 4-shard cluster (``--shards``, ``--members``: bench_replset's is 2 shards of 3 members) (``open_cluster``, listening on a free port, hashed ``_id``) in this process;
 a raw trio socket sends the OP_MSG bytes pymongo sends for ``insert_many(ordered=False)`` (a
 retryable write: ``lsid``, ``txnNumber``; the documents as a kind-1 sequence), built before the
 clock starts, and reads each reply.  The client side costs next to nothing, so the CPU time
@@ -10,6 +11,9 @@ measured (``time.process_time``) is the server's: wire decode, router, shards, r
 allocator and collector settings of ``mongosim serve``; the collector's share is timed apart
 (``gc.callbacks``).  With ``--profile`` the timed part runs under cProfile and the top functions by own time are printed
 (cProfile slows Python code ~2x: compare the shares, not the absolute time).
+With ``--callgrind`` (the process run under valgrind's callgrind) the counters are zeroed before
+the timed part and dumped after it (``callgrind_control``): the instructions per document, which
+load does not move, are printed from the dump (``callgrind_annotate`` reads it per function).
 """
 
 from __future__ import annotations
@@ -17,10 +21,14 @@ from __future__ import annotations
 import argparse
 import cProfile
 import gc
+import os
 import pstats
+import re
 import struct
+import subprocess
 import time
 import uuid
+from functools import partial
 
 import trio
 from bson import Binary, Int64
@@ -60,8 +68,30 @@ async def _recv_reply(stream: trio.SocketStream, buf: bytearray) -> bytes:
         buf += data
 
 
-async def measure(n: int, batch: int, profile: bool, top: int, start: int = 0) -> dict:
-    async with open_cluster(shards=4, instant_hwm=True, port=0) as core:
+def _callgrind(command: str, *args: str) -> str:
+    """Send `command` (-z: zero the counters, -d: dump them) to the callgrind running this process."""
+    out = subprocess.run(["callgrind_control", command, *args, str(os.getpid())], capture_output=True, text=True,
+                         check=True).stdout
+    if "OK" not in out:
+        raise RuntimeError(f"callgrind_control {command}: {out.strip()} (is this process run under callgrind?)")
+    return out
+
+
+def _dumped_instructions(tag: str) -> tuple[str, int]:
+    """The newest callgrind dump of this process triggered by `tag`, and its instruction count."""
+    pid = os.getpid()
+    for name in sorted(os.listdir("."), key=os.path.getmtime, reverse=True):
+        if name.startswith("callgrind.out.") and str(pid) in name:
+            text = open(name).read(1 << 16)
+            if f"Trigger: dump {tag}" in text:
+                m = re.search(r"^summary: (\d+)", open(name).read(), re.M)
+                return name, int(m.group(1))
+    raise RuntimeError("no callgrind dump found")
+
+
+async def measure(n: int, batch: int, profile: bool, top: int, start: int = 0, *, shards: int = 4,
+                  members: int = 1, callgrind: bool = False) -> dict:
+    async with open_cluster(shards=shards, members=members, instant_hwm=True, port=0) as core:
         stream = await trio.open_tcp_stream("127.0.0.1", core.port)
         buf = bytearray()
         lsid = Binary(uuid.uuid4().bytes, 4)
@@ -91,6 +121,8 @@ async def measure(n: int, batch: int, profile: bool, top: int, start: int = 0) -
                 gc_cpu[0] += time.process_time() - gc_cpu[1]
 
         gc.callbacks.append(gc_timer)
+        if callgrind:
+            _callgrind("-z")
         t0, w0 = time.process_time(), time.perf_counter()
         if prof:
             prof.enable()
@@ -101,10 +133,15 @@ async def measure(n: int, batch: int, profile: bool, top: int, start: int = 0) -
         if prof:
             prof.disable()
         cpu, wall = time.process_time() - t0, time.perf_counter() - w0
+        if callgrind:
+            _callgrind("-d", "measured")
         gc.callbacks.remove(gc_timer)
         await stream.aclose()
         out = {"docs": n, "cpu_us_per_doc": round(cpu / n * 1e6, 2), "gc_us_per_doc": round(gc_cpu[0] / n * 1e6, 2),
                "wall_docs_per_s": round(n / wall)}
+        if callgrind:
+            dump, instructions = _dumped_instructions("measured")
+            out.update(callgrind_out=dump, instructions_per_doc=round(instructions / n))
         if prof:
             pstats.Stats(prof).sort_stats("tottime").print_stats(top)
         return out
@@ -116,10 +153,14 @@ def main() -> None:
     p.add_argument("--batch", type=int, default=1000)
     p.add_argument("--profile", action="store_true")
     p.add_argument("--top", type=int, default=30)
+    p.add_argument("--shards", type=int, default=4)
+    p.add_argument("--members", type=int, default=1)
+    p.add_argument("--callgrind", action="store_true", help="run under callgrind: count the timed part's instructions")
     a = p.parse_args()
     keep_freed_memory()  # the memory settings of `mongosim serve`
     collect_less_often()
-    print(trio.run(measure, a.docs, a.batch, a.profile, a.top))
+    print(trio.run(partial(measure, a.docs, a.batch, a.profile, a.top, shards=a.shards, members=a.members,
+                           callgrind=a.callgrind)))
 
 
 if __name__ == "__main__":

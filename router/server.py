@@ -152,7 +152,7 @@ async def serve_connection(stream: trio.abc.Stream, service: Service) -> None:
         async with stream:
             while True:
                 try:
-                    data = await io.receive_some(1 << 16)
+                    data = await io.receive_some(codec.bytes_wanted(1 << 16))  # (a large message in one read)
                 except (trio.BrokenResourceError, trio.ClosedResourceError):
                     return
                 if not data:

@@ -68,6 +68,8 @@ class Collection:
     # derived from `options` by shardsim.collection_options.refresh (not dataclass fields: never persisted)
     validator = None  # shardsim.document_validation.Validator when the collection validates its documents
     capped = None  # shardsim.capped.CappedState of a capped collection
+    # documents stored as their BSON, not decoded yet (`insert_raw_batch`): id key -> bytes, or None
+    _undecoded = None
 
     def __post_init__(self) -> None:
         for spec in self.indexes:
@@ -79,7 +81,7 @@ class Collection:
         return f"{self.db}.{self.name}"
 
     def __len__(self) -> int:
-        return len(self.docs)
+        return len(self._docs) + len(self._undecoded or ())
 
     @property
     def has_secondary_indexes(self) -> bool:
@@ -178,6 +180,36 @@ class Collection:
                 for doc, rid, idk in zip(docs, rids, idks):
                     ix.add(doc, rid, idk)
         self._checked = None
+
+    # -- documents kept as BSON until read ---------------------------------------------
+    def raw_insertable(self) -> bool:
+        """May new documents be stored as their BSON (`insert_raw_batch`): `batch_insertable`, and no
+        RecordIds handed out (their order is the documents')."""
+        return self.batch_insertable() and self.rids is None
+
+    def has_none_of(self, idks: list) -> bool:
+        """None of the id keys `idks` is a stored document's (decoded or not), without decoding any."""
+        return self._docs.keys().isdisjoint(idks) and (not self._undecoded or self._undecoded.keys().isdisjoint(idks))
+
+    def insert_raw_batch(self, idks: list, raws: list[bytes]) -> None:
+        """`insert_batch` of documents given as their BSON (already validated: a secondary's, from its
+        oplog entries) under new, distinct id keys `idks`, decoded only when the documents are first
+        read: every read goes through `docs`, which decodes those waiting, all in one call, into
+        their places (after the documents stored before them: the natural order is kept).  The
+        collection must be `raw_insertable`."""
+        h = self.history
+        if h is not None and h.readers:
+            h.record_inserts(self, idks)
+        if self._undecoded is None:
+            self._undecoded = dict(zip(idks, raws))
+        else:
+            self._undecoded.update(zip(idks, raws))
+        self._checked = None
+
+    def _decode_waiting(self) -> dict:
+        waiting, self._undecoded = self._undecoded, None
+        self._docs.update(zip(waiting, bsonutil.decode_all(b"".join(waiting.values()))))
+        return self._docs
 
     def replace(self, old: dict, new: dict) -> None:
         """A document was replaced by `new` (same `_id`): an update, a replacement, a transaction's commit."""
@@ -305,6 +337,19 @@ class Collection:
                     lst.remove(ix)
         return spec
 
+
+def _docs(coll: Collection) -> dict:
+    """`Collection.docs`: the documents by id key (those stored as BSON decoded first)."""
+    return coll._docs if coll._undecoded is None else coll._decode_waiting()
+
+
+def _set_docs(coll: Collection, docs: dict) -> None:
+    coll._docs = docs
+    coll._undecoded = None
+
+
+# every read and write of `docs` (the dataclass field: its __init__, eq and repr too) passes here
+Collection.docs = property(_docs, _set_docs, doc=_docs.__doc__)  # type: ignore[assignment]
 
 _MISSING = object()
 

@@ -34,7 +34,7 @@ from mongosim.oplog import bsonutil
 from mongosim.oplog import entry as E
 from mongosim.oplog.oplog import MAX_ENTRY_BYTES
 from mongosim.shardsim.create_collection import ensure_collection
-from mongosim.shardsim.query.values import hashables
+from mongosim.shardsim.query.values import R_NUM, R_OID, hashables
 from mongosim.shardsim.sessions import lsid_with_uid
 
 if TYPE_CHECKING:
@@ -61,6 +61,27 @@ _NULL_PREV_T = b"\x12t\x00" + int(E.NULL_OP_TIME["t"]).to_bytes(8, "little", sig
 _FIRST_ID = b"_id\x00"
 _HEAD = itemgetter(slice(4, 9))  # a document's first element's type byte and (if `_id`) name
 _INT32 = struct.Struct("<i")
+_INT_FORMATS = {0x10: "i", 0x12: "q"}  # an int32 or int64 `_id`'s struct format
+
+
+def id_keys_of_raws(raws: list[bytes]) -> list | None:
+    """The `_id` key (`values.hashable`) of each document, read from its bytes when every one leads
+    with an `_id` of one type among int32, int64 and ObjectId (by C calls mapped over the batch:
+    the values sliced out, one unpack); None for any other batch."""
+    heads = set(map(_HEAD, raws))
+    if len(heads) != 1:
+        return None
+    (h,) = heads
+    if h[1:] != _FIRST_ID:
+        return None
+    t = h[0]
+    if t == 0x07:
+        return list(zip(repeat(R_OID), map(itemgetter(slice(9, 21)), raws)))
+    fmt = _INT_FORMATS.get(t)
+    if fmt is None:
+        return None
+    values = struct.unpack(f"<{len(raws)}{fmt}", b"".join(map(itemgetter(slice(9, 9 + struct.calcsize(fmt))), raws)))
+    return list(zip(repeat(R_NUM), repeat(1), values))
 
 
 def _keys_bytes(raws: list[bytes], docs: list[dict]) -> list[bytes]:

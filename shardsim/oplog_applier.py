@@ -23,7 +23,8 @@ does (`repl/oplog.cpp`: applyOperation, applyCommand):
 
 Each member's data is decoded from the entry's bytes, so members never share
 document objects.  A batch of entries (`apply_batch`) applies runs of inserts
-into one collection as groups (`shardsim.insert_group`), the rest one by one.
+into one collection as groups (`shardsim.insert_group`: documents stored as
+their bytes until first read where they can be), the rest one by one.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from mongosim.shardsim.catalog import Collection
 from mongosim.shardsim.insert_group import apply_group
 from mongosim.shardsim.query.diff import apply_diff
 from mongosim.shardsim.query.values import hashable
-from mongosim.shardsim.sessions import Inserted, session_key
+from mongosim.shardsim.sessions import session_key
 from mongosim.shardsim.transactions import Transaction
 
 if TYPE_CHECKING:
@@ -71,24 +72,28 @@ class OplogApplier:
         n = len(raws)
         i = 0
         while i < n:
+            if ops[i] == "i" and i + 1 < n and ops[i + 1] == "i":
+                grouped = apply_group(self, keys, nss, raws, i, note_term)
+                if grouped:
+                    i += grouped
+                    continue
             entry = self.apply_raw(raws[i])
             note_term(keys[i], int(entry.get("t", 1)))
             i += 1
-            if ops[i - 1] == "i" and i < n and ops[i] == "i":
-                i += apply_group(self, entry, keys, nss, raws, i)
 
     # -- one entry ----------------------------------------------------------------------
     def apply_raw(self, raw: bytes) -> dict:
         """Apply one entry given as its bytes and append it to the member's oplog; the entry."""
         entry = bsonutil.decode(raw)
         key = ts_key(entry["ts"])
-        self.apply(entry, key)
+        self.apply(entry, key, raw)
         node = self.node
         node.oplog.append_raw(raw, key, entry["op"], entry.get("ns", ""))
         node.clock.advance(key)
         return entry
 
-    def apply(self, entry: dict, key: int) -> None:
+    def apply(self, entry: dict, key: int, raw: bytes | None = None) -> None:
+        """Apply one decoded entry (`raw`: its bytes, if at hand)."""
         op = entry["op"]
         before = None
         if op == "c":
@@ -102,22 +107,27 @@ class OplogApplier:
         else:
             before = self._crud(entry, key, 0)
         if "stmtId" in entry and "lsid" in entry and "txnNumber" in entry:
-            self._retryable_write(entry, key, before)
+            self._retryable_write(entry, key, before, raw)
 
     # -- documents ----------------------------------------------------------------------
     def _collection(self, ns: str) -> Collection | None:
         db, _, name = ns.partition(".")
         return self.node.catalog.collection(db, name)
 
-    def _crud(self, op: dict, key: int, index: int) -> dict | None:
-        """Apply an insert/update/delete; returns the document it replaced or removed."""
+    def collection_for_insert(self, op: dict) -> Collection:
+        """The collection an insert entry (or operation) goes into, created if it is not there yet."""
         coll = self._collection(op["ns"])
-        kind = op["op"]
         if coll is None:
-            if kind != "i":
-                return None
             db, _, name = op["ns"].partition(".")
             coll = self.node.catalog.add_collection(Collection(db, name, uuid=op.get("ui") or Collection(db, name).uuid))
+        return coll
+
+    def _crud(self, op: dict, key: int, index: int) -> dict | None:
+        """Apply an insert/update/delete; returns the document it replaced or removed."""
+        kind = op["op"]
+        coll = self.collection_for_insert(op) if kind == "i" else self._collection(op["ns"])
+        if coll is None:
+            return None
         o = op["o"]
         if kind == "i":
             old = coll.docs.get(hashable(o["_id"]))
@@ -254,16 +264,17 @@ class OplogApplier:
             txn._release()
             state.txn = txn
 
-    def _retryable_write(self, entry: dict, key: int, before: dict | None) -> None:
+    def _retryable_write(self, entry: dict, key: int, before: dict | None, raw: bytes | None) -> None:
         """Remember a retryable write's statement, with the result a retry of it reports
-        (for findAndModify: the document before the write, its default answer)."""
+        (for findAndModify: the document before the write, its default answer; for an insert, the
+        entry's bytes, from which `sessions.statement_result` answers)."""
         state = self._advance_session(entry["lsid"], int(entry["txnNumber"]))
         if state.txn_number != int(entry["txnNumber"]):
             return
         op = entry["op"]
         result: Any
         if op == "i":
-            result = Inserted((entry["o"]["_id"],))
+            result = raw if raw is not None else bsonutil.encode(entry)
         elif op == "u":
             result = {"n": 1, "nModified": 1, "lastErrorObject": {"n": 1, "updatedExisting": True},
                       "value": before, "ok": 1.0}

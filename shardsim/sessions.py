@@ -16,29 +16,22 @@ from typing import Any, Callable
 
 from bson import Binary
 
+from mongosim.oplog import bsonutil
 from mongosim.oplog.entry import NULL_OP_TIME
 from mongosim.oplog.errors import MongoError
 
-class Inserted(tuple):
-    """A session-table value a secondary keeps for an applied insert statement: `(_id,)`.
-
-    The server keeps only stmtId -> optime and rebuilds a retried statement's result from its
-    oplog entry; here the entry's `_id` is kept (built in C, per statement, by
-    `map(Inserted, zip(ids))`) and `statement_result` rebuilds the result when a retry asks.
-    An insert entry may come from an insert, an upsert or findAndModify's upsert: the result
-    answers each of them."""
-
-    __slots__ = ()
-
-
 def statement_result(saved: Any, find_and_modify: bool = False) -> Any:
-    """A remembered statement's result as a retry reads it: an `Inserted` rebuilt as an insert's or
-    an upsert's result (`n`, `nModified`, `upserted`), or as findAndModify's reply to its upsert."""
-    if saved.__class__ is Inserted:
+    """A remembered statement's result as a retry reads it.  A secondary keeps an applied insert
+    statement as its oplog entry's bytes (`shardsim.oplog_applier`, `insert_group`: the server
+    keeps stmtId -> optime and reads the entry when a retry asks); its result is rebuilt from the
+    entry's `_id`, as an insert's or an upsert's (`n`, `nModified`, `upserted`), or as
+    findAndModify's reply to its upsert (an insert entry may come from any of them)."""
+    if saved.__class__ is bytes:
+        _id = bsonutil.decode(saved)["o"]["_id"]
         if find_and_modify:
-            return {"lastErrorObject": {"n": 1, "updatedExisting": False, "upserted": saved[0]},
+            return {"lastErrorObject": {"n": 1, "updatedExisting": False, "upserted": _id},
                     "value": None, "ok": 1.0}
-        return {"n": 1, "nModified": 0, "upserted": saved[0]}
+        return {"n": 1, "nModified": 0, "upserted": _id}
     return saved
 
 

@@ -186,16 +186,17 @@ def _document_sequence(buf: memoryview, p: int, seq_end: int) -> bsonutil.Docume
     the section by their offsets).  When the decoder refuses the section, or a document is over the
     size limit, its documents are walked one by one (`_checked_sequence`) for the error `_bson_at`
     gives, in order."""
-    region = bytes(buf[p:seq_end])
+    # the documents are sliced from the frame's own bytes where the message is one (no copy of the section)
+    region, base = (buf.obj, p) if type(buf.obj) is bytes and buf.nbytes == len(buf.obj) else (bytes(buf[p:seq_end]), 0)
     try:
-        docs = bsonutil.decode_all(region)
+        docs = bsonutil.decode_all(buf[p:seq_end])
     except (BSONError, UnicodeDecodeError, ValueError, OverflowError, TypeError):
         return _checked_sequence(buf, p, seq_end)
     # the decoder checked every size: the documents tile the section; find where each starts
     starts: list[int] = []
     at = starts.append
     unpack = _INT32.unpack_from
-    q, total = 0, len(region)
+    q, total = base, base + seq_end - p
     while q < total:
         at(q)
         q += unpack(region, q)[0]
@@ -370,9 +371,16 @@ class WireConnection:
             raise FrameError(f"invalid message length {size}")
         if len(self._buf) < size:
             return NEED_DATA
-        frame = bytes(self._buf[:size])
+        frame = bytes(memoryview(self._buf)[:size])  # (one copy: the view is gone before the buffer shrinks)
         del self._buf[:size]
         return parse_message(frame)
+
+    def bytes_wanted(self, at_least: int) -> int:
+        """How much to read next: what the message being received still lacks, `at_least` else."""
+        if len(self._buf) < 4:
+            return at_least
+        (size,) = _INT32.unpack_from(self._buf, 0)
+        return max(at_least, min(size, self._max) - len(self._buf))
 
 
 def _header(length: int, request_id: int, response_to: int, op_code: int) -> bytes:

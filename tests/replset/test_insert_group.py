@@ -167,3 +167,39 @@ def test_members_hold_the_primarys_data_and_indexes(ops):
                     rs.primary.node.oplog.start)[3]
 
     trio.run(run, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+def test_a_drivers_batches_stay_bytes_until_read():
+    """Batches whose `_id`s lead as int32, int64 or ObjectIds are kept as their bytes on the member
+    (counted, checked for duplicates, in the snapshot history, without a decode) and decoded, in
+    their places, when first read: the member then holds what the general path gives."""
+    from bson import Int64
+
+    batches = [[ObjectId(bytes([k]) * 12) for k in range(1, 6)], list(range(5)), [Int64(k) for k in range(10, 14)],
+               ["s", "t"], list(range(20, 23))]
+
+    async def run() -> None:
+        async with open_cluster(topology="replset", members=1, listen=False, epoch=EPOCH) as core:
+            primary = core.replica_sets["shard00"].primary.node
+            c = AsyncClient(core.frontend)
+            for k, ids in enumerate(batches):
+                await c.command("db", {"insert": "c", "documents": [doc(_id, i) for i, _id in enumerate(ids)],
+                                       "lsid": {"id": Binary(b"\x07" * 16, 4)}, "txnNumber": k + 1})
+            keys, op_col, ns_col, raws = primary.oplog.columns(primary.oplog.start)
+            grouped, general = (Node("m", TimeSource(), initiate=False) for _ in range(2))
+            grouped.catalog.snapshots.open()
+            general.catalog.snapshots.open()
+            cut = len(raws) - 5  # the string batch and the last one in a later fetch
+            OplogApplier(grouped).apply_batch(keys[:cut], op_col[:cut], ns_col[:cut], raws[:cut], lambda k, t: None)
+            coll = grouped.catalog.collection("db", "c")
+            assert coll._undecoded is not None and len(coll._undecoded) == 14 and not coll._docs
+            assert len(coll) == 14 and len(coll.versions) == 14
+            OplogApplier(grouped).apply_batch(keys[cut:], op_col[cut:], ns_col[cut:], raws[cut:], lambda k, t: None)
+            assert coll._undecoded is not None and len(coll._undecoded) == 3 and len(coll._docs) == 16  # (the strings decoded those before)
+            for raw in raws:
+                OplogApplier(general).apply_raw(raw)
+            assert full_state(grouped) == full_state(general)
+            assert coll._undecoded is None
+            assert data(grouped) == data(primary)
+
+    trio.run(run, clock=trio.testing.MockClock(autojump_threshold=0))

@@ -131,6 +131,28 @@ def test_bad_content_is_an_error_reply_not_a_closed_connection():
     assert isinstance(ms[0], wire.UnsupportedRequest) and ms[1].body["ping"] == 1
 
 
+@pytest.mark.parametrize("have, length, wanted", [(b"", 0, 1024), (b"\x00\x00", 0, 1024), (None, 100_000, 99_996),
+                                                   (None, 500, 1024), (None, -1, 1024), (None, 2**31 - 1, 48_000_000 - 4)])
+def test_a_read_asks_for_the_rest_of_the_message_being_received(have, length, wanted):
+    """The server reads what the message it is receiving lacks in one call (`bytes_wanted`), never
+    more than the largest message allowed, at least the usual read size."""
+    conn = wire.WireConnection()
+    conn.receive_data(struct.pack("<i", length) if have is None else have)
+    assert conn.bytes_wanted(1024) == wanted
+
+
+def test_a_document_sequence_in_a_larger_buffer_parses_as_in_its_own_frame():
+    """A message's documents are sliced from the frame's own bytes; from a view of a larger buffer
+    (no frame of its own) they are copied out first: the same documents and bytes either way."""
+    docs = [{"_id": i, "x": "y" * i} for i in range(5)]
+    msg = _op_msg(0, {"insert": "c", "documents": docs}, "db", None, DEFAULT_CODEC_OPTIONS)[1]
+    own = wire.parse_message(msg)
+    inner = wire.parse_message(memoryview(b"pad" + msg + b"pad")[3:-3])
+    for m in (own, inner):
+        assert m.body["documents"] == docs
+        assert m.body["documents"].raws == [bson.encode(d) for d in docs]
+
+
 @pytest.mark.parametrize("length", [0, 15, -1, 48_000_001])
 def test_untrustworthy_length_closes_the_connection(length):
     conn = wire.WireConnection()
