@@ -1,6 +1,11 @@
 """The `collectionUUID` argument: the command runs only on the collection of that UUID
 (catalog/collection_uuid_mismatch.cpp checkCollectionUUIDMismatch).
 
+The commands that take it (each IDL's `collectionUUID` field, 6.0+): collMod (coll_mod.py checks it in
+its own order), and find, count, distinct, aggregate, insert, update, delete, findAndModify,
+createIndexes, dropIndexes, listIndexes and drop, which check it before anything else — a command
+error on a mongod (jstests/core/collection_uuid_*.js; through mongos a write's shows as a write error).
+
 When the command's collection does not exist, or has another UUID, the error is
 CollectionUUIDMismatch (361) "Collection UUID does not match that specified" with the server's extra
 fields (CollectionUUIDMismatchInfo): `db`, `collectionUUID`, `expectedCollection` (the collection the
@@ -24,6 +29,21 @@ if TYPE_CHECKING:
 def mismatch(db: str, uuid: Binary, expected: str, actual: str | None, message: str) -> MongoError:
     return MongoError("CollectionUUIDMismatch", message, db=db, collectionUUID=uuid, expectedCollection=expected,
                       actualCollection=actual)
+
+
+COMMANDS = frozenset({"find", "count", "distinct", "aggregate", "insert", "update", "delete", "findAndModify",
+                      "createIndexes", "dropIndexes", "listIndexes", "drop"})
+
+
+def check_command(node: Node, db: str, name: str, cmd: dict) -> None:
+    """The check of the commands in COMMANDS, on the collection their first field names."""
+    uuid = cmd.get("collectionUUID")
+    target = cmd.get(name)
+    if uuid is None or not isinstance(target, str):
+        return
+    if not isinstance(uuid, Binary) or uuid.subtype != 4:
+        raise MongoError("TypeMismatch", f"BSON field '{name}.collectionUUID' is the wrong type, expected type 'uuid'")
+    check_collection_uuid(node, db, target, node.catalog.collection(db, target), uuid)
 
 
 def check_collection_uuid(node: Node, db: str, name: str, coll: Collection | None, uuid: Any) -> None:
