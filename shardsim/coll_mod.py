@@ -47,6 +47,7 @@ Secondaries apply the entry with the same code (`apply_entry`), the mixed-schema
 
 from __future__ import annotations
 
+import datetime
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -70,6 +71,11 @@ if TYPE_CHECKING:
     from mongosim.shardsim.node import Node
 
 BACKWARDS_INCOMPATIBLE = "backwardsIncompatibleCollModParameters"
+_EPOCH = datetime.datetime(1970, 1, 1)
+# the fields in the order parseCollModRequest looks at them
+_PARSE_ORDER = ("cappedSize", "cappedMax", "index", "validator", "validationLevel", "validationAction", "pipeline",
+                "viewOn", "changeStreamPreAndPostImages", "expireAfterSeconds", "timeseries",
+                "timeseriesBucketsMayHaveMixedSchemaData")
 
 
 @dataclass
@@ -231,7 +237,7 @@ def _plan_expire_after_seconds(node: Node, coll: Collection, value: str | int, p
     plan.o["expireAfterSeconds"] = Int64(value)
     if value < 0:
         raise MongoError("InvalidOptions", "TTL index 'expireAfterSeconds' option cannot be less than 0")
-    epoch_millis = int(node.wall.wall().timestamp() * 1000)
+    epoch_millis = int((node.wall.wall() - _EPOCH).total_seconds() * 1000)
     if value > ((1 << 63) - 1) // 1000 or value * 1000 > epoch_millis:
         raise MongoError("InvalidOptions", "TTL index 'expireAfterSeconds' option must be within an acceptable range, "
                                            "try a lower number")
@@ -375,30 +381,30 @@ def _apply_index(coll: Collection, spec: dict, new: dict, reply: dict) -> dict:
         reply["expireAfterSeconds_new"] = Int64(new["expireAfterSeconds"])
         spec["expireAfterSeconds"] = new["expireAfterSeconds"]
     if "hidden" in new:
-        old["hidden"] = bool(spec.get("hidden"))
-        reply["hidden_old"], reply["hidden_new"] = old["hidden"], new["hidden"]
-        if new["hidden"]:
-            spec["hidden"] = True
-        else:
-            spec.pop("hidden", None)
+        _flip(spec, "hidden", new["hidden"], old, reply)
     if "unique" in new:
-        reply["unique_new"] = True
         _check_convertible(coll, spec)
+        reply["unique_new"] = True
         spec["unique"] = True
         spec.pop("prepareUnique", None)  # (reset once the index is unique)
     if "prepareUnique" in new:
-        old["prepareUnique"] = bool(spec.get("prepareUnique"))
-        reply["prepareUnique_old"], reply["prepareUnique_new"] = old["prepareUnique"], new["prepareUnique"]
-        if new["prepareUnique"]:
-            spec["prepareUnique"] = True
-        else:
-            spec.pop("prepareUnique", None)
+        _flip(spec, "prepareUnique", new["prepareUnique"], old, reply)
     if "forceNonUnique" in new:
         reply["forceNonUnique_new"] = True
         spec.pop("unique", None)
     if spec.get("unique") or spec.get("prepareUnique"):
         coll.index_access(spec["name"])  # (kept materialized: every write checks it)
     return old
+
+
+def _flip(spec: dict, option: str, value: bool, old: dict, reply: dict) -> None:
+    """A boolean index option set (the catalog keeps it only when true); its old value noted."""
+    old[option] = bool(spec.get(option))
+    reply[f"{option}_old"], reply[f"{option}_new"] = old[option], value
+    if value:
+        spec[option] = True
+    else:
+        spec.pop(option, None)
 
 
 # -- views and time-series collections -------------------------------------------------------------
@@ -408,8 +414,8 @@ def _coll_mod_view(node: Node, ctx: OpCtx, name: str, view: dict, req: dict) -> 
     `view_catalog.modify_view` does.  Reply `{ok: 1}`.  (With auth, naming only one of the two is refused
     before the command runs: router/auth.)"""
     check_collection_uuid(node, ctx.db, name, None, req.get("collectionUUID"))
-    for k in coll_mod_request.FIELDS:  # parseCollModRequest on a view
-        if k not in req or k in ("pipeline", "viewOn", "dryRun", "collectionUUID"):
+    for k in _PARSE_ORDER:  # parseCollModRequest on a view
+        if k not in req or k in ("pipeline", "viewOn"):
             continue
         if k in ("timeseries", timeseries.MIXED_SCHEMA):
             raise MongoError("InvalidOptions", f"option only supported on a time-series collection: {k}")

@@ -98,6 +98,8 @@ def test_a_view_keeps_its_collation(db):
     ({"viewOn": 5}, 14, "BSON field 'collMod.viewOn' is the wrong type 'int', expected type 'string'"),
     ({"validationLevel": "sometimes"}, 2, None),  # (the IDL's enum check comes first)
     ({"pipeline": [], "validator": {}}, 72, "option not supported on a view: validator"),  # (in the IDL's order)
+    # (parseCollModRequest looks at the capped fields first)
+    ({"index": {"name": "x", "hidden": True}, "cappedMax": 5}, 72, "option not supported on a view: cappedMax"),
 ])
 def test_options_a_view_does_not_take(db, fields, code, message):
     _refused_and_unchanged(db, fields, code, message)
