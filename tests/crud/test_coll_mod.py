@@ -345,3 +345,32 @@ def test_sharded_collection_is_modified_on_every_shard(sharded_client):
     assert _refused(db, {"collMod": "c", "timeseries": {"granularity": "hours"}}) == (
         6201808, "Cannot use time-series options for a non-timeseries collection")
     assert _refused(db, {"collMod": "c", "cappedSize": 100}) == (72, "Collection must be capped.")
+
+
+def test_modify_events_through_pymongo(db, client):
+    """A database stream with showExpandedEvents sees the capped resize as a `modify` event: the entry's
+    `o` without `collMod` (longs, as logged) and the options before it."""
+    db.create_collection("c", capped=True, size=4096)
+    with db.watch(show_expanded_events=True) as stream:
+        db.command("collMod", "c", cappedSize=2000, cappedMax=7)
+        db.other.insert_one({"_id": 1})
+        events = [stream.next() for _ in range(3)]
+    modify = events[0]
+    assert (modify["operationType"], modify["ns"]) == ("modify", {"db": db.name, "coll": "c"})
+    assert modify["operationDescription"] == {"cappedSize": 2000, "cappedMax": 7}
+    assert all(type(v) is Int64 for v in modify["operationDescription"].values())
+    assert modify["stateBeforeChange"] == {"collectionOptions": {"uuid": _uuid(db, "c"), "capped": True, "size": 4096}}
+    assert [e["operationType"] for e in events[1:]] == ["create", "insert"]
+
+
+def test_a_sharded_collections_modify_events_through_pymongo(sharded_client):
+    client = sharded_client
+    client.drop_database("s")
+    shard_two_ways(client, "s.c")
+    db = client.s
+    with db.c.watch(show_expanded_events=True) as stream:
+        db.command("collMod", "c", validationLevel="moderate")
+        db.c.insert_one({"_id": 1, "k": 1})
+        events = [stream.next() for _ in range(3)]
+    assert [e["operationType"] for e in events] == ["modify", "modify", "insert"]
+    assert all(e["operationDescription"] == {"validationLevel": "moderate"} for e in events[:2])
