@@ -3,11 +3,12 @@ CollModCoordinator; a sharded collection's to every shard holding it).
 
 Facts from the server, and where they were read (mongodb/mongo; the versions the index holds are not
 all 8.0's — each one's vintage is said):
-- coll_mod.idl (a 7.x version: cappedSize/cappedMax with their validators, collectionUUID, no
-  recordPreImages, removed in 6.2 by SERVER-60919; timeseriesBucketsMayHaveMixedSchemaData is 8.0's and
-  was read from jstests and timeseries_collmod.cpp): strict, 40415 for any other field; safeInt64
-  conversions; "BSON field 'cappedSize' value must be >= 1, actual value '0'" (IDL validators, BadValue,
-  checked before anything else);
+- coll_mod.idl (a 6.x version: cappedSize/cappedMax with their validators, collectionUUID; it still
+  lists recordPreImages, which SERVER-60919 removed from create and collMod in 6.2; the
+  timeseriesBucketsMayHaveMixedSchemaData field is 8.0's, read from 8.0-era jstests and
+  timeseries_collmod.cpp): strict, 40415 for any other field; safeInt64 conversions; "BSON field
+  'cappedSize' value must be >= 1, actual value '0'" (IDL validators, BadValue, checked before anything
+  else; the same answers a mongod 8.2 gave another emulator's tests, seen in the search index);
 - catalog/coll_mod.cpp parseCollModRequest (6.x): "Collection must be capped.", the time-series and view
   refusals, "'expireAfterSeconds' option is only supported on collections clustered by _id", "Invalid
   string value for the 'clusteredIndex::expireAfterSeconds' option. Got: 'x'. Accepted value is 'off'";
