@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from mongosim.router.mongos import Router
 
 _PASS = ("lsid", "txnNumber", "autocommit", "startTransaction", "readConcern", "writeConcern", "bypassDocumentValidation", "let", "comment",
+         "collectionUUID",
          "maxTimeMS")
 
 

@@ -3,8 +3,9 @@
 Collection DDL runs on the database's primary shard; for a sharded collection
 it also runs on every other shard holding it, marked `fromMigrate` there (the
 sharded DDL coordinators do this so a change stream reports one drop, one
-rename, one dropDatabase — from the primary shard).  Index DDL and collMod are
-broadcast and logged by each shard.  The config server's metadata is updated
+rename, one dropDatabase — from the primary shard).  Index DDL is broadcast and
+logged by each shard holding the collection; collMod too, for a sharded collection,
+the primary shard first (one `modify` event per shard).  The config server's metadata is updated
 to match.
 """
 
@@ -18,7 +19,9 @@ from mongosim.router.request import GENERIC_FIELDS, Request
 from mongosim.router.shard_versioning import with_database_version
 from mongosim.router.sharding import config_write, critical_sections, ensure_database
 from mongosim.router.store_possible_cursor import store_possible_cursor
-from mongosim.shardsim import view_catalog
+from mongosim.shardsim import coll_mod_request, timeseries, view_catalog
+from mongosim.shardsim.collection_uuid import check_collection_uuid, mismatch as uuid_mismatch
+from mongosim.shardsim.create_collection import check_namespace
 from mongosim.shardsim.rename_collection import check_namespaces
 
 if TYPE_CHECKING:
@@ -226,7 +229,54 @@ async def cmd_drop_indexes(router: Router, req: Request) -> dict:
 
 @router_command("collMod")
 async def cmd_coll_mod(router: Router, req: Request) -> dict:
-    return await _broadcast_collection_ddl(router, req)
+    """mongos's collMod (cluster_collection_mod_cmd.cpp) and the primary shard's CollModCoordinator
+    (collmod_coordinator.cpp): the request parsed as the shards parse it; a missing database with a
+    `collectionUUID` is CollectionUUIDMismatch "Database does not exist"; no validator on config.settings;
+    the coordinator's own checks (the UUID against the primary's collection, time-series options on a
+    collection that is not one: 6201808, the bucketing transition); then an unsharded collection is
+    modified on the primary shard alone (its reply passed through), a sharded one on the primary shard
+    first, then on every other shard holding it, each logging its own entry (so a change stream reports
+    one `modify` per shard, as on 8.0), the reply being the first shard's fields (no `raw`: SERVER-84560)."""
+    name = check_namespace(req.db, req.cmd["collMod"])
+    request = coll_mod_request.parse(req.cmd, req.db, name)
+    ns = f"{req.db}.{name}"
+    router.refresh_catalog()  # DDL runs on the authoritative metadata
+    primary = router.catalog.primary_of(req.db)
+    if primary is None:
+        if "collectionUUID" in request:
+            raise uuid_mismatch(req.db, request["collectionUUID"], name, None, "Database does not exist")
+        raise MongoError("NamespaceNotFound", f"ns does not exist: {ns}")
+    if ns == "config.settings" and any(k in request for k in ("validator", "validationLevel", "validationAction")):
+        raise MongoError("InvalidOptions", f"Document validators not allowed on system collection {ns}")
+    await critical_sections(router).wait(ns)
+    primary_node = router.shard(primary).node
+    coll = primary_node.catalog.collection(req.db, name)
+    check_collection_uuid(primary_node, req.db, name, coll, request.get("collectionUUID"))
+    ts_options = _timeseries_options(primary_node, req.db, name)
+    if any(k in request.get("timeseries", {}) for k in ("granularity", "bucketMaxSpanSeconds", "bucketRoundingSeconds")):
+        if ts_options is None:
+            raise MongoError(6201808, "Cannot use time-series options for a non-timeseries collection")
+        timeseries.modified_options(ts_options, request["timeseries"])
+    cmd = _forward(req.cmd)
+    if router.catalog.routing(ns) is None:
+        reply = await router.shard(primary).command(req.db, cmd)
+        req.op_time_key = primary_node.oplog.last_key
+        return reply
+    holders = shards_holding(router, req.db, name)
+    first: dict | None = None
+    for s in sorted(holders, key=lambda s: s != primary):
+        reply = await router.shard(s).command(req.db, cmd)
+        if first is None:
+            first = {k: v for k, v in reply.items() if k != "ok"}
+    req.op_time_key = max(router.shard(s).node.oplog.last_key for s in holders)
+    return {**(first or {}), "ok": 1.0}
+
+
+def _timeseries_options(node, db: str, name: str) -> dict | None:
+    """timeseries::getTimeseriesOptions: the options of the time-series collection `db.name`, if it is one."""
+    view = view_catalog.definition(node, db, name)
+    options = timeseries.options_of(node, db, view) if view is not None else None
+    return options["timeseries"] if options is not None else None
 
 
 @router_command("listCollections")

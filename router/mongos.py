@@ -40,6 +40,7 @@ from mongosim.router.sharding import critical_sections
 from mongosim.router.transactions import RouterTransactions
 from mongosim.shardsim import snapshot_reads
 from mongosim.shardsim.collation import check_collations
+from mongosim.shardsim.collection_uuid import mismatch as uuid_mismatch
 from mongosim.shardsim.cursors import CursorManager
 from mongosim.shardsim.fail_point import check_max_time_always_times_out
 from mongosim.shardsim.generic_args import check_generic_arguments
@@ -48,6 +49,11 @@ from mongosim.shardsim.profiler import ProfileSettings
 from mongosim.shardsim.read_concern_support import check_read_concern_support
 from mongosim.shardsim.transaction_validation import validate_session_options
 from mongosim.shardsim.node import Node
+
+# the commands whose `collectionUUID` on a database that does not exist is CollectionUUIDMismatch
+# "Database does not exist" at mongos (cluster_find_cmd, cluster_aggregate, cluster_count_cmd, ...:
+# CollectionUUIDMismatchInfo with no actual collection); collMod checks it itself (commands_ddl.py)
+_NO_DATABASE_NO_UUID = frozenset({"find", "count", "distinct", "aggregate", "listIndexes", "dropIndexes", "drop"})
 
 
 class ClusterClock:
@@ -212,6 +218,8 @@ class Router:
         cmd = authn.with_session(self, cmd, conn)
         authn.vivify_session(self, cmd, conn)
         req = Request(db, cmd, conn, name)
+        if "collectionUUID" in cmd and name in _NO_DATABASE_NO_UUID and self.catalog.primary_of(db) is None:
+            raise uuid_mismatch(db, cmd["collectionUUID"], cmd[name], None, "Database does not exist")
         at_cluster_time = await self._snapshot_read_time(req) if snapshot_reads.is_snapshot_read(name, cmd) else 0
         # decided before running: a failing getMore may remove its cursor
         req.is_change_stream = is_change_stream_command(name, cmd, self, db)

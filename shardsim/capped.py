@@ -1,7 +1,9 @@
 """Capped collections: a fixed size (and optionally a maximum count), in insertion order.
 
-`create {capped: true, size, max}`: the size is required, rounded up to a
-multiple of 256 bytes (adjustCappedSize); `max` <= 0 means 2^31 - 1.  The
+`create {capped: true, size, max}`: the size is required and kept as given
+(8.0 no longer rounds it up to a multiple of 256 bytes: adjustCappedSize under
+featureFlagCappedCollectionsRelaxedSize, SERVER-67246, 6.2); `max` <= 0 means
+2^31 - 1.  collMod's `cappedSize` / `cappedMax` change both later (coll_mod.py).  The
 options are stored as CollectionOptions::toBSON writes them (`capped`, `size`,
 `max` first), which is what listCollections and the create oplog entry show.
 
@@ -52,7 +54,6 @@ def normalize_options(opts: dict) -> dict:
         raise MongoError("BadValue", "size has to be >= 0")
     if size > 1 << 50:
         raise MongoError("BadValue", "size cannot exceed 1 PB")
-    size = (size + 0xFF) & ~0xFF
     out: dict[str, Any] = {"capped": True, "size": size if size < 2**31 else Int64(size)}
     if "max" in opts and _number(opts["max"]):
         max_docs = int(opts["max"])

@@ -17,6 +17,19 @@ from mongosim.shardsim.document_validation import validator_for
 if TYPE_CHECKING:
     from mongosim.shardsim.catalog import Collection
 
+# CollectionOptions::appendBSON's order: how the server writes options back after a collMod
+# (listCollections, the collMod entry's `collectionOptions_old`)
+_ORDER = ("capped", "size", "max", "autoIndexId", "temp", "recordPreImages", "changeStreamPreAndPostImages",
+          "storageEngine", "indexOptionDefaults", "validator", "validationLevel", "validationAction", "collation",
+          "clusteredIndex", "expireAfterSeconds", "viewOn", "pipeline", "idIndex", "timeseries", "encryptedFields")
+
+
+def canonical(options: dict) -> dict:
+    """`options` in the order the server serializes them (fields it does not know last, as they were)."""
+    out = {k: options[k] for k in _ORDER if k in options}
+    out.update((k, v) for k, v in options.items() if k not in out)
+    return out
+
 
 def refresh(coll: Collection) -> Collection:
     """Recompute the state `coll.options` implies (after they were set or changed)."""

@@ -1,4 +1,5 @@
-"""DDL on one node: create, drop, dropDatabase, indexes, collMod (renameCollection: rename_collection.py).
+"""DDL on one node: create, drop, dropDatabase, indexes (collMod: coll_mod.py; renameCollection:
+rename_collection.py).
 
 Each writes the command entry the server writes on `<db>.$cmd`:
 
@@ -10,10 +11,9 @@ Each writes the command entry the server writes on `<db>.$cmd`:
   on a non-empty one the two-phase build: `startIndexBuild` then
   `commitIndexBuild: coll, indexBuildUUID, indexes: [...]`
 - dropIndexes: `{dropIndexes: coll, index: name}` with the dropped spec in `o2`
-- collMod: `{collMod: coll, ...changes}` with `o2: {collectionOptions_old, indexOptions_old?}`
 
 Views are documents of `<db>.system.views` (`{_id: "db.view", viewOn, pipeline}`, view_catalog.py):
-creating one inserts there, collMod replaces it, dropping deletes it, which a change stream reports
+creating one inserts there, collMod (coll_mod.py) replaces it, dropping deletes it, which a change stream reports
 as `create`, `modify` and `drop` events.
 
 On a shard that is not the database's primary, the router marks sharded
@@ -33,7 +33,6 @@ from mongosim.shardsim import clustered, timeseries, view_catalog
 from mongosim.shardsim.capped import normalize_options
 from mongosim.shardsim.catalog import Collection
 from mongosim.shardsim.collation import index_collation, normalise_option
-from mongosim.shardsim.collection_options import refresh
 from mongosim.shardsim.command_registry import command
 from mongosim.shardsim.create_collection import (
     check_namespace,
@@ -41,7 +40,6 @@ from mongosim.shardsim.create_collection import (
     ensure_collection,
 )
 from mongosim.shardsim.document_validation import check_options
-from mongosim.shardsim.generic_args import wrong_type
 from mongosim.shardsim.index_key_validate import validate_index_spec
 from mongosim.shardsim.operation_context import OpCtx
 from mongosim.shardsim import uncommitted_catalog_updates as in_transaction
@@ -120,7 +118,7 @@ def _create_view(node: Node, ctx: OpCtx, name: str, opts: dict) -> dict:
     if view_catalog.definition(node, ctx.db, name) is not None or node.catalog.collection(ctx.db, name) is not None:
         raise MongoError("NamespaceExists", f"Namespace {ctx.db}.{name} already exists")
     view_on = opts["viewOn"]
-    if not _valid_collection_name(view_on):
+    if not valid_collection_name(view_on):
         raise MongoError("InvalidNamespace", f"invalid name for 'viewOn': {view_on}")
     # (the collation was normalised by cmd_create)
     view_catalog.create_view(node, ctx, name, view_on, opts.get("pipeline", []), opts.get("collation") or None)
@@ -178,7 +176,7 @@ def normalize_index_spec(spec: Any) -> dict:
     return validate_index_spec(spec)
 
 
-def _same_key(a: dict, b: dict) -> bool:
+def same_key(a: dict, b: dict) -> bool:
     """Key patterns equal as BSON: same fields in the same order, equal values (1 == 1.0)."""
     return list(a) == list(b) and all(
         (a[k] == b[k]) if isinstance(a[k], str) or isinstance(b[k], str) else hashable(a[k]) == hashable(b[k])
@@ -210,7 +208,7 @@ def cmd_create_indexes(node: Node, ctx: OpCtx) -> dict:
                 raise MongoError("IndexOptionsConflict", f"An equivalent index already exists with the same name but different options. Requested index: {spec}, existing index: {same_name}")
             continue
         for existing in coll.indexes:
-            if _same_key(existing["key"], spec["key"]) and bool(existing.get("unique")) == bool(spec.get("unique")) \
+            if same_key(existing["key"], spec["key"]) and bool(existing.get("unique")) == bool(spec.get("unique")) \
                     and all(existing.get(o) == spec.get(o) for o in ("partialFilterExpression", "weights", "collation")):
                 raise MongoError("IndexOptionsConflict", f"Index already exists with a different name: {existing['name']}")
         if "_fts" in spec["key"]:
@@ -287,182 +285,6 @@ def cmd_drop_indexes(node: Node, ctx: OpCtx) -> dict:
     return {"nIndexesWas": before, "ok": 1.0}
 
 
-@command("collMod")
-def cmd_coll_mod(node: Node, ctx: OpCtx) -> dict:
-    name = check_namespace(ctx.db, ctx.cmd["collMod"])
-    coll = node.catalog.collection(ctx.db, name)
-    if coll is None:
-        view = view_catalog.definition(node, ctx.db, name)
-        if view is not None and timeseries.options_of(node, ctx.db, view) is not None:
-            return _coll_mod_timeseries(ctx)
-        if view is not None:
-            return _coll_mod_view(node, ctx, name, view)
-        raise MongoError("NamespaceNotFound", f"ns does not exist: {ctx.db}.{name}")
-    changes = {k: v for k, v in ctx.cmd.items() if k not in ("collMod", "dryRun") and k not in _GENERIC_ARGS}
-    check_options("collMod", ctx.db, name, changes)
-    for k in ("pipeline", "viewOn"):  # (parseCollModRequest on a collection, in the IDL's order)
-        if k in changes:
-            raise MongoError("InvalidOptions", f"option only supported on a view: {k}")
-    dry_run = bool(ctx.cmd.get("dryRun"))
-    if dry_run and (set(changes) != {"index"} or not isinstance(changes["index"], dict)
-                    or set(changes["index"]) - {"name", "keyPattern", "unique"} or "unique" not in changes["index"]):
-        raise MongoError("InvalidOptions", "dry run mode is only supported for converting an index to unique")
-    old_options = {"uuid": coll.uuid, **coll.options}
-    o2: dict[str, Any] = {"collectionOptions_old": old_options}
-    reply: dict[str, Any] = {}
-    for k, v in changes.items():
-        if k == "index":
-            spec, old, new = _coll_mod_index(coll, v)
-            if dry_run:
-                return {"ok": 1.0}
-            o2["indexOptions_old"] = old
-            _apply_index_options(coll, spec, new)
-            for opt, value in new.items():
-                if opt in ("unique", "forceNonUnique"):
-                    reply[f"{opt}_new"] = value
-                else:
-                    reply[f"{opt}_old"] = old.get(opt, False if opt != "expireAfterSeconds" else None)
-                    reply[f"{opt}_new"] = value
-        elif k in KNOWN_CREATE_OPTIONS:
-            coll.options[k] = v
-        else:
-            raise MongoError(40415, f"BSON field 'collMod.{k}' is an unknown field.")
-    refresh(coll)
-    node.log(E.command_op(ctx.db, {"collMod": name, **changes}, ui=coll.uuid, o2=o2), ctx, from_migrate=_from_migrate(ctx))
-    reply["ok"] = 1.0
-    return reply
-
-
-_INDEX_OPTIONS = ("hidden", "expireAfterSeconds", "prepareUnique", "unique", "forceNonUnique")
-
-# collMod's fields (coll_mod.idl), in the order parseCollModRequest examines them
-_COLL_MOD_FIELDS = ("cappedSize", "cappedMax", "index", "validator", "validationLevel", "validationAction", "pipeline",
-                    "viewOn", "recordPreImages", "changeStreamPreAndPostImages", "expireAfterSeconds", "timeseries",
-                    "timeseriesBucketsMayHaveMixedSchemaData", "dryRun", "collectionUUID")
-
-
-def _coll_mod_view(node: Node, ctx: OpCtx, name: str, view: dict) -> dict:
-    """collMod on a view (coll_mod.cpp): only `viewOn` and `pipeline` may change, each alone or both (the
-    other keeps its value; an empty `viewOn` is ignored); the definition is validated and written as
-    `view_catalog.modify_view` does.  Reply `{ok: 1}`.  (With auth, naming only one of the two is refused
-    before the command runs: router/auth.)"""
-    cmd = ctx.cmd
-    fields = {k: v for k, v in cmd.items() if k != "collMod" and k not in _GENERIC_ARGS}
-    for k in fields:  # the IDL parser
-        if k not in _COLL_MOD_FIELDS:
-            raise MongoError(40415, f"BSON field 'collMod.{k}' is an unknown field.")
-    check_options("collMod", ctx.db, name, {k: v for k, v in fields.items() if k != "validator"})
-    if "pipeline" in fields:
-        pipeline = fields["pipeline"]
-        if not isinstance(pipeline, list):
-            raise wrong_type("collMod", "pipeline", pipeline, "array")
-        for i, stage in enumerate(pipeline):
-            if not isinstance(stage, dict):
-                raise wrong_type("collMod", f"pipeline.{i}", stage, "object")
-    if "viewOn" in fields and not isinstance(fields["viewOn"], str):
-        raise wrong_type("collMod", "viewOn", fields["viewOn"], "string")
-    if "validator" in fields and not isinstance(fields["validator"], dict):
-        raise wrong_type("collMod", "validator", fields["validator"], "object")
-    if fields.get("dryRun"):
-        index = fields.get("index")
-        if not isinstance(index, dict):
-            raise MongoError("InvalidOptions", "dry run mode requires an valid index modification.")
-        if not index.get("unique"):
-            raise MongoError("InvalidOptions", "dry run mode requires an index modification with unique: true.")
-    elif isinstance(fields.get("index"), dict) and fields["index"].get("unique"):
-        raise MongoError("NamespaceNotFound", f"ns does not exist for unique index conversion: {ctx.db}.{name}")
-    for k in _COLL_MOD_FIELDS:  # parseCollModRequest on a view
-        if k not in fields or k in ("pipeline", "viewOn", "dryRun", "collectionUUID"):
-            continue
-        if k == "timeseries":
-            raise MongoError("InvalidOptions", "option only supported on a time-series collection: timeseries")
-        raise MongoError("InvalidOptions", f"option not supported on a view: {k}")
-    view_on = fields.get("viewOn") or view["viewOn"]
-    if not _valid_collection_name(view_on):
-        raise MongoError("InvalidNamespace", f"invalid name for 'viewOn': {view_on}")
-    pipeline = fields["pipeline"] if "pipeline" in fields else list(view.get("pipeline") or [])
-    view_catalog.modify_view(node, ctx, name, view_on, pipeline)
-    return {"ok": 1.0}
-
-
-def _coll_mod_timeseries(ctx: OpCtx) -> dict:
-    """collMod on a time-series collection: the server runs it on the buckets collection, which is no view
-    (`pipeline`, then `viewOn`: "option only supported on a view"); mongosim changes nothing else there."""
-    for k in ("pipeline", "viewOn"):
-        if k in ctx.cmd:
-            raise MongoError("InvalidOptions", f"option only supported on a view: {k}")
-    raise MongoError("NotImplemented", "mongosim: collMod of a time-series collection is not supported")
-
-
-def _valid_collection_name(name: str) -> bool:
+def valid_collection_name(name: str) -> bool:
     """NamespaceString::validCollectionName."""
     return bool(name) and not name.startswith(".") and "$" not in name and "\x00" not in name
-
-
-def _coll_mod_index(coll: Collection, v: Any) -> tuple[dict, dict, dict]:
-    """collMod's `index: {name | keyPattern, hidden, expireAfterSeconds, prepareUnique, unique,
-    forceNonUnique}` checked: (the index spec, its old option values, the new ones)."""
-    if not isinstance(v, dict):
-        raise MongoError("TypeMismatch", "BSON field 'collMod.index' is the wrong type, expected type 'object'")
-    if ("name" in v) == ("keyPattern" in v):
-        raise MongoError("InvalidOptions", "must specify either index name or key pattern")
-    if "name" in v:
-        spec = coll.index(v["name"]) if isinstance(v["name"], str) else None
-    else:
-        found = [s for s in coll.indexes if isinstance(v["keyPattern"], dict) and _same_key(s["key"], v["keyPattern"])]
-        if len(found) > 1:
-            raise MongoError("AmbiguousIndexKeyPattern", f"{len(found)} indexes found for key: {v['keyPattern']}, "
-                                                         "identify by name instead.")
-        spec = found[0] if found else None
-    if spec is None:
-        raise MongoError("IndexNotFound", f"cannot find index {v.get('name', v.get('keyPattern'))} for ns {coll.ns}")
-    new = {k: x for k, x in v.items() if k not in ("name", "keyPattern")}
-    for k, x in new.items():
-        if k not in _INDEX_OPTIONS:
-            raise MongoError(40415, f"BSON field 'collMod.index.{k}' is an unknown field.")
-        if k in ("hidden", "prepareUnique", "unique", "forceNonUnique") and not isinstance(x, bool):
-            raise MongoError("TypeMismatch", f"BSON field 'collMod.index.{k}' is the wrong type, expected type 'bool'")
-    if not new:
-        raise MongoError("InvalidOptions", "no expireAfterSeconds, hidden, unique, or prepareUnique field")
-    if new.get("hidden") is not None and spec["name"] == "_id_":
-        raise MongoError("BadValue", "can't hide _id index")
-    if "unique" in new:
-        if not new["unique"]:
-            raise MongoError("BadValue", "Cannot make index non-unique, use forceNonUnique instead")
-        if not spec.get("unique"):
-            if not (spec.get("prepareUnique") or new.get("prepareUnique")):
-                raise MongoError("InvalidOptions", "Cannot make index unique with 'unique: true' unless "
-                                                   "'prepareUnique' is set to true")
-            _check_convertible(coll, spec)
-    if "forceNonUnique" in new and not new["forceNonUnique"]:
-        raise MongoError("BadValue", "'forceNonUnique: false' is not supported")
-    old = {k: spec[k] for k in new if k in spec}
-    return spec, old, new
-
-
-def _check_convertible(coll: Collection, spec: dict) -> None:
-    """CannotConvertIndexToUnique 359 with the `_id`s of each group of documents sharing a key."""
-    from mongosim.shardsim.index_access_method import IndexAccessMethod
-
-    ix = IndexAccessMethod(spec)
-    groups: dict[tuple, list] = {}
-    for doc in coll.docs.values():
-        for key in ix.keys(doc):
-            groups.setdefault(ix.encode(key), []).append(doc["_id"])
-    violations = [{"ids": ids} for ids in groups.values() if len(ids) > 1]
-    if violations:
-        raise MongoError("CannotConvertIndexToUnique", "Cannot convert the index to unique. Please resolve conflicting "
-                         "documents before running collMod again.", violations=violations)
-
-
-def _apply_index_options(coll: Collection, spec: dict, new: dict) -> None:
-    for k, x in new.items():
-        if k == "forceNonUnique":
-            spec.pop("unique", None)
-            spec.pop("prepareUnique", None)
-        elif k == "prepareUnique" and not x:
-            spec.pop("prepareUnique", None)
-        else:
-            spec[k] = x
-    if spec.get("unique") or spec.get("prepareUnique"):
-        coll.index_access(spec["name"])  # (kept materialized: every write checks it)

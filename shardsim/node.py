@@ -29,7 +29,7 @@ from mongosim.oplog.clock import LogicalClock, NodeClock, TimeSource, key_ts
 from mongosim.oplog.error_codes import CODES
 from mongosim.oplog.errors import MongoError
 from mongosim.oplog.oplog import Oplog
-from mongosim.shardsim import profiler, snapshot_reads, views
+from mongosim.shardsim import collection_uuid, profiler, snapshot_reads, views
 from mongosim.shardsim.catalog import Catalog
 from mongosim.shardsim.collation import check_collations
 from mongosim.shardsim.commands import COMMANDS
@@ -184,6 +184,8 @@ class Node:
         check_max_time_always_times_out(self.failpoints, cmd)
         if self.filtering is not None and ("shardVersion" in cmd or "databaseVersion" in cmd or name == "bulkWrite"):
             self.filtering.check(db, cmd)  # routed by a stale routing table: StaleConfig / StaleDbVersion
+        if "collectionUUID" in cmd and name in collection_uuid.COMMANDS:
+            collection_uuid.check_command(self, db, name, cmd)
         lsid = cmd.get("lsid")
         txn = cmd.get("txnNumber")
         ctx = OpCtx(db, cmd, lsid=lsid, txn_number=int(txn) if txn is not None else None, from_router=from_router)

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from mongosim.oplog import bsonutil
 from mongosim.oplog.clock import ts_key
+from mongosim.shardsim import coll_mod
 from mongosim.shardsim.catalog import Collection
 from mongosim.shardsim.insert_group import apply_group
 from mongosim.shardsim.query.diff import apply_diff
@@ -197,17 +198,7 @@ class OplogApplier:
             if coll is not None and coll.index(o["index"]) is not None:
                 coll.drop_index(o["index"])
         elif name == "collMod":
-            coll = catalog.collection(db, o["collMod"])
-            if coll is not None:
-                for k, v in o.items():
-                    if k == "collMod":
-                        continue
-                    if k == "index" and isinstance(v, dict):
-                        spec = coll.index(v.get("name"))
-                        if spec is not None:
-                            spec.update({k2: v2 for k2, v2 in v.items() if k2 not in ("name", "keyPattern")})
-                    else:
-                        coll.options[k] = v
+            coll_mod.apply_entry(self.node, db, o, entry.get("o2"))
 
     def _add_indexes(self, db: str, name: str, specs: list[dict]) -> None:
         coll = self.node.catalog.collection(db, name)

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator
 from bson import ObjectId
 
 from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.collection_options import canonical
 from mongosim.shardsim.create_collection import create_collection, ensure_collection
 from mongosim.shardsim.operation_context import OpCtx
 from mongosim.shardsim.query.stages import STREAM_STAGES
@@ -146,13 +147,84 @@ def create(node: Node, ctx: OpCtx, db: str, name: str, opts: dict) -> None:
     if "expireAfterSeconds" in opts:
         bucket_opts["expireAfterSeconds"] = opts["expireAfterSeconds"]
     create_collection(node, ctx, db, buckets_of(name), bucket_opts)
+    views = ensure_collection(node, ctx, db, "system.views")
+    view = {"_id": f"{db}.{name}", "viewOn": buckets_of(name), "pipeline": view_pipeline(ts)}
+    insert_one(node, ctx, views, view, WriteSession(node, OpCtx(db, {})), 0)
+
+
+def view_pipeline(ts: dict) -> list:
+    """generateViewPipeline: the view's `$_internalUnpackBucket` for the options `ts`."""
     unpack: dict[str, Any] = {"timeField": ts["timeField"]}
     if "metaField" in ts:
         unpack["metaField"] = ts["metaField"]
     unpack["bucketMaxSpanSeconds"] = ts["bucketMaxSpanSeconds"]
-    views = ensure_collection(node, ctx, db, "system.views")
-    view = {"_id": f"{db}.{name}", "viewOn": buckets_of(name), "pipeline": [{"$_internalUnpackBucket": unpack}]}
-    insert_one(node, ctx, views, view, WriteSession(node, OpCtx(db, {})), 0)
+    return [{"$_internalUnpackBucket": unpack}]
+
+
+_BAD_TRANSITION = "Invalid transition for timeseries.granularity. Can only transition from 'seconds' to 'minutes' or " \
+                  "'minutes' to 'hours'."
+
+
+def modified_options(ts: dict, mod: dict) -> dict | None:
+    """collMod's `timeseries` (granularity | bucketMaxSpanSeconds + bucketRoundingSeconds) applied to the
+    options `ts` (timeseries_options.cpp applyTimeseriesOptionsModifications and its
+    isTimeseriesGranularityValidAndUnchanged): the new options, or None when nothing changes; the
+    server's InvalidOptions for a change it refuses (only ever to coarser buckets)."""
+    target = mod.get("granularity")
+    span, rounding = mod.get("bucketMaxSpanSeconds"), mod.get("bucketRoundingSeconds")
+    if target is None and span is None and rounding is None:
+        return None
+    current = ts.get("granularity")
+    if target is not None:
+        if span is not None and span != GRANULARITIES[target][1]:
+            raise MongoError("InvalidOptions", "Timeseries 'bucketMaxSpanSeconds' is not configurable to a value other "
+                                               "than the default for the provided granularity")
+        if rounding is not None:
+            raise MongoError("InvalidOptions", "Timeseries 'bucketRoundingSeconds' is not configurable alongside the "
+                                               "granularity parameter")
+        if current is not None:
+            if current == target:
+                return None
+            if current == "hours" or (current == "minutes" and target != "hours"):
+                raise MongoError("InvalidOptions", _BAD_TRANSITION)
+        span, rounding = GRANULARITIES[target][1], GRANULARITIES[target][0]
+    else:
+        if span is None or rounding is None:
+            raise MongoError("InvalidOptions", "Timeseries 'bucketMaxSpanSeconds' and 'bucketRoundingSeconds' need to "
+                                               "be set alongside each other")
+        if span != rounding:
+            raise MongoError("InvalidOptions", "Timeseries 'bucketRoundingSeconds' needs to be equal to "
+                                               "'bucketMaxSpanSeconds'")
+    current_span, current_rounding = int(ts["bucketMaxSpanSeconds"]), _rounding(ts)
+    if current_span == span and current_rounding == rounding:
+        return None
+    if current_span > span:
+        raise MongoError("InvalidOptions", "Timeseries 'bucketMaxSpanSeconds' needs to be equal or greater to "
+                                           "transition")
+    if current_rounding > rounding:
+        raise MongoError("InvalidOptions", "Timeseries 'bucketRoundingSeconds' needs to be equal or greater to "
+                                           "transition")
+    out = {k: ts[k] for k in ("timeField", "metaField") if k in ts}
+    if target is not None:
+        out["granularity"] = target
+    else:
+        out["bucketRoundingSeconds"] = rounding
+    out["bucketMaxSpanSeconds"] = span
+    return out
+
+
+MIXED_SCHEMA = "timeseriesBucketsMayHaveMixedSchemaData"
+
+
+def set_mixed_schema(options: dict, flag: bool) -> dict:
+    """The buckets collection's options with its mixed-schema flag set: 8.0 keeps it in the storage
+    engine's options (`storageEngine.wiredTiger.configString: "app_metadata=(<flag>=true)"`,
+    SERVER-91195), which listCollections shows."""
+    engine = dict(options.get("storageEngine") or {})
+    wired_tiger = dict(engine.get("wiredTiger") or {})
+    wired_tiger["configString"] = f"app_metadata=({MIXED_SCHEMA}={'true' if flag else 'false'})"
+    engine["wiredTiger"] = wired_tiger
+    return {**options, "storageEngine": engine}
 
 
 def options_of(node: Node, db: str, view: dict) -> dict | None:
@@ -164,14 +236,17 @@ def options_of(node: Node, db: str, view: dict) -> dict | None:
     return coll.options if coll is not None and "timeseries" in coll.options else None
 
 
+_LISTED = ("storageEngine", "indexOptionDefaults", "collation", "expireAfterSeconds", "timeseries")
+
+
 def list_entry(node: Node, db: str, view: dict, name_only: bool) -> dict | None:
     """listCollections' entry for a time-series view (None when the view is an ordinary one)."""
     opts = options_of(node, db, view)
     if opts is None:
         return None
     info: dict[str, Any] = {"name": view["_id"].split(".", 1)[1], "type": "timeseries"}
-    if not name_only:
-        info["options"] = {k: opts[k] for k in ("timeseries", "expireAfterSeconds") if k in opts}
+    if not name_only:  # (the buckets' options a create may give, in the server's order)
+        info["options"] = {k: opts[k] for k in canonical(opts) if k in _LISTED}
         info["info"] = {"readOnly": False}
     return info
 

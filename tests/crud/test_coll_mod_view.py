@@ -89,8 +89,8 @@ def test_a_view_keeps_its_collation(db):
     ({"expireAfterSeconds": 10}, 72, "option not supported on a view: expireAfterSeconds"),
     ({"changeStreamPreAndPostImages": {"enabled": True}}, 72,
      "option not supported on a view: changeStreamPreAndPostImages"),
-    ({"recordPreImages": True}, 72, "option not supported on a view: recordPreImages"),
-    ({"timeseries": {"granularity": "hours"}}, 72, "option only supported on a time-series collection: timeseries"),
+    # (recordPreImages left create and collMod in 6.2, SERVER-60919: 8.0's IDL does not know it)
+    ({"recordPreImages": True}, 40415, "BSON field 'collMod.recordPreImages' is an unknown field."),
     ({"index": {"name": "x", "unique": True}}, 26, "ns does not exist for unique index conversion: {db}.v"),
     ({"collation": {"locale": "fr"}}, 40415, "BSON field 'collMod.collation' is an unknown field."),
     ({"pipeline": {}}, 14, "BSON field 'collMod.pipeline' is the wrong type 'object', expected type 'array'"),
@@ -98,9 +98,23 @@ def test_a_view_keeps_its_collation(db):
     ({"viewOn": 5}, 14, "BSON field 'collMod.viewOn' is the wrong type 'int', expected type 'string'"),
     ({"validationLevel": "sometimes"}, 2, None),  # (the IDL's enum check comes first)
     ({"pipeline": [], "validator": {}}, 72, "option not supported on a view: validator"),  # (in the IDL's order)
+    # (parseCollModRequest looks at the capped fields first)
+    ({"index": {"name": "x", "hidden": True}, "cappedMax": 5}, 72, "option not supported on a view: cappedMax"),
 ])
 def test_options_a_view_does_not_take(db, fields, code, message):
     _refused_and_unchanged(db, fields, code, message)
+
+
+def test_time_series_options_on_a_view(db, client):
+    """Through mongos the CollModCoordinator refuses bucketing options on a collection that is not a
+    time-series collection (6201808) before the primary shard's parseCollModRequest would
+    (collmod_coordinator.cpp)."""
+    if client.topology_name == "sharded":
+        code, message = 6201808, "Cannot use time-series options for a non-timeseries collection"
+    else:
+        code, message = 72, "option only supported on a time-series collection: timeseries"
+    _refused_and_unchanged(db, {"timeseries": {"granularity": "hours"}}, code, message)
+    _refused_and_unchanged(db, {"timeseries": {}}, 72, "option only supported on a time-series collection: timeseries")
 
 
 def _chain(db, names: list[str]) -> None:
