@@ -43,6 +43,7 @@ from mongosim.shardsim.operation_context import OpCtx
 from mongosim.shardsim.uncommitted_catalog_updates import visible_to
 
 _WRITE_COMMANDS = {"insert", "update", "delete", "findAndModify", "findandmodify"}
+RESOLVED_VIEW = 169  # CommandOnShardedViewNotSupportedOnMongod
 WOULD_CHANGE_OWNING_SHARD = CODES["WouldChangeOwningShard"]  # mongos handles it (router/change_owning_shard.py)
 
 
@@ -210,8 +211,11 @@ class Node:
                     reply = await self._dispatch(handler, ctx, db, name)
         except MongoError as err:
             if (ctx.txn is not None and name not in ("commitTransaction", "abortTransaction", "prepareTransaction")
-                    and err.code != WOULD_CHANGE_OWNING_SHARD):
-                ctx.txn.abort(ctx)  # an error inside a transaction aborts it, as on the server
+                    and err.code != WOULD_CHANGE_OWNING_SHARD
+                    and (err.code != RESOLVED_VIEW or ctx.cmd.get("startTransaction"))):
+                # an error inside a transaction aborts it, as on the server (a view resolved for mongos
+                # only when the transaction started with it: mongos may not come back to this shard)
+                ctx.txn.abort(ctx)
             if ctx.close_connection:
                 raise CloseConnection() from err  # the connection was closed before the error could be sent
             raise
