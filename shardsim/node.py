@@ -233,6 +233,9 @@ class Node:
         """Run the command's handler (a command on a view runs as the view's aggregate)."""
         reply = None
         target = ctx.cmd.get(name)
+        if ctx.cmd.get("isTimeseriesNamespace") is True and name in views.TIMESERIES and type(target) is str \
+                and target.startswith(views.timeseries.BUCKETS):  # (mongos: a sharded time-series collection's)
+            return await views.run_on_timeseries(self, ctx, name, target[len(views.timeseries.BUCKETS):])
         if name in views.ON_A_NAMESPACE and type(target) is str and self.catalog.collection(db, target) is None:
             reply = await views.run_on_view(self, ctx, name, target)  # (None: not a view either)
         if reply is None:

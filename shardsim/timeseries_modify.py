@@ -167,7 +167,12 @@ class _Statement:
                 unchanged.append(m)
         if not matched:
             return False
-        modified = matched if self.update is None else self._apply(matched, unchanged)
+        if self.update is None:
+            modified = matched
+        else:
+            pairs = self._apply(matched, unchanged)
+            self._check_shard_key(pairs)
+            modified = [new for _old, new in pairs]
         self.before = matched[0]
         self.after = modified[0] if modified else matched[0]
         self.n += len(matched)
@@ -185,8 +190,9 @@ class _Statement:
         self.n_modified += len(modified)
         return True
 
-    def _apply(self, matched: list[dict], unchanged: list[dict]) -> list[dict]:
-        modified: list[dict] = []
+    def _apply(self, matched: list[dict], unchanged: list[dict]) -> list[tuple[dict, dict]]:
+        """(measurement, as updated) of each one the update changes; the others join `unchanged`."""
+        pairs: list[tuple[dict, dict]] = []
         kind = classify_update(self.update)
         with mutable_id():
             for m in matched:
@@ -196,10 +202,35 @@ class _Statement:
                 if res.diff is None:
                     unchanged.append(m)
                 else:
-                    modified.append(res.doc)
-        for m in modified:
-            time_of(m, self.t.ts)
-        return modified
+                    pairs.append((m, res.doc))
+        for _old, new in pairs:
+            time_of(new, self.t.ts)
+        return pairs
+
+    def _check_shard_key(self, pairs: list[tuple[dict, dict]]) -> None:
+        """An update of a sharded collection's shard key fields (TimeseriesModifyStage's
+        _checkUpdateChangesShardKeyFields): never in a multi-update; only retryable or in a
+        transaction; a measurement whose new bucket another shard owns is WouldChangeOwningShard
+        (mongos deletes it here and inserts it there)."""
+        coll, node = self.t.coll, self.t.node
+        if not coll.shard_key or node.owns is None or not pairs:
+            return
+        paths = [_user_path(f, self.t.ts) for f in coll.shard_key]
+        changed = [(old, new) for old, new in pairs if _key_of(old, paths, self.t.ts) != _key_of(new, paths, self.t.ts)]
+        if not changed:
+            return
+        if self.multi:
+            raise MongoError("InvalidOptions", "Multi-update operations are not allowed when updating the shard key "
+                                               "field.")
+        if self.ctx.txn is None and self.ctx.txn_number is None:
+            raise MongoError("IllegalOperation", "Must run update to shard key field in a multi-statement transaction "
+                                                 "or with retryWrites: true.")
+        old, new = changed[0]
+        bucket = new_bucket(bucket_oid(round_time(time_of(new, self.t.ts), self.t.ts)), [new], self.t.ts,
+                            self.t.compare)
+        if not node.owns(coll.ns, bucket):  # (mongos deletes the measurement and inserts the new bucket)
+            raise MongoError("WouldChangeOwningShard", "This update would cause the doc to change owning shards",
+                             preImage=old, postImage=bucket, shouldUpsert=False, userPostImage=new)
 
     def _upsert(self) -> None:
         if self.supplied is not None:
@@ -216,6 +247,27 @@ class _Statement:
         self.n = 1
         self.upserted = doc["_id"]
         self.after = doc
+
+
+def _user_path(bucket_field: str, ts: dict) -> str:
+    """A bucket shard key field in measurement terms (meta.x -> <metaField>.x, control.min.<t> -> <t>)."""
+    if bucket_field == "meta" or bucket_field.startswith("meta."):
+        return ts["metaField"] + bucket_field[4:]
+    return ts["timeField"]
+
+
+def _key_of(measurement: dict, paths: list[str], ts: dict) -> tuple:
+    from mongosim.shardsim.query.paths import get_path
+
+    out = []
+    for path in paths:
+        value = get_path(measurement, path)
+        if path == ts["timeField"] and isinstance(value, datetime.datetime):
+            value = round_time(value, ts)
+        elif path.split(".", 1)[0] == ts.get("metaField"):
+            value = normalize_metadata(value)
+        out.append(hashable(value))
+    return tuple(out)
 
 
 class _SideCatalog:
