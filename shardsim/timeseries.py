@@ -58,6 +58,7 @@ from mongosim.shardsim.timeseries_write_util import (
     rounding_seconds,
     series_key,
     time_of,
+    unpack_bucket,
 )
 from mongosim.shardsim.writes import WriteSession, insert_one
 
@@ -189,12 +190,15 @@ def list_entry(node: Node, db: str, view: dict, name_only: bool) -> dict | None:
 
 
 # -- inserts ---------------------------------------------------------------------------------
-def _open_bucket(coll: Any, ts: dict, doc: dict, when: datetime.datetime) -> dict | None:
-    """The newest bucket of the measurement's series if it may take it (its span, its count)."""
+def _open_bucket(coll: Any, ts: dict, doc: dict, when: datetime.datetime, owns: Any = None) -> dict | None:
+    """The newest bucket of the measurement's series if it may take it (its span, its count); `owns`:
+    whether this shard owns a bucket (an orphan left by a migration takes nothing)."""
     series = series_key(doc, ts)
     span = datetime.timedelta(seconds=int(ts["bucketMaxSpanSeconds"]))
     for bucket in reversed(list(coll.docs.values())):
         if (("meta", hashable(bucket["meta"])) if "meta" in bucket else None) != series:
+            continue
+        if owns is not None and not owns(coll.ns, bucket):
             continue
         control = bucket["control"]
         start = control["min"][ts["timeField"]]
@@ -235,7 +239,7 @@ async def insert(node: Node, ctx: OpCtx, name: str) -> dict:
             if meta is not None and meta in doc:
                 doc = {**doc, meta: normalize_metadata(doc[meta])}
             writes = BucketWrites(coll)
-            bucket = _open_bucket(coll, ts, doc, when)
+            bucket = _open_bucket(coll, ts, doc, when, node.owns if coll.shard_key else None)
             if bucket is None:
                 writes.insert(new_bucket(bucket_oid(round_time(when, ts)), [doc], ts, compare))
             else:
@@ -260,17 +264,7 @@ def unpack(buckets: Iterable[dict], spec: dict) -> Iterator[dict]:
         raise MongoError(5346504, "The $_internalUnpackBucket stage requires a timeField parameter")
     time_field, meta_field = spec["timeField"], spec.get("metaField")
     for bucket in buckets:
-        data = bucket.get("data") or {}
-        times = data.get(time_field) or {}
-        columns = [(f, col) for f, col in data.items() if f != time_field]
-        for key, when in times.items():
-            doc: dict[str, Any] = {time_field: when}
-            if meta_field is not None and "meta" in bucket:
-                doc[meta_field] = bucket["meta"]
-            for field, column in columns:
-                if key in column:
-                    doc[field] = column[key]
-            yield doc
+        yield from unpack_bucket(bucket, time_field, meta_field)
 
 
 STREAM_STAGES["$_internalUnpackBucket"] = unpack

@@ -21,7 +21,7 @@ transaction they join the transaction's operations.
 from __future__ import annotations
 
 import datetime
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from bson import ObjectId
 
@@ -162,15 +162,25 @@ def append(bucket: dict, measurements: list[dict], ts: dict, compare: Any = None
     return new, d
 
 
-def measurements_of(bucket: dict, ts: dict) -> list[dict]:
-    """The bucket's measurements as the unpacker rebuilds them (the time field, the meta field, then
-    the other fields in column order)."""
-    from mongosim.shardsim.timeseries import unpack
+def unpack_bucket(bucket: dict, time_field: str, meta_field: str | None) -> Iterator[dict]:
+    """A version-1 bucket's measurements as BucketUnpacker rebuilds them: the time field first, then the
+    meta field, then the other fields in column order."""
+    data = bucket.get("data") or {}
+    times = data.get(time_field) or {}
+    columns = [(f, col) for f, col in data.items() if f != time_field]
+    for key, when in times.items():
+        doc: dict[str, Any] = {time_field: when}
+        if meta_field is not None and "meta" in bucket:
+            doc[meta_field] = bucket["meta"]
+        for field, column in columns:
+            if key in column:
+                doc[field] = column[key]
+        yield doc
 
-    spec = {"timeField": ts["timeField"]}
-    if "metaField" in ts:
-        spec["metaField"] = ts["metaField"]
-    return list(unpack([bucket], spec))
+
+def measurements_of(bucket: dict, ts: dict) -> list[dict]:
+    """The bucket's measurements, meta field included (what a write unpacks)."""
+    return list(unpack_bucket(bucket, ts["timeField"], ts.get("metaField")))
 
 
 # -- atomic writes ------------------------------------------------------------------------------

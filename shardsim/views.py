@@ -42,16 +42,10 @@ TIMESERIES = frozenset({"insert", "update", "delete", "findAndModify", "findandm
 
 
 async def run_on_timeseries(node: Node, ctx: OpCtx, command: str, name: str) -> dict:
-    """A write or an index command on the time-series collection `name`."""
-    if command == "insert":
-        return await timeseries.insert(node, ctx, name)
-    if command in ("createIndexes", "listIndexes", "dropIndexes"):
-        from mongosim.shardsim import timeseries_index_conversion
+    """A write or an index command on the time-series collection `name` (timeseries_commands.py)."""
+    from mongosim.shardsim import timeseries_commands
 
-        return await timeseries_index_conversion.run(node, ctx, command, name, timeseries.buckets_of(name))
-    from mongosim.shardsim import timeseries_modify
-
-    return await timeseries_modify.run(node, ctx, command, name)
+    return await timeseries_commands.run(node, ctx, command, name)
 
 
 def not_a_collection(db: str, name: str) -> MongoError:

@@ -159,3 +159,15 @@ def test_an_update_of_the_meta_shard_key_moves_the_measurement(db, sharded_clien
     assert e.value.code == 72 and "Multi-update operations are not allowed when updating the shard key" in str(e.value)
     db.ts.update_many({"hostId": {"$gte": 10}}, {"$inc": {"x": 1}})  # (other fields: fine)
     assert sorted(d["x"] for d in db.ts.find()) == [2, 3, 13]
+
+
+def test_bulk_write_on_a_sharded_time_series_collection_is_not_implemented(db, sharded_client):
+    from pymongo import InsertOne
+    from pymongo.errors import ClientBulkWriteException
+
+    sharded_client.admin.command("shardCollection", f"{db.name}.ts", key={"hostId": 1}, timeseries=TS)
+    with pytest.raises(ClientBulkWriteException) as e:  # (a mongosim limit, README: the commands work)
+        sharded_client.bulk_write([InsertOne({"time": T0, "hostId": 1}, namespace=f"{db.name}.ts")])
+    assert e.value.error.code == 238 and "sharded time-series" in str(e.value.error)
+    db.ts.insert_one({"time": T0, "hostId": 1})
+    assert db.ts.count_documents({}) == 1

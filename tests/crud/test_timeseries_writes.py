@@ -235,3 +235,28 @@ def test_in_a_transaction_single_writes_run_and_multi_writes_are_refused(db, cli
         assert e.value.code == 263 and "Cannot insert into a time-series collection in a multi-document " \
             "transaction" in str(e.value)
         s.abort_transaction()
+
+
+# -- bulkWrite ----------------------------------------------------------------------------------
+def test_bulk_write_command_on_a_time_series_collection(db, client):
+    from pymongo import DeleteMany, InsertOne, UpdateOne
+    from pymongo.errors import ClientBulkWriteException
+
+    w = _setup(db, _docs())
+    plain = db.plain
+    result = client.bulk_write([
+        InsertOne({"_id": 8, "time": at(8), "tag": "A", "f": 108}, namespace=w.full_name),
+        UpdateOne({"_id": 2}, {"$set": {"f": 0}}, namespace=w.full_name),
+        DeleteMany({"tag": "C"}, namespace=w.full_name),
+        InsertOne({"_id": 1}, namespace=plain.full_name),
+    ], verbose_results=True)
+    assert (result.inserted_count, result.matched_count, result.modified_count, result.deleted_count) == (2, 1, 1, 2)
+    assert _ids(w) == [1, 2, 3, 4, 5, 8] and w.find_one({"_id": 2})["f"] == 0
+    assert plain.count_documents({}) == 1
+    with pytest.raises(ClientBulkWriteException) as e:  # a measurement without its time: its own error
+        client.bulk_write([InsertOne({"_id": 9, "time": at(9)}, namespace=w.full_name),
+                           InsertOne({"_id": 10}, namespace=w.full_name),
+                           InsertOne({"_id": 11, "time": at(11)}, namespace=w.full_name)], ordered=False)
+    [error] = e.value.write_errors
+    assert error["idx"] == 1 and error["code"] == 2 and "'time' must be present" in error["errmsg"]
+    assert e.value.partial_result.inserted_count == 2 and {9, 11} <= set(_ids(w))
