@@ -185,7 +185,8 @@ def measurements_of(bucket: dict, ts: dict) -> list[dict]:
 
 # -- atomic writes ------------------------------------------------------------------------------
 class BucketWrites:
-    """The writes of one atomic unit: each (kind, old, new, oplog operation)."""
+    """The writes of one atomic unit: each (kind, old, new, oplog operation); the operations' document
+    keys are the buckets' (the shard key's fields of a sharded buckets collection, then `_id`)."""
 
     def __init__(self, coll: Collection) -> None:
         self.coll = coll
@@ -193,17 +194,17 @@ class BucketWrites:
         self.first_stmt: int | None = None  # the write that carries the statement's id (retryable)
 
     def insert(self, doc: dict) -> None:
-        self.items.append(("insert", None, doc, E.insert_op(self.coll.ns, self.coll.uuid, doc, {"_id": doc["_id"]})))
+        self.items.append(("insert", None, doc, E.insert_op(self.coll.ns, self.coll.uuid, doc, self.coll.document_key(doc))))
 
     def replace(self, old: dict, new: dict) -> None:
-        op = E.replace_op(self.coll.ns, self.coll.uuid, new, {"_id": old["_id"]})
+        op = E.replace_op(self.coll.ns, self.coll.uuid, new, self.coll.document_key(old))
         self.items.append(("replace", old, new, op))
 
     def update(self, old: dict, new: dict, d: dict) -> None:
-        self.items.append(("replace", old, new, E.update_op(self.coll.ns, self.coll.uuid, d, {"_id": old["_id"]})))
+        self.items.append(("replace", old, new, E.update_op(self.coll.ns, self.coll.uuid, d, self.coll.document_key(old))))
 
     def delete(self, old: dict) -> None:
-        self.items.append(("delete", old, None, E.delete_op(self.coll.ns, self.coll.uuid, {"_id": old["_id"]})))
+        self.items.append(("delete", old, None, E.delete_op(self.coll.ns, self.coll.uuid, self.coll.document_key(old))))
 
     def __bool__(self) -> bool:
         return bool(self.items)

@@ -171,3 +171,24 @@ def test_bulk_write_on_a_sharded_time_series_collection_is_not_implemented(db, s
     assert e.value.error.code == 238 and "sharded time-series" in str(e.value.error)
     db.ts.insert_one({"time": T0, "hostId": 1})
     assert db.ts.count_documents({}) == 1
+
+
+def test_a_database_stream_through_mongos_shows_the_buckets_only_with_system_events(db, sharded_client):
+    sharded_client.admin.command("shardCollection", f"{db.name}.ts", key={"hostId": 1}, timeseries=TS)
+    _split_and_move(sharded_client, db, {"meta": 10})
+    db.create_collection("other")
+    with db.watch() as plain, db.watch([{"$match": {"operationType": {"$ne": "createIndexes"}}}],
+                                       show_expanded_events=True) as expanded:
+        events = db.aggregate([{"$changeStream": {"showSystemEvents": True}}])
+        db.ts.insert_many([{"time": T0, "hostId": 1}, {"time": T0, "hostId": 11}])
+        db.ts.delete_many({"hostId": 1})
+        db.other.insert_one({"_id": "marker"})
+        seen = [events.next() for _ in range(4)]
+        assert sorted((e["operationType"], e["ns"]["coll"]) for e in seen[:2]) == [
+            ("insert", "system.buckets.ts")] * 2
+        assert [(e["operationType"], e["ns"]["coll"]) for e in seen[2:]] == [
+            ("delete", "system.buckets.ts"), ("insert", "other")]
+        assert {e["documentKey"]["meta"] for e in seen[:2]} == {1, 11}  # the buckets' shard key, then _id
+        assert all(list(e["documentKey"]) == ["meta", "_id"] for e in seen[:3])
+        assert plain.next()["documentKey"] == {"_id": "marker"}
+        assert expanded.next()["documentKey"] == {"_id": "marker"}
