@@ -63,7 +63,10 @@ from mongosim.shardsim.writes import (
     WriteSession,
     _write_concern_reply,
     matching_documents,
+    parse_find_and_modify,
+    parse_update_statement,
     prepare_insert,
+    replay_update,
     statement_variables,
 )
 
@@ -338,12 +341,16 @@ def _check_in_transaction(ctx: OpCtx, target: _Target, multi: bool, what: str) -
                          f"collection: {target.ns}")
 
 
-async def _delete(node: Node, ctx: OpCtx, name: str) -> dict:
-    stmts = ctx.cmd.get("deletes")
+def _begin(node: Node, ctx: OpCtx, name: str, field: str) -> tuple[list, _Target, WriteSession]:
+    """A write command's statements (the `field` of `command.field`), its target and write session."""
+    stmts = ctx.cmd.get(field.split(".")[1])
     if not isinstance(stmts, list):
-        raise MongoError("FailedToParse", "BSON field 'delete.deletes' is missing but a required field")
-    target = _Target(node, ctx, name)
-    ws = WriteSession(node, ctx)
+        raise MongoError("FailedToParse", f"BSON field '{field}' is missing but a required field")
+    return stmts, _Target(node, ctx, name), WriteSession(node, ctx)
+
+
+async def _delete(node: Node, ctx: OpCtx, name: str) -> dict:
+    stmts, target, ws = _begin(node, ctx, name, "delete.deletes")
     ordered = ctx.cmd.get("ordered", True)
     n = 0
     errors: list[dict] = []
@@ -376,21 +383,21 @@ async def _delete(node: Node, ctx: OpCtx, name: str) -> dict:
     return _write_concern_reply({"n": n}, errors)
 
 
-def _query(st: Any, where: str) -> dict:
+def _statement(st: Any, where: str) -> dict:
     if not isinstance(st, dict):
         raise MongoError("TypeMismatch", f"BSON field '{where}' element must be an object")
-    q = st.get("q", {})
+    return st
+
+
+def _query(st: Any, where: str) -> dict:
+    q = _statement(st, where).get("q", {})
     if not isinstance(q, dict):
         raise MongoError("TypeMismatch", f"BSON field '{where}.q' is the wrong type, expected type 'object'")
     return q
 
 
 async def _update(node: Node, ctx: OpCtx, name: str) -> dict:
-    stmts = ctx.cmd.get("updates")
-    if not isinstance(stmts, list):
-        raise MongoError("FailedToParse", "BSON field 'update.updates' is missing but a required field")
-    target = _Target(node, ctx, name)
-    ws = WriteSession(node, ctx)
+    stmts, target, ws = _begin(node, ctx, name, "update.updates")
     retryable = ws.state is not None
     ordered = ctx.cmd.get("ordered", True)
     n = n_modified = 0
@@ -402,18 +409,9 @@ async def _update(node: Node, ctx: OpCtx, name: str) -> dict:
         try:
             saved = ws.already(i)
             if saved is not None:
-                n += saved.get("n", 0)
-                n_modified += saved.get("nModified", 0)
-                if "upserted" in saved:
-                    upserted.append({"index": i, "_id": saved["upserted"]})
+                n, n_modified = replay_update(saved, i, upserted, n, n_modified)
                 continue
-            q = _query(st, "update.updates")
-            u = st.get("u")
-            if u is None:
-                raise MongoError("FailedToParse", "BSON field 'update.updates.u' is missing but a required field")
-            multi = bool(st.get("multi", False))
-            if multi and classify_update(u) == "replacement":
-                raise MongoError("FailedToParse", "multi update is not supported for replacement-style update")
+            q, u, multi = parse_update_statement(_statement(st, "update.updates"))
             if st.get("sort") is not None:
                 if multi:
                     raise MongoError("FailedToParse", "Cannot specify sort with multi=true")
@@ -486,20 +484,7 @@ async def _find_and_modify(node: Node, ctx: OpCtx, name: str) -> dict:
     from mongosim.shardsim.query.projection import compile_projection
 
     cmd = ctx.cmd
-    q = cmd.get("query") or {}
-    remove = bool(cmd.get("remove", False))
-    update = cmd.get("update")
-    if remove and update is not None:
-        raise MongoError("FailedToParse", "Cannot specify both an update and remove=true")
-    if not remove and update is None:
-        raise MongoError("FailedToParse", "Either an update or remove=true must be specified")
-    if remove and cmd.get("upsert"):
-        raise MongoError("FailedToParse", "Cannot specify both upsert=true and remove=true")
-    if remove and cmd.get("new"):
-        raise MongoError("FailedToParse", "Cannot specify both new=true and remove=true; 'remove' always returns the "
-                                          "deleted document")
-    if update is not None:
-        parse_update(update, cmd.get("arrayFilters"))
+    q, remove, update = parse_find_and_modify(cmd)
     target = _Target(node, ctx, name)
     ws = WriteSession(node, ctx)
     if ws.state is not None:
