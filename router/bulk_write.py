@@ -43,6 +43,7 @@ from mongosim.router.let_parameters import router_variables
 from mongosim.router.request import Request
 from mongosim.router.shard_versioning import MAX_STALE_RETRIES, is_stale, version_fields
 from mongosim.router.sharding import critical_sections, ensure_database
+from mongosim.router.timeseries_routing import sharded_buckets
 from mongosim.router.write_without_shard_key import first_in_sort_order, narrowed
 from mongosim.shardsim.bulk_write import (
     WOULD_CHANGE_OWNING_SHARD,
@@ -449,6 +450,9 @@ async def cmd_bulk_write(router: Router, req: Request) -> dict:
     breq = parse_request(req.cmd)
     for ns in dict.fromkeys(breq.namespaces):
         db = ns.split(".", 1)[0]
+        if sharded_buckets(router, db, ns.split(".", 1)[1]) is not None:
+            raise MongoError("NotImplemented", f"mongosim: bulkWrite on a sharded time-series collection ({ns}) is "
+                                               "not implemented; use insert/update/delete")
         await critical_sections(router).wait(ns)
         await ensure_database(router, db)
     run = ClusterBulkWrite(router, req, breq)

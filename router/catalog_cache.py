@@ -43,6 +43,7 @@ class CollectionRouting:
     # each owning shard's placement version: the highest lastmod of its chunks (the shard versioning protocol)
     placement: dict[str, Timestamp] = field(default_factory=dict)
     default_collation: dict | None = None  # config.collections' defaultCollation (None: simple)
+    timeseries_fields: dict | None = None  # config.collections' timeseriesFields (a time-series collection's buckets)
     targeting: Any = field(default=None, compare=False, repr=False)  # router.insert_targeting's cache
 
     def chunk_for(self, values: tuple) -> Chunk:
@@ -98,6 +99,7 @@ class CatalogCache:
                 c["_id"], c["uuid"], ShardKeyPattern(c["key"]), c["lastmodEpoch"], c["timestamp"], bool(c.get("unique"))
             )
             cr.default_collation = c.get("defaultCollation") or None
+            cr.timeseries_fields = c.get("timeseriesFields")
             self.collections[c["_id"]] = cr
             by_uuid[bytes(c["uuid"])] = cr
         for ch in (chunks.docs.values() if chunks else ()):

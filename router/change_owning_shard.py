@@ -114,15 +114,17 @@ async def _delete_and_insert(router: Router, txn_req: Request, db: str, coll: st
     """Delete the pre-image on `source` and insert the post-image where it belongs; False when the
     pre-image is no longer there (the statement then matched nothing, and nothing is inserted)."""
     pre, post, upsert = info["preImage"], info["postImage"], bool(info.get("shouldUpsert"))
+    routing = router.catalog.routing(ns)
+    # (a time-series collection's: the measurement deleted from its bucket, its new bucket inserted as is)
+    flag = {"isTimeseriesNamespace": True} if routing.timeseries_fields is not None else {}
     deleted = await router.txns.run_in_transaction(
-        txn_req, source, db, {"delete": coll, "deletes": [{"q": pre, "limit": 1}]})
+        txn_req, source, db, {"delete": coll, "deletes": [{"q": pre, "limit": 1}], **flag})
     _raise_write_error(deleted)
     if upsert and deleted.get("n"):
         raise MongoError("ConflictingOperationInProgress", "Delete matched a document when it should not have.")
     if not upsert and deleted.get("n") != 1:
         return False
-    routing = router.catalog.routing(ns)
-    target = routing.shard_for(routing.pattern.extract(post))
+    target = routing.shard_for(routing.pattern.extract(post))  # (a time-series one's post-image: its new bucket)
     inserted = await router.txns.run_in_transaction(txn_req, target, db, {"insert": coll, "documents": [post]})
     _raise_write_error(inserted)
     return True

@@ -34,6 +34,7 @@ from mongosim.router.sort_key_merge import merge, needs_sort_key, shard_projecti
 from mongosim.router.shard_versioning import MAX_STALE_RETRIES, is_stale, note_routing, with_versions
 from mongosim.router.sharding import critical_sections, ensure_database
 from mongosim.router.store_possible_cursor import store_possible_cursor
+from mongosim.router.timeseries_routing import BUCKETS, bucket_key_values, routing_query, sharded_buckets
 from mongosim.router.write_without_shard_key import first_in_sort_order, narrowed
 from mongosim.shardsim.collation import command_collator
 from mongosim.shardsim.cursors import DEFAULT_FIRST_BATCH, QueryCursor, cursor_reply
@@ -123,6 +124,9 @@ async def cmd_insert(router: Router, req: Request) -> dict:
     if not isinstance(docs, list):
         raise MongoError("FailedToParse", "BSON field 'insert.documents' is missing but a required field")
     ordered = req.cmd.get("ordered", True)
+    ts = sharded_buckets(router, db, coll)
+    if ts is not None:
+        return await _timeseries_insert(router, req, ts[0], docs, ordered)
     await critical_sections(router).wait(ns)
     primary = await ensure_database(router, db)
     prepared = _with_ids(docs)
@@ -143,6 +147,22 @@ async def cmd_insert(router: Router, req: Request) -> dict:
         return dict(zip(idxs, found))
 
     return await _fan_out_writes(router, req, "insert", coll, "documents", prepared, target, ordered, target_many)
+
+
+async def _timeseries_insert(router: Router, req: Request, buckets: str, docs: list, ordered: bool) -> dict:
+    """Measurements into sharded buckets: each to the shard of the bucket it would start."""
+    ns = f"{req.db}.{buckets}"
+    await critical_sections(router).wait(ns)
+    await ensure_database(router, req.db)
+
+    def target(d: Any) -> str | MongoError:
+        try:
+            return router.catalog.routing(ns).shard_for(bucket_key_values(router.catalog.routing(ns), d))
+        except MongoError as err:
+            return err
+
+    return await _fan_out_writes(router, req, "insert", buckets, "documents", _with_ids(docs), target, ordered,
+                                 extra=TIMESERIES_FLAG)
 
 
 def _with_ids(docs: list) -> DocumentSequence:
@@ -195,14 +215,14 @@ def _child_batches(pending: list[int], shards: dict[int, Any], ordered: bool) ->
 
 
 async def _fan_out_writes(router: Router, req: Request, cmd_name: str, coll: str, field: str,
-                          items: list, target, ordered: bool, target_many=None) -> dict:
+                          items: list, target, ordered: bool, target_many=None, extra: dict | None = None) -> dict:
     """Send `items` to their shards (`target(item)`, or `target_many(positions)` for all at once) in
     child batches and merge the replies (a DocumentSequence's children carry their documents' bytes).
 
     A child batch a shard refuses as routed by a stale table wrote nothing: the router refreshes
     and retargets its items (ordered: and every later item, not sent yet), up to
     MAX_STALE_RETRIES times."""
-    base = {k: v for k, v in _session_fields(req).items()}
+    base = {**_session_fields(req), **(extra or {})}
     in_txn = "autocommit" in req.cmd
     n = n_modified = 0
     upserted: list[dict] = []
@@ -287,7 +307,8 @@ async def cmd_update(router: Router, req: Request) -> dict:
     if not isinstance(stmts, list):
         raise MongoError("FailedToParse", "BSON field 'update.updates' is missing but a required field")
     router_variables(router, req)
-    return await _statements(router, req, "update", coll, ns, "updates", stmts, lambda st: bool(st.get("multi")))
+    return await _statements(router, req, "update", *_write_target(router, db, coll, ns), "updates", stmts,
+                             lambda st: bool(st.get("multi")))
 
 
 @router_command("delete")
@@ -297,7 +318,25 @@ async def cmd_delete(router: Router, req: Request) -> dict:
     if not isinstance(stmts, list):
         raise MongoError("FailedToParse", "BSON field 'delete.deletes' is missing but a required field")
     router_variables(router, req)
-    return await _statements(router, req, "delete", coll, ns, "deletes", stmts, lambda st: st.get("limit", 0) == 0)
+    return await _statements(router, req, "delete", *_write_target(router, db, coll, ns), "deletes", stmts,
+                             lambda st: st.get("limit", 0) == 0)
+
+
+TIMESERIES_FLAG = {"isTimeseriesNamespace": True}
+
+
+def _write_target(router: Router, db: str, coll: str, ns: str) -> tuple[str, str]:
+    """The namespace an update / delete goes to: a time-series collection's buckets when they are sharded."""
+    ts = sharded_buckets(router, db, coll)
+    return (ts[0], f"{db}.{ts[0]}") if ts is not None else (coll, ns)
+
+
+def _route_query(router: Router, ns: str, q: Any) -> Any:
+    """The filter a statement is targeted by (a time-series collection's: its bucket-level predicate)."""
+    routing = router.catalog.routing(ns)
+    if routing is not None and routing.timeseries_fields is not None:
+        return routing_query(routing, q)
+    return q
 
 
 async def _statements(router: Router, req: Request, cmd_name: str, coll: str, ns: str, field: str,
@@ -306,6 +345,8 @@ async def _statements(router: Router, req: Request, cmd_name: str, coll: str, ns
     await critical_sections(router).wait(ns)
     await ensure_database(router, req.db)
     base = _session_fields(req)
+    if coll.startswith(BUCKETS) and coll != req.cmd[req.name]:
+        base.update(TIMESERIES_FLAG)
     n = n_modified = 0
     upserted: list[dict] = []
     errors: list[dict] = []
@@ -354,8 +395,10 @@ async def _one_statement(router: Router, req: Request, cmd_name: str, coll: str,
     n = n_modified = 0
     upserted: list[dict] = []
     q = st.get("q") or {}
-    shards = await _target_one_statement(router, req, ns, q, multi, bool(st.get("upsert")), st.get("collation"))
-    if not multi and st.get("sort") and len(shards) > 1:  # the document the sort puts first
+    shards = await _target_one_statement(router, req, ns, _route_query(router, ns, q), multi, bool(st.get("upsert")),
+                                         st.get("collation"))
+    if not multi and st.get("sort") and len(shards) > 1 and "isTimeseriesNamespace" not in base:
+        # the document the sort puts first
         found = await first_in_sort_order(router, req, req.db, coll, q, st["sort"], shards, req.cmd.get("let"),
                                           st.get("collation"))
         if found is None:
@@ -372,9 +415,10 @@ async def _one_statement(router: Router, req: Request, cmd_name: str, coll: str,
             answered.add(shard)
         _note_op_time(req, router, shard)
         if reply.get("writeErrors") and reply["writeErrors"][0].get("code") == WOULD_CHANGE_OWNING_SHARD:
+            flag = {k: base[k] for k in TIMESERIES_FLAG if k in base}
             done = await change_owning_shard(
                 router, req, req.db, coll, ns, shard, reply["writeErrors"][0],
-                _rerun_statement(router, shard, req.db, {cmd_name: coll, field: [st], "ordered": True}),
+                _rerun_statement(router, shard, req.db, {cmd_name: coll, field: [st], "ordered": True, **flag}),
                 _update_result, i)
             if "upserted" in done:
                 upserted.append({"index": i, "_id": done["upserted"]})
@@ -428,13 +472,17 @@ class _WriteError(Exception):
 @router_command("findAndModify", "findandmodify")
 async def cmd_find_and_modify(router: Router, req: Request) -> dict:
     db, coll, ns = _ns(req)
+    user_coll = coll
+    coll, ns = _write_target(router, db, coll, ns)
     router_variables(router, req)
     await critical_sections(router).wait(ns)
     await ensure_database(router, db)
     q = req.cmd.get("query") or {}
-    shards = await _target_one_statement(router, req, ns, q, False, bool(req.cmd.get("upsert")), req.cmd.get("collation"))
-    narrow: dict = {}
-    if req.cmd.get("sort") and len(shards) > 1 and not req.cmd.get("upsert"):  # the document the sort puts first
+    shards = await _target_one_statement(router, req, ns, _route_query(router, ns, q), False,
+                                         bool(req.cmd.get("upsert")), req.cmd.get("collation"))
+    narrow: dict = TIMESERIES_FLAG if coll != user_coll else {}
+    if req.cmd.get("sort") and len(shards) > 1 and not req.cmd.get("upsert") and not narrow:
+        # the document the sort puts first
         found = await first_in_sort_order(router, req, db, coll, q, req.cmd["sort"], shards, req.cmd.get("let"),
                                           req.cmd.get("collation"))
         shards, narrow = ([found[0]], {"query": narrowed(q, found[1])}) if found else ([], {})
@@ -484,7 +532,8 @@ def _find_and_modify_reply(cmd: dict):
         if not outcome.moved:
             return {"lastErrorObject": {"n": 0, "updatedExisting": False}, "value": None, "ok": 1.0}
         info = outcome.info
-        value = info["postImage"] if cmd.get("new") else (None if outcome.upserted else info["preImage"])
+        post = info.get("userPostImage", info["postImage"])  # (a time-series collection's: the measurement)
+        value = post if cmd.get("new") else (None if outcome.upserted else info["preImage"])
         if value is not None and cmd.get("fields"):
             value = compile_projection(cmd["fields"])(value)
         last_error: dict[str, Any] = {"n": 1, "updatedExisting": not outcome.upserted}

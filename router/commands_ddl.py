@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from mongosim.oplog.errors import MongoError
 from mongosim.router.command_registry import router_command
+from mongosim.router.timeseries_routing import sharded_buckets
 from mongosim.router.request import GENERIC_FIELDS, Request
 from mongosim.router.shard_versioning import with_database_version
 from mongosim.router.sharding import config_write, critical_sections, ensure_database
@@ -57,11 +58,22 @@ async def _primary_then_others(router: Router, db: str, holders: list[str], cmd:
     return reply
 
 
-async def _on_shard(router: Router, req: Request, shard: str) -> dict:
-    """Run the command on `shard`: as a statement of the client's transaction when it is one."""
+async def _on_shard(router: Router, req: Request, shard: str, cmd: dict | None = None) -> dict:
+    """Run the command (`cmd`, else the client's) on `shard`: as a statement of the client's transaction
+    when it is one."""
+    cmd = _forward(req.cmd) if cmd is None else cmd
     if "autocommit" in req.cmd:
-        return await router.txns.run_in_transaction(req, shard, req.db, _forward(req.cmd))
-    return await router.shard(shard).command(req.db, _forward(req.cmd))
+        return await router.txns.run_in_transaction(req, shard, req.db, cmd)
+    return await router.shard(shard).command(req.db, cmd)
+
+
+def _timeseries_ddl(router: Router, req: Request) -> tuple[list[str], dict] | None:
+    """(the shards holding its buckets, the command on them) for a time-series collection whose buckets
+    are sharded (None otherwise)."""
+    ts = sharded_buckets(router, req.db, req.cmd[req.name])
+    if ts is None:
+        return None
+    return shards_holding(router, req.db, ts[0]), {**_forward(req.cmd), req.name: ts[0], "isTimeseriesNamespace": True}
 
 
 @router_command("create")
@@ -96,6 +108,13 @@ async def cmd_drop(router: Router, req: Request) -> dict:
         if primary is None:
             return {"ok": 1.0}
         holders = shards_holding(router, req.db, coll)
+        timeseries = sharded_buckets(router, req.db, coll)
+        if timeseries is not None:  # the buckets on the other shards, then the collection (view, buckets)
+            for s in shards_holding(router, req.db, timeseries[0]):
+                if s != primary:
+                    await router.shard(s).command(req.db, {"drop": timeseries[0], "fromMigrate": True})
+            await _drop_sharded_metadata(router, f"{req.db}.{timeseries[0]}")
+            holders = [primary]
         reply = await _primary_then_others(router, req.db, holders, _forward(req.cmd))
         await _drop_sharded_metadata(router, ns)
     req.op_time_key = router.shard(primary).node.oplog.last_key
@@ -205,10 +224,14 @@ async def _broadcast_collection_ddl(router: Router, req: Request, create_db: boo
     if primary is None:
         raise MongoError("NamespaceNotFound", f"ns does not exist: {ns}")
     holders = shards_holding(router, req.db, coll) or [primary]
+    cmd = None
+    timeseries = _timeseries_ddl(router, req)
+    if timeseries is not None:
+        holders, cmd = timeseries
     reply: dict = {}
     raw: dict[str, Any] = {}
     for s in holders:
-        reply = await _on_shard(router, req, s)
+        reply = await _on_shard(router, req, s, cmd)
         raw[s] = {k: v for k, v in reply.items() if k != "ok"}
     req.op_time_key = max(router.shard(s).node.oplog.last_key for s in holders)
     if len(holders) > 1:
@@ -299,8 +322,12 @@ async def cmd_list_indexes(router: Router, req: Request) -> dict:
     if primary is None:
         raise MongoError("NamespaceNotFound", f"ns does not exist: {req.db}.{req.cmd['listIndexes']}")
     holders = shards_holding(router, req.db, req.cmd["listIndexes"])
+    cmd = _forward(req.cmd)
+    timeseries = _timeseries_ddl(router, req)
+    if timeseries is not None:
+        holders, cmd = timeseries
     target = primary if (primary in holders or not holders) else holders[0]
-    reply = await router.shard(target).command(req.db, with_database_version(router, req.db, _forward(req.cmd), target))
+    reply = await router.shard(target).command(req.db, with_database_version(router, req.db, cmd, target))
     return store_possible_cursor(router, target, req.db, reply)
 
 

@@ -25,6 +25,7 @@ from mongosim.oplog import bsonutil
 from mongosim.oplog.errors import MongoError
 from mongosim.router.catalog_cache import Chunk, CollectionRouting
 from mongosim.router.collation_targeting import check_default_collation, check_shard_collection_collation
+from mongosim.router import timeseries_routing
 from mongosim.router.command_registry import router_command
 from mongosim.router.request import Request
 from mongosim.router.sharding_catalog_manager import CriticalSections
@@ -141,89 +142,105 @@ async def cmd_shard_collection(router: Router, req: Request) -> dict:
     ns = req.cmd[req.name]
     db, name = _split_ns(ns)
     key = req.cmd.get("key")
+    if name.startswith(timeseries_routing.BUCKETS):
+        raise MongoError(5731501, "Sharding a time-series buckets collection is not allowed; shard the time-series "
+                                  "collection itself")
     pattern = ShardKeyPattern(key)
-    unique = bool(req.cmd.get("unique", False))
-    if unique and pattern.hashed:
+    if req.cmd.get("unique") and pattern.hashed:
         raise MongoError("InvalidOptions", "hashed shard keys cannot be declared unique.")
     check_shard_collection_collation(req.cmd.get("collation"))
     async with router._ddl_lock:
         router.refresh_catalog()  # DDL runs on the authoritative metadata
-        existing = router.catalog.routing(ns)
-        if existing is not None:
-            if existing.pattern.key == pattern.key:
-                return {"collectionsharded": ns, "ok": 1.0}
-            raise MongoError(23,  # AlreadyInitialized
-                             
-                             f"sharding already enabled for collection {ns} with options {{ shardKey: {existing.pattern.key} }}")
         primary = await ensure_database(router, db)
-        pnode = router.shard(primary).node
-        await log_change(router, "shardCollection.start", ns, {"shardKey": dict(pattern.key), "collection": ns,
-                                                               "primary": primary}, by=pnode, client_addr=_peer(req))
+        ts = await timeseries_routing.prepare_shard_collection(router, req, db, name, primary)
+        if ts is not None:  # the buckets collection is sharded, on the key the user's translates to
+            reply = await _shard(router, req, f"{db}.{timeseries_routing.BUCKETS}{name}", ts.bucket_key, False,
+                                 primary, ts)
+            return {**reply, "collectionsharded": ns}
+        return await _shard(router, req, ns, key, bool(req.cmd.get("unique", False)), primary)
+
+
+async def _shard(router: Router, req: Request, ns: str, key: Any, unique: bool, primary: str, ts: Any = None) -> dict:
+    """Shard `ns` on `key` (`ts`: the time-series collection whose buckets `ns` holds)."""
+    db, name = ns.split(".", 1)
+    pattern = ShardKeyPattern(key)
+    existing = router.catalog.routing(ns)
+    if existing is not None:
+        if existing.pattern.key == pattern.key:
+            return {"collectionsharded": ns, "ok": 1.0}
+        raise MongoError(23,  # AlreadyInitialized
+                         f"sharding already enabled for collection {ns} with options {{ shardKey: {existing.pattern.key} }}")
+    pnode = router.shard(primary).node
+    await log_change(router, "shardCollection.start", ns, {"shardKey": dict(pattern.key), "collection": ns,
+                                                           "primary": primary}, by=pnode, client_addr=_peer(req))
+    coll = pnode.catalog.collection(db, name)
+    if coll is None:
+        await router.shard(primary).command(db, {"create": name})
         coll = pnode.catalog.collection(db, name)
-        if coll is None:
-            await router.shard(primary).command(db, {"create": name})
-            coll = pnode.catalog.collection(db, name)
-        default_collation = coll.options.get("collation")
-        check_default_collation(default_collation, req.cmd.get("collation"))
-        # the shard key index (chunks hold binary ranges: only an index of the simple collation serves)
-        has_index = any(list(s["key"]) [: len(pattern.fields)] == pattern.fields and "collation" not in s and
-                        all(s["key"][f] == pattern.key[f] for f in pattern.fields) for s in coll.indexes)
-        if not has_index and not (pattern.fields == ["_id"] and not pattern.hashed):
-            if len(coll) and not req.cmd.get("_createIndexIfMissing", True):
-                raise MongoError("InvalidOptions", "Please create an index that starts with the proposed shard key before sharding the collection.")
-            spec: dict[str, Any] = {"key": dict(pattern.key), "name": "_".join(f"{k}_{v}" for k, v in pattern.key.items())}
-            if unique:
-                spec["unique"] = True
-            if default_collation:
-                spec["collation"] = {"locale": "simple"}
-            await router.shard(primary).command(db, {"createIndexes": name, "indexes": [spec]})
-        uuid = coll.uuid
-        epoch = ObjectId()
-        timestamp = router.clock.now()
-        # initial chunks: one chunk on the primary; hashed keys on an empty collection get one per shard
-        bounds: list[tuple[tuple, tuple, str]] = []
-        if pattern.hashed and len(coll) == 0 and len(placeable_shards(router)) > 1:
-            names = placeable_shards(router)
-            n = len(names)
-            span = 2**64
-            points = [-(2**63) + (span * i) // n for i in range(1, n)]
-            edges = [None, *points, None]
-            for i, shard_name in enumerate(names):
-                lo = tuple(MinKey() if edges[i] is None else (Int64(edges[i]) if f in pattern.hashed else MinKey())
-                           for f in pattern.fields)
-                hi = tuple(MaxKey() if edges[i + 1] is None else (Int64(edges[i + 1]) if f in pattern.hashed else MinKey())
-                           for f in pattern.fields)
-                bounds.append((lo, hi, shard_name))
-        else:
-            bounds.append((tuple(MinKey() for _ in pattern.fields), tuple(MaxKey() for _ in pattern.fields), primary))
-        owners = sorted({b[2] for b in bounds})
-        for shard_name in owners:
-            await router.shard(shard_name).command(db, {
-                "_shardsvrSetShardKey": ns, "key": pattern.key, "uuid": uuid,
-                "options": dict(coll.options), "indexes": [dict(s) for s in coll.indexes],
-                "fromMigrate": shard_name != primary,
-            })
-        if primary not in owners:
-            await router.shard(primary).command(db, {"_shardsvrSetShardKey": ns, "key": pattern.key, "uuid": uuid})
-        await config_write(router, {"insert": "collections", "documents": [{
-            "_id": ns, "lastmodEpoch": epoch, "lastmod": _now(), "timestamp": timestamp, "uuid": uuid,
-            "key": dict(pattern.key), "unique": unique, "noBalance": False,
-            **({"defaultCollation": default_collation} if default_collation else {}),
-        }]})
-        chunk_docs = []
-        for i, (lo, hi, shard_name) in enumerate(bounds):
-            chunk_docs.append({
-                "_id": ObjectId(), "uuid": uuid, "min": pattern.bound(lo), "max": pattern.bound(hi),
-                "shard": shard_name, "lastmod": Timestamp(1, i), "onCurrentShardSince": timestamp,
-                "history": [{"validAfter": timestamp, "shard": shard_name}],
-            })
-        await config_write(router, {"insert": "chunks", "documents": chunk_docs})
-        router.refresh_catalog()
-        request = {"shardKey": dict(pattern.key), "unique": unique, "presplitHashedZones": bool(req.cmd.get("presplitHashedZones", False))}
-        await router.shard(primary).command(db, {"_shardsvrNotifyShardCollection": ns, "request": request})
-        await log_change(router, "shardCollection.end", ns, {
-            "uuid": uuid, "placementVersion": chunk_version_string(1, len(bounds) - 1, epoch, timestamp),
-            "empty": len(coll) == 0, "numChunks": len(bounds)}, by=pnode, client_addr=_peer(req))
+    default_collation = coll.options.get("collation")
+    check_default_collation(default_collation, req.cmd.get("collation"))
+    # the shard key index (chunks hold binary ranges: only an index of the simple collation serves)
+    has_index = any(list(s["key"]) [: len(pattern.fields)] == pattern.fields and "collation" not in s and
+                    all(s["key"][f] == pattern.key[f] for f in pattern.fields) for s in coll.indexes)
+    if not has_index and not (pattern.fields == ["_id"] and not pattern.hashed):
+        if len(coll) and not req.cmd.get("_createIndexIfMissing", True):
+            raise MongoError("InvalidOptions", "Please create an index that starts with the proposed shard key before sharding the collection.")
+        index_key = dict(pattern.key) if ts is None else ts.user_key  # (a time-series index: the user's key)
+        spec: dict[str, Any] = {"key": index_key, "name": "_".join(f"{k}_{v}" for k, v in index_key.items())}
+        if unique:
+            spec["unique"] = True
+        if default_collation:
+            spec["collation"] = {"locale": "simple"}
+        await router.shard(primary).command(db, {"createIndexes": name if ts is None else ts.name,
+                                                 "indexes": [spec]})
+    uuid = coll.uuid
+    epoch = ObjectId()
+    timestamp = router.clock.now()
+    # initial chunks: one chunk on the primary; hashed keys on an empty collection get one per shard
+    bounds: list[tuple[tuple, tuple, str]] = []
+    if pattern.hashed and len(coll) == 0 and len(placeable_shards(router)) > 1:
+        names = placeable_shards(router)
+        n = len(names)
+        span = 2**64
+        points = [-(2**63) + (span * i) // n for i in range(1, n)]
+        edges = [None, *points, None]
+        for i, shard_name in enumerate(names):
+            lo = tuple(MinKey() if edges[i] is None else (Int64(edges[i]) if f in pattern.hashed else MinKey())
+                       for f in pattern.fields)
+            hi = tuple(MaxKey() if edges[i + 1] is None else (Int64(edges[i + 1]) if f in pattern.hashed else MinKey())
+                       for f in pattern.fields)
+            bounds.append((lo, hi, shard_name))
+    else:
+        bounds.append((tuple(MinKey() for _ in pattern.fields), tuple(MaxKey() for _ in pattern.fields), primary))
+    owners = sorted({b[2] for b in bounds})
+    for shard_name in owners:
+        await router.shard(shard_name).command(db, {
+            "_shardsvrSetShardKey": ns, "key": pattern.key, "uuid": uuid,
+            "options": dict(coll.options), "indexes": [dict(s) for s in coll.indexes],
+            "fromMigrate": shard_name != primary,
+        })
+    if primary not in owners:
+        await router.shard(primary).command(db, {"_shardsvrSetShardKey": ns, "key": pattern.key, "uuid": uuid})
+    await config_write(router, {"insert": "collections", "documents": [{
+        "_id": ns, "lastmodEpoch": epoch, "lastmod": _now(), "timestamp": timestamp, "uuid": uuid,
+        "key": dict(pattern.key), "unique": unique, "noBalance": False,
+        **({"defaultCollation": default_collation} if default_collation else {}),
+        **({"timeseriesFields": ts.fields} if ts is not None else {}),
+    }]})
+    chunk_docs = []
+    for i, (lo, hi, shard_name) in enumerate(bounds):
+        chunk_docs.append({
+            "_id": ObjectId(), "uuid": uuid, "min": pattern.bound(lo), "max": pattern.bound(hi),
+            "shard": shard_name, "lastmod": Timestamp(1, i), "onCurrentShardSince": timestamp,
+            "history": [{"validAfter": timestamp, "shard": shard_name}],
+        })
+    await config_write(router, {"insert": "chunks", "documents": chunk_docs})
+    router.refresh_catalog()
+    request = {"shardKey": dict(pattern.key), "unique": unique, "presplitHashedZones": bool(req.cmd.get("presplitHashedZones", False))}
+    await router.shard(primary).command(db, {"_shardsvrNotifyShardCollection": ns, "request": request})
+    await log_change(router, "shardCollection.end", ns, {
+        "uuid": uuid, "placementVersion": chunk_version_string(1, len(bounds) - 1, epoch, timestamp),
+        "empty": len(coll) == 0, "numChunks": len(bounds)}, by=pnode, client_addr=_peer(req))
     return {"collectionsharded": ns, "ok": 1.0}
 
 

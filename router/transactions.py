@@ -23,7 +23,7 @@ from mongosim.oplog.errors import MongoError
 from mongosim.router.command_registry import router_command
 from mongosim.router.error_labels import error_labels
 from mongosim.router.request import Request
-from mongosim.shardsim.node import WOULD_CHANGE_OWNING_SHARD
+from mongosim.shardsim.node import RESOLVED_VIEW, WOULD_CHANGE_OWNING_SHARD
 from mongosim.shardsim.sessions import named_sessions, session_key, user_digest
 from mongosim.shardsim.transactions import no_such_transaction
 
@@ -106,6 +106,10 @@ class RouterTransactions:
         try:
             return await self.router.shard(shard).command(db, out)
         except MongoError as err:
+            if err.code == RESOLVED_VIEW:  # a view resolved for mongos: the transaction goes on
+                if out.get("startTransaction"):  # (the shard dropped what it started: it starts again)
+                    del txn.participants[shard]
+                raise
             if err.code != WOULD_CHANGE_OWNING_SHARD:  # mongos moves the document within the transaction
                 await self._abort_all(txn)
             raise

@@ -21,7 +21,7 @@ from mongosim.router.commands_crud import (
 )
 from mongosim.router.request import Request
 from mongosim.shardsim.collation import command_collator
-from mongosim.shardsim.views import READS, as_pipeline, finish_view_read
+from mongosim.shardsim.views import READS, as_pipeline, finish_view_read, view_hint
 
 if TYPE_CHECKING:
     from mongosim.router.mongos import Router
@@ -52,6 +52,9 @@ async def _read_view(router: Router, req: Request, resolved: dict) -> dict:
              **{k: cmd[k] for k in _SESSION_FIELDS if k in cmd}}
     if "collation" in resolved:
         inner["collation"] = resolved["collation"]  # the view's collation (the shard refused any other)
+    hint = view_hint(resolved["pipeline"], cmd)
+    if hint is not None:
+        inner["hint"] = hint
     reply = await ROUTER_COMMANDS["aggregate"](router, Request(req.db, inner, req.conn, "aggregate", internal=True))
     def serve(_node, ns, results, batch_size, single):
         return _serve(router, ns, list(results), batch_size, single)

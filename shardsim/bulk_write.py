@@ -292,7 +292,9 @@ class _NodeBulkWrite:
         if self.bypass is not None:
             sub["bypassDocumentValidation"] = self.bypass
         name = next(iter(sub))
-        if views.definition(self.node, db, sub[name]) is not None:
+        view = views.definition(self.node, db, sub[name])
+        timeseries = view is not None and views.timeseries.options_of(self.node, db, view) is not None
+        if view is not None and not timeseries:
             raise views.not_a_collection(db, sub[name])
         if ctx.txn is None and self.node.prepared_namespaces:
             await self.node._wait_for_prepared(db, sub[name], ctx.deadline)
@@ -300,7 +302,10 @@ class _NodeBulkWrite:
                         txn=ctx.txn, deadline=ctx.deadline)
         sub_ctx.variables = self.variables
         try:
-            reply = handler(self.node, sub_ctx)
+            if timeseries:  # (a time-series collection's ops run as its own commands do)
+                reply = await views.run_on_timeseries(self.node, sub_ctx, name, sub[name])
+            else:
+                reply = handler(self.node, sub_ctx)
             if hasattr(reply, "__await__"):
                 reply = await reply
         finally:

@@ -63,10 +63,13 @@ def is_clustered(options: dict) -> bool:
 
 
 def index_specs(options: dict, indexes: list[dict]) -> list[dict]:
-    """listIndexes: the clustered index (with `clustered: true`) in place of the `_id` index."""
+    """listIndexes: the clustered index (with `clustered: true`) in place of the `_id` index (none for a
+    time-series buckets collection, clustered in the legacy form)."""
     spec = options.get("clusteredIndex")
     if spec is None:
         return [dict(s) for s in indexes]
+    if spec is True:
+        return [dict(s) for s in indexes if s.get("name") != "_id_"]
     clustered: dict[str, Any] = ({**spec, "clustered": True} if isinstance(spec, dict)
                                  else {"v": 2, "key": {"_id": 1}, "name": "_id_", "unique": True, "clustered": True})
     return [clustered if s.get("name") == "_id_" else dict(s) for s in indexes]

@@ -55,7 +55,7 @@ from bson import Int64
 
 from mongosim.oplog import entry as E
 from mongosim.oplog.errors import MongoError
-from mongosim.shardsim import coll_mod_request, timeseries, view_catalog
+from mongosim.shardsim import coll_mod_request, timeseries, timeseries_index_conversion, view_catalog
 from mongosim.shardsim.capped import MAX_DOCS
 from mongosim.shardsim.catalog import Collection
 from mongosim.shardsim.collection_options import canonical, refresh
@@ -66,6 +66,7 @@ from mongosim.shardsim.ddl import same_key, valid_collection_name
 from mongosim.shardsim.document_validation import check_options
 from mongosim.shardsim.oplog_collection import is_oplog
 from mongosim.shardsim.operation_context import OpCtx
+from mongosim.shardsim.query.fmt import bson_str
 
 if TYPE_CHECKING:
     from mongosim.shardsim.node import Node
@@ -429,6 +430,8 @@ def _coll_mod_view(node: Node, ctx: OpCtx, name: str, view: dict, req: dict) -> 
 
 
 _NOT_FOR_BUCKETS = ("collectionUUID", "cappedSize", "cappedMax")
+_GENERIC_IN_REQUEST = frozenset({"lsid", "txnNumber", "$clusterTime", "$readPreference", "writeConcern", "readConcern",
+                                 "comment", "maxTimeMS", "apiVersion", "apiStrict", "apiDeprecationErrors"})
 
 
 def _coll_mod_timeseries(node: Node, ctx: OpCtx, name: str, view: dict, req: dict) -> dict:
@@ -437,6 +440,18 @@ def _coll_mod_timeseries(node: Node, ctx: OpCtx, name: str, view: dict, req: dic
     check_collection_uuid(node, ctx.db, name, None, req.get("collectionUUID"))  # (the view has no UUID)
     buckets = node.catalog.collection(ctx.db, view["viewOn"])
     assert buckets is not None
+    index = req.get("index")
+    if isinstance(index, dict) and isinstance(index.get("keyPattern"), dict):
+        # the user's key pattern names the bucket index it was translated to (makeTimeseriesBucketsCollModCommand)
+        try:
+            key = timeseries_index_conversion.bucket_key(buckets.options["timeseries"], index["keyPattern"])
+        except timeseries_index_conversion.InvalidSpec as bad:
+            # (the request as the parsed CollMod serializes it: its own fields and $db; the generic
+            # arguments it would carry are left out here)
+            shown = {k: v for k, v in ctx.cmd.items() if k not in _GENERIC_IN_REQUEST and k != "$db"}
+            shown["$db"] = ctx.db
+            raise MongoError("IndexNotFound", f"{bad} Command request: {bson_str(shown)}") from None
+        req = {**req, "index": {**index, "keyPattern": key}}
     if "timeseries" in req:
         try:
             new = timeseries.modified_options(buckets.options["timeseries"], req["timeseries"])

@@ -40,6 +40,7 @@ from mongosim.shardsim.operation_context import OpCtx
 from mongosim.shardsim.query.stage_registry import desugared
 from mongosim.shardsim.plan_executor import Count, ExecContext, PlanStage, summary, view_changes, winning_plan
 from mongosim.shardsim.query.matcher import Matcher
+from mongosim.shardsim.timeseries_predicates import pushdown
 from mongosim.shardsim.canonical_query import CanonicalQuery, check_hint, parsed_query
 from mongosim.shardsim.query_planner import Solution, plan_query
 from mongosim.shardsim.reads import int_arg
@@ -373,6 +374,8 @@ def explain_aggregate(node: Node, ctx: OpCtx, inner: dict, verbosity: str) -> di
     coll = node.catalog.collection(ctx.db, name)
     variables = _variables(node, ctx, inner)
     collator = command_collator(inner.get("collation"), coll, "aggregate.collation")
+    if pipeline and isinstance(pipeline[0], dict) and "$_internalUnpackBucket" in pipeline[0]:
+        pipeline = pushdown(pipeline, coll.options.get("collation") if coll is not None else None, collator)
     cq, rest = get_executor.pipeline_query(coll, ns, pipeline, inner.get("hint"), variables, collator)
     cq, pushed = _push_desugared_sort(coll, ns, inner.get("hint"), variables, collator, pipeline, cq, rest)
     if cq is None:

@@ -140,7 +140,8 @@ def _leaf_debug(path: str, op: str, arg: Any, ops: dict, level: int) -> str:
     return pad + f"{path} {op} {bson_str(arg)}\n"
 
 
-_ALLOWED_OPS = {"$eq", "$lt", "$lte", "$gt", "$gte", "$type", "$in"}
+_ALLOWED_OPS = {"$eq", "$lt", "$lte", "$gt", "$gte", "$type", "$in", "$_internalExprEq", "$_internalExprLt",
+                "$_internalExprLte", "$_internalExprGt", "$_internalExprGte"}  # (the latter: time-series buckets')
 
 
 def _check_partial(flt: dict, level: int) -> None:

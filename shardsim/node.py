@@ -43,6 +43,7 @@ from mongosim.shardsim.operation_context import OpCtx
 from mongosim.shardsim.uncommitted_catalog_updates import visible_to
 
 _WRITE_COMMANDS = {"insert", "update", "delete", "findAndModify", "findandmodify"}
+RESOLVED_VIEW = 169  # CommandOnShardedViewNotSupportedOnMongod
 WOULD_CHANGE_OWNING_SHARD = CODES["WouldChangeOwningShard"]  # mongos handles it (router/change_owning_shard.py)
 
 
@@ -212,8 +213,11 @@ class Node:
                     reply = await self._dispatch(handler, ctx, db, name)
         except MongoError as err:
             if (ctx.txn is not None and name not in ("commitTransaction", "abortTransaction", "prepareTransaction")
-                    and err.code != WOULD_CHANGE_OWNING_SHARD):
-                ctx.txn.abort(ctx)  # an error inside a transaction aborts it, as on the server
+                    and err.code != WOULD_CHANGE_OWNING_SHARD
+                    and (err.code != RESOLVED_VIEW or ctx.cmd.get("startTransaction"))):
+                # an error inside a transaction aborts it, as on the server (a view resolved for mongos
+                # only when the transaction started with it: mongos may not come back to this shard)
+                ctx.txn.abort(ctx)
             if ctx.close_connection:
                 raise CloseConnection() from err  # the connection was closed before the error could be sent
             raise
@@ -231,6 +235,9 @@ class Node:
         """Run the command's handler (a command on a view runs as the view's aggregate)."""
         reply = None
         target = ctx.cmd.get(name)
+        if ctx.cmd.get("isTimeseriesNamespace") is True and name in views.TIMESERIES and type(target) is str \
+                and target.startswith(views.timeseries.BUCKETS):  # (mongos: a sharded time-series collection's)
+            return await views.run_on_timeseries(self, ctx, name, target[len(views.timeseries.BUCKETS):])
         if name in views.ON_A_NAMESPACE and type(target) is str and self.catalog.collection(db, target) is None:
             reply = await views.run_on_view(self, ctx, name, target)  # (None: not a view either)
         if reply is None:

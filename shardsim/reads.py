@@ -33,6 +33,7 @@ from mongosim.shardsim import get_executor
 from mongosim.shardsim.canonical_query import check_hint
 from mongosim.shardsim.get_executor import execute, find_query
 from mongosim.shardsim.geo.geo_near_stage import GeoNearStage
+from mongosim.shardsim.timeseries_predicates import pushdown
 from mongosim.shardsim.query.document_metadata import strip, to_wire
 
 if TYPE_CHECKING:
@@ -93,6 +94,8 @@ def pipeline_source(coll, ns: str, pipeline: list, view, hint, variables: dict |
     if pipeline and isinstance(pipeline[0], dict) and len(pipeline[0]) == 1 and "$geoNear" in pipeline[0]:
         stage = GeoNearStage(pipeline[0]["$geoNear"])
         return iter(stage.run(coll, ns, view, variables, collator)), pipeline[1:]
+    if pipeline and isinstance(pipeline[0], dict) and "$_internalUnpackBucket" in pipeline[0]:
+        pipeline = pushdown(pipeline, coll.options.get("collation") if coll is not None else None, collator)
     cq, rest = get_executor.pipeline_query(coll, ns, pipeline, hint, variables, collator)
     if coll is None:
         return iter(()), pipeline

@@ -42,19 +42,33 @@ from mongosim.shardsim.collection_options import canonical
 from mongosim.shardsim.create_collection import create_collection, ensure_collection
 from mongosim.shardsim.operation_context import OpCtx
 from mongosim.shardsim.query.stages import STREAM_STAGES
-from mongosim.shardsim.query.values import MISSING, hashable, sort_key
-
-from mongosim.shardsim.writes import WriteSession, insert_one, update_document
+from mongosim.shardsim.query.values import hashable
+from mongosim.shardsim.timeseries_index_conversion import create_default_index
+from mongosim.shardsim.timeseries_minmax import Schema
+from mongosim.shardsim.timeseries_write_util import (
+    GRANULARITIES,
+    MAX_COUNT,
+    BucketWrites,
+    append,
+    bucket_oid,
+    comparator,
+    count_of,
+    new_bucket,
+    normalize_metadata,
+    round_time,
+    rounding_seconds,
+    series_key,
+    time_of,
+    unpack_bucket,
+)
+from mongosim.shardsim.writes import WriteSession, insert_one
 
 if TYPE_CHECKING:
     from mongosim.shardsim.node import Node
 
 BUCKETS = "system.buckets."
-GRANULARITIES = {"seconds": (60, 3600), "minutes": (3600, 86400), "hours": (86400, 2592000)}  # rounding, max span
-MAX_COUNT = 1000  # timeseriesBucketMaxCount
 ALLOWED_WITH = frozenset({"timeseries", "expireAfterSeconds", "storageEngine", "indexOptionDefaults", "collation",
                           "capped", "validator", "clusteredIndex"})
-_EPOCH = datetime.datetime(1970, 1, 1)
 
 
 def buckets_of(name: str) -> str:
@@ -117,8 +131,7 @@ def normalize_options(db: str, name: str, opts: dict) -> dict:
     return {**opts, "timeseries": out}
 
 
-def _rounding(ts: dict) -> int:
-    return int(ts.get("bucketRoundingSeconds") or GRANULARITIES[ts.get("granularity", "seconds")][0])
+_rounding = rounding_seconds
 
 
 def bucket_validator(time_field: str) -> dict:
@@ -146,7 +159,7 @@ def create(node: Node, ctx: OpCtx, db: str, name: str, opts: dict) -> None:
                                    "timeseries": ts}
     if "expireAfterSeconds" in opts:
         bucket_opts["expireAfterSeconds"] = opts["expireAfterSeconds"]
-    create_collection(node, ctx, db, buckets_of(name), bucket_opts)
+    create_default_index(node, ctx, create_collection(node, ctx, db, buckets_of(name), bucket_opts))
     views = ensure_collection(node, ctx, db, "system.views")
     view = {"_id": f"{db}.{name}", "viewOn": buckets_of(name), "pipeline": view_pipeline(ts)}
     insert_one(node, ctx, views, view, WriteSession(node, OpCtx(db, {})), 0)
@@ -252,65 +265,22 @@ def list_entry(node: Node, db: str, view: dict, name_only: bool) -> dict | None:
 
 
 # -- inserts ---------------------------------------------------------------------------------
-def _millis(d: datetime.datetime) -> int:
-    return int((d.replace(tzinfo=None) - _EPOCH).total_seconds() * 1000)
-
-
-def _update_min_max(control: dict, field: str, value: Any) -> None:
-    lo, hi = control["min"].get(field, MISSING), control["max"].get(field, MISSING)
-    key = sort_key(value)
-    if lo is MISSING or key < sort_key(lo):
-        control["min"][field] = value
-    if hi is MISSING or key > sort_key(hi):
-        control["max"][field] = value
-
-
-def _new_bucket(ts: dict, doc: dict, when: datetime.datetime) -> dict:
-    rounding = _rounding(ts)
-    seconds = _millis(when) // 1000
-    start = seconds - seconds % rounding
-    oid = ObjectId.from_datetime(_EPOCH + datetime.timedelta(seconds=start))
-    oid = ObjectId(oid.binary[:4] + ObjectId().binary[4:])
-    bucket: dict[str, Any] = {"_id": oid, "control": {"version": 1, "min": {}, "max": {}}}
-    meta = ts.get("metaField")
-    if meta is not None and meta in doc:
-        bucket["meta"] = doc[meta]
-    bucket["data"] = {}
-    bucket["_start"] = _EPOCH + datetime.timedelta(seconds=start)
-    return bucket
-
-
-def _add(ts: dict, bucket: dict, doc: dict) -> dict:
-    """The bucket with `doc` appended (a new dict: the old one stays the pre-image)."""
-    new = {k: v for k, v in bucket.items() if k != "_start"}
-    control = {"version": 1, "min": dict(bucket["control"]["min"]), "max": dict(bucket["control"]["max"])}
-    data = {k: dict(v) for k, v in bucket["data"].items()}
-    time_field, meta = ts["timeField"], ts.get("metaField")
-    n = str(len(data.get(time_field, {})))
-    for field, value in doc.items():
-        if field == meta:
-            continue
-        data.setdefault(field, {})[n] = value
-        _update_min_max(control, field, value)
-    if time_field in control["min"] and "_start" in bucket:
-        control["min"][time_field] = bucket["_start"]
-    new["control"], new["data"] = control, data
-    return new
-
-
-def _open_bucket(coll: Any, ts: dict, doc: dict, when: datetime.datetime) -> dict | None:
-    """The newest bucket this measurement may go into."""
-    meta_field = ts.get("metaField")
-    meta = hashable(doc.get(meta_field, MISSING)) if meta_field is not None and meta_field in doc else None
+def _open_bucket(coll: Any, ts: dict, doc: dict, when: datetime.datetime, owns: Any = None) -> dict | None:
+    """The newest bucket of the measurement's series if it may take it (its span, its count); `owns`:
+    whether this shard owns a bucket (an orphan left by a migration takes nothing)."""
+    series = series_key(doc, ts)
     span = datetime.timedelta(seconds=int(ts["bucketMaxSpanSeconds"]))
     for bucket in reversed(list(coll.docs.values())):
-        bucket_meta = hashable(bucket["meta"]) if "meta" in bucket else None
-        if bucket_meta != meta:
+        if (("meta", hashable(bucket["meta"])) if "meta" in bucket else None) != series:
             continue
-        start = bucket["control"]["min"][ts["timeField"]]
-        if start <= when < start + span and len(bucket["data"].get(ts["timeField"], {})) < MAX_COUNT:
+        if owns is not None and not owns(coll.ns, bucket):
+            continue
+        control = bucket["control"]
+        start = control["min"][ts["timeField"]]
+        if start <= when < start + span and count_of(bucket, ts) < MAX_COUNT and \
+                Schema.of(control["min"], control["max"]).update(doc, ts.get("metaField")):
             return bucket
-        return None
+        return None  # (a schema change, a time outside its span, or full: a new bucket)
     return None
 
 
@@ -319,30 +289,37 @@ async def insert(node: Node, ctx: OpCtx, name: str) -> dict:
     docs = ctx.cmd.get("documents")
     if not isinstance(docs, list):
         raise MongoError("FailedToParse", "BSON field 'insert.documents' is missing but a required field")
+    if ctx.txn is not None:
+        raise MongoError("OperationNotSupportedInTransaction", f"time-series insert failed: {ctx.db}.{name} :: caused "
+                         "by :: Cannot insert into a time-series collection in a multi-document transaction: "
+                         f"{ctx.db}.{name}")
     coll = ensure_collection(node, ctx, ctx.db, buckets_of(name))
     ts = coll.options["timeseries"]
+    compare = comparator(coll)
     ws = WriteSession(node, ctx)
     ordered = ctx.cmd.get("ordered", True)
     n = 0
     errors: list[dict] = []
     for i, doc in enumerate(docs):
         try:
+            if ws.already(i) is not None:
+                n += 1
+                continue
             if not isinstance(doc, dict):
                 raise MongoError("TypeMismatch", "document to insert must be an object")
-            when = doc.get(ts["timeField"])
-            if not isinstance(when, datetime.datetime):
-                raise MongoError("BadValue", f"'{ts['timeField']}' must be present and contain a valid BSON UTC "
-                                             "datetime value")
+            when = time_of(doc, ts)
             if "_id" not in doc:
                 doc = {"_id": ObjectId(), **doc}
-            bucket = _open_bucket(coll, ts, doc, when.replace(tzinfo=None))
+            meta = ts.get("metaField")
+            if meta is not None and meta in doc:
+                doc = {**doc, meta: normalize_metadata(doc[meta])}
+            writes = BucketWrites(coll)
+            bucket = _open_bucket(coll, ts, doc, when, node.owns if coll.shard_key else None)
             if bucket is None:
-                fresh = _new_bucket(ts, doc, when)
-                new = _add(ts, fresh, doc)
-                insert_one(node, ctx, coll, new, ws, i)
+                writes.insert(new_bucket(bucket_oid(round_time(when, ts)), [doc], ts, compare))
             else:
-                new = _add(ts, bucket, doc)
-                update_document(node, ctx, coll, bucket, {"$set": _changes(bucket, new)}, ws, i)
+                writes.update(bucket, *append(bucket, [doc], ts, compare))
+            writes.commit(node, ctx, ws, i, group=False)
             n += 1
         except MongoError as err:
             errors.append(err.to_write_error(i))
@@ -355,24 +332,6 @@ async def insert(node: Node, ctx: OpCtx, name: str) -> dict:
     return reply
 
 
-def _changes(old: dict, new: dict) -> dict:
-    """The `$set` turning bucket `old` into `new` (changed min/max and the appended column values)."""
-    out: dict[str, Any] = {}
-    for part in ("min", "max"):
-        for field, value in new["control"][part].items():
-            if old["control"][part].get(field, MISSING) is not value:
-                out[f"control.{part}.{field}"] = value
-    for field, column in new["data"].items():
-        before = old["data"].get(field)
-        if before is None:
-            out[f"data.{field}"] = column
-            continue
-        for k, v in column.items():
-            if k not in before:
-                out[f"data.{field}.{k}"] = v
-    return out
-
-
 # -- reads -------------------------------------------------------------------------------------
 def unpack(buckets: Iterable[dict], spec: dict) -> Iterator[dict]:
     """$_internalUnpackBucket: each bucket's measurements, the time field first, then the meta field."""
@@ -380,17 +339,7 @@ def unpack(buckets: Iterable[dict], spec: dict) -> Iterator[dict]:
         raise MongoError(5346504, "The $_internalUnpackBucket stage requires a timeField parameter")
     time_field, meta_field = spec["timeField"], spec.get("metaField")
     for bucket in buckets:
-        data = bucket.get("data") or {}
-        times = data.get(time_field) or {}
-        columns = [(f, col) for f, col in data.items() if f != time_field]
-        for key, when in times.items():
-            doc: dict[str, Any] = {time_field: when}
-            if meta_field is not None and "meta" in bucket:
-                doc[meta_field] = bucket["meta"]
-            for field, column in columns:
-                if key in column:
-                    doc[field] = column[key]
-            yield doc
+        yield from unpack_bucket(bucket, time_field, meta_field)
 
 
 STREAM_STAGES["$_internalUnpackBucket"] = unpack

@@ -36,7 +36,10 @@ def attach_transaction(node: Node, ctx: OpCtx, name: str) -> None:
         if ctx.txn_number < state.txn_number:
             raise MongoError(225, f"Cannot start transaction {ctx.txn_number} on session because a newer transaction "
                                   f"{state.txn_number} has already started.")
-        if ctx.txn_number == state.txn_number and state.txn is not None:
+        restart = ctx.from_router and state.txn is not None and state.txn.state == "aborted"
+        if ctx.txn_number == state.txn_number and state.txn is not None and not restart:
+            # (mongos may start an aborted, unprepared transaction again at its number: after a view
+            # resolution that aborted what its first statement started)
             raise MongoError("ConflictingOperationInProgress",
                              f"Cannot start transaction {ctx.txn_number} on session because it has already started.")
         end_open_transaction(state)

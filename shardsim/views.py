@@ -36,6 +36,16 @@ WRITES = frozenset({"insert", "update", "delete"})
 REFUSED = frozenset({"findAndModify", "findandmodify", "createIndexes", "listIndexes", "dropIndexes",
                      "validate", "collStats", "shardCollection"})
 ON_A_NAMESPACE = READS | WRITES | REFUSED  # the commands Node.run_command checks for a view
+# the commands a time-series collection answers itself (the others: as its view)
+TIMESERIES = frozenset({"insert", "update", "delete", "findAndModify", "findandmodify", "createIndexes",
+                        "listIndexes", "dropIndexes"})
+
+
+async def run_on_timeseries(node: Node, ctx: OpCtx, command: str, name: str) -> dict:
+    """A write or an index command on the time-series collection `name` (timeseries_commands.py)."""
+    from mongosim.shardsim import timeseries_commands
+
+    return await timeseries_commands.run(node, ctx, command, name)
 
 
 def not_a_collection(db: str, name: str) -> MongoError:
@@ -75,10 +85,10 @@ async def run_on_view(node: Node, ctx: OpCtx, command: str, name: str) -> dict |
     resolved = resolve(node, ctx.db, name)
     if resolved is None:
         return None
+    if command in TIMESERIES and timeseries.options_of(node, ctx.db, definition(node, ctx.db, name)) is not None:
+        return await run_on_timeseries(node, ctx, command, name)
     if command in REFUSED or (command == "aggregate" and _opens_change_stream(ctx.cmd)):
         raise not_a_collection(ctx.db, name)
-    if command == "insert" and timeseries.options_of(node, ctx.db, definition(node, ctx.db, name)) is not None:
-        return await timeseries.insert(node, ctx, name)
     if command in WRITES:
         stmts = ctx.cmd.get({"insert": "documents", "update": "updates", "delete": "deletes"}[command]) or [None]
         first = not_a_collection(ctx.db, name).to_write_error(0)
@@ -99,10 +109,20 @@ async def run_on_view(node: Node, ctx: OpCtx, command: str, name: str) -> dict |
     variables = for_command(node, ctx)
     extra = list(ctx.cmd.get("pipeline") or []) if command == "aggregate" else as_pipeline(command, ctx.cmd)
     coll = node.catalog.collection(ctx.db, backing)
-    docs, rest = pipeline_source(coll, f"{ctx.db}.{backing}", pipeline + extra, ctx.view, None, variables, collator)
+    docs, rest = pipeline_source(coll, f"{ctx.db}.{backing}", pipeline + extra, ctx.view, view_hint(pipeline, ctx.cmd),
+                                 variables, collator)
     results = run_pipeline(docs, rest, variables=variables, collator=collator,
                            process=MongodProcessInterface(node, ctx), db=ctx.db)
     return finish_view_read(node, command, ctx.cmd, f"{ctx.db}.{name}", results, collator=collator)
+
+
+def view_hint(pipeline: list, cmd: dict):
+    """A read's `hint` on a time-series view, as the buckets collection's (a user key pattern translated)."""
+    from mongosim.shardsim.timeseries_index_conversion import hint
+    from mongosim.shardsim.timeseries_predicates import unpack_options
+
+    spec = unpack_options(pipeline[0]) if pipeline and "hint" in cmd else None
+    return hint(spec, cmd["hint"]) if spec is not None else None
 
 
 def finish_view_read(node: Node | None, command: str, cmd: dict, view_ns: str, results: Any,

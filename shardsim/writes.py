@@ -404,6 +404,27 @@ def upsert_document(node: Node, ctx: OpCtx, db: str, name: str, q: dict, update:
     return doc
 
 
+def parse_update_statement(st: dict) -> tuple[dict, Any, bool]:
+    """An update statement's `q`, `u` and `multi`, or its parse errors."""
+    q = st.get("q", {})
+    u = st.get("u")
+    if not isinstance(q, dict):
+        raise MongoError("TypeMismatch", "BSON field 'update.updates.q' is the wrong type, expected type 'object'")
+    if u is None:
+        raise MongoError("FailedToParse", "BSON field 'update.updates.u' is missing but a required field")
+    multi = bool(st.get("multi", False))
+    if multi and classify_update(u) == "replacement":
+        raise MongoError("FailedToParse", "multi update is not supported for replacement-style update")
+    return q, u, multi
+
+
+def replay_update(saved: dict, index: int, upserted: list[dict], n: int, n_modified: int) -> tuple[int, int]:
+    """A retried update statement's saved result added to the reply's counts (and `upserted`)."""
+    if "upserted" in saved:
+        upserted.append({"index": index, "_id": saved["upserted"]})
+    return n + saved.get("n", 0), n_modified + saved.get("nModified", 0)
+
+
 @command("update")
 async def cmd_update(node: Node, ctx: OpCtx) -> dict:
     cmd = ctx.cmd
@@ -421,20 +442,9 @@ async def cmd_update(node: Node, ctx: OpCtx) -> dict:
         try:
             saved = ws.already(i)
             if saved is not None:
-                n += saved.get("n", 0)
-                n_modified += saved.get("nModified", 0)
-                if "upserted" in saved:
-                    upserted.append({"index": i, "_id": saved["upserted"]})
+                n, n_modified = replay_update(saved, i, upserted, n, n_modified)
                 continue
-            q = st.get("q", {})
-            u = st.get("u")
-            if not isinstance(q, dict):
-                raise MongoError("TypeMismatch", "BSON field 'update.updates.q' is the wrong type, expected type 'object'")
-            if u is None:
-                raise MongoError("FailedToParse", "BSON field 'update.updates.u' is missing but a required field")
-            multi = bool(st.get("multi", False))
-            if multi and classify_update(u) == "replacement":
-                raise MongoError("FailedToParse", "multi update is not supported for replacement-style update")
+            q, u, multi = parse_update_statement(st)
             if variables is None:
                 variables = for_command(node, ctx)
             stmt_vars = statement_variables(variables, st, u)
@@ -530,13 +540,8 @@ async def cmd_delete(node: Node, ctx: OpCtx) -> dict:
 
 
 # -- findAndModify ---------------------------------------------------------------------
-@command("findAndModify", "findandmodify")
-async def cmd_find_and_modify(node: Node, ctx: OpCtx) -> dict:
-    from mongosim.shardsim.query.projection import compile_projection
-
-    cmd = ctx.cmd
-    name = check_namespace(ctx.db, cmd[next(iter(cmd))])
-    q = cmd.get("query") or {}
+def parse_find_and_modify(cmd: dict) -> tuple[dict, bool, Any]:
+    """A findAndModify's query, whether it removes, and its update (checked), or its parse errors."""
     remove = bool(cmd.get("remove", False))
     update = cmd.get("update")
     if remove and update is not None:
@@ -549,6 +554,16 @@ async def cmd_find_and_modify(node: Node, ctx: OpCtx) -> dict:
         raise MongoError("FailedToParse", "Cannot specify both new=true and remove=true; 'remove' always returns the deleted document")
     if update is not None:
         parse_update(update, cmd.get("arrayFilters"))
+    return cmd.get("query") or {}, remove, update
+
+
+@command("findAndModify", "findandmodify")
+async def cmd_find_and_modify(node: Node, ctx: OpCtx) -> dict:
+    from mongosim.shardsim.query.projection import compile_projection
+
+    cmd = ctx.cmd
+    name = check_namespace(ctx.db, cmd[next(iter(cmd))])
+    q, remove, update = parse_find_and_modify(cmd)
     ws = WriteSession(node, ctx)
     saved = ws.already(0, find_and_modify=True)
     if saved is not None:

@@ -352,6 +352,11 @@ def _type_bounds(arg) -> tuple[list[Interval], bool]:
     return union(out), exact
 
 
+_INTERNAL_EXPR = {"$_internalExprEq": (None, None), "$_internalExprGt": (None, MAX_KEY),
+                  "$_internalExprGte": (None, MAX_KEY), "$_internalExprLt": (MIN_KEY, None),
+                  "$_internalExprLte": (MIN_KEY, None)}  # op -> the interval's fixed ends (None: the value)
+
+
 def predicate_bounds(op: str, value, *, hashed=None) -> tuple[list[Interval], bool] | None:
     """(bounds, exact) of one predicate `{path: {op: value}}` on an index field, or None when an
     index cannot serve it.  `hashed` (the hash function) for a hashed field: equalities only."""
@@ -376,6 +381,13 @@ def predicate_bounds(op: str, value, *, hashed=None) -> tuple[list[Interval], bo
         return union(ivs), exact
     if op in ("$gt", "$gte", "$lt", "$lte"):
         return _cmp_bounds(op, value)
+    if op in _INTERNAL_EXPR:  # (the whole BSON order, no type bracket; an array matches: not exact)
+        if isinstance(value, list):
+            return None
+        low, high = _INTERNAL_EXPR[op]
+        iv = Interval(value if low is None else low, value if high is None else high,
+                      op != "$_internalExprGt", op != "$_internalExprLt")
+        return ([] if iv.empty else [iv]), False
     if op == "$regex":
         pattern, flags, rx = value
         return _regex_bounds(pattern, flags, rx), False

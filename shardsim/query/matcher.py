@@ -865,3 +865,6 @@ def _regex_test(rx: tuple[re.Pattern, str, str]) -> Callable[[Any], bool]:
 
 def _flags_of(v) -> str:
     return regex_flags(v)
+
+
+from mongosim.shardsim.query import internal_expr_comparison  # noqa: E402,F401  (registers $_internalExpr*)

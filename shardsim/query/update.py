@@ -37,11 +37,13 @@ diffs, several error cases) and produces no oplog diff at all.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import datetime
 import functools
 import re
 from decimal import Context, Decimal
-from typing import Any
+from typing import Any, Iterator
 
 from bson import DBRef, Decimal128, Int64, ObjectId, Regex, Timestamp
 
@@ -54,6 +56,20 @@ from mongosim.shardsim.query.values import MISSING, compare, is_number, sort_key
 __all__ = ["apply_update", "classify_update", "UpdateResult", "compile_update", "parse_update", "upsert_seed", "deep_copy"]
 
 _DEC_CTX = Context(prec=34)
+
+# Whether `_id` is immutable (the update driver's immutable paths): true but for a time-series
+# collection's measurements, whose `_id` an update may change (TimeseriesModifyStage passes none).
+_ID_IMMUTABLE: contextvars.ContextVar[bool] = contextvars.ContextVar("id_immutable", default=True)
+
+
+@contextlib.contextmanager
+def mutable_id() -> Iterator[None]:
+    """Updates applied inside may change `_id` (a measurement's)."""
+    token = _ID_IMMUTABLE.set(False)
+    try:
+        yield
+    finally:
+        _ID_IMMUTABLE.reset(token)
 
 
 class UpdateResult:
@@ -733,7 +749,7 @@ def _apply_arr(node: _Arr, parent, name, taken, to_create, ctx):
 
 
 def _check_immutable_existing(leaf: _Leaf, taken, new_value, old_value):
-    if taken[0][0] != "_id" or leaf.op == "$renameSource":
+    if taken[0][0] != "_id" or leaf.op == "$renameSource" or not _ID_IMMUTABLE.get():
         return
     path = _dotted(taken)
     if leaf.op in ("$set", "$setOnInsert", "$rename") and len(taken) == 1:
@@ -1269,7 +1285,7 @@ def _apply_rename(leaf: _Leaf, taken, to_create, ctx: _Ctx):
     for p in src_parts[:-1]:
         parent = _own(parent, p, ctx)
     del parent[src_parts[-1]]
-    if src_parts[0] == "_id":
+    if src_parts[0] == "_id" and _ID_IMMUTABLE.get():
         raise MongoError(
             "ImmutableField", f"Unsetting the path '{src}' using $rename would modify the immutable field '_id'"
         )
@@ -1485,7 +1501,7 @@ def _replace_with(doc: dict, new: dict, is_insert: bool, *, pipeline: bool, now=
     new_id = new.get("_id", MISSING)
     if new_id is MISSING and old_id is not MISSING:
         new = {"_id": old_id, **new}
-    elif new_id is not MISSING and old_id is not MISSING and not is_insert:
+    elif new_id is not MISSING and old_id is not MISSING and not is_insert and _ID_IMMUTABLE.get():
         if not binary_equal(old_id, new_id):
             raise MongoError(
                 "ImmutableField",

@@ -239,6 +239,24 @@ def test_time_series_other_options(db):
         72, "option only supported on a time-series collection: timeseriesBucketsMayHaveMixedSchemaData")
 
 
+def test_time_series_index_by_its_user_key_pattern(db):
+    """An index of a time-series collection is named by the user's key pattern, which collMod translates
+    to the bucket index's (timeseries_collmod.cpp makeTimeseriesBucketsCollModCommand); a key pattern
+    with no bucket form is IndexNotFound carrying the translation's status and the request."""
+    db.create_collection("ts", timeseries={"timeField": "t", "metaField": "m"})
+    db.ts.insert_one({"t": datetime.datetime(2024, 1, 1), "m": 1, "v": 1})
+    db.ts.create_index([("v", 1)], name="v1")
+    reply = db.command("collMod", "ts", index={"keyPattern": {"v": 1}, "hidden": True})
+    assert (reply["hidden_old"], reply["hidden_new"]) == (False, True)
+    buckets = {i["name"]: i for i in db["system.buckets.ts"].list_indexes()}
+    assert buckets["v1"]["key"] == {"control.min.v": 1, "control.max.v": 1} and buckets["v1"]["hidden"] is True
+    assert db.command("collMod", "ts", index={"keyPattern": {"m": 1, "t": 1}, "hidden": True})["hidden_new"] is True
+    assert _refused(db, {"collMod": "ts", "index": {"keyPattern": {}, "hidden": True}}) == (
+        27, 'BadValue: Empty object is not a valid index spec Command request: '
+            '{ collMod: "ts", index: { keyPattern: {}, hidden: true }, $db: "%s" }' % db.name)
+    assert _refused(db, {"collMod": "ts", "index": {"keyPattern": {"w": 1}, "hidden": True}})[0] == 27
+
+
 def _uuid(db, name: str) -> Binary:
     return next(c for c in db.list_collections(filter={"name": name}))["info"]["uuid"]
 
