@@ -31,6 +31,7 @@ import datetime as _dt
 import decimal
 import json
 from json import encoder as _json_encoder
+from itertools import repeat
 from typing import Any, Iterable, Iterator, Mapping
 
 import bson
@@ -186,18 +187,18 @@ def _column_default(value: Any) -> Any:
 
 
 def _column_encoder():
-    """value -> relaxed Extended JSON of a value decoded with COLUMN_DECODE_OPTIONS (`fast_json`'s text):
-    the C encoder built once, called without `JSONEncoder.encode`'s Python frames.  Raises ValueError
-    on NaN or an infinity (JSON has no such number)."""
+    """(value, 0) -> the chunks of the relaxed Extended JSON of a value decoded with
+    COLUMN_DECODE_OPTIONS (`fast_json`'s text, once joined): the C encoder built once, called without
+    `JSONEncoder.encode`'s Python frames.  Raises ValueError on NaN or an infinity (JSON has no such
+    number)."""
     make = _json_encoder.c_make_encoder
     if make is None:  # no C accelerator: the stdlib's own path
-        return json.JSONEncoder(default=_column_default, allow_nan=False, check_circular=False).encode
-    enc = make(None, _column_default, _json_encoder.encode_basestring_ascii, None, ": ", ", ", False, False, False)
-    join = "".join
-    return lambda value: join(enc(value, 0))
+        encode = json.JSONEncoder(default=_column_default, allow_nan=False, check_circular=False).encode
+        return lambda value, _level: (encode(value),)
+    return make(None, _column_default, _json_encoder.encode_basestring_ascii, None, ": ", ", ", False, False, False)
 
 
-_column_json = _column_encoder()
+_column_encode = _column_encoder()
 # events decoded at a time: their objects are still in the CPU's cache when the columns read them
 # (measured: 128 at a time, ~25% less CPU per event than 2048)
 DECODE_RUN = 128
@@ -206,19 +207,23 @@ DECODE_RUN = 128
 def _extend_columns(columns: list[list], evs: list[dict]) -> None:
     """Append the base columns' values (`BASE_COLUMNS`, as `RowBuilder.row` gives them) of the decoded
     events `evs` (COLUMN_DECODE_OPTIONS) to `columns`, one pass per column."""
-    js, get = _column_json, dict.get
-    consumed = _CONSUMED
+    enc, join, consumed = _column_encode, "".join, _CONSUMED
     (token, op, cluster_time, wall, ns, document_key, full_document, before, update, txn, lsid, extra) = columns
-    token += [i.get("_data") if type(i) is dict else None for i in (get(e, "_id") for e in evs)]
-    op += [get(e, "operationType") for e in evs]
-    cluster_time += [(v.time, v.inc) if isinstance(v, Timestamp) else None for v in (get(e, "clusterTime") for e in evs)]
-    wall += [v if isinstance(v, _dt.datetime) else None for v in (get(e, "wallTime") for e in evs)]  # naive UTC
-    ns += [(v.get("db"), v.get("coll")) if type(v) is dict else None for v in (get(e, "ns") for e in evs)]
+
+    def field(name: str) -> list:
+        return list(map(dict.get, evs, repeat(name)))
+
+    token += [v.get("_data") if type(v) is dict else None for v in field("_id")]
+    op += field("operationType")
+    cluster_time += [(v.time, v.inc) if isinstance(v, Timestamp) else None for v in field("clusterTime")]
+    wall += [v if isinstance(v, _dt.datetime) else None for v in field("wallTime")]  # naive UTC, as Arrow reads it
+    ns += [(v.get("db"), v.get("coll")) if type(v) is dict else None for v in field("ns")]
     for col, name in ((document_key, "documentKey"), (full_document, "fullDocument"),
                       (before, "fullDocumentBeforeChange"), (update, "updateDescription"), (lsid, "lsid")):
-        col += [None if (v := get(e, name)) is None else js(v) for e in evs]
-    txn += [int(v) if isinstance(v, int) else None for v in (get(e, "txnNumber") for e in evs)]
-    extra += [None if e.keys() <= consumed else js({k: v for k, v in e.items() if k not in consumed}) for e in evs]
+        col += [None if v is None else join(enc(v, 0)) for v in field(name)]
+    txn += [int(v) if isinstance(v, int) else None for v in field("txnNumber")]
+    extra += [None if e.keys() <= consumed else join(enc({k: v for k, v in e.items() if k not in consumed}, 0))
+              for e in evs]
 
 
 class RowBuilder:
@@ -285,7 +290,7 @@ class RowBuilder:
     def record_batch_of(self, raws: list[bytes], shard: str | None = None) -> Any:
         """The rows of `raws` (`row` of each) as one `pyarrow.RecordBatch`, built column by column: the
         events decoded in one call, each column one pass over them, each document column's JSON by the
-        C encoder (`_column_json`), no row tuples.  An event the columns cannot take as they are (a
+        C encoder (`_column_encode`), no row tuples.  An event the columns cannot take as they are (a
         non-finite float, a value of the wrong type for its column) sends the batch through `row`,
         which gives its exact value or its error."""
         try:

@@ -15,7 +15,9 @@
   last event's `_id`, or the batch's postBatchResumeToken once the batch is
   used up.  With `read_ahead`, the next getMore is sent (from one helper
   thread) as soon as a batch arrives, so that the server prepares the next
-  batch while the rows of this one are built.
+  batch while the rows of this one are built; the batches grow from 1000
+  events, doubling up to the batch size, so the first rows are built while the
+  server is still rendering.
 - `TokenStream`: a stream opened at an offset (`offsets.watch_start_kwargs`:
   at its clusterTime), skipping the events up to the offset's token, and
   failing as ChangeStreamFatalError would if an event token it must see is
@@ -64,6 +66,7 @@ def wrap_error(exc: BaseException, what: str, offset: dict | None) -> ChangeStre
 
 
 READ_AHEAD_AWAIT_MS = 50
+READ_AHEAD_FIRST_BATCH = 1000  # with read-ahead, the first batch size; it doubles up to `batch_size`
 _INT = struct.Struct("<i")
 _ID_HEAD = b"\x03_id\x00"  # an event's first element: the `_id` document
 _DATA_HEAD = b"\x02_data\x00"  # its first element: the `_data` string
@@ -152,6 +155,9 @@ class RawChangeStream:
         self.pipeline = pipeline
         self.extra = extra or {}
         self.batch_size = batch_size
+        # with read-ahead, batches grow from a small first one: the first events come before the server
+        # has rendered a whole large batch, and it renders each next one while this one is used
+        self._size = min(batch_size, READ_AHEAD_FIRST_BATCH) if batch_size and read_ahead else batch_size
         self.await_ms = await_ms
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="mongosim-read-ahead") if read_ahead else None
         self._pending = None  # the read-ahead getMore in flight
@@ -172,7 +178,7 @@ class RawChangeStream:
         return self.db.command(cmd, codec_options=self.codec, session=self.session)
 
     def _open(self, spec: dict) -> None:
-        cursor = {"batchSize": self.batch_size} if self.batch_size else {}
+        cursor = {"batchSize": self._size} if self._size else {}
         reply = self._command({"aggregate": self.target, "pipeline": [{"$changeStream": spec}, *self.pipeline],
                                "cursor": cursor, **self.extra})
         self._take(reply["cursor"], "firstBatch")
@@ -195,8 +201,9 @@ class RawChangeStream:
 
     def _get_more(self, await_ms: int) -> Any:
         cmd: dict[str, Any] = {"getMore": self.cursor_id, "collection": self.collection, "maxTimeMS": await_ms}
-        if self.batch_size:
-            cmd["batchSize"] = self.batch_size
+        if self._size:
+            cmd["batchSize"] = self._size
+            self._size = min(2 * self._size, self.batch_size)
         return self._command(cmd)
 
     def _resume(self) -> None:

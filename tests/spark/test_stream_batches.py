@@ -33,6 +33,7 @@ class ScriptedDb:
         self.replies = deque(replies)
         self.ends = ends
         self.client = self
+        self.sizes: list[int | None] = []  # the batch size each command asked for
 
     def start_session(self, **_kw) -> _Session:
         return _Session()
@@ -40,6 +41,7 @@ class ScriptedDb:
     def command(self, cmd: dict, codec_options=None, session=None) -> RawBSONDocument:
         if "killCursors" in cmd:
             return RawBSONDocument(bson.encode({"ok": 1}))
+        self.sizes.append(cmd.get("batchSize", cmd.get("cursor", {}).get("batchSize")))
         keys, pbrt = self.replies.popleft() if self.replies else ([], LATER)
         closed = not self.replies and self.ends
         cursor = {"firstBatch" if "aggregate" in cmd else "nextBatch":
@@ -131,3 +133,17 @@ def test_batches_are_the_events_one_by_one(script, read_ahead):
     assert got == one_by_one and past == past_one
     assert [k for k, _ in got] == [k for k in tokens if (start is None or k > start) and k <= end]
     assert all(type(r) is bytes and bson.decode(r)["_id"]["_data"] == k for k, r in got)
+
+
+def test_read_ahead_batches_grow_from_a_small_first_one():
+    """Reading a batch (read-ahead): the aggregate and the first getMore ask for 1000 events, then each
+    getMore twice as many, up to the batch size; without read-ahead, the batch size throughout."""
+    tokens = [event_token(Timestamp(10 + 2 * i, 1)) for i in range(8)]
+    for read_ahead, expected in ((True, [1000, 1000, 2000, 4000, 8000, 10_000, 10_000]), (False, [10_000] * 7)):
+        db = ScriptedDb([([t], t) for t in tokens[:7]], ends=True)
+        cs = RawChangeStream(db, 1, {}, [], batch_size=10_000, await_ms=0, read_ahead=read_ahead)
+        got = []
+        while cs.alive:
+            got += cs.try_next_batch()[0]
+        cs.close()
+        assert got == tokens[:7] and db.sizes[:7] == expected
