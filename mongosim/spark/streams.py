@@ -187,7 +187,7 @@ class RawChangeStream:
     def _take(self, cur: Any, field: str) -> None:
         parts = split_cursor(cur.raw, field)
         if parts is None:  # laid out otherwise: event by event
-            raws = [doc.raw for doc in cur[field]]
+            raws = [bytes(doc.raw) for doc in cur[field]]
         else:
             cur, raws = RawBSONDocument(parts[0], self.codec), parts[1]
         self.cursor_id = int(cur["id"])
