@@ -30,6 +30,9 @@ event).  One warm-up query per mode first.
 
 - spark_stream_router_ratio = router-mode events/s / direct pymongo events/s (goal >= 0.5)
 - spark_stream_shards_over_router = shards-mode / router-mode events/s, 4 shards (goal > 1)
+
+Where a micro-batch's Python time goes, per event (reading the stream, building the record
+batches): ``python -m benchmarks.profile_spark_reader``.
 """
 
 from __future__ import annotations

@@ -75,7 +75,7 @@ from mongosim.spark.streams import (
     ContinuingStream,
     RawChangeStream,
     TokenStream,
-    events_through,
+    batches_through,
     open_spec,
 )
 from mongosim.spark.streams import wrap_error as _wrap
@@ -259,12 +259,16 @@ class MongoChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
             self._client = None
 
     # -- reading (on an executor) -------------------------------------------------------------
-    def read(self, partition: TokenRange) -> Iterator[tuple]:
-        rows = self.rows
-        yield from rows.batches(rows.row(raw) for raw in self.read_raw(partition.start, partition.end))
+    def read(self, partition: TokenRange) -> Iterator[Any]:
+        yield from self.rows.event_batches(self.read_batches(partition.start, partition.end))
 
     def read_raw(self, start: dict, end: dict) -> Iterator[bytes]:
-        """The raw BSON events after `start` up to and including `end`.
+        """The raw BSON events after `start` up to and including `end`."""
+        for raws in self.read_batches(start, end):
+            yield from raws
+
+    def read_batches(self, start: dict, end: dict) -> Iterator[list[bytes]]:
+        """The raw BSON events after `start` up to and including `end`, as the getMores bring them.
 
         A collection or database stream ends at an `invalidate`; if the batch
         goes on past it, the rest is read from a stream opened after it.
@@ -275,11 +279,11 @@ class MongoChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
             events = ContinuingStream(
                 lambda pos: self._stream(pos, probe=False, await_ms=self.max_await_ms, batch_size=10_000), start)
             try:
-                for _, raw in events_through(events, end_key, deadline, lambda: (
+                for _, raws in batches_through(events, end_key, deadline, lambda: (
                         f"{NAME}: the batch after {off.describe(start)} did not reach its end "
                         f"{off.describe(end)} within readTimeoutSeconds={self.read_timeout}"), on_past=lambda key:
                         log.warning("%s: end token %s not seen; stopped at %s", NAME, end_key, key)):
-                    yield raw
+                    yield raws
             finally:
                 events.close()
         except ChangeStreamSourceError:

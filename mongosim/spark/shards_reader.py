@@ -55,7 +55,7 @@ from pyspark.sql.streaming.datasource import ReadLimit, ReadMaxRows, ReadMinRows
 
 from mongosim.spark import offsets as off
 from mongosim.spark.router_reader import MongoChangeStreamReader
-from mongosim.spark.streams import NAME, ChangeStreamSourceError, ContinuingStream, TokenStream, events_through
+from mongosim.spark.streams import NAME, ChangeStreamSourceError, ContinuingStream, TokenStream, batches_through
 from mongosim.spark.streams import wrap_error as _wrap
 
 
@@ -254,21 +254,25 @@ class ShardsStreamReader(MongoChangeStreamReader):
         return parts
 
     # -- reading (on an executor) --------------------------------------------------------------
-    def read(self, partition: ShardRange) -> Iterator[tuple]:
-        rows = self.rows
-        yield from rows.batches(rows.row(raw) for raw in self.read_shard(partition.shard, partition.start, partition.end))
+    def read(self, partition: ShardRange) -> Iterator[Any]:
+        yield from self.rows.event_batches(self.read_shard_batches(partition.shard, partition.start, partition.end))
 
     def read_shard(self, shard: str, start: dict, end: dict) -> Iterator[bytes]:
         """The raw BSON events of `shard` after `start` up to and including `end`."""
+        for raws in self.read_shard_batches(shard, start, end):
+            yield from raws
+
+    def read_shard_batches(self, shard: str, start: dict, end: dict) -> Iterator[list[bytes]]:
+        """The raw BSON events of `shard` after `start` up to and including `end`, as the getMores bring them."""
         end_key = off.offset_sort_key(end)
         deadline = time.monotonic() + self.read_timeout
         try:
             se = self._shard_events(shard, start, probe=False, await_ms=self.max_await_ms, batch_size=10_000)
             try:
-                for _, raw in events_through(se, end_key, deadline, lambda: (
+                for _, raws in batches_through(se, end_key, deadline, lambda: (
                         f"{NAME}: {shard}'s part of the batch after {off.describe(start)} did not reach "
                         f"{off.describe(end)} within readTimeoutSeconds={self.read_timeout}")):
-                    yield raw
+                    yield raws
             finally:
                 se.close()
         except ChangeStreamSourceError:

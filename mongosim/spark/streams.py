@@ -3,7 +3,10 @@
 - `RawChangeStream`: the driver protocol itself — `aggregate` with `$changeStream`
   (plus `$_passthroughToShard` in shards mode), then `getMore`s — handing out
   each event as its raw BSON bytes and its sort key, read straight from the
-  bytes (`event_key`): no event is decoded here.  pymongo's `watch()` decodes
+  bytes (`event_key`): no event is decoded here, and a reply's batch is cut
+  into its events' bytes without a Python object per event (`split_cursor`).
+  Events go out one by one (`try_next`) or a whole batch at a time
+  (`try_next_batch`: what a micro-batch reads).  pymongo's `watch()` decodes
   every event's `_id` to track its resume token, and cannot add
   `$_passthroughToShard`; this loop does neither.  Like pymongo's change
   stream it resumes once after a resumable error (a network error,
@@ -12,22 +15,25 @@
   last event's `_id`, or the batch's postBatchResumeToken once the batch is
   used up.  With `read_ahead`, the next getMore is sent (from one helper
   thread) as soon as a batch arrives, so that the server prepares the next
-  batch while the rows of this one are built.
+  batch while the rows of this one are built; the batches grow from 1000
+  events, doubling up to the batch size, so the first rows are built while the
+  server is still rendering.
 - `TokenStream`: a stream opened at an offset (`offsets.watch_start_kwargs`:
   at its clusterTime), skipping the events up to the offset's token, and
   failing as ChangeStreamFatalError would if an event token it must see is
   not in the stream.
 - `ContinuingStream`: a TokenStream that goes on past an `invalidate` (reopened
-  with startAfter it), and `events_through`: its events up to a batch's end.
+  with startAfter it), and `batches_through`: its events up to a batch's end.
 """
 
 from __future__ import annotations
 
 import struct
 import time
-from collections import deque
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Sequence
+
+from bson.raw_bson import RawBSONDocument
 
 from mongosim.spark import offsets as off
 
@@ -60,6 +66,7 @@ def wrap_error(exc: BaseException, what: str, offset: dict | None) -> ChangeStre
 
 
 READ_AHEAD_AWAIT_MS = 50
+READ_AHEAD_FIRST_BATCH = 1000  # with read-ahead, the first batch size; it doubles up to `batch_size`
 _INT = struct.Struct("<i")
 _ID_HEAD = b"\x03_id\x00"  # an event's first element: the `_id` document
 _DATA_HEAD = b"\x02_data\x00"  # its first element: the `_data` string
@@ -74,6 +81,52 @@ def event_key(raw: bytes) -> str:
     from mongosim.spark.schema import decode_event
 
     return decode_event(raw)["_id"]["_data"]
+
+
+# BSON element types whose value has a fixed size, and those whose value starts with an int32 length
+# (value size = that length + the extra bytes before it or not counted in it)
+_FIXED = {0x01: 8, 0x06: 0, 0x07: 12, 0x08: 1, 0x09: 8, 0x0A: 0, 0x10: 4, 0x11: 8, 0x12: 8, 0x13: 16,
+          0x7F: 0, 0xFF: 0}
+_LENGTH_PLUS = {0x02: 4, 0x03: 0, 0x04: 0, 0x05: 5, 0x0D: 4, 0x0E: 4, 0x0F: 0}
+
+
+def split_cursor(raw: bytes | memoryview, field: str) -> tuple[bytes, list[bytes]] | None:
+    """A reply's cursor document (`raw`) cut in two without decoding its batch: a document of its other
+    fields (`id`, `ns`, `postBatchResumeToken`, ...) and the documents of its array `field` as raw BSON,
+    each sliced from `raw` (a RawBSONDocument would build a Python object per event).  None when the
+    document holds an element of a type not walked here, or no `field`."""
+    raw = bytes(raw)  # (a nested RawBSONDocument's is a memoryview of the reply)
+    name = field.encode() + b"\x00"
+    pos, end = 4, len(raw) - 1
+    rest: list[bytes] = []
+    docs: list[bytes] | None = None
+    unpack = _INT.unpack_from
+    while pos < end:
+        t = raw[pos]
+        value = raw.index(0, pos + 1) + 1
+        if t in _FIXED:
+            nxt = value + _FIXED[t]
+        elif t in _LENGTH_PLUS:
+            nxt = value + unpack(raw, value)[0] + _LENGTH_PLUS[t]
+        else:
+            return None
+        if t == 0x04 and raw[pos + 1:value] == name:
+            docs = []
+            p, stop = value + 4, nxt - 1
+            while p < stop:  # the array's elements: 0x03, the index, a document
+                if raw[p] != 0x03:
+                    return None
+                p = raw.index(0, p + 1) + 1
+                n = unpack(raw, p)[0]
+                docs.append(raw[p:p + n])
+                p += n
+        else:
+            rest.append(raw[pos:nxt])
+        pos = nxt
+    if docs is None:
+        return None
+    body = b"".join(rest)
+    return _INT.pack(len(body) + 5) + body + b"\x00", docs
 
 
 def _resumable(exc: BaseException) -> bool:
@@ -91,7 +144,6 @@ class RawChangeStream:
     def __init__(self, db: Any, target: Any, spec: dict, pipeline: list, *, batch_size: int | None,
                  await_ms: int, extra: dict | None = None, read_ahead: bool = False) -> None:
         from bson.codec_options import CodecOptions
-        from bson.raw_bson import RawBSONDocument
 
         self.db = db
         # one explicit session for the cursor's whole life: a server refuses a getMore in another
@@ -103,10 +155,15 @@ class RawChangeStream:
         self.pipeline = pipeline
         self.extra = extra or {}
         self.batch_size = batch_size
+        # with read-ahead, batches grow from a small first one: the first events come before the server
+        # has rendered a whole large batch, and it renders each next one while this one is used
+        self._size = min(batch_size, READ_AHEAD_FIRST_BATCH) if batch_size and read_ahead else batch_size
         self.await_ms = await_ms
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="mongosim-read-ahead") if read_ahead else None
         self._pending = None  # the read-ahead getMore in flight
-        self._buffer: deque = deque()
+        self._keys: list[str] = []  # the batch being handed out: sort keys and raw events, from `_next` on
+        self._raws: list[bytes] = []
+        self._next = 0
         self._last_raw: bytes | None = None  # the last event handed out (to resume after it)
         self.cursor_id = 0
         self.resume_token: Any = None
@@ -121,24 +178,32 @@ class RawChangeStream:
         return self.db.command(cmd, codec_options=self.codec, session=self.session)
 
     def _open(self, spec: dict) -> None:
-        cursor = {"batchSize": self.batch_size} if self.batch_size else {}
+        cursor = {"batchSize": self._size} if self._size else {}
         reply = self._command({"aggregate": self.target, "pipeline": [{"$changeStream": spec}, *self.pipeline],
                                "cursor": cursor, **self.extra})
         self._take(reply["cursor"], "firstBatch")
         self.collection = self._ns.split(".", 1)[1]
 
     def _take(self, cur: Any, field: str) -> None:
+        parts = split_cursor(cur.raw, field)
+        if parts is None:  # laid out otherwise: event by event
+            raws = [bytes(doc.raw) for doc in cur[field]]
+        else:
+            cur, raws = RawBSONDocument(parts[0], self.codec), parts[1]
         self.cursor_id = int(cur["id"])
         self._ns = cur["ns"]
         self._pbrt = cur.get("postBatchResumeToken")
-        self._buffer.extend(doc.raw for doc in cur[field])
-        if not self._buffer and self._pbrt is not None:
+        self._keys = self._keys[self._next:] + [event_key(raw) for raw in raws]
+        self._raws = self._raws[self._next:] + raws
+        self._next = 0
+        if not self._raws and self._pbrt is not None:
             self.resume_token = self._pbrt
 
     def _get_more(self, await_ms: int) -> Any:
         cmd: dict[str, Any] = {"getMore": self.cursor_id, "collection": self.collection, "maxTimeMS": await_ms}
-        if self.batch_size:
-            cmd["batchSize"] = self.batch_size
+        if self._size:
+            cmd["batchSize"] = self._size
+            self._size = min(2 * self._size, self.batch_size)
         return self._command(cmd)
 
     def _resume(self) -> None:
@@ -156,21 +221,35 @@ class RawChangeStream:
 
     @property
     def alive(self) -> bool:
-        return self.cursor_id != 0 or bool(self._buffer)
+        return self.cursor_id != 0 or self._next < len(self._raws)
 
-    def _pop(self) -> tuple[str, bytes]:
-        raw = self._buffer.popleft()
-        key = event_key(raw)
-        self._last_raw = raw
-        self.resume_token = {"_data": key} if self._buffer else (self._pbrt or {"_data": key})
-        return key, raw
+    def _hand_out(self, stop: int) -> tuple[list[str], list[bytes]]:
+        """The buffered events up to index `stop` (the resume token moves past them)."""
+        i, self._next = self._next, stop
+        keys, raws = self._keys[i:stop], self._raws[i:stop]
+        self._last_raw = raws[-1]
+        self.resume_token = {"_data": keys[-1]} if stop < len(self._raws) else (self._pbrt or {"_data": keys[-1]})
+        return keys, raws
 
     def try_next(self) -> tuple[str, bytes] | None:
         """The next (sort key, raw event), or None when the server has nothing more right now."""
-        if self._buffer:
-            return self._pop()
+        if self._next < len(self._raws) or self._fetch():
+            keys, raws = self._hand_out(self._next + 1)
+            return keys[0], raws[0]
+        return None
+
+    def try_next_batch(self) -> tuple[list[str], list[bytes]]:
+        """Every buffered event, else the server's next batch, as (sort keys, raw events); both empty
+        when the server has nothing more right now."""
+        if self._next < len(self._raws) or self._fetch():
+            return self._hand_out(len(self._raws))
+        return [], []
+
+    def _fetch(self) -> bool:
+        """The next batch from the server (the read-ahead getMore's, if one is in flight) into the
+        buffer; False if it holds nothing."""
         if not self.cursor_id:
-            return None
+            return False
         try:
             if self._pending is not None:
                 pending, self._pending = self._pending, None
@@ -181,15 +260,13 @@ class RawChangeStream:
             if not _resumable(exc):
                 raise
             self._resume()
-            return self._pop() if self._buffer else None
+            return bool(self._raws)
         self._take(reply["cursor"], "nextBatch")
-        if self._pool is not None and self._buffer and self.cursor_id:
+        if self._pool is not None and self._raws and self.cursor_id:
             # read ahead while this batch is used; a short wait if nothing is there yet, since the
             # stream may be closed before its answer is wanted (close() waits for it)
             self._pending = self._pool.submit(self._get_more, min(self.await_ms, READ_AHEAD_AWAIT_MS))
-        if self._buffer:
-            return self._pop()
-        return None
+        return bool(self._raws)
 
     def close(self) -> None:
         if self._pending is not None:
@@ -243,23 +320,44 @@ class TokenStream:
         """The next (sort key, raw event) after the start, or None if there is none right now."""
         while True:
             ev = self.cs.try_next()
-            if not self.cs.alive:
-                self.closed = True
             if ev is None:
+                self._pulled(())
                 return None
-            key = ev[0]
-            self.last_key = key
-            if self.start_key is not None and key <= self.start_key:
-                if key == self.start_key:
-                    self.must_see = False
-                continue
-            if self.must_see:
-                raise ChangeStreamSourceError(
-                    f"{NAME}: the offset's token {self.start_key} is not in the stream any more (the stream "
-                    f"went on at {key} without it; was the pipeline or the namespace changed?). "
-                    "ChangeStreamFatalError: cannot resume from this checkpoint.")
-            self.start_key = None
-            return ev
+            if self._pulled((ev[0],)) == 0:
+                return ev
+
+    def next_batch(self) -> tuple[list[str], list[bytes]]:
+        """The next events after the start, as many as the stream has buffered (`try_next_batch`):
+        (sort keys, raw events), both empty if there is none right now."""
+        while True:
+            keys, raws = self.cs.try_next_batch()
+            i = self._pulled(keys)
+            if not keys or i < len(keys):
+                return (keys[i:], raws[i:]) if i else (keys, raws)
+
+    def _pulled(self, keys: Sequence[str]) -> int:
+        """Take note of the events just pulled from the stream, by their keys: the index of the first
+        one after the start (those before it are skipped; len(keys) if none)."""
+        if not self.cs.alive:
+            self.closed = True
+        if not keys:
+            return 0
+        self.last_key = keys[-1]
+        start = self.start_key
+        if start is None:
+            return 0
+        for i, key in enumerate(keys):
+            if key > start:
+                if self.must_see:
+                    raise ChangeStreamSourceError(
+                        f"{NAME}: the offset's token {start} is not in the stream any more (the stream "
+                        f"went on at {key} without it; was the pipeline or the namespace changed?). "
+                        "ChangeStreamFatalError: cannot resume from this checkpoint.")
+                self.start_key = None
+                return i
+            if key == start:
+                self.must_see = False
+        return len(keys)
 
     def next_key(self) -> str | None:
         ev = self.next_event()
@@ -286,39 +384,54 @@ class ContinuingStream:
     def next_event(self) -> tuple[str, bytes] | None:
         while True:
             ev = self.ts.next_event()
-            if ev is not None:
+            if ev is not None or not self._past_invalidate():
                 return ev
-            if self.ts.closed and self.ts.last_key is not None and off.token_kind(self.ts.last_key) == "invalidate":
-                after = self.ts.last_key
-                self.ts.cs.close()
-                self.ts = self.open_stream(off.token_offset(after))  # startAfter the invalidate
-                continue
-            return None
+
+    def next_batch(self) -> tuple[list[str], list[bytes]]:
+        while True:
+            keys, raws = self.ts.next_batch()
+            if keys or not self._past_invalidate():
+                return keys, raws
+
+    def _past_invalidate(self) -> bool:
+        """If the stream ended at an `invalidate`, open the next one with startAfter it (True)."""
+        if self.ts.closed and self.ts.last_key is not None and off.token_kind(self.ts.last_key) == "invalidate":
+            after = self.ts.last_key
+            self.ts.cs.close()
+            self.ts = self.open_stream(off.token_offset(after))
+            return True
+        return False
 
     def close(self) -> None:
         self.ts.cs.close()
 
 
-def events_through(events: ContinuingStream, end_key: str, deadline: float, late: Callable[[], str],
-                   on_past: Callable[[str], None] | None = None) -> Iterator[tuple[str, bytes]]:
-    """(sort key, raw event) of `events` up to and including `end_key`: until that event, an event
-    past it (`on_past(its key)`), the stream's end, or a promise (postBatchResumeToken) that reaches
-    it; after `deadline` (time.monotonic()) without any of those, ChangeStreamSourceError(late())."""
+def batches_through(events: ContinuingStream, end_key: str, deadline: float, late: Callable[[], str],
+                    on_past: Callable[[str], None] | None = None) -> Iterator[tuple[list[str], list[bytes]]]:
+    """The events of `events` up to and including `end_key`, as the stream hands them out: (sort keys,
+    raw events) batch after batch, until that event, an event past it (`on_past(its key)`), the
+    stream's end, or a promise (postBatchResumeToken) that reaches it; after `deadline`
+    (time.monotonic()) without any of those, ChangeStreamSourceError(late())."""
     while True:
-        ev = events.next_event()
-        if ev is None:
+        keys, raws = events.next_batch()
+        if not keys:
             if events.closed or (events.pbrt is not None and events.pbrt >= end_key):
                 return
             if time.monotonic() > deadline:
                 raise ChangeStreamSourceError(late())
             continue
-        if ev[0] > end_key:
-            if on_past is not None:
-                on_past(ev[0])
+        if max(keys) < end_key:
+            yield keys, raws
+            continue
+        i = next(i for i, key in enumerate(keys) if key >= end_key)
+        if keys[i] == end_key:
+            yield keys[:i + 1], raws[:i + 1]
             return
-        yield ev
-        if ev[0] == end_key:
-            return
+        if i:
+            yield keys[:i], raws[:i]
+        if on_past is not None:
+            on_past(keys[i])
+        return
 
 
 def open_spec(opts: Any, position: dict | None, *, light: bool) -> dict:

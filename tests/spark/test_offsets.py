@@ -97,7 +97,8 @@ def bson_values():
         st.builds(ObjectId), st.integers(0, 2**32 - 1).map(lambda i: Timestamp(i, 1)),
         st.datetimes(min_value=dt.datetime(1, 1, 1), max_value=dt.datetime(9999, 12, 31))
         .map(lambda d: d.replace(microsecond=d.microsecond // 1000 * 1000)),
-        st.decimals(allow_nan=False, places=3).map(lambda d: Decimal128(str(d))),
+        st.decimals(allow_nan=False, places=3, min_value=-10**25, max_value=10**25)  # (34 digits at most)
+        .map(lambda d: Decimal128(str(d))),
         st.text(alphabet=CHARS, max_size=5).map(Code), st.just(Code("f()", {"x": 1})), st.just(Regex("^a", "i")),
         st.just(MinKey()), st.just(MaxKey()), st.just(DBRef("c", 1)),
     )
