@@ -68,20 +68,22 @@ async def _recv_reply(stream: trio.SocketStream, buf: bytearray) -> bytes:
         buf += data
 
 
-def _callgrind(command: str, *args: str) -> str:
-    """Send `command` (-z: zero the counters, -d: dump them) to the callgrind running this process."""
-    out = subprocess.run(["callgrind_control", command, *args, str(os.getpid())], capture_output=True, text=True,
-                         check=True).stdout
+def _callgrind(command: str, *args: str, pid: int | None = None) -> str:
+    """Send `command` (-z: zero the counters, -d: dump them) to the callgrind running process `pid` (this one)."""
+    out = subprocess.run(["callgrind_control", command, *args, str(pid or os.getpid())], capture_output=True,
+                         text=True, check=True).stdout
     if "OK" not in out:
         raise RuntimeError(f"callgrind_control {command}: {out.strip()} (is this process run under callgrind?)")
     return out
 
 
-def _dumped_instructions(tag: str) -> tuple[str, int]:
-    """The newest callgrind dump of this process triggered by `tag`, and its instruction count."""
-    pid = os.getpid()
-    for name in sorted(os.listdir("."), key=os.path.getmtime, reverse=True):
-        if name.startswith("callgrind.out.") and str(pid) in name:
+def _dumped_instructions(tag: str, *, pid: int | None = None, where: str = ".") -> tuple[str, int]:
+    """The newest callgrind dump of process `pid` (this one) in `where` triggered by `tag`, and its
+    instruction count."""
+    pid = pid or os.getpid()
+    names = [os.path.join(where, name) for name in os.listdir(where)]
+    for name in sorted(names, key=os.path.getmtime, reverse=True):
+        if os.path.basename(name).startswith(f"callgrind.out.{pid}"):
             text = open(name).read(1 << 16)
             if f"Trigger: dump {tag}" in text:
                 m = re.search(r"^summary: (\d+)", open(name).read(), re.M)

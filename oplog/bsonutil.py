@@ -21,8 +21,15 @@ MAX_MESSAGE_SIZE_BYTES = 48_000_000
 MAX_WRITE_BATCH_SIZE = 100_000
 
 
+# bson.encode / decode / decode_all without their wrappers' argument checks (the codec is ours):
+# every command and reply goes through these
+_dict_to_bson = bson._dict_to_bson
+_bson_to_dict = bson._bson_to_dict
+_decode_all = bson._decode_all
+
+
 def encode(doc) -> bytes:
-    return bson.encode(doc, codec_options=CODEC)
+    return _dict_to_bson(doc, False, CODEC)
 
 
 def encode_in_order(doc) -> bytes:
@@ -31,15 +38,15 @@ def encode_in_order(doc) -> bytes:
     Change events need it: the server puts `to` (rename) and `txnNumber`/`lsid`
     (transactions) before `_id`.
     """
-    return bson._dict_to_bson(doc, False, CODEC, False)
+    return _dict_to_bson(doc, False, CODEC, False)
 
 
 def decode(data: bytes | memoryview) -> dict:
-    return bson.decode(data, codec_options=CODEC)
+    return _bson_to_dict(data, CODEC)
 
 
 def decode_all(data: bytes | memoryview) -> list[dict]:
-    return bson.decode_all(data, codec_options=CODEC)
+    return _decode_all(data, CODEC)
 
 
 def raw(data: bytes) -> RawBSONDocument:
@@ -108,13 +115,16 @@ def encode_reply(reply: dict) -> bytes:
     """Encode a command reply; a `RawBatch` in `reply["cursor"]` is spliced in without re-encoding."""
     cur = reply.get("cursor")
     if isinstance(cur, dict):
-        field = next((f for f in _BATCH_FIELDS if isinstance(cur.get(f), RawBatch)), None)
-        if field is not None:
-            array = _array_of_documents(cur[field])
-            rest = encode({k: v for k, v in cur.items() if k != field})[4:-1]
-            head = b"\x04" + field.encode() + b"\x00" + array
-            cursor_bytes = (len(head) + len(rest) + 5).to_bytes(4, "little") + head + rest + b"\x00"
-            return encode({**reply, "cursor": RawBSONDocument(cursor_bytes, RAW_CODEC)})
+        for field in _BATCH_FIELDS:
+            if isinstance(cur.get(field), RawBatch):
+                break
+        else:
+            return encode(reply)
+        array = _array_of_documents(cur[field])
+        rest = encode({k: v for k, v in cur.items() if k != field})[4:-1]
+        head = b"\x04" + field.encode() + b"\x00" + array
+        cursor_bytes = (len(head) + len(rest) + 5).to_bytes(4, "little") + head + rest + b"\x00"
+        return encode({**reply, "cursor": RawBSONDocument(cursor_bytes, RAW_CODEC)})
     return encode(reply)
 
 

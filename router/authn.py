@@ -55,14 +55,20 @@ def authorize(frontend: Any, db: str, cmd: dict, conn: Any) -> None:
         auth.check_kill_cursors(db, cmd, st, found)
 
 
-def with_session(frontend: Any, cmd: dict, conn: Any) -> dict:
-    """`cmd` with its lsid completed by the user's digest (`router.logical_session_id`)."""
+def resolve_session(frontend: Any, cmd: dict, conn: Any) -> dict:
+    """`cmd` with its lsid completed by the user's digest (`router.logical_session_id`); the session
+    (its lsid resolved) becomes known to the front door's logical session cache, with the
+    authenticated user's name (shardsim/logical_session_cache.py)."""
     if "lsid" not in cmd:
         return cmd
     auth = frontend.auth
     enabled = auth is not None and auth.enabled
     user = auth.authenticated_user(conn_auth(frontend, conn)) if enabled else None
-    return logical_session_id.with_session(cmd, user, enabled)
+    cmd = logical_session_id.with_session(cmd, user, enabled)
+    lsid = cmd["lsid"]
+    if isinstance(lsid, dict) and "uid" in lsid:
+        frontend.session_cache.vivify(lsid, str(user) if user is not None else None, trio.current_time())
+    return cmd
 
 
 def authenticated_name(frontend: Any, conn: Any) -> str | None:
@@ -76,15 +82,6 @@ def client_info(frontend: Any, conn: Any) -> dict:
     """Who runs a command, as the profiler records it: {client, appName, user}."""
     app = ((conn.client or {}).get("application") or {}).get("name")
     return {"client": conn.peer, "appName": app, "user": authenticated_name(frontend, conn)}
-
-
-def vivify_session(frontend: Any, cmd: dict, conn: Any) -> None:
-    """The command's session (its lsid resolved) becomes known to the front door's logical session
-    cache, with the authenticated user's name (shardsim/logical_session_cache.py)."""
-    lsid = cmd.get("lsid")
-    if not isinstance(lsid, dict) or "uid" not in lsid:
-        return
-    frontend.session_cache.vivify(lsid, authenticated_name(frontend, conn), trio.current_time())
 
 
 def note_cursor_owner(frontend: Any, reply: dict, conn: Any) -> None:

@@ -90,7 +90,7 @@ async def cmd_end_sessions(router: Router, req: Request) -> dict:
 async def cmd_start_session(router: Router, req: Request) -> dict:
     """A new session of the connection's user, known to this process's session cache from now."""
     lsid = {"id": Binary(_uuid.uuid4().bytes, 4)}
-    authn.vivify_session(router, authn.with_session(router, {"lsid": lsid}, req.conn), req.conn)
+    authn.resolve_session(router, {"lsid": lsid}, req.conn)
     return {"id": lsid, "timeoutMinutes": handshake.LOGICAL_SESSION_TIMEOUT_MINUTES, "ok": 1.0}
 
 

@@ -215,8 +215,7 @@ class Router:
         check_collations(name, cmd)
         check_max_time_always_times_out(self.failpoints, cmd)
         authn.authorize(self, db, cmd, conn)
-        cmd = authn.with_session(self, cmd, conn)
-        authn.vivify_session(self, cmd, conn)
+        cmd = authn.resolve_session(self, cmd, conn)
         req = Request(db, cmd, conn, name)
         if "collectionUUID" in cmd and name in _NO_DATABASE_NO_UUID and self.catalog.primary_of(db) is None:
             raise uuid_mismatch(db, cmd["collectionUUID"], cmd[name], None, "Database does not exist")
@@ -225,7 +224,8 @@ class Router:
         req.is_change_stream = is_change_stream_command(name, cmd, self, db)
         shard_request = begin_request(cmd)  # read preference out, the shards' writeConcernErrors back
         try:
-            await apply_fail_command(self.failpoints, req)
+            if self.failpoints:
+                await apply_fail_command(self.failpoints, req)
             if handshake.is_streaming_hello(name, cmd):
                 await self.await_hello(cmd, conn)
             if "autocommit" in cmd:
@@ -304,7 +304,8 @@ class Router:
 
     def decorate(self, reply: dict, db: str, cmd: dict, conn: ConnState) -> dict:
         op_key = reply.pop("_opTimeKey", 0) or self.clock.key
-        attach_write_concern_error(reply, conn)  # (a mongos adds no label of its own to it)
+        if conn.extra:  # (what a failCommand left for the reply)
+            attach_write_concern_error(reply, conn)  # (a mongos adds no label of its own to it)
         reply["operationTime"] = key_ts(op_key)
         reply["$clusterTime"] = handshake.cluster_time_doc(self.clock.now())
         return reply

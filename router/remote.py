@@ -33,7 +33,7 @@ the router merges the errors into its reply as mongos does.
 from __future__ import annotations
 
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -78,12 +78,14 @@ class Faults:
         self.__init__()  # type: ignore[misc]
 
 
-@dataclass
 class ShardRequest:
     """What one client command carries to every shard it reaches, and brings back."""
 
-    read_preference: dict | None = None
-    write_concern_errors: list[tuple[str, dict]] = field(default_factory=list)
+    __slots__ = ("read_preference", "write_concern_errors")
+
+    def __init__(self, read_preference: dict | None = None) -> None:
+        self.read_preference = read_preference
+        self.write_concern_errors: list[tuple[str, dict]] = []
 
 
 _REQUEST: ContextVar[ShardRequest | None] = ContextVar("mongosim_shard_request", default=None)

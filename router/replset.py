@@ -200,8 +200,7 @@ class ReplSetFrontend:
         if isinstance(ct, dict) and isinstance(ct.get("clusterTime"), Timestamp):
             self.node.clock.advance(ts_key(ct["clusterTime"]))
         authn.authorize(self, db, cmd, conn)
-        cmd = authn.with_session(self, cmd, conn)
-        authn.vivify_session(self, cmd, conn)
+        cmd = authn.resolve_session(self, cmd, conn)
         req = Request(db, cmd, conn, name)
         is_cs = self._is_change_stream(name, cmd)
         try:

@@ -20,7 +20,7 @@ GENERIC_FIELDS = {
 }
 
 
-@dataclass
+@dataclass(slots=True)
 class Request:
     db: str
     cmd: dict

@@ -112,15 +112,21 @@ class DirectSocket:
 
     trio's SocketStream makes every successful receive and send a checkpoint (a round trip through
     the scheduler, twice per request); a request-reply exchange needs one: the wait for the next
-    request (`wait_readable`).  A reply the socket cannot take at once goes on through the stream's
-    `send_all`.  (TLS streams, and sockets on Windows, keep the stream's own calls.)
+    request (`wait_readable`).  After a reply the client's next request is not there yet (it reads the
+    reply first), so the wait comes before the read, which would only fail (an exception per request).
+    A reply the socket cannot take at once goes on through the stream's `send_all`.  (TLS streams, and
+    sockets on Windows, keep the stream's own calls.)
     """
 
     def __init__(self, stream: trio.SocketStream) -> None:
         self.stream = stream
         self.fd = stream.socket.fileno()
+        self.replied = False  # a reply went out since the last read
 
     async def receive_some(self, max_bytes: int) -> bytes:
+        if self.replied:
+            self.replied = False
+            await trio.lowlevel.wait_readable(self.fd)
         while True:
             try:
                 return os.read(self.fd, max_bytes)
@@ -132,6 +138,7 @@ class DirectSocket:
                 raise trio.ClosedResourceError(str(exc)) from None
 
     async def send_all(self, data: bytes) -> None:
+        self.replied = True
         try:
             sent = os.write(self.fd, data)
         except BlockingIOError:

@@ -69,11 +69,9 @@ def wrong_type(struct: str, field: str, v: Any, expected: str) -> MongoError:
 
 def check_generic_arguments(name: str, cmd: dict) -> None:
     """Raise TypeMismatch for a generic argument of the wrong type."""
-    for field, v in cmd.items():
-        check = _GENERIC.get(field)
-        if check is not None and not check[1](v):
-            struct, _ok, expected = check
-            raise wrong_type(struct.format(cmd=name), field, v, expected)
+    for field in _GENERIC.keys() & cmd.keys():  # (those present: usually lsid and $clusterTime)
+        if not _GENERIC[field][1](cmd[field]):
+            _raise_first_wrong_type(name, cmd)
     if "lsid" in cmd:
         check_lsid(cmd["lsid"])
     if "maxTimeMS" in cmd:
@@ -87,6 +85,15 @@ def check_generic_arguments(name: str, cmd: dict) -> None:
         for i, s in enumerate(sessions):
             if not isinstance(s, dict):
                 raise wrong_type(name, f"{name}.{i}", s, "object")
+
+
+def _raise_first_wrong_type(name: str, cmd: dict) -> None:
+    """The TypeMismatch of the first generic argument of the wrong type, in the command's order."""
+    for field, v in cmd.items():
+        check = _GENERIC.get(field)
+        if check is not None and not check[1](v):
+            struct, _ok, expected = check
+            raise wrong_type(struct.format(cmd=name), field, v, expected)
 
 
 # -- lsid (LogicalSessionFromClient: id, and from internal clients uid, txnNumber, txnUUID) --
@@ -109,6 +116,10 @@ def _check_uuid(field: str, v: Any) -> None:
 def check_lsid(lsid: dict) -> None:
     """The IDL parse of `lsid`: a UUID `id` (required); `uid` (binData), `txnNumber` (long) and
     `txnUUID` (UUID) of child sessions; no other field."""
+    if len(lsid) == 1:  # a driver's {id: UUID}, the common case first
+        v = lsid.get("id")
+        if v.__class__ is Binary and v.subtype == 4 and len(v) == 16:
+            return
     for field, v in lsid.items():
         if field in ("id", "txnUUID"):
             _check_uuid(field, v)

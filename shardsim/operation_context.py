@@ -9,11 +9,11 @@ the command's handler.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 
-@dataclass
+@dataclass(slots=True)
 class OpCtx:
     """Per-command context: session info and the optime of the last write made."""
 
@@ -22,7 +22,6 @@ class OpCtx:
     lsid: dict | None = None
     txn_number: int | None = None
     op_time_key: int = 0
-    stmt_ids: list[int] = field(default_factory=list)
     # internal flags set by the router for shard-side behaviour
     from_router: bool = False
     txn: Any = None  # the open multi-document transaction this command runs in
