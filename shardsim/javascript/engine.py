@@ -1,0 +1,129 @@
+"""The server's face of the engine: compile once, call with BSON in and BSON out, errors as the server's.
+
+A `ScriptEngine` is one command's JavaScript scope (mapReduce's `scope`
+document becomes globals).  `function(source)` compiles as the server's
+`createFunction` does: a function expression is that function; any other
+code becomes a function whose result is the value of its last expression
+statement (so a `$where` of `"this.a > 1"` works).  `call(fn, args, this)`
+converts the BSON arguments to JS values, runs with a fresh budget and
+converts the result back.
+
+Errors: a syntax error, an uncaught throw, a runaway script (the step budget
+MAX_STEPS or TIME_LIMIT seconds per call) or too deep a recursion is code 139
+JSInterpreterFailure; past the command's own maxTimeMS it is MaxTimeMSExpired.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.javascript.errors import JSBudgetExceeded, JSSyntaxError, JSThrow
+from mongosim.shardsim.javascript.interpreter import Interpreter
+from mongosim.shardsim.javascript.parser import Function, parse_program
+from mongosim.shardsim.javascript.values import UNDEFINED, JSFunction, JSObject, to_bson, to_js, to_string
+
+MAX_STEPS = 2_000_000  # per call from the server
+TIME_LIMIT = 2.0  # seconds per call from the server
+
+_COMPILED: dict[str, Function] = {}  # source -> parsed program (parsing is pure; the cache is bounded)
+_CACHE_MAX = 512
+
+
+def parse(source: str) -> Function:
+    prog = _COMPILED.get(source)
+    if prog is None:
+        prog = parse_program(source)
+        if len(_COMPILED) >= _CACHE_MAX:
+            _COMPILED.clear()
+        _COMPILED[source] = prog
+    return prog
+
+
+def check_syntax(source: str) -> None:
+    """Raise the server's 139 "SyntaxError: ..." for source that does not compile."""
+    try:
+        parse(str(source))
+    except JSSyntaxError as e:
+        raise MongoError("JSInterpreterFailure", f"SyntaxError: {e}") from None
+    except RecursionError:
+        raise MongoError("JSInterpreterFailure", "InternalError: too much recursion") from None
+
+
+def error_message(value) -> str:
+    if isinstance(value, JSObject) and value.cls == "Error":
+        return to_string(value)
+    return f"uncaught exception: {to_string(value)}"
+
+
+class ScriptEngine:
+    def __init__(self, scope: dict | None = None, deadline: float = math.inf) -> None:
+        """`deadline`: time.monotonic() when the command's maxTimeMS runs out."""
+        self.interp = Interpreter(MAX_STEPS)
+        self.deadline = deadline
+        self._functions: dict[str, JSFunction] = {}
+        for k, v in (scope or {}).items():
+            self.interp.globals.vars[k] = to_js(v)
+
+    def function(self, source) -> JSFunction:
+        source = str(source)
+        fn = self._functions.get(source)
+        if fn is not None:
+            return fn
+        check_syntax(source)
+        prog = parse(source)
+        body = prog.body
+        if len(body) == 1 and body[0][0] == "expr" and body[0][1][0] == "func":
+            fn = self._run(lambda: self.interp.eval(body[0][1], self.interp.globals))
+        elif len(prog.hoisted_funcs) == 1 and prog.hoisted_vars == {prog.hoisted_funcs[0].name} \
+                and all(st == ("empty",) for st in body):
+            self._run(lambda: self.interp.run_program(prog))  # `function f() {...}`: f, defined globally
+            fn = self.interp.globals.vars[prog.hoisted_funcs[0].name]
+        else:
+            fn = JSFunction(_as_function(prog), self.interp.globals)
+        self._functions[source] = fn
+        return fn
+
+    def set_global(self, name: str, value) -> None:
+        self.interp.globals.vars[name] = value
+
+    def set_global_bson(self, name: str, value) -> None:
+        self.interp.globals.vars[name] = to_js(value)
+
+    def call(self, fn: JSFunction, args: list = (), this=None):
+        """fn(...args) with `this` (BSON values in, BSON value out)."""
+        js_this = UNDEFINED if this is None else to_js(this)
+        js_args = [to_js(a) for a in args]
+        return to_bson(self._run(lambda: self.interp.call(fn, js_this, js_args)))
+
+    def call_js(self, fn: JSFunction, js_args: list, js_this=UNDEFINED):
+        """fn with JS values in and out (for callers that keep state as JS values between calls)."""
+        return self._run(lambda: self.interp.call(fn, js_this, js_args))
+
+    def _run(self, thunk):
+        remaining = self.deadline - time.monotonic()
+        if remaining <= 0:
+            raise MongoError("MaxTimeMSExpired", "operation exceeded time limit")
+        self.interp.start(min(TIME_LIMIT, remaining))
+        self.interp.max_steps = MAX_STEPS
+        self.interp.depth = 0
+        del self.interp.this_stack[1:]
+        try:
+            return thunk()
+        except JSThrow as e:
+            raise MongoError("JSInterpreterFailure", error_message(e.value)) from None
+        except JSBudgetExceeded:
+            if time.monotonic() >= self.deadline:
+                raise MongoError("MaxTimeMSExpired", "operation exceeded time limit") from None
+            raise MongoError("JSInterpreterFailure", "JavaScript execution terminated") from None
+        except RecursionError:
+            raise MongoError("JSInterpreterFailure", "InternalError: too much recursion") from None
+
+
+def _as_function(prog: Function) -> Function:
+    """Code that is not a function expression: a function returning its last expression statement's value."""
+    body = list(prog.body)
+    if body and body[-1][0] == "expr":
+        body[-1] = ("return", body[-1][1])
+    return Function("", [], None, body, False, prog.hoisted_vars, prog.hoisted_funcs, prog.source)

@@ -1,0 +1,157 @@
+"""The tokenizer: JavaScript source text to a list of tokens.
+
+A token is `Tok(kind, value, nl, pos)`: kind "num" (value a float), "str"
+(the unescaped text), "name" (identifiers and keywords alike), "punct" (an
+operator or punctuation, longest match first), or "eof"; `nl` is true when a
+line break precedes the token (what automatic semicolon insertion needs:
+`return` followed by a line break returns undefined).  Comments are skipped.
+Regular-expression and template literals are not part of the supported subset.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from mongosim.shardsim.javascript.errors import JSSyntaxError
+
+
+class Tok(NamedTuple):
+    kind: str
+    value: object
+    nl: bool
+    pos: int
+
+
+PUNCTUATORS = sorted("""
+>>>= ... === !== **= <<= >>= >>> && || ?? ?. => == != <= >= += -= *= /= %= &= |= ^= ++ -- << >> **
+{ } ( ) [ ] ; , < > + - * / % & | ^ ! ~ ? : = .
+""".split(), key=len, reverse=True)
+
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "v": "\v", "0": "\0"}
+_ID_START = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_$")
+_ID_PART = _ID_START | set("0123456789")
+
+
+def _line_col(src: str, pos: int) -> str:
+    line = src.count("\n", 0, pos) + 1
+    return f"@:{line}:{pos - (src.rfind(chr(10), 0, pos) + 1)}"
+
+
+def tokenize(src: str) -> list[Tok]:
+    toks: list[Tok] = []
+    i, n, nl = 0, len(src), False
+    while True:
+        # whitespace and comments
+        while i < n:
+            c = src[i]
+            if c == "\n" or c == "\u2028" or c == "\u2029":
+                nl = True
+                i += 1
+            elif c.isspace() or c == "\ufeff":
+                i += 1
+            elif src.startswith("//", i):
+                j = src.find("\n", i)
+                i = n if j < 0 else j
+            elif src.startswith("/*", i):
+                j = src.find("*/", i + 2)
+                if j < 0:
+                    raise JSSyntaxError("unterminated comment " + _line_col(src, i))
+                nl = nl or "\n" in src[i:j]
+                i = j + 2
+            else:
+                break
+        if i >= n:
+            toks.append(Tok("eof", None, True, n))
+            return toks
+        c = src[i]
+        start = i
+        if c.isdigit() or (c == "." and i + 1 < n and src[i + 1].isdigit()):
+            i, value = _number(src, i)
+            if i < n and (src[i] in _ID_PART):
+                raise JSSyntaxError("identifier starts immediately after numeric literal " + _line_col(src, i))
+            toks.append(Tok("num", value, nl, start))
+        elif c in _ID_START or (c.isalpha() and ord(c) > 127):
+            while i < n and (src[i] in _ID_PART or (src[i].isalnum() and ord(src[i]) > 127)):
+                i += 1
+            toks.append(Tok("name", src[start:i], nl, start))
+        elif c == '"' or c == "'":
+            i, value = _string(src, i)
+            toks.append(Tok("str", value, nl, start))
+        else:
+            for p in PUNCTUATORS:
+                if src.startswith(p, i):
+                    if p == "?." and i + 2 < n and src[i + 2].isdigit():
+                        continue  # `a?.5:b` is a conditional
+                    toks.append(Tok("punct", p, nl, start))
+                    i += len(p)
+                    break
+            else:
+                raise JSSyntaxError(f"illegal character {c!r} " + _line_col(src, i))
+        nl = False
+
+
+def _number(src: str, i: int) -> tuple[int, float]:
+    n = len(src)
+    if src[i] == "0" and i + 1 < n and src[i + 1] in "xXoObB":
+        base = {"x": 16, "o": 8, "b": 2}[src[i + 1].lower()]
+        j = i + 2
+        while j < n and (src[j].isalnum() or src[j] == "_"):
+            j += 1
+        try:
+            return j, float(int(src[i + 2:j].replace("_", ""), base))
+        except ValueError:
+            raise JSSyntaxError("missing digits after number prefix") from None
+    j = i
+    while j < n and (src[j].isdigit() or src[j] == "_"):
+        j += 1
+    if j < n and src[j] == ".":
+        j += 1
+        while j < n and src[j].isdigit():
+            j += 1
+    if j < n and src[j] in "eE":
+        k = j + 1
+        if k < n and src[k] in "+-":
+            k += 1
+        if k < n and src[k].isdigit():
+            j = k
+            while j < n and src[j].isdigit():
+                j += 1
+    return j, float(src[i:j].replace("_", ""))
+
+
+def _string(src: str, i: int) -> tuple[int, str]:
+    quote, n = src[i], len(src)
+    i += 1
+    out = []
+    while True:
+        if i >= n or src[i] == "\n":
+            raise JSSyntaxError("unterminated string literal " + _line_col(src, i))
+        c = src[i]
+        if c == quote:
+            return i + 1, "".join(out)
+        if c == "\\":
+            i += 1
+            if i >= n:
+                raise JSSyntaxError("unterminated string literal")
+            e = src[i]
+            if e == "u":
+                if src.startswith("{", i + 1):
+                    j = src.find("}", i)
+                    out.append(chr(int(src[i + 2:j], 16)))
+                    i = j + 1
+                else:
+                    out.append(chr(int(src[i + 1:i + 5], 16)))
+                    i += 5
+                continue
+            if e == "x":
+                out.append(chr(int(src[i + 1:i + 3], 16)))
+                i += 3
+                continue
+            if e == "\n":
+                i += 1
+                continue
+            out.append(_ESCAPES.get(e, e))
+            i += 1
+            continue
+        out.append(c)
+        i += 1

@@ -1,0 +1,429 @@
+"""JavaScript values, their conversions (ToString, ToNumber, ...), and the BSON bridge.
+
+Representation: `undefined` is UNDEFINED, `null` None, booleans `bool`, every
+number a Python `float` (JS numbers are doubles), strings `str`; objects are
+JSObject (a property dict and a prototype), arrays JSArray (a list), functions
+JSFunction (a parsed function and its closure scope) or NativeFunction (a
+Python callable `fn(interp, this, args)`), dates JSDate (milliseconds).
+
+BSON values come in through `to_js`: int32/int64/double become numbers,
+documents objects, arrays arrays, dates JSDate; the BSON types JavaScript has no
+value for (ObjectId, Timestamp, Decimal128, BinData, regexes, MinKey/MaxKey)
+travel as opaque HostValue wrappers that convert back unchanged.  `to_bson`
+goes back: numbers become doubles (as the server's engine writes them),
+undefined becomes null, functions become Code.  No Python object other than
+these is reachable from a script: the wrappers expose no attributes.
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+import re
+
+from bson import Code, DatetimeMS, Int64
+
+from mongosim.shardsim.javascript.errors import JSThrow
+
+
+class _Undefined:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "undefined"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+UNDEFINED = _Undefined()
+
+
+class JSObject:
+    __slots__ = ("props", "proto", "cls")
+
+    def __init__(self, props: dict | None = None, proto: JSObject | None = None, cls: str = "Object") -> None:
+        self.props = {} if props is None else props
+        self.proto = proto
+        self.cls = cls
+
+    def lookup(self, key: str):
+        o = self
+        while o is not None:
+            v = o.props.get(key, _ABSENT)
+            if v is not _ABSENT:
+                return v
+            o = o.proto
+        return UNDEFINED
+
+
+_ABSENT = object()
+
+
+class JSArray(JSObject):
+    __slots__ = ("items",)
+
+    def __init__(self, items: list | None = None) -> None:
+        super().__init__(None, None, "Array")
+        self.items = [] if items is None else items
+
+
+class JSFunction(JSObject):
+    """A function of the script: `func` (parser.Function), its defining scope, and (arrows) the captured `this`."""
+
+    __slots__ = ("func", "scope", "this")
+
+    def __init__(self, func, scope, this=None) -> None:
+        super().__init__(None, None, "Function")
+        self.func = func
+        self.scope = scope
+        self.this = this
+
+
+class NativeFunction(JSObject):
+    __slots__ = ("fn", "name")
+
+    def __init__(self, fn, name: str = "", props: dict | None = None) -> None:
+        super().__init__(props, None, "Function")
+        self.fn = fn
+        self.name = name
+
+
+class JSDate(JSObject):
+    __slots__ = ("ms",)
+
+    def __init__(self, ms: float) -> None:
+        super().__init__(None, None, "Date")
+        self.ms = ms
+
+
+class HostValue(JSObject):
+    """A BSON value with no JavaScript counterpart (ObjectId, Timestamp, ...), passed through unchanged."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value) -> None:
+        super().__init__(None, None, type(value).__name__)
+        self.value = value
+
+
+def is_callable(v) -> bool:
+    return isinstance(v, (JSFunction, NativeFunction))
+
+
+def type_of(v) -> str:
+    if v is UNDEFINED:
+        return "undefined"
+    t = type(v)
+    if t is float:
+        return "number"
+    if t is str:
+        return "string"
+    if t is bool:
+        return "boolean"
+    if t is JSFunction or t is NativeFunction:
+        return "function"
+    return "object"
+
+
+# --- conversions (ECMAScript abstract operations, for the supported values) ---------------
+
+
+def number_to_string(x: float) -> str:
+    if x != x:
+        return "NaN"
+    if x == math.inf:
+        return "Infinity"
+    if x == -math.inf:
+        return "-Infinity"
+    if x == int(x) and abs(x) < 1e21:
+        return str(int(x))
+    s = repr(x)
+    if "e" not in s:
+        return s
+    mant, exp = s.split("e")
+    e = int(exp)
+    if -7 < e < 21:  # JS writes these positionally
+        digits = mant.replace(".", "").lstrip("-")
+        sign = "-" if x < 0 else ""
+        if e < 0:
+            return f"{sign}0.{'0' * (-e - 1)}{digits}"
+        return sign + digits + "0" * (e - len(digits) + 1)
+    return f"{mant}e{'+' if e > 0 else '-'}{abs(e)}"
+
+
+def to_string(v) -> str:
+    t = type(v)
+    if t is str:
+        return v
+    if t is float:
+        return number_to_string(v)
+    if t is bool:
+        return "true" if v else "false"
+    if v is None:
+        return "null"
+    if v is UNDEFINED:
+        return "undefined"
+    if t is JSArray:
+        return ",".join("" if x is None or x is UNDEFINED else to_string(x) for x in v.items)
+    if t is JSDate:
+        return date_string(v.ms)
+    if t is HostValue:
+        return host_string(v.value)
+    if t is JSFunction:
+        return v.func.source or "function () {}"
+    if t is NativeFunction:
+        return f"function {v.name}() {{\n    [native code]\n}}"
+    if isinstance(v, JSObject):
+        if v.cls == "Error":
+            name, msg = to_string(v.lookup("name")), to_string(v.lookup("message"))
+            return f"{name}: {msg}" if msg else name
+        return "[object Object]"
+    return str(v)
+
+
+def host_string(value) -> str:
+    name = type(value).__name__
+    if name == "ObjectId":
+        return f'ObjectId("{value}")'
+    return f"{name}({value})"
+
+
+def date_string(ms: float) -> str:
+    if ms != ms:
+        return "Invalid Date"
+    d = datetime.datetime(1970, 1, 1) + datetime.timedelta(milliseconds=ms)
+    return d.strftime("%a %b %d %Y %H:%M:%S GMT+0000 (Coordinated Universal Time)")
+
+
+_NUM_RE = re.compile(r"[+-]?(?:Infinity|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)$")
+
+
+def string_to_number(s: str) -> float:
+    s = s.strip()
+    if not s:
+        return 0.0
+    if len(s) > 2 and s[0] == "0" and s[1] in "xXoObB":
+        try:
+            return float(int(s[2:], {"x": 16, "o": 8, "b": 2}[s[1].lower()]))
+        except ValueError:
+            return math.nan
+    if not _NUM_RE.match(s):
+        return math.nan
+    return float(s.replace("Infinity", "inf"))
+
+
+def to_number(v) -> float:
+    t = type(v)
+    if t is float:
+        return v
+    if t is bool:
+        return 1.0 if v else 0.0
+    if t is str:
+        return string_to_number(v)
+    if v is None:
+        return 0.0
+    if v is UNDEFINED:
+        return math.nan
+    if t is JSDate:
+        return v.ms
+    if t is HostValue:
+        inner = v.value
+        if type(inner).__name__ == "Decimal128":
+            return float(inner.to_decimal())
+        return math.nan
+    if t is JSArray:
+        return string_to_number(to_string(v))
+    return math.nan
+
+
+def to_boolean(v) -> bool:
+    t = type(v)
+    if t is bool:
+        return v
+    if t is float:
+        return not (v == 0 or v != v)
+    if t is str:
+        return v != ""
+    return not (v is None or v is UNDEFINED)
+
+
+def to_int32(v) -> int:
+    x = to_number(v)
+    if x != x or x in (math.inf, -math.inf):
+        return 0
+    n = int(x) & 0xFFFFFFFF
+    return n - (1 << 32) if n >= 1 << 31 else n
+
+
+def to_primitive(v, hint: str = "default"):
+    if not isinstance(v, JSObject) or type(v) is HostValue and False:
+        return v
+    if type(v) is JSDate:
+        return v.ms if hint == "number" else date_string(v.ms)
+    return to_string(v)
+
+
+def to_property_key(v) -> str:
+    return v if type(v) is str else to_string(v)
+
+
+def strict_equals(a, b) -> bool:
+    ta, tb = type(a), type(b)
+    if ta is float and tb is float:
+        return a == b
+    if ta is not tb:
+        return False
+    if ta is str or ta is bool:
+        return a == b
+    return a is b
+
+
+def loose_equals(a, b) -> bool:
+    """`==`: null and undefined equal each other only; numbers, strings and booleans compare as numbers."""
+    ta, tb = type(a), type(b)
+    if ta is tb or (ta is float and tb is float):
+        if ta is HostValue:  # (ObjectIds and the like compare by value, as the shell's wrappers)
+            return a is b or a.value == b.value
+        return strict_equals(a, b)
+    if (a is None or a is UNDEFINED) and (b is None or b is UNDEFINED):
+        return True
+    if a is None or a is UNDEFINED or b is None or b is UNDEFINED:
+        return False
+    if ta is bool:
+        return loose_equals(to_number(a), b)
+    if tb is bool:
+        return loose_equals(a, to_number(b))
+    if ta is float and tb is str:
+        return a == string_to_number(b)
+    if ta is str and tb is float:
+        return string_to_number(a) == b
+    if isinstance(a, JSObject) and not isinstance(b, JSObject):
+        return loose_equals(to_primitive(a), b)
+    if isinstance(b, JSObject) and not isinstance(a, JSObject):
+        return loose_equals(a, to_primitive(b))
+    return False
+
+
+def js_type_error(message: str, protos=None) -> JSThrow:
+    return make_error("TypeError", message)
+
+
+_ERROR_PROTOS: dict[str, JSObject] = {}
+
+
+def make_error(name: str, message: str) -> JSThrow:
+    """A JS Error object (`name`, `message`) ready to be thrown."""
+    proto = _ERROR_PROTOS.get(name)
+    err = JSObject({"message": message}, proto, "Error")
+    if proto is None:
+        err.props["name"] = name
+    return JSThrow(err)
+
+
+# --- arithmetic with JavaScript's semantics --------------------------------------------------
+
+
+def js_add(a, b):
+    ta, tb = type(a), type(b)
+    if ta is float and tb is float:
+        return a + b
+    if ta is str and tb is str:
+        return a + b
+    a, b = to_primitive(a), to_primitive(b)
+    if type(a) is str or type(b) is str:
+        return to_string(a) + to_string(b)
+    return to_number(a) + to_number(b)
+
+
+def js_div(a: float, b: float) -> float:
+    try:
+        return a / b
+    except ZeroDivisionError:
+        if a == 0 or a != a:
+            return math.nan
+        return math.copysign(math.inf, a) * math.copysign(1.0, b)
+
+
+def js_mod(a: float, b: float) -> float:
+    if b == 0 or a != a or b != b or a in (math.inf, -math.inf):
+        return math.nan
+    if b in (math.inf, -math.inf):
+        return a
+    return math.fmod(a, b)
+
+
+def js_pow(a: float, b: float) -> float:
+    if b != b or (abs(a) == 1 and b in (math.inf, -math.inf)):
+        return math.nan
+    try:
+        return math.pow(a, b)
+    except ValueError:
+        return math.nan
+    except OverflowError:
+        return math.inf if a > 0 or b % 2 == 0 else -math.inf
+    except ZeroDivisionError:
+        return math.inf
+
+
+
+# --- the BSON bridge -----------------------------------------------------------------------
+
+_EPOCH = datetime.datetime(1970, 1, 1)
+_EPOCH_AWARE = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+
+
+def to_js(v):
+    """A BSON (Python) value as a JS value."""
+    t = type(v)
+    if t is float or t is str or t is bool or v is None:
+        return v
+    if t is int or t is Int64:
+        return float(v)
+    if t is dict or isinstance(v, dict):
+        return JSObject({k: to_js(x) for k, x in v.items()}, OBJECT_PROTO[0])
+    if t is list or t is tuple:
+        return JSArray([to_js(x) for x in v])
+    if t is datetime.datetime:
+        base = _EPOCH_AWARE if v.tzinfo is not None else _EPOCH
+        return JSDate(float((v - base) // datetime.timedelta(milliseconds=1)))
+    if t is DatetimeMS:
+        return JSDate(float(int(v)))
+    if t is Code:
+        return str(v)
+    if isinstance(v, str):
+        return str(v)
+    return HostValue(v)
+
+
+def to_bson(v, depth: int = 0):
+    """A JS value as a BSON (Python) value."""
+    t = type(v)
+    if t is float:
+        return v
+    if t is str or t is bool or v is None:
+        return v
+    if v is UNDEFINED:
+        return None
+    if depth > 150:
+        raise make_error("InternalError", "too much recursion converting to BSON")
+    if t is JSArray:
+        return [to_bson(x, depth + 1) for x in v.items]
+    if t is JSDate:
+        if v.ms != v.ms:
+            return DatetimeMS(0)
+        ms = int(v.ms)
+        try:
+            return _EPOCH + datetime.timedelta(milliseconds=ms)
+        except OverflowError:
+            return DatetimeMS(ms)
+    if t is HostValue:
+        return v.value
+    if t is JSFunction or t is NativeFunction:
+        return Code(to_string(v))
+    if isinstance(v, JSObject):
+        return {k: to_bson(x, depth + 1) for k, x in v.props.items()}
+    return None
+
+
+OBJECT_PROTO: list = [None]  # set by builtins: the prototype of objects made from documents

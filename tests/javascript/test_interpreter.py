@@ -1,0 +1,302 @@
+"""The JavaScript interpreter (shardsim.javascript) against known JavaScript results.
+
+A table of expressions and programs with their values as a JavaScript engine
+gives them (tricky semantics included: string concatenation, NaN, Infinity,
+`==` coercion, closures, recursion), the errors as the server reports them,
+and a property test: random integer arithmetic and comparisons, printed with
+minimal parentheses, evaluate as Python evaluates them under JS semantics.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.javascript import engine as engine_mod
+from mongosim.shardsim.javascript.engine import ScriptEngine
+
+NAN = object()  # (NaN != NaN: compared specially)
+
+
+def run(src: str, *args, this=None):
+    eng = ScriptEngine()
+    return eng.call(eng.function(src), list(args), this)
+
+
+def expr(e: str):
+    return run(f"function() {{ return ({e}); }}")
+
+
+@pytest.mark.parametrize("source, expected", [
+    ('"1" + 2', "12"),
+    ("1 + 2 + '3'", "33"),
+    ("'3' - 1", 2.0),
+    ("'3' * '4'", 12.0),
+    ("1 / 0", math.inf),
+    ("-1 / 0", -math.inf),
+    ("0 / 0", NAN),
+    ("'a' * 1", NAN),
+    ("7 % 3", 1.0),
+    ("-7 % 3", -1.0),
+    ("5.5 % 2", 1.5),
+    ("2 ** 10", 1024.0),
+    ("2 ** 3 ** 2", 512.0),
+    ("0.1 + 0.2", 0.30000000000000004),
+    ("[] + []", ""),
+    ("[1, 2] + ''", "1,2"),
+    ("({}) + ''", "[object Object]"),
+    ("1 == '1'", True),
+    ("1 === '1'", False),
+    ("null == undefined", True),
+    ("null === undefined", False),
+    ("null == 0", False),
+    ("'' == 0", True),
+    ("true == 1", True),
+    ("NaN == NaN", False),
+    ("'b' > 'a'", True),
+    ("'10' < '9'", True),
+    ("10 < 9", False),
+    ("'10' < 9", False),
+    ("typeof null", "object"),
+    ("typeof undefined", "undefined"),
+    ("typeof notDeclared", "undefined"),
+    ("typeof function() {}", "function"),
+    ("typeof 1", "number"),
+    ("!!''", False),
+    ("!!'0'", True),
+    ("null ?? 'd'", "d"),
+    ("0 ?? 'd'", 0.0),
+    ("0 || 'd'", "d"),
+    ("1 && 'x'", "x"),
+    ("1 ? 'a' : 'b'", "a"),
+    ("String(1e21)", "1e+21"),
+    ("String(123.0)", "123"),
+    ("String(1/3)", "0.3333333333333333"),
+    ("String(0.000001)", "0.000001"),
+    ("String(1e-7)", "1e-7"),
+    ("String(-0)", "0"),
+    ("(255).toString(16)", "ff"),
+    ("(3.14159).toFixed(2)", "3.14"),
+    ("parseInt('42px')", 42.0),
+    ("parseInt('0x1f')", 31.0),
+    ("parseInt('z')", NAN),
+    ("parseFloat('3.5e2abc')", 350.0),
+    ("isNaN('abc')", True),
+    ("Math.max(1, 7, 3)", 7.0),
+    ("Math.min()", math.inf),
+    ("Math.round(2.5)", 3.0),
+    ("Math.round(-2.5)", -2.0),
+    ("Math.floor(-1.5)", -2.0),
+    ("Math.sqrt(16)", 4.0),
+    ("Math.pow(2, 0.5)", math.sqrt(2)),
+    ("Math.abs(-3)", 3.0),
+    ("Math.ceil(1.1)", 2.0),
+    ("[1, 2, 3].length", 3.0),
+    ("[1, 2, 3].reduce((a, b) => a + b)", 6.0),
+    ("[1, 2, 3].reduce((a, b) => a + b, '')", "123"),
+    ("[1, 2, 3].map(x => x * 2)", [2.0, 4.0, 6.0]),
+    ("[1, 2, 3, 4].filter(x => x % 2 == 0)", [2.0, 4.0]),
+    ("[1, 2, 3].indexOf(2)", 1.0),
+    ("[1, 2, 3].indexOf('2')", -1.0),
+    ("[1, 2].concat([3], 4)", [1.0, 2.0, 3.0, 4.0]),
+    ("[1, 2, 3, 4].slice(1, -1)", [2.0, 3.0]),
+    ("[10, 9, 1].sort()", [1.0, 10.0, 9.0]),
+    ("[10, 9, 1].sort((a, b) => a - b)", [1.0, 9.0, 10.0]),
+    ("[1, 2].some(x => x > 1)", True),
+    ("[1, 2].every(x => x > 1)", False),
+    ("['a', 'b'].join('-')", "a-b"),
+    ("[1, [2, 3]].join()", "1,2,3"),
+    ("'hello'.length", 5.0),
+    ("'hello'.indexOf('l')", 2.0),
+    ("'Hello'.toUpperCase()", "HELLO"),
+    ("'Hello'.toLowerCase()", "hello"),
+    ("'hello'.substring(3, 1)", "el"),
+    ("'hello'.slice(-3)", "llo"),
+    ("'a,b,c'.split(',')", ["a", "b", "c"]),
+    ("'hello'.startsWith('he')", True),
+    ("'hello'.includes('ll')", True),
+    ("'abc'[1]", "b"),
+    ("Object.keys({a: 1, b: 2})", ["a", "b"]),
+    ("Array.sum([1, 2, 3.5])", 6.5),
+    ("Array.avg([1, 2, 3])", 2.0),
+    ("Array.isArray([])", True),
+    ("JSON.stringify({a: [1, 'x', null], b: true})", '{"a":[1,"x",null],"b":true}'),
+    ("[...[1, 2], 3]", [1.0, 2.0, 3.0]),
+    ("({...{a: 1}, b: 2})", {"a": 1.0, "b": 2.0}),
+    ("({a: {b: 1}})?.a?.b", 1.0),
+    ("({a: null}).a?.b", None),
+    ("new Date(0).getTime()", 0.0),
+    ("new Date('2024-01-02T03:04:05Z').getUTCFullYear()", 2024.0),
+])
+def test_expressions(source, expected):
+    got = expr(source)
+    if expected is NAN:
+        assert isinstance(got, float) and math.isnan(got)
+    else:
+        assert got == expected and type(got) is type(expected)
+
+
+@pytest.mark.parametrize("source, expected", [
+    ("function() { var s = 0; for (var i = 0; i < 5; i++) { s += i; } return s; }", 10.0),
+    ("function() { var n = 0; while (true) { if (++n >= 3) break; } return n; }", 3.0),
+    ("function() { var n = 0; do { n++; } while (n < 0); return n; }", 1.0),
+    ("function() { var out = []; for (var i = 0; i < 5; i++) { if (i % 2) continue; out.push(i); } return out; }",
+     [0.0, 2.0, 4.0]),
+    ("function() { var k = []; for (var p in {x: 1, y: 2}) k.push(p); return k; }", ["x", "y"]),
+    ("function() { var s = 0; for (const v of [1, 2, 3]) s += v; return s; }", 6.0),
+    ("function() { function fib(n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); } return fib(15); }", 610.0),
+    ("function() { var mk = function(a) { return function(b) { return a + b; }; }; return mk(2)(3); }", 5.0),
+    ("function() { var c = (function() { var n = 0; return () => ++n; })(); c(); c(); return c(); }", 3.0),
+    ("function() { var fs = []; for (let i = 0; i < 3; i++) fs.push(() => i); return fs.map(f => f()); }",
+     [0.0, 1.0, 2.0]),
+    ("function() { var fs = []; for (var i = 0; i < 3; i++) fs.push(() => i); return fs.map(f => f()); }",
+     [3.0, 3.0, 3.0]),
+    ("function() { return hoisted(); function hoisted() { return 'h'; } }", "h"),
+    ("function() { let x = 1; { let x = 2; } return x; }", 1.0),
+    ("function() { var o = {n: 1, inc() { this.n++; return this; }}; return o.inc().inc().n; }", 3.0),
+    ("function() { function P(x) { this.x = x; } var p = new P(4); return [p.x, p instanceof P]; }",
+     [4.0, True]),
+    ("function() { try { throw new TypeError('t'); } catch (e) { return e.name + ':' + e.message; } }", "TypeError:t"),
+    ("function() { var r = []; try { r.push(1); } finally { r.push(2); } return r; }", [1.0, 2.0]),
+    ("function() { switch (2) { case 1: return 'a'; case 2: case 3: return 'b'; default: return 'c'; } }", "b"),
+    ("function() { var a = [1]; a[3] = 4; return [a.length, a[1]]; }", [4.0, None]),
+    ("function() { var x = 5; x -= 2; x *= 3; x /= 9; return x; }", 1.0),
+    ("function(a, b) { return a + b; }", 3.0),
+    ("(a, b) => { return a * b; }", 2.0),
+    ("(a, ...rest) => rest.length", 1.0),
+    ("function() { return arguments.length; }", 2.0),
+    ("this.a > 1", True),
+    ("var t = this.a; t * 2", 4.0),
+    ("function() {\n  return\n  1;\n}", None),
+    ("function() { outer: for (var i = 0; i < 3; i++) { for (;;) { continue outer; } } return i; }", 3.0),
+])
+def test_programs(source, expected):
+    assert run(source, 1.0, 2.0, this={"a": 2}) == expected
+
+
+def test_bson_values_cross_unchanged():
+    from bson import Int64, ObjectId
+
+    oid = ObjectId()
+    assert run("function(d) { return d; }", {"a": 1, "b": Int64(2), "o": oid, "l": [1, "x"]}) == \
+        {"a": 1.0, "b": 2.0, "o": oid, "l": [1.0, "x"]}
+    assert run("function(o) { return o.str; }", oid) == str(oid)
+
+
+@pytest.mark.parametrize("source, message", [
+    ("function( {", "SyntaxError: "),
+    ("function() { return 1 +; }", "SyntaxError: "),
+    ("function() { var = 3; }", "SyntaxError: "),
+    ("function() { return 'unterminated; }", "SyntaxError: "),
+    ("function() { throw new Error('boom'); }", "Error: boom"),
+    ("function() { throw 'str'; }", "uncaught exception: str"),
+    ("function() { return nope; }", "ReferenceError: nope is not defined"),
+    ("function() { return null.x; }", "TypeError: "),
+    ("function() { return (1)(); }", "TypeError: "),
+    ("function() { const c = 1; c = 2; }", "TypeError: "),
+    ("function f() { return f(); }", "InternalError: too much recursion"),
+    ("function() { while (true) {} }", "JavaScript execution terminated"),
+    ("function() { for (;;) { var a = [1]; } }", "JavaScript execution terminated"),
+])
+def test_errors_are_js_interpreter_failures(source, message):
+    with pytest.raises(MongoError) as e:
+        run(source)
+    assert e.value.code == 139 and str(e.value.message if hasattr(e.value, "message") else e.value)
+    assert message in str(e.value)
+
+
+def test_runaway_script_stops_at_the_time_limit(monkeypatch):
+    monkeypatch.setattr(engine_mod, "MAX_STEPS", 10**12)
+    monkeypatch.setattr(engine_mod, "TIME_LIMIT", 0.2)
+    with pytest.raises(MongoError) as e:
+        run("function() { var i = 0; while (true) { i++; } }")
+    assert e.value.code == 139
+
+
+def test_deadline_gives_max_time_ms_expired():
+    import time
+
+    eng = ScriptEngine(deadline=time.monotonic() + 0.1)
+    with pytest.raises(MongoError) as e:
+        eng.call(eng.function("function() { while (true) {} }"), [])
+    assert e.value.code == 50
+
+
+def test_no_host_access():
+    """Python attributes are not JS properties: a script cannot reach a Python object."""
+    for probe in ("''.__class__", "[].__class__", "(function(){}).__globals__", "({}).__dict__",
+                  "Math.__class__", "print.fn", "print.__call__"):
+        assert expr(probe) is None, probe
+
+
+def test_scope_variables_are_globals():
+    eng = ScriptEngine({"factor": 3, "names": ["a"]})
+    assert eng.call(eng.function("function(x) { return x * factor + names.length; }"), [2]) == 7.0
+
+
+# --- property: integer arithmetic and comparisons -----------------------------------------------
+
+_PREC = {"+": 10, "-": 10, "*": 11, "/": 11, "%": 11}
+
+
+def _js_ref(op, a, b):
+    if op == "+":
+        return a + b
+    if op == "-":
+        return a - b
+    if op == "*":
+        return a * b
+    if op == "/":
+        if b == 0:
+            return math.nan if a == 0 or math.isnan(a) else math.copysign(math.inf, a) * math.copysign(1, b)
+        return a / b
+    if b == 0 or math.isnan(a) or math.isnan(b) or math.isinf(a):
+        return math.nan
+    return a if math.isinf(b) else math.fmod(a, b)
+
+
+def _trees(depth=3):
+    leaf = st.integers(-50, 50).map(lambda n: ("n", float(n)))
+    return st.recursive(leaf, lambda kids: st.one_of(
+        st.tuples(st.sampled_from(list(_PREC)), kids, kids),
+        st.tuples(st.just("neg"), kids)), max_leaves=8)
+
+
+def _render(t, parent_prec=0, right=False) -> tuple[str, float]:
+    """(JS source with only the parentheses precedence needs, its value under JS semantics)."""
+    if t[0] == "n":
+        src = str(int(t[1]))
+        return (f"({src})" if t[1] < 0 else src), t[1]
+    if t[0] == "neg":
+        s, v = _render(t[1], 13)
+        return f"-{s}" if not s.startswith("-") else f"-({s})", -v
+    op, a, b = t
+    prec = _PREC[op]
+    sa, va = _render(a, prec)
+    sb, vb = _render(b, prec, right=True)
+    src = f"{sa} {op} {sb}"
+    if prec < parent_prec or (right and prec == parent_prec):
+        src = f"({src})"
+    return src, _js_ref(op, va, vb)
+
+
+def _same(x, y) -> bool:
+    return (math.isnan(x) and math.isnan(y)) or x == y
+
+
+@given(_trees(), _trees(), st.sampled_from(["<", "<=", ">", ">=", "===", "!==", "==", "!="]))
+def test_arithmetic_and_comparisons_match_js_semantics(left, right, cmp):
+    sl, vl = _render(left)
+    sr, vr = _render(right)
+    eng = ScriptEngine()
+    got = eng.call(eng.function(f"function() {{ return [{sl}, {sr}, {sl} {cmp} {sr}]; }}"), [])
+    assert _same(got[0], vl) and _same(got[1], vr), (sl, sr)
+    nan = math.isnan(vl) or math.isnan(vr)
+    expected = {"<": not nan and vl < vr, "<=": not nan and vl <= vr, ">": not nan and vl > vr,
+                ">=": not nan and vl >= vr, "===": not nan and vl == vr, "!==": nan or vl != vr,
+                "==": not nan and vl == vr, "!=": nan or vl != vr}[cmp]
+    assert got[2] is expected, (sl, cmp, sr)
