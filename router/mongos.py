@@ -14,6 +14,7 @@ The shards and the config server are `shardsim.Node`s reached through
 
 from __future__ import annotations
 
+import time
 from typing import Callable
 
 import trio
@@ -44,6 +45,8 @@ from mongosim.shardsim.collection_uuid import mismatch as uuid_mismatch
 from mongosim.shardsim.cursors import CursorManager
 from mongosim.shardsim.fail_point import check_max_time_always_times_out
 from mongosim.shardsim.generic_args import check_generic_arguments
+from mongosim.shardsim.generic_args import max_time_ms as generic_max_time_ms
+from mongosim.shardsim.javascript import engine as js_engine
 from mongosim.shardsim.logical_session_cache import LogicalSessionCache
 from mongosim.shardsim.profiler import ProfileSettings
 from mongosim.shardsim.read_concern_support import check_read_concern_support
@@ -223,6 +226,9 @@ class Router:
         # decided before running: a failing getMore may remove its cursor
         req.is_change_stream = is_change_stream_command(name, cmd, self, db)
         shard_request = begin_request(cmd)  # read preference out, the shards' writeConcernErrors back
+        js_deadline = None  # (scripts run for this command stop at its maxTimeMS: shardsim.javascript.engine)
+        if "maxTimeMS" in cmd and name != "getMore" and generic_max_time_ms(cmd):
+            js_deadline = js_engine.COMMAND_DEADLINE.set(time.monotonic() + generic_max_time_ms(cmd) / 1000.0)
         try:
             if self.failpoints:
                 await apply_fail_command(self.failpoints, req)
@@ -241,6 +247,8 @@ class Router:
             raise
         finally:
             wces = end_request(shard_request)
+            if js_deadline is not None:
+                js_engine.COMMAND_DEADLINE.reset(js_deadline)
         if wces and reply.get("ok") and "writeConcernError" not in reply:
             reply["writeConcernError"] = merge_write_concern_errors(wces)
         if cmd.get("autocommit") is False:

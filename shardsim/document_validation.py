@@ -29,6 +29,7 @@ from mongosim.oplog.errors import MongoError
 from mongosim.shardsim import json_schema  # noqa: F401  (registers $jsonSchema with the matcher)
 from mongosim.shardsim.doc_validation_error import generate_error
 from mongosim.shardsim.match_expression import Node, parse_validator
+from mongosim.shardsim.query.extensions_callback import FUNCTION_OPS, WHERE_OPS, mentions, where_not_allowed
 from mongosim.shardsim.query.matcher import compile_filter
 
 log = logging.getLogger("mongosim.storage")
@@ -109,6 +110,10 @@ def check_options(cmd_name: str, db: str, coll: str, opts: dict) -> None:
         raise MongoError("InvalidOptions", f"Document validators are not allowed on collection {db}.{coll} in the "
                                            f"{db} internal database")
     try:
+        if mentions(validator, WHERE_OPS):
+            raise where_not_allowed()
+        if mentions(validator, FUNCTION_OPS):
+            raise MongoError(4660800, "$function cannot be used inside a validator.")
         compile_filter(validator)
         parse_validator(validator)
     except MongoError as err:

@@ -19,7 +19,9 @@ A secondary's oplog is filled by replication, not by `log()`.
 
 from __future__ import annotations
 
+import math
 import secrets
+import time
 from typing import Any, Callable
 
 import trio
@@ -35,6 +37,7 @@ from mongosim.shardsim.collation import check_collations
 from mongosim.shardsim.commands import COMMANDS
 from mongosim.shardsim.fail_point import CloseConnection, FailPoints, check_max_time_always_times_out
 from mongosim.shardsim.generic_args import check_generic_arguments
+from mongosim.shardsim.javascript import engine as js_engine
 from mongosim.shardsim.logical_session_cache import LogicalSessionCache
 from mongosim.shardsim.sessions_collection import SessionsCollection
 from mongosim.shardsim.read_concern_support import check_read_concern_support
@@ -205,6 +208,9 @@ class Node:
             if lsid is not None and ctx.txn_number is not None:
                 self.sessions.begin(lsid, ctx.txn_number)  # the session is checked out before any wait
             await self._wait_for_prepared(db, cmd.get(name), ctx.deadline)
+        js_deadline = None  # (scripts the command runs stop at its maxTimeMS: shardsim.javascript.engine)
+        if ctx.deadline != math.inf:
+            js_deadline = js_engine.COMMAND_DEADLINE.set(time.monotonic() + ctx.deadline - trio.current_time())
         try:
             if ctx.txn is None:
                 reply = await self._dispatch(handler, ctx, db, name)
@@ -221,6 +227,9 @@ class Node:
             if ctx.close_connection:
                 raise CloseConnection() from err  # the connection was closed before the error could be sent
             raise
+        finally:
+            if js_deadline is not None:
+                js_engine.COMMAND_DEADLINE.reset(js_deadline)
         if ctx.txn is not None and any(e.get("code") != WOULD_CHANGE_OWNING_SHARD for e in reply.get("writeErrors", ())):
             ctx.txn.abort(ctx)  # (WouldChangeOwningShard is mongos's to handle: the transaction goes on)
         if ctx.at_cluster_time:

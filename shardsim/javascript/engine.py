@@ -10,13 +10,15 @@ converts the result back.
 
 Errors: a syntax error, an uncaught throw, a runaway script (the step budget
 MAX_STEPS or TIME_LIMIT seconds per call) or too deep a recursion is code 139
-JSInterpreterFailure; past the command's own maxTimeMS it is MaxTimeMSExpired.
+JSInterpreterFailure; past the command's own maxTimeMS (COMMAND_DEADLINE, set by
+the node for each command) it is MaxTimeMSExpired.
 """
 
 from __future__ import annotations
 
 import math
 import time
+from contextvars import ContextVar
 
 from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.javascript.errors import JSBudgetExceeded, JSSyntaxError, JSThrow
@@ -24,8 +26,12 @@ from mongosim.shardsim.javascript.interpreter import Interpreter
 from mongosim.shardsim.javascript.parser import Function, parse_program
 from mongosim.shardsim.javascript.values import UNDEFINED, JSFunction, JSObject, to_bson, to_js, to_string
 
-MAX_STEPS = 2_000_000  # per call from the server
+ENABLED = True  # security.javascriptEnabled (`--noscripting` turns it off): shardsim.script_engine
+MAX_STEPS = 100_000_000  # per call from the server (TIME_LIMIT usually ends a runaway first)
 TIME_LIMIT = 2.0  # seconds per call from the server
+
+# time.monotonic() when the running command's maxTimeMS runs out (the node sets it per command)
+COMMAND_DEADLINE: ContextVar[float] = ContextVar("mongosim_js_command_deadline", default=math.inf)
 
 _COMPILED: dict[str, Function] = {}  # source -> parsed program (parsing is pure; the cache is bounded)
 _CACHE_MAX = 512
@@ -39,6 +45,11 @@ def parse(source: str) -> Function:
             _COMPILED.clear()
         _COMPILED[source] = prog
     return prog
+
+
+def require_enabled() -> None:
+    if not ENABLED:
+        raise MongoError(31246, "Cannot run server-side javascript without the javascript engine enabled")
 
 
 def check_syntax(source: str) -> None:
@@ -60,6 +71,7 @@ def error_message(value) -> str:
 class ScriptEngine:
     def __init__(self, scope: dict | None = None, deadline: float = math.inf) -> None:
         """`deadline`: time.monotonic() when the command's maxTimeMS runs out."""
+        require_enabled()
         self.interp = Interpreter(MAX_STEPS)
         self.deadline = deadline
         self._functions: dict[str, JSFunction] = {}
@@ -102,7 +114,8 @@ class ScriptEngine:
         return self._run(lambda: self.interp.call(fn, js_this, js_args))
 
     def _run(self, thunk):
-        remaining = self.deadline - time.monotonic()
+        deadline = min(self.deadline, COMMAND_DEADLINE.get())
+        remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise MongoError("MaxTimeMSExpired", "operation exceeded time limit")
         self.interp.start(min(TIME_LIMIT, remaining))
@@ -114,7 +127,7 @@ class ScriptEngine:
         except JSThrow as e:
             raise MongoError("JSInterpreterFailure", error_message(e.value)) from None
         except JSBudgetExceeded:
-            if time.monotonic() >= self.deadline:
+            if time.monotonic() >= deadline:
                 raise MongoError("MaxTimeMSExpired", "operation exceeded time limit") from None
             raise MongoError("JSInterpreterFailure", "JavaScript execution terminated") from None
         except RecursionError:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import datetime
 import math
 import re
+from collections.abc import Mapping
 
 from bson import Code, DatetimeMS, Int64
 
@@ -393,6 +394,8 @@ def to_js(v):
         return str(v)
     if isinstance(v, str):
         return str(v)
+    if isinstance(v, Mapping):  # (RawBSONDocument, SON)
+        return JSObject({k: to_js(x) for k, x in v.items()}, OBJECT_PROTO[0])
     return HostValue(v)
 
 

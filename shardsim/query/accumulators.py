@@ -38,9 +38,10 @@ import math
 from decimal import Decimal
 from typing import Any, Callable
 
-from bson import Decimal128, Int64
+from bson import Code, Decimal128, Int64
 from mongosim.oplog import _dec128
 from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.javascript.engine import ScriptEngine
 from mongosim.shardsim.query.collation import compare_for, hashable_for, sort_key_for
 from mongosim.shardsim.query.expression_core import compile_expression
 from mongosim.shardsim.query.fmt import bson_str
@@ -585,8 +586,102 @@ def _percentile(field, op, arg, compile_expr, collator):
     return Statement(field, op, compile_expr(inp), lambda: _Percentile(ps, single))
 
 
+class _JsAccumulator:
+    """$accumulator's state for one group: init(...initArgs), then accumulate(state, ...args) per document,
+    finalize(state) at the end (AccumulatorJs; the state crosses as BSON between calls, as the server's)."""
+
+    __slots__ = ("spec", "state")
+
+    def __init__(self, spec: _JsSpec, init_args) -> None:
+        if not isinstance(init_args, list):
+            raise MongoError(4544711, f"$accumulator initArgs must evaluate to an array: {_value_str(init_args)}")
+        self.spec = spec
+        eng = spec.engine()
+        self.state = eng.call(eng.function(spec.init), init_args)
+
+    def add(self, v) -> None:
+        if not isinstance(v, list):
+            raise MongoError(4544712, f"$accumulator accumulateArgs must evaluate to an array: {_value_str(v)}")
+        eng = self.spec.engine()
+        self.state = eng.call(eng.function(self.spec.accumulate), [self.state, *v])
+
+    def result(self):
+        if self.spec.finalize is None:
+            return self.state
+        eng = self.spec.engine()
+        return eng.call(eng.function(self.spec.finalize), [self.state])
+
+
+def _value_str(v) -> str:
+    return "missing" if v is MISSING else bson_str(v)
+
+
+class _JsSpec:
+    """The parsed functions of an $accumulator and the script engine its groups share."""
+
+    __slots__ = ("init", "accumulate", "merge", "finalize", "_engine")
+
+    def __init__(self, init: str, accumulate: str, merge: str, finalize: str | None) -> None:
+        self.init, self.accumulate, self.merge, self.finalize = init, accumulate, merge, finalize
+        self._engine = None
+
+    def engine(self):
+        if self._engine is None:
+            self._engine = ScriptEngine()
+        return self._engine
+
+
+class _JsStatement(Statement):
+    """A Statement whose state starts from initArgs, evaluated once per group against `{_id: key}`."""
+
+    __slots__ = ("init_args", "spec")
+
+    def new(self, key_doc: dict | None = None, variables: dict | None = None):
+        return _JsAccumulator(self.spec, self.init_args(key_doc or {}, variables))
+
+
+def _js_function(name: str, v, compile_expr) -> str:
+    """parseFunction: a constant string or Code (4544701 not constant, 4544702 another type)."""
+    if isinstance(v, dict) and len(v) == 1 and "$literal" in v:
+        v = v["$literal"]
+    elif isinstance(v, dict) and v and next(iter(v)).startswith("$") or \
+            isinstance(v, str) and v.startswith("$") and not isinstance(v, Code):
+        raise MongoError(4544701, f"$accumulator '{name}' must be a constant expression")
+    if not isinstance(v, str):
+        raise MongoError(4544702, f"$accumulator '{name}' must be a String or Code")
+    return str(v)
+
+
 def _javascript(field, op, arg, compile_expr, collator):
-    raise MongoError("NotImplemented", f"{op} (server-side JavaScript) is not supported by mongosim")
+    """$accumulator (AccumulatorJs::parse): init, accumulate, merge required; accumulateArgs required."""
+    if not isinstance(arg, dict):
+        raise MongoError(4544703, f"$accumulator expects an object as an argument; found: {type_name(arg)}")
+    funcs: dict = {}
+    init_args = accumulate_args = None
+    for k, v in arg.items():
+        if k in ("init", "accumulate", "merge", "finalize"):
+            funcs[k] = _js_function(k, v, compile_expr)
+        elif k == "initArgs":
+            init_args = compile_expr(v)
+        elif k == "accumulateArgs":
+            accumulate_args = compile_expr(v)
+        elif k == "lang":
+            if not isinstance(v, str):
+                raise MongoError(4544704, f"$accumulator lang must be a string; found: {type_name(v)}")
+            if v != "js":
+                raise MongoError(4544705, "$accumulator only supports lang: 'js'")
+        else:
+            raise MongoError(4544706, f"$accumulator got an unexpected field: {k}")
+    for k, code in (("init", 4544707), ("accumulate", 4544708), ("merge", 4544709)):
+        if not funcs.get(k):
+            raise MongoError(code, f"$accumulator missing required argument '{k}'")
+    if accumulate_args is None:
+        raise MongoError(4544710, "$accumulator missing required argument 'accumulateArgs'")
+    spec = _JsSpec(funcs["init"], funcs["accumulate"], funcs["merge"], funcs.get("finalize"))
+    st = _JsStatement(field, op, accumulate_args, None)
+    st.init_args = init_args if init_args is not None else (lambda doc, variables=None: [])
+    st.spec = spec
+    return st
 
 
 ACCUMULATORS: dict[str, Callable] = {

@@ -1082,6 +1082,7 @@ from mongosim.shardsim.query import (  # noqa: E402,F401  (registration)
     expression_accumulator,
     expression_array,
     expression_date,
+    expression_function,
     expression_math,
     expression_regex,
     expression_set,

@@ -29,6 +29,13 @@ def mentions(flt: Any, ops: frozenset | set) -> bool:
 
 
 TEXT_OPS = frozenset({"$text"})
+WHERE_OPS = frozenset({"$where"})
+FUNCTION_OPS = frozenset({"$function"})
+
+
+def where_not_allowed() -> MongoError:
+    """A pipeline's matcher has no JavaScript feature (Pipeline::kAllowedMatcherFeatures), nor a validator's."""
+    return MongoError("BadValue", "$where is not allowed in this context")
 NEAR_OPS = frozenset({"$near", "$nearSphere", "$geoNear"})
 
 
@@ -42,6 +49,8 @@ def check_match_stage(spec: dict) -> None:
         raise MongoError(17313, "$match with $text is only allowed as the first pipeline stage")
     if mentions(spec, NEAR_OPS):
         raise near_not_allowed()
+    if mentions(spec, WHERE_OPS):
+        raise where_not_allowed()
 
 
 def check_pipeline(pipeline: list) -> None:
@@ -52,6 +61,8 @@ def check_pipeline(pipeline: list) -> None:
                 raise MongoError(17313, "$match with $text is only allowed as the first pipeline stage")
             if mentions(st["$match"], NEAR_OPS):
                 raise near_not_allowed()
+            if mentions(st["$match"], WHERE_OPS):
+                raise where_not_allowed()
 
 
 @dataclass(frozen=True)

@@ -785,6 +785,15 @@ def _bits_test(op: str, arg) -> Callable[[Any], bool]:
     return test
 
 
+def _where_inside(flt: dict) -> bool:
+    for k, v in flt.items():
+        if k == "$where":
+            return True
+        if k in LOGICAL_OPS and isinstance(v, list) and any(isinstance(x, dict) and _where_inside(x) for x in v):
+            return True
+    return False
+
+
 def _elem_match_test(arg):
     if not isinstance(arg, dict):
         raise MongoError("BadValue", "$elemMatch needs an Object")
@@ -792,6 +801,8 @@ def _elem_match_test(arg):
     if first.startswith("$") and first not in _TOP_LEVEL_OK:
         elem_ok = _value_test(arg)
     else:
+        if _where_inside(arg):  # (parsed at the sub-document level)
+            raise MongoError("BadValue", "$where can only be applied to the top-level document")
         sub = compile_filter(arg, top=False)
 
         def elem_ok(e):

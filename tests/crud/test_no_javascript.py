@@ -1,10 +1,13 @@
-"""mapReduce and $where on a deployment without a script engine, and checkMetadataConsistency through mongos."""
+"""mapReduce and $where on a deployment started without a script engine (`--noscripting`:
+shardsim.javascript.engine.ENABLED off), and checkMetadataConsistency through mongos."""
 
 from __future__ import annotations
 
 import pytest
 from bson import Code
 from pymongo.errors import OperationFailure
+
+from mongosim.shardsim.javascript import engine
 
 MAP = Code("function inc() { return emit(0, this.x + 1) }")
 REDUCE = Code("function sum(key, values) { return values.reduce((acc, x) => acc + x); }")
@@ -17,7 +20,12 @@ def db(client, request):
     return db
 
 
-def test_map_reduce_over_no_documents_answers_as_the_server(db):
+@pytest.fixture
+def noscripting(monkeypatch):
+    monkeypatch.setattr(engine, "ENABLED", False)
+
+
+def test_map_reduce_over_no_documents_answers_as_the_server(db, noscripting):
     reply = db.command("mapReduce", "c", map=MAP, reduce=REDUCE, out={"inline": 1})
     assert reply["results"] == [] and reply["ok"] == 1.0
     assert db.command("mapReduce", "c", map=MAP, reduce=REDUCE, out="res")["result"] == "res"
@@ -26,7 +34,7 @@ def test_map_reduce_over_no_documents_answers_as_the_server(db):
         {"db": db.name, "collection": "r2"}
 
 
-def test_map_reduce_needs_the_javascript_engine_for_its_first_document(db):
+def test_map_reduce_needs_the_javascript_engine_for_its_first_document(db, noscripting):
     db.c.insert_many([{"_id": 1, "x": 0}, {"_id": 2, "x": 1}])
     with pytest.raises(OperationFailure) as e:
         db.command("mapReduce", "c", map=MAP, reduce=REDUCE, out={"inline": 1})
@@ -42,9 +50,12 @@ def test_map_reduce_shape_errors(db):
     with pytest.raises(OperationFailure) as e:
         db.command("mapReduce", "c", map=MAP, reduce=REDUCE, out={"inline": 1}, bogus=1)
     assert e.value.code == 40415
+    with pytest.raises(OperationFailure) as e:
+        db.command("mapReduce", "c", map=MAP, reduce=REDUCE, out={"inline": 1}, **{"$_reduced": True})
+    assert e.value.code == 40415
 
 
-def test_where_is_refused_when_parsed(db):
+def test_where_is_refused_when_parsed(db, noscripting):
     db.other.insert_one({})  # (the database exists: mongos asks its primary shard, which parses the filter)
     with pytest.raises(OperationFailure) as e:
         db.c.find_one({"$where": "this.x == 1"})  # even on a collection that does not exist

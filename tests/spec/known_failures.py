@@ -18,7 +18,6 @@ from __future__ import annotations
 GRIDFS_EQ = "not the emulator: pymongo 4.20 GridFS finds the file by {_id: {$eq: id}}, the test expects {_id: id}"
 PYMONGO_PARTIAL_RESULT = "not the emulator: pymongo 4.20 sets partial_result when an ordered client bulk write's first op fails (nErrors < ops sent)"
 ON_PRIMARY_TXN_WRITE = "not the emulator: pymongo 4.20 raises AutoReconnect, with no partial result, when onPrimaryTransactionalWrite closes the connection on both attempts (the server's failpoint closes it by default, transaction_participant.cpp); pymongo's own unified runner skips these three tests ('Implement PYTHON-4597')"
-MAPREDUCE = "no JavaScript engine (a deployment with security.javascriptEnabled: false): the map function fails with 31246"
 
 _BY_CAUSE: dict[str, list[str]] = {
     GRIDFS_EQ: [  # 34
@@ -67,10 +66,6 @@ _BY_CAUSE: dict[str, list[str]] = {
         "replset/retryable-writes/bulkWrite.json/First insertOne is never committed",
         "replset/retryable-writes/bulkWrite.json/Second updateOne is never committed",
         "replset/retryable-writes/bulkWrite.json/Third updateOne is never committed",
-    ],
-    MAPREDUCE: [  # 2
-        "replset/retryable-reads/mapReduce.json/MapReduce succeeds with retry on",
-        "sharded/retryable-reads/mapReduce.json/MapReduce succeeds with retry on",
     ],
 }
 
