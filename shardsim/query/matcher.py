@@ -282,7 +282,7 @@ def _op_test(op: str, arg, ops: dict):
     if ext is not None:
         test, expand = ext(op, arg)
         return test, expand, False, False
-    if op in ("$near", "$nearSphere", "$geoWithin", "$geoIntersects", "$within", "$text", "$where"):
+    if op in ("$near", "$nearSphere", "$geoWithin", "$geoIntersects", "$within", "$text"):
         raise MongoError("NotImplemented", f"{op} is not supported by mongosim")
     raise MongoError("BadValue", f"unknown operator: {op}")
 
