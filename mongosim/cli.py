@@ -145,6 +145,8 @@ def _serve_parser(sub: Any) -> argparse.ArgumentParser:
     p.add_argument("--tls-cert-file", metavar="PEM", type=_readable_file, default=None, help="PEM certificate (and key) to serve TLS")
     p.add_argument("--tls-key-file", metavar="PEM", type=_readable_file, default=None, help="PEM key, if not in the certificate file")
     p.add_argument("--data-dir", metavar="DIR", default=None, help="persist oplogs, documents and config here")
+    p.add_argument("--noscripting", action="store_true",
+                   help="no server-side JavaScript, as mongod --noscripting ($where, mapReduce, $function fail)")
     p.add_argument("--trace", metavar="FILE", default=None,
                    help="write the merge trace of every change stream to FILE as JSON lines (mongosim/trace.py)")
     p.add_argument("-v", "--verbose", action="store_true",
@@ -246,6 +248,10 @@ def _run_serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
 
     keep_freed_memory()
     collect_less_often()
+    if args.noscripting:  # security.javascriptEnabled: false (the process serves one cluster)
+        from mongosim.shardsim.javascript import engine as js_engine
+
+        js_engine.ENABLED = False
     command_log.configure(args.verbose)
     opts = ClusterOptions(
         shards=args.shards, routers=args.routers, topology=args.topology, host=args.host, port=args.port,

@@ -36,6 +36,8 @@ from mongosim.shardsim.javascript.values import (
     NativeFunction,
     date_string,
     is_callable,
+    check_array_length,
+    check_string,
     js_add,
     js_pow,
     make_error,
@@ -62,6 +64,14 @@ def _native(table: dict, name: str):
         return fn
 
     return deco
+
+
+def to_integer(v) -> int:
+    """ToIntegerOrInfinity, clamped to ±2^53 so it stays a Python int (NaN is 0)."""
+    x = to_number(v)
+    if x != x:
+        return 0
+    return int(max(-(2.0**53), min(x, 2.0**53)))
 
 
 def _index(key) -> int | None:
@@ -147,17 +157,17 @@ def set_member(obj, key, value) -> None:
             if i < len(items):
                 items[i] = value
             else:
-                if i > 10_000_000:
-                    raise make_error("RangeError", "invalid array length")
+                check_array_length(i + 1)
                 items.extend([UNDEFINED] * (i - len(items)))
                 items.append(value)
             return
         k = to_property_key(key)
         if k == "length":
             n = to_number(value)
-            if n != int(n) or n < 0 or n > 10_000_000:
+            if n != int(n) or n < 0:
                 raise make_error("RangeError", "invalid array length")
             n = int(n)
+            check_array_length(n)
             del obj.items[n:]
             obj.items.extend([UNDEFINED] * (n - len(obj.items)))
             return
@@ -308,6 +318,7 @@ def _callback(args, name):
 @_native(ARRAY_PROTO, "push")
 def _push(interp, this, args):
     a = _this_array(this, "push")
+    check_array_length(len(a.items) + len(args))
     a.items.extend(args)
     return float(len(a.items))
 
@@ -327,6 +338,7 @@ def _shift(interp, this, args):
 @_native(ARRAY_PROTO, "unshift")
 def _unshift(interp, this, args):
     a = _this_array(this, "unshift")
+    check_array_length(len(a.items) + len(args))
     a.items[0:0] = args
     return float(len(a.items))
 
@@ -353,7 +365,7 @@ def _splice(interp, this, args):
     a = _this_array(this, "splice")
     n = len(a.items)
     start = _relative(_arg(args, 0), n, 0)
-    count = n - start if len(args) < 2 else max(0, min(int(to_number(args[1]) or 0), n - start))
+    count = n - start if len(args) < 2 else max(0, min(to_integer(args[1]), n - start))
     removed = a.items[start:start + count]
     a.items[start:start + count] = args[2:]
     return JSArray(removed)
@@ -368,6 +380,7 @@ def _concat(interp, this, args):
             out.extend(x.items)
         else:
             out.append(x)
+        check_array_length(len(out))
     return JSArray(out)
 
 
@@ -375,7 +388,7 @@ def _concat(interp, this, args):
 def _join(interp, this, args):
     a = _this_array(this, "join")
     sep = "," if _arg(args, 0) is UNDEFINED else to_string(args[0])
-    return sep.join("" if x is None or x is UNDEFINED else to_string(x) for x in a.items)
+    return check_string(sep.join("" if x is None or x is UNDEFINED else to_string(x) for x in a.items))
 
 
 @_native(ARRAY_PROTO, "toString")
@@ -513,7 +526,7 @@ def _sort(interp, this, args):
 @_native(ARRAY_PROTO, "flat")
 def _flat(interp, this, args):
     a = _this_array(this, "flat")
-    depth = 1 if _arg(args, 0) is UNDEFINED else int(to_number(args[0]))
+    depth = 1 if _arg(args, 0) is UNDEFINED else to_integer(args[0])
 
     def flat(items, d):
         for v in items:
@@ -612,7 +625,7 @@ def _s_substring(s, args):
 def _s_substr(s, args):
     n = len(s)
     a = _relative(_arg(args, 0), n, 0)
-    length = n - a if _arg(args, 1) is UNDEFINED else max(0, int(to_number(args[1]) or 0))
+    length = n - a if _arg(args, 1) is UNDEFINED else max(0, to_integer(args[1]))
     return s[a:a + length]
 
 
@@ -632,19 +645,19 @@ def _s_split(s, args):
         sep = to_string(sep)
         parts = list(s) if sep == "" else s.split(sep)
     if limit is not UNDEFINED:
-        parts = parts[: int(to_number(limit))]
+        parts = parts[: to_integer(limit)]
     return JSArray(parts)
 
 
 @_str_method("charAt")
 def _s_char_at(s, args):
-    i = int(to_number(_arg(args, 0)) or 0)
+    i = to_integer(_arg(args, 0))
     return s[i] if 0 <= i < len(s) else ""
 
 
 @_str_method("charCodeAt")
 def _s_char_code_at(s, args):
-    i = int(to_number(_arg(args, 0)) or 0)
+    i = to_integer(_arg(args, 0))
     return float(ord(s[i])) if 0 <= i < len(s) else math.nan
 
 
@@ -661,27 +674,31 @@ def _s_replace_all(s, args):
 @_str_method("repeat")
 def _s_repeat(s, args):
     n = to_number(_arg(args, 0))
-    if n != n or n < 0 or n * len(s) > 16_000_000:
+    if n != n or n < 0 or n * len(s) > values.MAX_STRING_LENGTH:
         raise make_error("RangeError", "repeat count must be non-negative and the result not too long")
     return s * int(n)
 
 
 @_str_method("padStart")
 def _s_pad_start(s, args):
-    n = int(to_number(_arg(args, 0)) or 0)
+    n = to_integer(_arg(args, 0))
     fill = " " if _arg(args, 1) is UNDEFINED else to_string(args[1])
-    if n <= len(s) or not fill or n > 16_000_000:
+    if n <= len(s) or not fill:
         return s
-    return (fill * n)[: n - len(s)] + s
+    if n > values.MAX_STRING_LENGTH:
+        raise make_error("RangeError", "invalid string length")
+    return check_string((fill * (n // len(fill) + 1))[: n - len(s)] + s)
 
 
 @_str_method("padEnd")
 def _s_pad_end(s, args):
-    n = int(to_number(_arg(args, 0)) or 0)
+    n = to_integer(_arg(args, 0))
     fill = " " if _arg(args, 1) is UNDEFINED else to_string(args[1])
-    if n <= len(s) or not fill or n > 16_000_000:
+    if n <= len(s) or not fill:
         return s
-    return s + (fill * n)[: n - len(s)]
+    if n > values.MAX_STRING_LENGTH:
+        raise make_error("RangeError", "invalid string length")
+    return check_string(s + (fill * (n // len(fill) + 1))[: n - len(s)])
 
 
 @_str_method("concat")
@@ -698,7 +715,7 @@ BOOLEAN_PROTO: dict = {}
 @_native(NUMBER_PROTO, "toFixed")
 def _to_fixed(interp, this, args):
     x = to_number(this)
-    d = int(to_number(_arg(args, 0)) or 0)
+    d = to_integer(_arg(args, 0))
     if not 0 <= d <= 100:
         raise make_error("RangeError", "precision out of range")
     if not math.isfinite(x) or abs(x) >= 1e21:
@@ -712,7 +729,7 @@ def _num_to_string(interp, this, args):
     x = to_number(this)
     if radix is UNDEFINED or to_number(radix) == 10 or not math.isfinite(x) or x != int(x):
         return number_to_string(x)
-    r = int(to_number(radix))
+    r = to_integer(radix)
     if not 2 <= r <= 36:
         raise make_error("RangeError", "radix must be an integer at least 2 and no greater than 36")
     n, digits = abs(int(x)), []
@@ -805,7 +822,7 @@ def _date_construct(interp, this, args):
             return JSDate(_parse_date(v))
         x = to_number(v)
         return JSDate(float(int(x)) if math.isfinite(x) else math.nan)
-    parts = [int(to_number(a)) for a in args[:7]] + [0] * (7 - min(len(args), 7))
+    parts = [to_integer(a) for a in args[:7]] + [0] * (7 - min(len(args), 7))
     y, mo, d, h, mi, s, ms = parts
     try:
         base = datetime.datetime(y, 1, 1) + datetime.timedelta(days=0)
@@ -880,7 +897,7 @@ def json_stringify(v, indent: str = "", depth: int = 0, cur: str = ""):
 
 def _json_stringify(interp, this, args):
     space = _arg(args, 2)
-    indent = " " * int(to_number(space)) if type(space) is float else space if type(space) is str else ""
+    indent = " " * max(0, min(10, to_integer(space))) if type(space) is float else space if type(space) is str else ""
     r = json_stringify(_arg(args, 0), indent[:10])
     return UNDEFINED if r is None else r
 
@@ -1116,7 +1133,7 @@ def _make_globals() -> dict:
         "printjson": NativeFunction(lambda i, t, a: UNDEFINED, "printjson"),
         "tojson": NativeFunction(_tojson, "tojson"),
         "NumberInt": NativeFunction(lambda i, t, a: float(to_int32(_arg(a, 0))), "NumberInt"),
-        "NumberLong": NativeFunction(lambda i, t, a: float(int(to_number(_arg(a, 0)) or 0)), "NumberLong"),
+        "NumberLong": NativeFunction(lambda i, t, a: float(to_integer(_arg(a, 0))), "NumberLong"),
         "ObjectId": _ctor(_object_id, "ObjectId", _object_id,
                           lambda o: type(o) is HostValue and type(o.value) is ObjectId),
     }
@@ -1140,8 +1157,9 @@ def _inherits(o: JSObject, proto: JSObject) -> bool:
 def _array_ctor(interp, this, args):
     if len(args) == 1 and type(args[0]) is float:
         n = args[0]
-        if n != int(n) or n < 0 or n > 10_000_000:
+        if n != int(n) or n < 0:
             raise make_error("RangeError", "invalid array length")
+        check_array_length(int(n))
         return JSArray([UNDEFINED] * int(n))
     return JSArray(list(args))
 

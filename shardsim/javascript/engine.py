@@ -17,6 +17,7 @@ the node for each command) it is MaxTimeMSExpired.
 from __future__ import annotations
 
 import math
+import sys
 import time
 from contextvars import ContextVar
 
@@ -29,6 +30,7 @@ from mongosim.shardsim.javascript.values import UNDEFINED, JSFunction, JSObject,
 ENABLED = True  # security.javascriptEnabled (`--noscripting` turns it off): shardsim.script_engine
 MAX_STEPS = 100_000_000  # per call from the server (TIME_LIMIT usually ends a runaway first)
 TIME_LIMIT = 2.0  # seconds per call from the server
+PYTHON_STACK = 6000  # the recursion limit while a script runs
 
 # time.monotonic() when the running command's maxTimeMS runs out (the node sets it per command)
 COMMAND_DEADLINE: ContextVar[float] = ContextVar("mongosim_js_command_deadline", default=math.inf)
@@ -40,7 +42,14 @@ _CACHE_MAX = 512
 def parse(source: str) -> Function:
     prog = _COMPILED.get(source)
     if prog is None:
-        prog = parse_program(source)
+        limit = sys.getrecursionlimit()
+        if limit < PYTHON_STACK:  # (a nesting level of the source is about 12 Python frames)
+            sys.setrecursionlimit(PYTHON_STACK)
+        try:
+            prog = parse_program(source)
+        finally:
+            if limit < PYTHON_STACK:
+                sys.setrecursionlimit(limit)
         if len(_COMPILED) >= _CACHE_MAX:
             _COMPILED.clear()
         _COMPILED[source] = prog
@@ -122,6 +131,9 @@ class ScriptEngine:
         self.interp.max_steps = MAX_STEPS
         self.interp.depth = 0
         del self.interp.this_stack[1:]
+        limit = sys.getrecursionlimit()
+        if limit < PYTHON_STACK:  # (about 8 Python frames per JS call: MAX_CALL_DEPTH fits)
+            sys.setrecursionlimit(PYTHON_STACK)
         try:
             return thunk()
         except JSThrow as e:
@@ -132,6 +144,14 @@ class ScriptEngine:
             raise MongoError("JSInterpreterFailure", "JavaScript execution terminated") from None
         except RecursionError:
             raise MongoError("JSInterpreterFailure", "InternalError: too much recursion") from None
+        except MongoError:
+            raise
+        except (ArithmeticError, ValueError, TypeError, IndexError, KeyError, MemoryError) as e:
+            # (a value the builtins did not expect: the script fails, the server goes on)
+            raise MongoError("JSInterpreterFailure", f"InternalError: {type(e).__name__}: {e}") from None
+        finally:
+            if limit < PYTHON_STACK:
+                sys.setrecursionlimit(limit)
 
 
 def _as_function(prog: Function) -> Function:

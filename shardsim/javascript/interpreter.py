@@ -30,6 +30,7 @@ from mongosim.shardsim.javascript.values import (
     JSFunction,
     JSObject,
     NativeFunction,
+    check_array_length,
     is_callable,
     js_add,
     js_div,
@@ -47,7 +48,7 @@ from mongosim.shardsim.javascript.values import (
     type_of,
 )
 
-MAX_CALL_DEPTH = 60
+MAX_CALL_DEPTH = 400  # (Python's own stack may end a deep recursion first: the same error)
 
 
 class Scope:
@@ -405,6 +406,7 @@ class Interpreter:
                 items.append(UNDEFINED)
             elif e[0] == "spread":
                 items.extend(builtins.iterate(self, self.eval(e[1], scope)))
+                check_array_length(len(items))
             else:
                 items.append(self.eval(e, scope))
         return JSArray(items)

@@ -325,15 +325,30 @@ def make_error(name: str, message: str) -> JSThrow:
 # --- arithmetic with JavaScript's semantics --------------------------------------------------
 
 
+MAX_STRING_LENGTH = 1 << 26  # characters; a longer string is a RangeError (memory stays bounded)
+MAX_ARRAY_LENGTH = 1 << 24
+
+
+def check_string(v: str) -> str:
+    if len(v) > MAX_STRING_LENGTH:
+        raise make_error("RangeError", "repeat count must be less than infinity and not overflow maximum string size")
+    return v
+
+
+def check_array_length(n: int) -> None:
+    if n > MAX_ARRAY_LENGTH:
+        raise make_error("RangeError", "invalid array length")
+
+
 def js_add(a, b):
     ta, tb = type(a), type(b)
     if ta is float and tb is float:
         return a + b
     if ta is str and tb is str:
-        return a + b
+        return check_string(a + b) if len(a) + len(b) > 4096 else a + b
     a, b = to_primitive(a), to_primitive(b)
     if type(a) is str or type(b) is str:
-        return to_string(a) + to_string(b)
+        return check_string(to_string(a) + to_string(b))
     return to_number(a) + to_number(b)
 
 

@@ -300,3 +300,41 @@ def test_arithmetic_and_comparisons_match_js_semantics(left, right, cmp):
                 ">=": not nan and vl >= vr, "===": not nan and vl == vr, "!==": nan or vl != vr,
                 "==": not nan and vl == vr, "!=": nan or vl != vr}[cmp]
     assert got[2] is expected, (sl, cmp, sr)
+
+
+@pytest.mark.parametrize("source", [
+    "function() { var s = 'ab'; for (var i = 0; i < 40; i++) s += s; return s.length; }",
+    "function() { var a = [1]; for (var i = 0; i < 40; i++) a = a.concat(a); return a.length; }",
+    "function() { return 'x'.padStart(1e15).length; }",
+    "function() { return 'x'.repeat(1e12).length; }",
+    "function() { return new Array(1e12).length; }",
+    "function() { var a = []; a[1e12] = 1; return a.length; }",
+])
+def test_memory_stays_bounded(source):
+    with pytest.raises(MongoError) as e:
+        run(source)
+    assert e.value.code == 139 and "RangeError" in str(e.value)
+
+
+def test_odd_numeric_arguments_are_no_python_errors():
+    assert expr("'abc'.charAt(NaN)") == "a"
+    assert expr("'abc'.substr(NaN, Infinity)") == "abc"
+    assert expr("[1, 2, 3].splice(0, NaN)") == []
+    assert expr("(5).toFixed(NaN)") == "5"
+    assert expr("JSON.stringify([1], null, 1e300)") == "[\n          1\n]"
+    assert expr("NumberLong(NaN)") == 0.0
+
+
+def test_deep_recursion_is_an_error_not_a_crash():
+    assert run("function() { function f(n) { return n == 0 ? 0 : 1 + f(n - 1); } return f(300); }") == 300.0
+    with pytest.raises(MongoError) as e:
+        run("function() { function f(n) { return 1 + f(n + 1); } return f(0); }")
+    assert e.value.code == 139 and "too much recursion" in str(e.value)
+
+
+def test_deeply_nested_source():
+    assert expr("(" * 150 + "1" + ")" * 150) == 1.0
+    assert expr("[" * 150 + "]" * 150) is not None
+    with pytest.raises(MongoError) as e:
+        expr("(" * 400 + "1" + ")" * 400)
+    assert e.value.code == 139 and "SyntaxError" in str(e.value)
