@@ -21,7 +21,15 @@ from mongosim.router.command_registry import ROUTER_COMMANDS, router_command
 from mongosim.router.commands_crud import targets_for_query
 from mongosim.router.commands_ddl import shards_holding
 from mongosim.router.request import GENERIC_FIELDS, Request
-from mongosim.shardsim.map_reduce import engine_for, finish, output_stage, parse, reduce_into_existing, reply_for
+from mongosim.shardsim.map_reduce import (
+    engine_for,
+    finish,
+    internal_error_context,
+    output_stage,
+    parse,
+    reduce_into_existing,
+    reply_for,
+)
 from mongosim.shardsim.query.values import hashable
 
 if TYPE_CHECKING:
@@ -44,18 +52,19 @@ async def cmd_map_reduce(router: Router, req: Request) -> dict:
         for doc in reply.get("results", []):
             g = groups.setdefault(hashable(doc["_id"]), (doc["_id"], []))
             g[1].append(doc["value"])
-    results = finish(engine_for(req.cmd), req.cmd, groups) if groups else []
-    if out_coll is None:
-        return reply_for(req.db, out_db, None, results)
-    target_db = out_db or req.db
-    if mode == "reduce" and results:
-        existing = await _existing(router, target_db, out_coll, [d["_id"] for d in results])
-        results = reduce_into_existing(engine_for(req.cmd), req.cmd, results, existing)
-    if not results and mode != "replace":
-        await _ensure_collection(router, req, target_db, out_coll)
-    else:
-        write = output_writer(router, req, output_stage(mode, target_db, out_coll))
-        await write(results, {})
+    with internal_error_context():
+        results = finish(engine_for(req.cmd), req.cmd, groups) if groups else []
+        if out_coll is None:
+            return reply_for(req.db, out_db, None, results)
+        target_db = out_db or req.db
+        if mode == "reduce" and results:
+            existing = await _existing(router, target_db, out_coll, [d["_id"] for d in results])
+            results = reduce_into_existing(engine_for(req.cmd), req.cmd, results, existing)
+        if not results and mode != "replace":
+            await _ensure_collection(router, req, target_db, out_coll)
+        else:
+            write = output_writer(router, req, output_stage(mode, target_db, out_coll))
+            await write(results, {})
     return reply_for(req.db, out_db, out_coll, [])
 
 

@@ -22,11 +22,14 @@ accumulator is `$_internalJsReduce`, then finalize and `$out`/`$merge`):
 
 The reply: `{results: [...]}` inline, else `{result: <coll>}` (`{result:
 {db, collection}}` when `out` names a database).  Errors in the scripts are
-139 JSInterpreterFailure (shardsim.javascript.engine).
+139 JSInterpreterFailure (shardsim.javascript.engine); whatever fails once the
+run has started reads "MapReduce internal error :: caused by :: ...", as the
+server adds that context.  A view is refused (166).
 """
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Iterable
 
 from bson import Code
@@ -40,6 +43,7 @@ from mongosim.shardsim.operation_context import OpCtx
 from mongosim.shardsim.query.matcher import Matcher
 from mongosim.shardsim.query.values import hashable, sort_key
 from mongosim.shardsim.reads import output_writer
+from mongosim.shardsim.view_catalog import resolve
 from mongosim.shardsim.writes import matching_documents
 
 if TYPE_CHECKING:
@@ -191,6 +195,31 @@ async def cmd_map_reduce(node: Node, ctx: OpCtx) -> dict:
         raise MongoError(40415, "BSON field 'MapReduceCommandRequest.$_reduced' is an unknown field.")
     name = check_namespace(ctx.db, ctx.cmd[first])
     out_db, out_coll, mode = parse(ctx.cmd)
+    if node.catalog.collection(ctx.db, name) is None and resolve(node, ctx.db, name) is not None:
+        raise MongoError("CommandNotSupportedOnView", "mapReduce on a view is not supported")
+    target_db = out_db or ctx.db
+    if out_coll is not None:
+        check_namespace(target_db, out_coll)
+    with internal_error_context():
+        return await _run(node, ctx, name, out_db, out_coll, mode, target_db)
+
+
+@contextmanager
+def internal_error_context():
+    """What fails while the translated pipeline runs carries the server's context (map_reduce_agg.cpp)."""
+    try:
+        yield
+    except MongoError as e:
+        if e.errmsg.startswith(INTERNAL_ERROR):
+            raise
+        raise MongoError(e.code, f"{INTERNAL_ERROR} :: caused by :: {e.errmsg}") from None
+
+
+INTERNAL_ERROR = "MapReduce internal error"
+
+
+async def _run(node: Node, ctx: OpCtx, name: str, out_db: str | None, out_coll: str | None, mode: str,
+               target_db: str) -> dict:
     docs = input_documents(node, ctx, name)
     results: list[dict] = []
     if docs:
@@ -200,8 +229,6 @@ async def cmd_map_reduce(node: Node, ctx: OpCtx) -> dict:
         results = finish(eng, ctx.cmd, groups, finalize=not ctx.cmd.get("$_reduced"))
     if out_coll is None:
         return reply_for(ctx.db, out_db, None, results)
-    target_db = out_db or ctx.db
-    check_namespace(target_db, out_coll)
     if mode == "reduce" and results:
         target = node.catalog.collection(target_db, out_coll)
         existing = {}

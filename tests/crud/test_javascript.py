@@ -154,11 +154,21 @@ def test_map_reduce_script_errors(client, db):
     _docs(db, 2)
     with pytest.raises(OperationFailure) as e:
         db.command("mapReduce", "c", map=Code("function() { emit(this.k, "), reduce=SUM, out={"inline": 1})
-    assert e.value.code == 139 and e.value.details["errmsg"].startswith("SyntaxError: ")
+    assert e.value.code == 139
+    assert e.value.details["errmsg"].startswith("MapReduce internal error :: caused by :: SyntaxError: ")
     with pytest.raises(OperationFailure) as e:
         db.command("mapReduce", "c", map=Code("function() { emit(this.k, undefinedName); }"), reduce=SUM,
                    out={"inline": 1})
-    assert e.value.code == 139 and "ReferenceError: undefinedName is not defined" in e.value.details["errmsg"]
+    assert e.value.code == 139 and e.value.details["errmsg"] == \
+        "MapReduce internal error :: caused by :: ReferenceError: undefinedName is not defined"
+
+
+def test_map_reduce_on_a_view_is_refused(client, db):
+    _docs(db, 2)
+    db.command("create", "v", viewOn="c", pipeline=[])
+    with pytest.raises(OperationFailure) as e:
+        db.command("mapReduce", "v", map=Code("function() { emit(1, 1); }"), reduce=SUM, out={"inline": 1})
+    assert (e.value.code, e.value.details["errmsg"]) == (166, "mapReduce on a view is not supported")
 
 
 # --- $function and $accumulator --------------------------------------------------------------------

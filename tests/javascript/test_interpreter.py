@@ -338,3 +338,12 @@ def test_deeply_nested_source():
     with pytest.raises(MongoError) as e:
         expr("(" * 400 + "1" + ")" * 400)
     assert e.value.code == 139 and "SyntaxError" in str(e.value)
+
+
+def test_dates_cross_as_dates():
+    import datetime
+
+    d = datetime.datetime(2024, 1, 2, 3, 4, 5, 678000)
+    got = run("function(d) { return [d.getTime(), d.getUTCMonth(), d.toISOString(), new Date(d.getTime() + 1000), "
+              "d instanceof Date]; }", d)
+    assert got == [1704164645678.0, 0.0, "2024-01-02T03:04:05.678Z", d + datetime.timedelta(seconds=1), True]
