@@ -15,10 +15,10 @@ var/let/const, if/else, for(;;), for...in, for...of, while, do-while,
 break/continue (labelled too), switch, try/catch/finally, throw, the
 operators (arithmetic with JS's number semantics, string concatenation,
 == and === , typeof, ?? , ?. , bitwise), object and array literals with
-spread, `this`, `new` on script functions and Date/Array/Object/Error;
+spread, template literals, `this`, `new` on script functions and Date/Array/Object/Error;
 Array, String, Number, Math, Object, JSON, Date methods listed in `builtins`.
 Not supported: classes, generators, async, getters/setters, destructuring,
-regular-expression and template literals, Map/Set.
+regular-expression literals, tagged templates, Map/Set.
 
 Modules, top down: `engine` (compile/call with BSON values, the server's
 errors) → `interpreter` (the evaluator) → `parser` (AST) → `lexer` (tokens);

@@ -31,6 +31,7 @@ from mongosim.shardsim.javascript.values import (
     JSObject,
     NativeFunction,
     check_array_length,
+    check_string,
     is_callable,
     js_add,
     js_div,
@@ -75,7 +76,7 @@ class Interpreter:
             "bool": self._num, "array": self._array, "object": self._object, "func": self._func,
             "member": self._member, "call": self._call, "new": self._new, "unary": self._unary,
             "update": self._update, "bin": self._bin, "logic": self._logic, "cond": self._cond,
-            "assign": self._assign, "seq": self._seq, "numkey": self._numkey,
+            "assign": self._assign, "seq": self._seq, "numkey": self._numkey, "template": self._template,
         }
         self.this_stack: list = [UNDEFINED]
 
@@ -572,6 +573,14 @@ class Interpreter:
 
     def _cond(self, node, scope):
         return self.eval(node[2] if to_boolean(self.eval(node[1], scope)) else node[3], scope)
+
+    def _template(self, node, scope):
+        parts, exprs = node[1], node[2]
+        out = [parts[0]]
+        for e, text in zip(exprs, parts[1:]):
+            out.append(to_string(to_primitive(self.eval(e, scope))))
+            out.append(text)
+        return check_string("".join(out))
 
     def _seq(self, node, scope):
         v = UNDEFINED

@@ -2,10 +2,11 @@
 
 A token is `Tok(kind, value, nl, pos)`: kind "num" (value a float), "str"
 (the unescaped text), "name" (identifiers and keywords alike), "punct" (an
-operator or punctuation, longest match first), or "eof"; `nl` is true when a
+operator or punctuation, longest match first), "template" (a template
+literal: its text parts and the source of each `${...}` between them), or "eof"; `nl` is true when a
 line break precedes the token (what automatic semicolon insertion needs:
 `return` followed by a line break returns undefined).  Comments are skipped.
-Regular-expression and template literals are not part of the supported subset.
+Regular-expression literals are not part of the supported subset.
 """
 
 from __future__ import annotations
@@ -77,6 +78,9 @@ def tokenize(src: str) -> list[Tok]:
         elif c == '"' or c == "'":
             i, value = _string(src, i)
             toks.append(Tok("str", value, nl, start))
+        elif c == "`":
+            i, value = _template(src, i)
+            toks.append(Tok("template", value, nl, start))
         else:
             for p in PUNCTUATORS:
                 if src.startswith(p, i):
@@ -130,28 +134,74 @@ def _string(src: str, i: int) -> tuple[int, str]:
         if c == quote:
             return i + 1, "".join(out)
         if c == "\\":
-            i += 1
-            if i >= n:
-                raise JSSyntaxError("unterminated string literal")
-            e = src[i]
-            if e == "u":
-                if src.startswith("{", i + 1):
-                    j = src.find("}", i)
-                    out.append(chr(int(src[i + 2:j], 16)))
-                    i = j + 1
-                else:
-                    out.append(chr(int(src[i + 1:i + 5], 16)))
-                    i += 5
-                continue
-            if e == "x":
-                out.append(chr(int(src[i + 1:i + 3], 16)))
-                i += 3
-                continue
-            if e == "\n":
-                i += 1
-                continue
-            out.append(_ESCAPES.get(e, e))
-            i += 1
+            i, text = _escape(src, i)
+            out.append(text)
             continue
         out.append(c)
         i += 1
+
+
+def _escape(src: str, i: int) -> tuple[int, str]:
+    """The backslash escape at `i`: (the index after it, its text)."""
+    n = len(src)
+    i += 1
+    if i >= n:
+        raise JSSyntaxError("unterminated string literal")
+    e = src[i]
+    try:
+        if e == "u":
+            if src.startswith("{", i + 1):
+                j = src.index("}", i)
+                return j + 1, chr(int(src[i + 2:j], 16))
+            return i + 5, chr(int(src[i + 1:i + 5], 16))
+        if e == "x":
+            return i + 3, chr(int(src[i + 1:i + 3], 16))
+    except ValueError:
+        raise JSSyntaxError("malformed escape sequence " + _line_col(src, i)) from None
+    if e == "\n":
+        return i + 1, ""
+    return i + 1, _ESCAPES.get(e, e)
+
+
+def _template(src: str, i: int) -> tuple[int, tuple[list[str], list[tuple[str, int]]]]:
+    """A template literal from its opening backquote: (end, (text parts, [(expression source, offset)]))."""
+    n = len(src)
+    i += 1
+    parts: list[str] = []
+    exprs: list[tuple[str, int]] = []
+    out: list[str] = []
+    while True:
+        if i >= n:
+            raise JSSyntaxError("unterminated template literal " + _line_col(src, i))
+        c = src[i]
+        if c == "`":
+            parts.append("".join(out))
+            return i + 1, (parts, exprs)
+        if c == "\\":
+            i, text = _escape(src, i)
+            out.append(text)
+            continue
+        if c == "$" and src.startswith("{", i + 1):
+            parts.append("".join(out))
+            out = []
+            start = j = i + 2
+            depth = 1
+            while depth:
+                if j >= n:
+                    raise JSSyntaxError("unterminated template literal " + _line_col(src, j))
+                ch = src[j]
+                if ch == "{":
+                    depth += 1
+                elif ch == "}":
+                    depth -= 1
+                elif ch in "'\"":
+                    j = _string(src, j)[0] - 1
+                elif ch == "`":
+                    j = _template(src, j)[0] - 1
+                j += 1
+            exprs.append((src[start:j - 1], start))
+            i = j
+            continue
+        out.append(c)
+        i += 1
+

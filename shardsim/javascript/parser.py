@@ -4,7 +4,8 @@ Recursive descent for statements, precedence climbing for binary operators.
 Expressions: ("num", v) ("str", s) ("name", n) ("this",) ("array", [e|("spread", e)|None])
 ("object", [(key_expr, value_expr) | ("spread", e)]) ("func", Function) ("member", obj, prop, optional)
 ("call", callee, args, optional) ("new", callee, args) ("unary", op, e) ("update", op, prefix, target)
-("bin", op, a, b) ("logic", op, a, b) ("cond", t, a, b) ("assign", op, target, value) ("seq", [e]).
+("bin", op, a, b) ("logic", op, a, b) ("cond", t, a, b) ("assign", op, target, value) ("seq", [e])
+("template", [text], [e]).
 Statements: ("var", kind, [(name, init)]) ("expr", e) ("return", e) ("if", t, a, b)
 ("for", init, test, update, body, let_names) ("forin", kind, name, obj, body) ("forof", ...)
 ("while", t, body) ("do", body, t) ("break", label) ("continue", label) ("throw", e)
@@ -528,6 +529,16 @@ class Parser:
             return ("num", t.value)
         if t.kind == "str":
             return ("str", t.value)
+        if t.kind == "template":
+            parts, sources = t.value
+            exprs = []
+            for source, _offset in sources:
+                sub = Parser(source)
+                sub.scopes, sub.depth = self.scopes, self.depth
+                exprs.append(sub.expression())
+                if sub.tok.kind != "eof":
+                    sub.fail("missing } in template string")
+            return ("template", parts, exprs)
         if t.kind == "name":
             v = t.value
             if v == "function":

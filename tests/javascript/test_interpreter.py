@@ -130,6 +130,9 @@ def expr(e: str):
     ("({a: {b: 1}})?.a?.b", 1.0),
     ("({a: null}).a?.b", None),
     ("new Date(0).getTime()", 0.0),
+    ("`a${1 + 1}b${'c'}`", "a2bc"),
+    ("`${[1, 2]}|${{}}|${null}|${`in${'ner'}`}`", "1,2|[object Object]|null|inner"),
+    ("`x\\n${ {a: 1}.a }`", "x\n1"),
     ("new Date('2024-01-02T03:04:05Z').getUTCFullYear()", 2024.0),
 ])
 def test_expressions(source, expected):
