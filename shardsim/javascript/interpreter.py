@@ -117,7 +117,10 @@ class Interpreter:
             v = args[i] if i < len(args) else UNDEFINED
             if v is UNDEFINED and default is not None:
                 v = self.eval(default, scope)
-            vs[name] = v
+            if type(name) is str:
+                vs[name] = v
+            else:
+                self.bind(name, v, scope, "let")
         if f.rest is not None:
             vs[f.rest] = JSArray(list(args[len(params):]))
         if not f.arrow and "arguments" in f.source:
@@ -190,7 +193,9 @@ class Interpreter:
         if tag == "var":
             kind = st[1]
             for name, init in st[2]:
-                if kind == "var":
+                if type(name) is not str:
+                    self.bind(name, self.eval(init, scope), scope, kind)
+                elif kind == "var":
                     if init is not None:
                         self.assign_name(name, self.eval(init, scope), scope)
                 else:
@@ -302,11 +307,17 @@ class Interpreter:
         for k in keys:
             self.tick()
             if kind is None or kind == "var":
-                self.assign_name(name, k, scope)
                 it = scope
+                if type(name) is str:
+                    self.assign_name(name, k, scope)
+                else:
+                    self.bind(name, k, scope, "var")
             else:
                 it = Scope(scope)
-                it.vars[name] = k
+                if type(name) is str:
+                    it.vars[name] = k
+                else:
+                    self.bind(name, k, it, kind)
             c = self.exec_stmt(body, it)
             if c is not None:
                 stop, out = self._loop_exit(c, label)
@@ -352,6 +363,49 @@ class Interpreter:
                     return None
                 return c
         return None
+
+    def bind(self, target, value, scope: Scope, kind: str) -> None:
+        """Bind a name or destructuring pattern to `value` (kind: "var" assigns; "let"/"const" declare here)."""
+        if type(target) is str:
+            if kind == "var":
+                self.assign_name(target, value, scope)
+                return
+            scope.vars[target] = value
+            if kind == "const":
+                if scope.consts is None:
+                    scope.consts = set()
+                scope.consts.add(target)
+            return
+        if value is None or value is UNDEFINED:
+            raise make_error("TypeError", f"{to_string(value)} has no properties")
+        tag, items, rest = target
+        if tag == "parr":
+            seq = builtins.iterate(self, value)
+            for i, item in enumerate(items):
+                if item is None:
+                    continue
+                sub, default = item
+                v = seq[i] if i < len(seq) else UNDEFINED
+                if v is UNDEFINED and default is not None:
+                    v = self.eval(default, scope)
+                self.bind(sub, v, scope, kind)
+            if rest is not None:
+                self.bind(rest, JSArray(seq[len(items):]), scope, kind)
+            return
+        used = []
+        for key, sub, default in items:
+            k = key[1] if key[0] == "str" else to_property_key(self.eval(key, scope))
+            used.append(k)
+            v = builtins.get_member(self, value, k)
+            if v is UNDEFINED and default is not None:
+                v = self.eval(default, scope)
+            self.bind(sub, v, scope, kind)
+        if rest is not None:
+            left = JSObject({}, builtins.OBJECT_PROTO)
+            for k in builtins.enumerable_keys(value):
+                if k not in used:
+                    left.props[k] = builtins.get_member(self, value, k)
+            self.bind(rest, left, scope, kind)
 
     # --- names -----------------------------------------------------------------------------
     def lookup(self, name: str, scope: Scope):

@@ -11,6 +11,8 @@ Statements: ("var", kind, [(name, init)]) ("expr", e) ("return", e) ("if", t, a,
 ("while", t, body) ("do", body, t) ("break", label) ("continue", label) ("throw", e)
 ("try", block, name, handler, finalizer) ("switch", e, [(test|None, [stmt])]) ("block", [stmt])
 ("labeled", label, stmt) ("empty",).
+A declared name (in var/let/const, parameters, for-in/of) may be a destructuring
+pattern instead: ("parr", [(target, default) | None], rest) or ("pobj", [(key, target, default)], rest).
 
 A `Function` records its parameters and the names its body declares with
 `var` and `function` (hoisted to the function's scope when it is called).
@@ -150,7 +152,7 @@ class Parser:
             if self.eat("..."):
                 rest = self.ident()
                 break
-            name = self.ident()
+            name = self.binding_target()
             default = self.assignment() if self.eat("=") else None
             params.append((name, default))
             if not self.is_p(")"):
@@ -176,7 +178,7 @@ class Parser:
                 return ("empty",)
         elif t.kind == "name":
             v = t.value
-            if v in ("var", "const") or (v == "let" and self.peek().kind == "name"):
+            if v in ("var", "const") or (v == "let" and self._let_declares()):
                 s = self.var_decl()
                 self.semicolon()
                 return s
@@ -259,19 +261,76 @@ class Parser:
         self.next()
         return ("block", body)
 
+    def _let_declares(self) -> bool:
+        """`let` starts a declaration (not an identifier named let) when a name or a pattern follows."""
+        nxt = self.peek()
+        return nxt.kind == "name" or (nxt.kind == "punct" and nxt.value in ("[", "{"))
+
+    def binding_target(self):
+        """A name, or a destructuring pattern: ("parr", [(target, default) | None], rest)
+        or ("pobj", [(key_node, target, default)], rest)."""
+        self.enter()
+        try:
+            if self.eat("["):
+                items, rest = [], None
+                while not self.eat("]"):
+                    if self.eat(","):
+                        items.append(None)
+                        continue
+                    if self.eat("..."):
+                        rest = self.binding_target()
+                        self.expect("]")
+                        break
+                    target = self.binding_target()
+                    items.append((target, self.assignment() if self.eat("=") else None))
+                    if not self.is_p("]"):
+                        self.expect(",")
+                return ("parr", items, rest)
+            if self.eat("{"):
+                props, rest = [], None
+                while not self.eat("}"):
+                    if self.eat("..."):
+                        rest = self.ident()
+                        self.expect("}")
+                        break
+                    t = self.next()
+                    if t.kind == "name" or t.kind == "str":
+                        key = ("str", t.value)
+                    elif t.kind == "num":
+                        key = ("numkey", t.value)
+                    elif t.kind == "punct" and t.value == "[":
+                        key = self.assignment()
+                        self.expect("]")
+                    else:
+                        self.i -= 1
+                        self.fail("invalid destructuring target")
+                    if self.eat(":"):
+                        target = self.binding_target()
+                    elif t.kind == "name" and t.value not in _RESERVED:
+                        target = t.value
+                    else:
+                        self.fail("missing : after property id")
+                    props.append((key, target, self.assignment() if self.eat("=") else None))
+                    if not self.is_p("}"):
+                        self.expect(",")
+                return ("pobj", props, rest)
+            return self.ident()
+        finally:
+            self.depth -= 1
+
     def var_decl(self, in_for: bool = False):
         kind = self.next().value
         decls = []
         while True:
-            name = self.ident()
+            name = self.binding_target()
             init = None
             if self.eat("="):
                 init = self.assignment(no_in=in_for)
-            elif kind == "const" and not (in_for and (self.is_kw("of") or self.is_kw("in"))):
-                self.fail("missing = in const declaration")
+            elif (kind == "const" or type(name) is tuple) and not (in_for and (self.is_kw("of") or self.is_kw("in"))):
+                self.fail("missing = in const declaration" if kind == "const" else "missing = in destructuring declaration")
             decls.append((name, init))
             if kind == "var":
-                self.scopes[-1][0].add(name)
+                self.scopes[-1][0].update(pattern_names(name))
             if not self.eat(","):
                 break
         return ("var", kind, decls)
@@ -282,7 +341,7 @@ class Parser:
         init = None
         if self.is_p(";"):
             pass
-        elif self.is_kw("var") or self.is_kw("const") or (self.is_kw("let") and self.peek().kind == "name"):
+        elif self.is_kw("var") or self.is_kw("const") or (self.is_kw("let") and self._let_declares()):
             init = self.var_decl(in_for=True)
             if len(init[2]) == 1 and init[2][0][1] is None and (self.is_kw("of") or self.is_kw("in")):
                 kind = "forof" if self.next().value == "of" else "forin"
@@ -303,7 +362,7 @@ class Parser:
         update = None if self.is_p(")") else self.expression()
         self.expect(")")
         body = self.statement()
-        let_names = [n for n, _ in init[2]] if init and init[0] == "var" and init[1] != "var" else []
+        let_names = [n for t, _ in init[2] for n in pattern_names(t)] if init and init[0] == "var" and init[1] != "var" else []
         return ("for", init, test, update, body, let_names)
 
     def try_statement(self):
@@ -608,6 +667,23 @@ class Parser:
                 self.expect(",")
         self.next()
         return ("object", props)
+
+
+def pattern_names(target) -> list[str]:
+    """The names a binding target declares."""
+    if type(target) is str:
+        return [target]
+    out: list[str] = []
+    if target[0] == "parr":
+        for item in target[1]:
+            if item is not None:
+                out += pattern_names(item[0])
+    else:
+        for _key, sub, _default in target[1]:
+            out += pattern_names(sub)
+    if target[2] is not None:
+        out += pattern_names(target[2])
+    return out
 
 
 def parse_program(src: str) -> Function:
