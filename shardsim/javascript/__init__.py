@@ -10,15 +10,17 @@ imports, no attribute access to Python objects — a script sees only JS values
 and a step budget bounds its running time (`interpreter`).
 
 The supported subset is what server-side scripts ($where, mapReduce,
-$function, $accumulator) use: function declarations and expressions, arrows,
-var/let/const (with destructuring patterns, in parameters and for...of too), if/else, for(;;), for...in, for...of, while, do-while,
+$function, $accumulator) use: function declarations and expressions,
+arrows, var/let/const (with destructuring patterns, in parameters and
+for...of too), if/else, for(;;), for...in, for...of, while, do-while,
 break/continue (labelled too), switch, try/catch/finally, throw, the
 operators (arithmetic with JS's number semantics, string concatenation,
-== and === , typeof, ?? , ?. , bitwise), object and array literals with
-spread, template literals, `this`, `new` on script functions and Date/Array/Object/Error;
-Array, String, Number, Math, Object, JSON, Date methods listed in `builtins`.
-Not supported: classes, generators, async, getters/setters, destructuring assignment,
-regular-expression literals, tagged templates, Map/Set.
+== and ===, typeof, ??, ?., bitwise), object and array literals with spread,
+template literals, `this`, `new` on script functions and
+Date/Array/Object/Error; the Array, String, Number, Math, Object, JSON and
+Date methods listed in `builtins`.  Not supported: classes, generators,
+async, getters/setters, destructuring assignment, regular-expression
+literals, tagged templates, Map/Set.
 
 Modules, top down: `engine` (compile/call with BSON values, the server's
 errors) → `interpreter` (the evaluator) → `parser` (AST) → `lexer` (tokens);
