@@ -16,13 +16,14 @@ for...of too), if/else, for(;;), for...in, for...of, while, do-while,
 break/continue (labelled too), switch, try/catch/finally, throw, the
 operators (arithmetic with JS's number semantics, string concatenation,
 == and ===, typeof, ??, ?., bitwise), object and array literals with spread,
-template literals, `this`, `new` on script functions and
-Date/Array/Object/Error; the Array, String, Number, Math, Object, JSON and
-Date methods listed in `builtins`.  Not supported: classes, generators,
-async, getters/setters, destructuring assignment, regular-expression
-literals, tagged templates, Map/Set.
+template literals, regular expressions (`regexp`), `this`, `new` on
+script functions and Date/Array/Object/Error/RegExp; the Array, String,
+Number, Math, Object, JSON and Date methods listed in `builtins`.  Not supported: classes, generators,
+async, getters/setters, destructuring assignment, tagged templates,
+Map/Set.
 
 Modules, top down: `engine` (compile/call with BSON values, the server's
 errors) → `interpreter` (the evaluator) → `parser` (AST) → `lexer` (tokens);
-`builtins` and `values` (JS values, conversions, the BSON bridge) below them.
+`builtins` (with `regexp`) and `values` (JS values, conversions, the BSON
+bridge) below them.
 """

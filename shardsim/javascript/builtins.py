@@ -24,7 +24,7 @@ import re
 
 from bson import ObjectId
 
-from mongosim.shardsim.javascript import values
+from mongosim.shardsim.javascript import regexp, values
 from mongosim.shardsim.javascript.errors import JSThrow
 from mongosim.shardsim.javascript.values import (
     UNDEFINED,
@@ -33,6 +33,7 @@ from mongosim.shardsim.javascript.values import (
     JSDate,
     JSFunction,
     JSObject,
+    JSRegExp,
     NativeFunction,
     date_string,
     is_callable,
@@ -142,6 +143,8 @@ def get_member(interp, obj, key):
         return DATE_PROTO.get(k, UNDEFINED)
     if t is HostValue:
         return _host_member(obj, k)
+    if t is JSRegExp:
+        return regexp.member(obj, k)
     return obj.lookup(k)
 
 
@@ -177,6 +180,9 @@ def set_member(obj, key, value) -> None:
         raise make_error("TypeError", f"can't assign to property \"{to_property_key(key)}\" on {to_string(obj)}")
     if t is HostValue or not isinstance(obj, JSObject):
         return  # (primitives and BSON wrappers ignore assignments)
+    if t is JSRegExp and to_property_key(key) == "lastIndex":
+        regexp.set_last_index(obj, to_number(value))
+        return
     obj.props[to_property_key(key)] = value
 
 
@@ -639,6 +645,8 @@ def _s_slice(s, args):
 def _s_split(s, args):
     sep = _arg(args, 0)
     limit = _arg(args, 1)
+    if type(sep) is JSRegExp:
+        return regexp.split(s, sep, None if limit is UNDEFINED else to_integer(limit))
     if sep is UNDEFINED:
         parts = [s]
     else:
@@ -661,14 +669,30 @@ def _s_char_code_at(s, args):
     return float(ord(s[i])) if 0 <= i < len(s) else math.nan
 
 
-@_str_method("replace")
-def _s_replace(s, args):
-    return s.replace(to_string(_arg(args, 0)), to_string(_arg(args, 1)), 1)
+def _s_replace(interp, this, args, every=False):
+    s, pattern, replacement = to_string(this), _arg(args, 0), _arg(args, 1)
+    if type(pattern) is not JSRegExp:  # (a string pattern: literally, as a regex of its escaped text)
+        pattern = JSRegExp(_REGEXP_SPECIAL.sub(lambda m: "\\" + m.group(0), to_string(pattern)), "g" if every else "")
+    return regexp.replace(interp, s, pattern, replacement, every or None)
 
 
-@_str_method("replaceAll")
-def _s_replace_all(s, args):
-    return s.replace(to_string(_arg(args, 0)), to_string(_arg(args, 1)))
+_REGEXP_SPECIAL = re.compile(r"[\\^$.*+?()[\]{}|/]")
+STRING_PROTO["replace"] = NativeFunction(_s_replace, "replace")
+STRING_PROTO["replaceAll"] = NativeFunction(lambda i, t, a: _s_replace(i, t, a, True), "replaceAll")
+
+
+def _regexp_arg(v) -> JSRegExp:
+    return v if type(v) is JSRegExp else JSRegExp("(?:)" if v is UNDEFINED else to_string(v), "")
+
+
+@_str_method("match")
+def _s_match(s, args):
+    return regexp.match(s, _regexp_arg(_arg(args, 0)))
+
+
+@_str_method("search")
+def _s_search(s, args):
+    return regexp.search(s, _regexp_arg(_arg(args, 0)))
 
 
 @_str_method("repeat")
@@ -1134,6 +1158,7 @@ def _make_globals() -> dict:
         "tojson": NativeFunction(_tojson, "tojson"),
         "NumberInt": NativeFunction(lambda i, t, a: float(to_int32(_arg(a, 0))), "NumberInt"),
         "NumberLong": NativeFunction(lambda i, t, a: float(to_integer(_arg(a, 0))), "NumberLong"),
+        "RegExp": _ctor(regexp.construct, "RegExp", regexp.construct, lambda o: type(o) is JSRegExp),
         "ObjectId": _ctor(_object_id, "ObjectId", _object_id,
                           lambda o: type(o) is HostValue and type(o.value) is ObjectId),
     }

@@ -29,6 +29,7 @@ from mongosim.shardsim.javascript.values import (
     JSDate,
     JSFunction,
     JSObject,
+    JSRegExp,
     NativeFunction,
     check_array_length,
     check_string,
@@ -77,6 +78,7 @@ class Interpreter:
             "member": self._member, "call": self._call, "new": self._new, "unary": self._unary,
             "update": self._update, "bin": self._bin, "logic": self._logic, "cond": self._cond,
             "assign": self._assign, "seq": self._seq, "numkey": self._numkey, "template": self._template,
+            "regex": self._regex,
         }
         self.this_stack: list = [UNDEFINED]
 
@@ -627,6 +629,9 @@ class Interpreter:
 
     def _cond(self, node, scope):
         return self.eval(node[2] if to_boolean(self.eval(node[1], scope)) else node[3], scope)
+
+    def _regex(self, node, scope):
+        return JSRegExp(node[1], node[2])  # (a new object each time the literal is evaluated, as JS)
 
     def _template(self, node, scope):
         parts, exprs = node[1], node[2]

@@ -3,10 +3,12 @@
 A token is `Tok(kind, value, nl, pos)`: kind "num" (value a float), "str"
 (the unescaped text), "name" (identifiers and keywords alike), "punct" (an
 operator or punctuation, longest match first), "template" (a template
-literal: its text parts and the source of each `${...}` between them), or "eof"; `nl` is true when a
-line break precedes the token (what automatic semicolon insertion needs:
-`return` followed by a line break returns undefined).  Comments are skipped.
-Regular-expression literals are not part of the supported subset.
+literal: its text parts and the source of each `${...}` between them),
+"regex" (a regular-expression literal's source and flags: a `/` where an
+expression starts, after an operator or `return`-like keyword, not after a
+value), or "eof"; `nl` is true when a line break precedes the token (what
+automatic semicolon insertion needs: `return` followed by a line break
+returns undefined).  Comments are skipped.
 """
 
 from __future__ import annotations
@@ -81,6 +83,9 @@ def tokenize(src: str) -> list[Tok]:
         elif c == "`":
             i, value = _template(src, i)
             toks.append(Tok("template", value, nl, start))
+        elif c == "/" and _regex_allowed(toks[-1] if toks else None):
+            i, value = _regex(src, i)
+            toks.append(Tok("regex", value, nl, start))
         else:
             for p in PUNCTUATORS:
                 if src.startswith(p, i):
@@ -205,3 +210,38 @@ def _template(src: str, i: int) -> tuple[int, tuple[list[str], list[tuple[str, i
         out.append(c)
         i += 1
 
+
+
+_BEFORE_REGEX = frozenset({"return", "typeof", "case", "do", "else", "in", "of", "new", "delete", "void", "throw",
+                           "instanceof"})
+
+
+def _regex_allowed(prev: Tok | None) -> bool:
+    if prev is None:
+        return True
+    if prev.kind == "punct":
+        return prev.value not in (")", "]", "}")
+    return prev.kind == "name" and prev.value in _BEFORE_REGEX
+
+
+def _regex(src: str, i: int) -> tuple[int, tuple[str, str]]:
+    """A regular-expression literal from its opening slash: (end, (source, flags))."""
+    n, j, in_class = len(src), i + 1, False
+    while True:
+        if j >= n or src[j] == "\n":
+            raise JSSyntaxError("unterminated regular expression literal " + _line_col(src, i))
+        c = src[j]
+        if c == "\\":
+            j += 2
+            continue
+        if c == "[":
+            in_class = True
+        elif c == "]":
+            in_class = False
+        elif c == "/" and not in_class:
+            break
+        j += 1
+    k = j + 1
+    while k < n and src[k] in _ID_PART:
+        k += 1
+    return k, (src[i + 1:j], src[j + 1:k])

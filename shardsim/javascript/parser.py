@@ -5,7 +5,7 @@ Expressions: ("num", v) ("str", s) ("name", n) ("this",) ("array", [e|("spread",
 ("object", [(key_expr, value_expr) | ("spread", e)]) ("func", Function) ("member", obj, prop, optional)
 ("call", callee, args, optional) ("new", callee, args) ("unary", op, e) ("update", op, prefix, target)
 ("bin", op, a, b) ("logic", op, a, b) ("cond", t, a, b) ("assign", op, target, value) ("seq", [e])
-("template", [text], [e]).
+("template", [text], [e]) ("regex", source, flags).
 Statements: ("var", kind, [(name, init)]) ("expr", e) ("return", e) ("if", t, a, b)
 ("for", init, test, update, body, let_names) ("forin", kind, name, obj, body) ("forof", ...)
 ("while", t, body) ("do", body, t) ("break", label) ("continue", label) ("throw", e)
@@ -588,6 +588,8 @@ class Parser:
             return ("num", t.value)
         if t.kind == "str":
             return ("str", t.value)
+        if t.kind == "regex":
+            return ("regex", t.value[0], t.value[1])
         if t.kind == "template":
             parts, sources = t.value
             exprs = []

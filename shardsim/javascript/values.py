@@ -22,7 +22,7 @@ import math
 import re
 from collections.abc import Mapping
 
-from bson import Code, DatetimeMS, Int64
+from bson import Code, DatetimeMS, Int64, Regex
 
 from mongosim.shardsim.javascript.errors import JSThrow
 
@@ -98,6 +98,65 @@ class JSDate(JSObject):
         self.ms = ms
 
 
+class JSRegExp(JSObject):
+    """A regular expression: its JS source and flags, the Python pattern they translate to, and lastIndex."""
+
+    __slots__ = ("source", "flags", "pattern", "last_index")
+
+    def __init__(self, source: str, flags: str) -> None:
+        super().__init__(None, None, "RegExp")
+        self.source = source
+        self.flags = "".join(sorted(set(flags)))
+        self.pattern = compile_regexp(source, flags)
+        self.last_index = 0
+
+
+_REGEXP_FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "g": 0, "y": 0, "u": 0}
+
+
+def compile_regexp(source: str, flags: str) -> re.Pattern:
+    """A JS pattern as a Python one: `$` without m is the very end, `(?<n>` named groups, `[^]` any
+    character, \\d \\w \\s as JS (ASCII digits and word characters)."""
+    bits = 0
+    for f in flags:
+        if f not in _REGEXP_FLAGS or flags.count(f) > 1:
+            raise make_error("SyntaxError", f"invalid regular expression flag {f}")
+        bits |= _REGEXP_FLAGS[f]
+    out, i, n, in_class = [], 0, len(source), False
+    while i < n:
+        c = source[i]
+        if c == "\\" and i + 1 < n:
+            e = source[i + 1]
+            out.append({"d": "[0-9]", "D": "[^0-9]", "w": "[A-Za-z0-9_]", "W": "[^A-Za-z0-9_]"}.get(e, c + e)
+                       if not in_class else {"d": "0-9", "w": "A-Za-z0-9_"}.get(e, c + e))
+            i += 2
+            continue
+        if in_class:
+            if c == "]":
+                in_class = False
+            out.append(c)
+        elif c == "[":
+            if source.startswith("[^]", i):
+                out.append("[\\s\\S]")
+                i += 3
+                continue
+            in_class = True
+            out.append(c)
+        elif c == "$" and not bits & re.MULTILINE:
+            out.append(r"(?!(?s:.))")
+        elif c == "(" and source.startswith("(?<", i) and not source.startswith(("(?<=", "(?<!"), i):
+            out.append("(?P<")
+            i += 3
+            continue
+        else:
+            out.append(c)
+        i += 1
+    try:
+        return re.compile("".join(out), bits)
+    except (re.error, OverflowError, RecursionError) as e:
+        raise make_error("SyntaxError", f"invalid regular expression: {e}") from None
+
+
 class HostValue(JSObject):
     """A BSON value with no JavaScript counterpart (ObjectId, Timestamp, ...), passed through unchanged."""
 
@@ -171,6 +230,8 @@ def to_string(v) -> str:
         return date_string(v.ms)
     if t is HostValue:
         return host_string(v.value)
+    if t is JSRegExp:
+        return f"/{v.source}/{v.flags}"
     if t is JSFunction:
         return v.func.source or "function () {}"
     if t is NativeFunction:
@@ -409,6 +470,12 @@ def to_js(v):
         return str(v)
     if isinstance(v, str):
         return str(v)
+    if t is Regex or t is re.Pattern:
+        flags = regex_flags(v)
+        try:
+            return JSRegExp(v.pattern if isinstance(v.pattern, str) else v.pattern.decode(), flags)
+        except JSThrow:
+            return HostValue(v)  # (a pattern JavaScript cannot compile passes through unchanged)
     if isinstance(v, Mapping):  # (RawBSONDocument, SON)
         return JSObject({k: to_js(x) for k, x in v.items()}, OBJECT_PROTO[0])
     return HostValue(v)
@@ -437,11 +504,19 @@ def to_bson(v, depth: int = 0):
             return DatetimeMS(ms)
     if t is HostValue:
         return v.value
+    if t is JSRegExp:
+        return Regex(v.source, "".join(f for f in v.flags if f in "ims"))
     if t is JSFunction or t is NativeFunction:
         return Code(to_string(v))
     if isinstance(v, JSObject):
         return {k: to_bson(x, depth + 1) for k, x in v.props.items()}
     return None
+
+
+def regex_flags(v) -> str:
+    """The JS flags of a BSON regex or compiled pattern (its i, m, s options)."""
+    bits = v.flags if isinstance(v.flags, int) else 0
+    return "".join(f for f, bit in (("i", re.I), ("m", re.M), ("s", re.S)) if bits & bit)
 
 
 OBJECT_PROTO: list = [None]  # set by builtins: the prototype of objects made from documents

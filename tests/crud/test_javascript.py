@@ -48,6 +48,7 @@ def test_where_string_and_function(client, db):
             .sort("_id", 1)] == [1, 4, 7]
     assert db.command("count", "c", query={"k": 2, "$where": "this.x % 4 == 0"})["n"] == 1  # 8
     assert db.c.distinct("x", {"$where": "this.x < 2"}) == [0, 1]
+    assert sorted(db.c.distinct("x", {"$where": "/^[12]$/.test(String(this.x))"})) == [1, 2]
     assert [d["_id"] for d in db.c.find({"$or": [{"_id": 0}, {"$where": "this.x == 9"}]}).sort("_id", 1)] == [0, 9]
 
 

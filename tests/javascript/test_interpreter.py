@@ -131,6 +131,24 @@ def expr(e: str):
     ("({a: null}).a?.b", None),
     ("new Date(0).getTime()", 0.0),
     ("`a${1 + 1}b${'c'}`", "a2bc"),
+    ("/^ab+c$/i.test('xABBC')", False),
+    ("/ab+c$/i.test('xABBC')", True),
+    ("/a$/.test('a\\n')", False),
+    ("/a$/m.test('a\\nb')", True),
+    ("'2024-01-02'.match(/(\\d+)-(\\d+)/).slice(1)", ["2024", "01"]),
+    ("'a1b22c333'.match(/\\d+/g)", ["1", "22", "333"]),
+    ("'abc'.match(/x/)", None),
+    ("'a-b_c'.replace(/[-_]/g, ' ')", "a b c"),
+    ("'john smith'.replace(/(\\w+) (\\w+)/, '$2, $1')", "smith, john"),
+    ("'abc'.replace(/b/, m => m.toUpperCase() + '!')", "aB!c"),
+    ("'a.b.c'.replace('.', '$&$&')", "a..b.c"),
+    ("'a.b.c'.replaceAll('.', '-')", "a-b-c"),
+    ("'a, b,c'.split(/\\s*,\\s*/)", ["a", "b", "c"]),
+    ("'abc'.search(/c/)", 2.0),
+    ("new RegExp('^a.c$', 'i').test('ABC')", True),
+    ("/(?<y>\\d{4})/.exec('in 2024').groups.y", "2024"),
+    ("String(/a\\/b/g)", "/a\\/b/g"),
+    ("4 / 2 / 1", 2.0),
     ("`${[1, 2]}|${{}}|${null}|${`in${'ner'}`}`", "1,2|[object Object]|null|inner"),
     ("`x\\n${ {a: 1}.a }`", "x\n1"),
     ("new Date('2024-01-02T03:04:05Z').getUTCFullYear()", 2024.0),
@@ -211,6 +229,8 @@ def test_bson_values_cross_unchanged():
     ("function() { const {a} = null; }", "TypeError: "),
     ("function() { let [a] = 5; }", "TypeError: "),
     ("function() { var {a}; }", "SyntaxError: "),
+    ("function() { return /(unclosed/; }", "SyntaxError: "),
+    ("function() { return /a/q; }", "SyntaxError: "),
     ("function() { const c = 1; c = 2; }", "TypeError: "),
     ("function f() { return f(); }", "InternalError: too much recursion"),
     ("function() { while (true) {} }", "JavaScript execution terminated"),
@@ -352,6 +372,23 @@ def test_deeply_nested_source():
     with pytest.raises(MongoError) as e:
         expr("(" * 400 + "1" + ")" * 400)
     assert e.value.code == 139 and "SyntaxError" in str(e.value)
+
+
+def test_regexes_cross_as_regexes():
+    import re
+
+    from bson import Regex
+
+    assert run("function(r) { return [r.test('xAbc'), r.source, r.flags]; }", Regex("^x?abc$", "i")) == \
+        [True, "^x?abc$", "i"]
+    assert run("function() { return /a+b/im; }") == Regex("a+b", "im")
+    assert run("function(r) { return r.test('a'); }", re.compile("A", re.I)) is True
+
+
+def test_regex_global_state():
+    assert run("function() { var r = /o/g, s = 'foo', out = []; var m;"
+               " while ((m = r.exec(s)) !== null) out.push(m.index + ':' + r.lastIndex); return out; }") == \
+        ["1:2", "2:3"]
 
 
 def test_dates_cross_as_dates():
