@@ -18,12 +18,13 @@ operators (arithmetic with JS's number semantics, string concatenation,
 == and ===, typeof, ??, ?., bitwise), object and array literals with spread,
 template literals, regular expressions (`regexp`), `this`, `new` on
 script functions and Date/Array/Object/Error/RegExp; the Array, String,
-Number, Math, Object, JSON and Date methods listed in `builtins`.  Not supported: classes, generators,
+Number, Math, Object, JSON and Date methods listed in `builtins`, Map and
+Set (`mapset`).  Not supported: classes, generators,
 async, getters/setters, destructuring assignment, tagged templates,
-Map/Set.
+Symbol, iterators (`mapset`: Map and Set answer arrays).
 
 Modules, top down: `engine` (compile/call with BSON values, the server's
 errors) → `interpreter` (the evaluator) → `parser` (AST) → `lexer` (tokens);
-`builtins` (with `regexp`) and `values` (JS values, conversions, the BSON
+`builtins` (with `regexp` and `mapset`) and `values` (JS values, conversions, the BSON
 bridge) below them.
 """

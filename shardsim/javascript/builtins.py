@@ -24,7 +24,7 @@ import re
 
 from bson import ObjectId
 
-from mongosim.shardsim.javascript import regexp, values
+from mongosim.shardsim.javascript import mapset, regexp, values
 from mongosim.shardsim.javascript.errors import JSThrow
 from mongosim.shardsim.javascript.values import (
     UNDEFINED,
@@ -51,7 +51,7 @@ from mongosim.shardsim.javascript.values import (
     to_string,
 )
 
-OBJECT_PROTO = JSObject({}, None)
+OBJECT_PROTO = JSObject({}, None, "Prototype")  # (a "Prototype" is shared by every script: writes are ignored)
 values.OBJECT_PROTO[0] = OBJECT_PROTO
 
 
@@ -145,6 +145,8 @@ def get_member(interp, obj, key):
         return _host_member(obj, k)
     if t is JSRegExp:
         return regexp.member(obj, k)
+    if t is mapset.JSMap:
+        return mapset.member(obj, k)
     return obj.lookup(k)
 
 
@@ -180,6 +182,8 @@ def set_member(obj, key, value) -> None:
         raise make_error("TypeError", f"can't assign to property \"{to_property_key(key)}\" on {to_string(obj)}")
     if t is HostValue or not isinstance(obj, JSObject):
         return  # (primitives and BSON wrappers ignore assignments)
+    if obj.cls == "Prototype":
+        return
     if t is JSRegExp and to_property_key(key) == "lastIndex":
         regexp.set_last_index(obj, to_number(value))
         return
@@ -232,6 +236,8 @@ def iterate(interp, obj) -> list:
         return list(obj.items)
     if type(obj) is str:
         return list(obj)
+    if type(obj) is mapset.JSMap:
+        return mapset.iterate(obj)
     raise make_error("TypeError", f"{to_string(obj) if not isinstance(obj, JSObject) else 'object'} is not iterable")
 
 
@@ -268,7 +274,18 @@ def _has_own(interp, this, args):
 
 @_native(OBJECT_METHODS, "toString")
 def _obj_to_string(interp, this, args):
-    return to_string(this)
+    """Object.prototype.toString: "[object Tag]" (an error's own text)."""
+    if isinstance(this, JSObject) and this.cls == "Error":
+        return to_string(this)
+    if this is None:
+        return "[object Null]"
+    if this is UNDEFINED:
+        return "[object Undefined]"
+    tag = {str: "String", float: "Number", bool: "Boolean"}.get(type(this))
+    if tag is None:
+        cls = this.cls if isinstance(this, JSObject) else "Object"
+        tag = cls if cls in ("Array", "Function", "Date", "RegExp", "Map", "Set") else "Object"
+    return f"[object {tag}]"
 
 
 @_native(OBJECT_METHODS, "valueOf")
@@ -1071,7 +1088,7 @@ def _error_ctor(name):
 _ERROR_PROTOS: dict[str, JSObject] = {}
 for _name in ("Error", "TypeError", "RangeError", "ReferenceError", "SyntaxError", "InternalError", "EvalError"):
     _ERROR_PROTOS[_name] = JSObject({"name": _name, "message": ""},
-                                    _ERROR_PROTOS.get("Error", OBJECT_PROTO), "Object")
+                                    _ERROR_PROTOS.get("Error", OBJECT_PROTO), "Prototype")
 values._ERROR_PROTOS.update(_ERROR_PROTOS)
 
 
@@ -1127,16 +1144,18 @@ def _make_globals() -> dict:
         "Object": _ctor(lambda i, t, a: JSObject({}, OBJECT_PROTO) if _arg(a, 0) in (None, UNDEFINED) else a[0],
                         "Object", lambda i, t, a: JSObject({}, OBJECT_PROTO),
                         lambda o: isinstance(o, JSObject),
-                        {"keys": NativeFunction(_object_keys, "keys"), "values": NativeFunction(_object_values, "values"),
+                        {"prototype": OBJECT_PROTO, "keys": NativeFunction(_object_keys, "keys"), "values": NativeFunction(_object_values, "values"),
                          "entries": NativeFunction(_object_entries, "entries"),
                          "assign": NativeFunction(_object_assign, "assign")}),
         "Array": _ctor(_array_ctor, "Array", _array_ctor, lambda o: type(o) is JSArray,
-                       {"isArray": NativeFunction(lambda i, t, a: type(_arg(a, 0)) is JSArray, "isArray"),
+                       {"prototype": JSObject(dict(ARRAY_PROTO), OBJECT_PROTO, "Prototype"),
+                        "isArray": NativeFunction(lambda i, t, a: type(_arg(a, 0)) is JSArray, "isArray"),
                         "sum": NativeFunction(_array_sum, "sum"), "avg": NativeFunction(_array_avg, "avg"),
                         "from": NativeFunction(lambda i, t, a: JSArray(iterate(i, _arg(a, 0))), "from"),
                         "of": NativeFunction(lambda i, t, a: JSArray(list(a)), "of")}),
         "String": _ctor(lambda i, t, a: to_string(a[0]) if a else "", "String", None, lambda o: False,
-                        {"fromCharCode": NativeFunction(lambda i, t, a: "".join(chr(to_int32(x) & 0xFFFF) for x in a),
+                        {"prototype": JSObject(dict(STRING_PROTO), OBJECT_PROTO, "Prototype"),
+                         "fromCharCode": NativeFunction(lambda i, t, a: "".join(chr(to_int32(x) & 0xFFFF) for x in a),
                                                         "fromCharCode")}),
         "Number": _ctor(lambda i, t, a: to_number(a[0]) if a else 0.0, "Number", None, lambda o: False,
                         {"isInteger": NativeFunction(lambda i, t, a: type(_arg(a, 0)) is float and math.isfinite(a[0])
@@ -1159,6 +1178,10 @@ def _make_globals() -> dict:
         "NumberInt": NativeFunction(lambda i, t, a: float(to_int32(_arg(a, 0))), "NumberInt"),
         "NumberLong": NativeFunction(lambda i, t, a: float(to_integer(_arg(a, 0))), "NumberLong"),
         "RegExp": _ctor(regexp.construct, "RegExp", regexp.construct, lambda o: type(o) is JSRegExp),
+        "Map": _ctor(_needs_new("Map"), "Map", mapset.construct("Map", iterate),
+                     lambda o: type(o) is mapset.JSMap and o.cls == "Map"),
+        "Set": _ctor(_needs_new("Set"), "Set", mapset.construct("Set", iterate),
+                     lambda o: type(o) is mapset.JSMap and o.cls == "Set"),
         "ObjectId": _ctor(_object_id, "ObjectId", _object_id,
                           lambda o: type(o) is HostValue and type(o.value) is ObjectId),
     }
@@ -1168,6 +1191,13 @@ def _make_globals() -> dict:
                      {"prototype": proto})
         g[name] = ctor
     return g
+
+
+def _needs_new(name: str):
+    def run(interp, this, args):
+        raise make_error("TypeError", f"calling a builtin {name} constructor without new is forbidden")
+
+    return run
 
 
 def _inherits(o: JSObject, proto: JSObject) -> bool:
