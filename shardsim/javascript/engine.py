@@ -109,14 +109,11 @@ class ScriptEngine:
     def set_global(self, name: str, value) -> None:
         self.interp.globals.vars[name] = value
 
-    def set_global_bson(self, name: str, value) -> None:
-        self.interp.globals.vars[name] = to_js(value)
-
     def call(self, fn: JSFunction, args: list = (), this=None):
         """fn(...args) with `this` (BSON values in, BSON value out)."""
         js_this = UNDEFINED if this is None else to_js(this)
         js_args = [to_js(a) for a in args]
-        return to_bson(self._run(lambda: self.interp.call(fn, js_this, js_args)))
+        return self._run(lambda: to_bson(self.interp.call(fn, js_this, js_args)))
 
     def call_js(self, fn: JSFunction, js_args: list, js_this=UNDEFINED):
         """fn with JS values in and out (for callers that keep state as JS values between calls)."""
