@@ -1,7 +1,8 @@
 """Server-side JavaScript: the deployment's script engine (shardsim.javascript), on by default as in 8.0.
 
-`shardsim.javascript.engine.ENABLED` is `security.javascriptEnabled`: with it off (`--noscripting`)
-everything that would run JavaScript fails where the server checks for it —
+`shardsim.javascript.engine.ENABLED` is `security.javascriptEnabled`: with it
+off (`mongosim serve --noscripting`) everything that would run JavaScript
+fails where the server checks for it —
 `$where` when the filter is parsed (6108304 "no globalScriptEngine in $where
 parsing"), mapReduce at its first emitted document, `$function` and
 `$accumulator` when they run (31246 "Cannot run server-side javascript
@@ -10,9 +11,10 @@ without the javascript engine enabled").
 `$where` (a string or Code; CodeWScope is refused with 4649201) compiles on
 first use and runs per document with `this` and the global `obj` set to the
 document; a truthy result matches.  The server refuses `$where` under
-`$elemMatch`, in an aggregation `$match` (and so in `$lookup`/`$facet`
-pipelines and on views), in collection validators and partial filters — those
-contexts check `mentions_where` themselves.
+`$elemMatch` (the matcher), in an aggregation `$match` (and so in
+`$lookup`/`$facet` pipelines, on views and in pymongo's count_documents:
+query.extensions_callback), in collection validators (document_validation)
+and in partial filters (index_key_validate).
 """
 
 from __future__ import annotations
