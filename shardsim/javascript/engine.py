@@ -25,7 +25,7 @@ from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.javascript.errors import JSBudgetExceeded, JSSyntaxError, JSThrow
 from mongosim.shardsim.javascript.interpreter import Interpreter
 from mongosim.shardsim.javascript.parser import Function, parse_program
-from mongosim.shardsim.javascript.values import UNDEFINED, JSFunction, JSObject, to_bson, to_js, to_string
+from mongosim.shardsim.javascript.values import RUNNING, UNDEFINED, JSFunction, JSObject, to_bson, to_js, to_string
 
 ENABLED = True  # security.javascriptEnabled (`--noscripting` turns it off): shardsim.script_engine
 MAX_STEPS = 100_000_000  # per call from the server (TIME_LIMIT usually ends a runaway first)
@@ -131,6 +131,7 @@ class ScriptEngine:
         limit = sys.getrecursionlimit()
         if limit < PYTHON_STACK:  # (about 8 Python frames per JS call: MAX_CALL_DEPTH fits)
             sys.setrecursionlimit(PYTHON_STACK)
+        running = RUNNING.set(self.interp)
         try:
             return thunk()
         except JSThrow as e:
@@ -147,6 +148,7 @@ class ScriptEngine:
             # (a value the builtins did not expect: the script fails, the server goes on)
             raise MongoError("JSInterpreterFailure", f"InternalError: {type(e).__name__}: {e}") from None
         finally:
+            RUNNING.reset(running)
             if limit < PYTHON_STACK:
                 sys.setrecursionlimit(limit)
 

@@ -637,7 +637,7 @@ class Interpreter:
         parts, exprs = node[1], node[2]
         out = [parts[0]]
         for e, text in zip(exprs, parts[1:]):
-            out.append(to_string(to_primitive(self.eval(e, scope))))
+            out.append(to_string(self.eval(e, scope)))
             out.append(text)
         return check_string("".join(out))
 

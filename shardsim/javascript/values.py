@@ -21,6 +21,7 @@ import datetime
 import math
 import re
 from collections.abc import Mapping
+from contextvars import ContextVar
 
 from bson import Code, DatetimeMS, Int64, Regex
 
@@ -240,6 +241,10 @@ def to_string(v) -> str:
         if v.cls == "Error":
             name, msg = to_string(v.lookup("name")), to_string(v.lookup("message"))
             return f"{name}: {msg}" if msg else name
+        if t is JSObject:
+            r = _user_primitive(v, ("toString", "valueOf"))
+            if r is not _ABSENT:
+                return to_string(r)
         return "[object Object]"
     return str(v)
 
@@ -296,6 +301,10 @@ def to_number(v) -> float:
         return math.nan
     if t is JSArray:
         return string_to_number(to_string(v))
+    if t is JSObject:
+        r = _user_primitive(v, ("valueOf", "toString"))
+        if r is not _ABSENT:
+            return to_number(r)
     return math.nan
 
 
@@ -319,11 +328,33 @@ def to_int32(v) -> int:
 
 
 def to_primitive(v, hint: str = "default"):
-    if not isinstance(v, JSObject) or type(v) is HostValue and False:
+    if not isinstance(v, JSObject):
         return v
     if type(v) is JSDate:
         return v.ms if hint == "number" else date_string(v.ms)
+    if type(v) is JSObject:
+        r = _user_primitive(v, ("toString", "valueOf") if hint == "string" else ("valueOf", "toString"))
+        if r is not _ABSENT:
+            return r
     return to_string(v)
+
+
+# the interpreter running on this thread (engine sets it), for a script's own toString/valueOf
+RUNNING: ContextVar = ContextVar("mongosim_js_running", default=None)
+
+
+def _user_primitive(v: JSObject, order: tuple):
+    """OrdinaryToPrimitive with the object's own (script-defined) methods; _ABSENT when it has none."""
+    interp = RUNNING.get()
+    if interp is None:
+        return _ABSENT
+    for name in order:
+        f = v.lookup(name)
+        if type(f) is JSFunction:
+            r = interp.call(f, v, [])
+            if not isinstance(r, JSObject):
+                return r
+    return _ABSENT
 
 
 def to_property_key(v) -> str:
