@@ -78,7 +78,7 @@ class Interpreter:
             "member": self._member, "call": self._call, "new": self._new, "unary": self._unary,
             "update": self._update, "bin": self._bin, "logic": self._logic, "cond": self._cond,
             "assign": self._assign, "seq": self._seq, "numkey": self._numkey, "template": self._template,
-            "regex": self._regex,
+            "regex": self._regex, "destructure": self._destructure,
         }
         self.this_stack: list = [UNDEFINED]
 
@@ -378,6 +378,10 @@ class Interpreter:
                     scope.consts = set()
                 scope.consts.add(target)
             return
+        if target[0] == "member":  # (in a destructuring assignment: `[o.a, o.b] = ...`)
+            obj, key = self._target(target, scope)
+            builtins.set_member(obj, key, value)
+            return
         if value is None or value is UNDEFINED:
             raise make_error("TypeError", f"{to_string(value)} has no properties")
         tag, items, rest = target
@@ -629,6 +633,11 @@ class Interpreter:
 
     def _cond(self, node, scope):
         return self.eval(node[2] if to_boolean(self.eval(node[1], scope)) else node[3], scope)
+
+    def _destructure(self, node, scope):
+        value = self.eval(node[2], scope)
+        self.bind(node[1], value, scope, "var")
+        return value
 
     def _regex(self, node, scope):
         return JSRegExp(node[1], node[2])  # (a new object each time the literal is evaluated, as JS)

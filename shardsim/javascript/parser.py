@@ -5,7 +5,7 @@ Expressions: ("num", v) ("str", s) ("name", n) ("this",) ("array", [e|("spread",
 ("object", [(key_expr, value_expr) | ("spread", e)]) ("func", Function) ("member", obj, prop, optional)
 ("call", callee, args, optional) ("new", callee, args) ("unary", op, e) ("update", op, prefix, target)
 ("bin", op, a, b) ("logic", op, a, b) ("cond", t, a, b) ("assign", op, target, value) ("seq", [e])
-("template", [text], [e]) ("regex", source, flags).
+("template", [text], [e]) ("regex", source, flags) ("destructure", pattern, value).
 Statements: ("var", kind, [(name, init)]) ("expr", e) ("return", e) ("if", t, a, b)
 ("for", init, test, update, body, let_names) ("forin", kind, name, obj, body) ("forof", ...)
 ("while", t, body) ("do", body, t) ("break", label) ("continue", label) ("throw", e)
@@ -446,6 +446,9 @@ class Parser:
             left = self.conditional(no_in)
             t = self.tok
             if t.kind == "punct" and t.value in _ASSIGN:
+                if t.value == "=" and left[0] in ("array", "object"):  # destructuring assignment
+                    self.next()
+                    return ("destructure", self.as_pattern(left), self.assignment(no_in))
                 if left[0] not in ("name", "member"):
                     self.fail("invalid assignment left-hand side")
                 self.next()
@@ -453,6 +456,39 @@ class Parser:
             return left
         finally:
             self.depth -= 1
+
+    def as_pattern(self, e):
+        """An array or object literal on the left of `=` as the pattern it spells (names and members)."""
+        tag = e[0]
+        if tag in ("name", "member"):
+            return e[1] if tag == "name" else e
+        if tag == "array":
+            items, rest = [], None
+            for k, item in enumerate(e[1]):
+                if item is None:
+                    items.append(None)
+                elif item[0] == "spread":
+                    if k != len(e[1]) - 1:
+                        self.fail("rest element must be last")
+                    rest = self.as_pattern(item[1])
+                elif item[0] == "assign" and item[1] == "=":
+                    items.append((self.as_pattern(item[2]), item[3]))
+                else:
+                    items.append((self.as_pattern(item), None))
+            return ("parr", items, rest)
+        if tag == "object":
+            props, rest = [], None
+            for p in e[1]:
+                if p[0] == "spread":
+                    rest = self.as_pattern(p[1])
+                    continue
+                key, value = p
+                if value[0] == "assign" and value[1] == "=":
+                    props.append((key, self.as_pattern(value[2]), value[3]))
+                else:
+                    props.append((key, self.as_pattern(value), None))
+            return ("pobj", props, rest)
+        self.fail("invalid destructuring assignment target")
 
     def arrow_body(self, start, params, rest):
         if self.is_p("{"):
@@ -675,6 +711,8 @@ def pattern_names(target) -> list[str]:
     """The names a binding target declares."""
     if type(target) is str:
         return [target]
+    if target[0] == "member":
+        return []
     out: list[str] = []
     if target[0] == "parr":
         for item in target[1]:

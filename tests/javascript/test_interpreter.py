@@ -210,6 +210,9 @@ def test_expressions(source, expected):
     ("function() { return [[1, 'a'], [2, 'b']].map(([n, s]) => s + n).join(); }", "a1,b2"),
     ("function() { var f = function({x, y = 2}, [z]) { return x + y + z; }; return f({x: 1}, [3]); }", 6.0),
     ("function() { let {length} = 'abc'; return length; }", 3.0),
+    ("function() { var a = 1, b = 2; [a, b] = [b, a]; return [a, b]; }", [2.0, 1.0]),
+    ("function() { var o = {}, x, r; ({p: o.q, r: [x = 7, ...r]} = {p: 1, r: [undefined, 8, 9]}); return [o.q, x, r]; }",
+     [1.0, 7.0, [8.0, 9.0]]),
     ("function() { var m = new Map([['a', 1]]); m.set('b', 2).set(NaN, 3); m.set('a', 4);"
      " return [m.size, m.get('a'), m.get(NaN), m.has('c'), [...m.keys()].slice(0, 2), m.delete('b'), m.size]; }",
      [3.0, 4.0, 3.0, False, ["a", "b"], True, 2.0]),
@@ -255,6 +258,7 @@ def test_bson_values_cross_unchanged():
     ("function() { return /(unclosed/; }", "SyntaxError: "),
     ("function() { return /a/q; }", "SyntaxError: "),
     ("function() { return Map(); }", "TypeError: "),
+    ("function() { [1] = [2]; }", "SyntaxError: "),
     ("function() { const c = 1; c = 2; }", "TypeError: "),
     ("function f() { return f(); }", "InternalError: too much recursion"),
     ("function() { while (true) {} }", "JavaScript execution terminated"),
