@@ -25,7 +25,6 @@ import re
 from bson import ObjectId
 
 from mongosim.shardsim.javascript import mapset, regexp, values
-from mongosim.shardsim.javascript.errors import JSThrow
 from mongosim.shardsim.javascript.values import (
     UNDEFINED,
     HostValue,
@@ -1224,4 +1223,4 @@ def install(scope_vars: dict) -> None:
     scope_vars.update(_make_globals())
 
 
-__all__ = ["install", "get_member", "set_member", "JSThrow"]
+__all__ = ["install", "get_member", "set_member"]

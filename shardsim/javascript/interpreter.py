@@ -24,9 +24,7 @@ from mongosim.shardsim.javascript.errors import JSBudgetExceeded, JSThrow
 from mongosim.shardsim.javascript.parser import Function
 from mongosim.shardsim.javascript.values import (
     UNDEFINED,
-    HostValue,
     JSArray,
-    JSDate,
     JSFunction,
     JSObject,
     JSRegExp,
@@ -734,4 +732,4 @@ def binary(op: str, a, b, interp):
     raise make_error("SyntaxError", f"unsupported operator {op}")
 
 
-__all__ = ["Interpreter", "Scope", "binary", "JSDate", "HostValue"]
+__all__ = ["Interpreter", "Scope", "binary"]
