@@ -523,6 +523,57 @@ ARRAY_PROTO["reduce"] = NativeFunction(_reducer("reduce", False), "reduce")
 ARRAY_PROTO["reduceRight"] = NativeFunction(_reducer("reduceRight", True), "reduceRight")
 
 
+def _find_last(a, f):
+    return next((v for i, v in reversed(list(enumerate(list(a.items)))) if to_boolean(f(v, i))), UNDEFINED)
+
+
+def _find_last_index(a, f):
+    return next((float(i) for i, v in reversed(list(enumerate(list(a.items)))) if to_boolean(f(v, i))), -1.0)
+
+
+def _flat_map(a, f):
+    out: list = []
+    for i, v in enumerate(list(a.items)):
+        r = f(v, i)
+        if type(r) is JSArray:
+            out.extend(r.items)
+        else:
+            out.append(r)
+        check_array_length(len(out))
+    return JSArray(out)
+
+
+for _name, _finish in (("findLast", _find_last), ("findLastIndex", _find_last_index), ("flatMap", _flat_map)):
+    ARRAY_PROTO[_name] = NativeFunction(_iter_callback(_name, _finish), _name)
+
+
+@_native(ARRAY_PROTO, "at")
+def _at(interp, this, args):
+    a = _this_array(this, "at")
+    i = to_integer(_arg(args, 0))
+    i = i + len(a.items) if i < 0 else i
+    return a.items[i] if 0 <= i < len(a.items) else UNDEFINED
+
+
+@_native(ARRAY_PROTO, "fill")
+def _fill(interp, this, args):
+    a = _this_array(this, "fill")
+    n = len(a.items)
+    for i in range(_relative(_arg(args, 1), n, 0), _relative(_arg(args, 2), n, n)):
+        a.items[i] = _arg(args, 0)
+    return a
+
+
+@_native(ARRAY_PROTO, "keys")
+def _array_keys(interp, this, args):
+    return JSArray([float(i) for i in range(len(_this_array(this, "keys").items))])
+
+
+@_native(ARRAY_PROTO, "entries")
+def _array_entries(interp, this, args):
+    return JSArray([JSArray([float(i), v]) for i, v in enumerate(_this_array(this, "entries").items)])
+
+
 @_native(ARRAY_PROTO, "sort")
 def _sort(interp, this, args):
     """Stable, undefined last; without a comparator by the elements' strings (as JS)."""
@@ -611,6 +662,35 @@ def _s_upper(s, args):
 @_str_method("toLowerCase")
 def _s_lower(s, args):
     return s.lower()
+
+
+@_str_method("trimStart")
+def _s_trim_start(s, args):
+    return s.lstrip()
+
+
+@_str_method("trimEnd")
+def _s_trim_end(s, args):
+    return s.rstrip()
+
+
+@_str_method("at")
+def _s_at(s, args):
+    i = to_integer(_arg(args, 0))
+    i = i + len(s) if i < 0 else i
+    return s[i] if 0 <= i < len(s) else UNDEFINED
+
+
+@_str_method("codePointAt")
+def _s_code_point_at(s, args):
+    i = to_integer(_arg(args, 0))
+    return float(ord(s[i])) if 0 <= i < len(s) else UNDEFINED
+
+
+@_str_method("localeCompare")
+def _s_locale_compare(s, args):
+    other = to_string(_arg(args, 0))
+    return -1.0 if s < other else 1.0 if s > other else 0.0
 
 
 @_str_method("trim")
@@ -1066,6 +1146,28 @@ def _object_entries(interp, this, args):
     return JSArray([JSArray([k, get_member(interp, o, k)]) for k in keys])
 
 
+def _object_from_entries(interp, this, args):
+    out = JSObject({}, OBJECT_PROTO)
+    for entry in iterate(interp, _arg(args, 0)):
+        pair = iterate(interp, entry)
+        out.props[to_property_key(pair[0] if pair else UNDEFINED)] = pair[1] if len(pair) > 1 else UNDEFINED
+    return out
+
+
+def _array_from(interp, this, args):
+    """Array.from(iterable | {length}, mapFn?)."""
+    src, fn = _arg(args, 0), _arg(args, 1)
+    if type(src) is JSObject:
+        n = to_integer(get_member(interp, src, "length"))
+        check_array_length(n)
+        items = [get_member(interp, src, str(i)) for i in range(max(0, n))]
+    else:
+        items = iterate(interp, src)
+    if is_callable(fn):
+        items = [interp.call(fn, UNDEFINED, [v, float(i)]) for i, v in enumerate(items)]
+    return JSArray(items)
+
+
 def _object_assign(interp, this, args):
     target = _arg(args, 0)
     for src in args[1:]:
@@ -1133,6 +1235,9 @@ def _make_globals() -> dict:
         "sin": NativeFunction(_math(math.sin), "sin"), "cos": NativeFunction(_math(math.cos), "cos"),
         "tan": NativeFunction(_math(math.tan), "tan"), "atan": NativeFunction(_math(math.atan), "atan"),
         "atan2": NativeFunction(_math(math.atan2, 2), "atan2"),
+        "cbrt": NativeFunction(_math(lambda x: math.copysign(abs(x) ** (1 / 3), x)), "cbrt"),
+        "hypot": NativeFunction(lambda i, t, a: math.hypot(*[to_number(x) for x in a]), "hypot"),
+        "asin": NativeFunction(_math(math.asin), "asin"), "acos": NativeFunction(_math(math.acos), "acos"),
         "random": NativeFunction(lambda i, t, a: random.random(), "random"),
     }, OBJECT_PROTO)
     g = {
@@ -1145,12 +1250,15 @@ def _make_globals() -> dict:
                         lambda o: isinstance(o, JSObject),
                         {"prototype": OBJECT_PROTO, "keys": NativeFunction(_object_keys, "keys"), "values": NativeFunction(_object_values, "values"),
                          "entries": NativeFunction(_object_entries, "entries"),
-                         "assign": NativeFunction(_object_assign, "assign")}),
+                         "assign": NativeFunction(_object_assign, "assign"),
+                         "fromEntries": NativeFunction(_object_from_entries, "fromEntries"),
+                         "freeze": NativeFunction(lambda i, t, a: _arg(a, 0), "freeze"),
+                         "isFrozen": NativeFunction(lambda i, t, a: False, "isFrozen")}),
         "Array": _ctor(_array_ctor, "Array", _array_ctor, lambda o: type(o) is JSArray,
                        {"prototype": JSObject(dict(ARRAY_PROTO), OBJECT_PROTO, "Prototype"),
                         "isArray": NativeFunction(lambda i, t, a: type(_arg(a, 0)) is JSArray, "isArray"),
                         "sum": NativeFunction(_array_sum, "sum"), "avg": NativeFunction(_array_avg, "avg"),
-                        "from": NativeFunction(lambda i, t, a: JSArray(iterate(i, _arg(a, 0))), "from"),
+                        "from": NativeFunction(_array_from, "from"),
                         "of": NativeFunction(lambda i, t, a: JSArray(list(a)), "of")}),
         "String": _ctor(lambda i, t, a: to_string(a[0]) if a else "", "String", None, lambda o: False,
                         {"prototype": JSObject(dict(STRING_PROTO), OBJECT_PROTO, "Prototype"),
@@ -1160,6 +1268,13 @@ def _make_globals() -> dict:
                         {"isInteger": NativeFunction(lambda i, t, a: type(_arg(a, 0)) is float and math.isfinite(a[0])
                                                      and a[0] == int(a[0]), "isInteger"),
                          "isNaN": NativeFunction(lambda i, t, a: type(_arg(a, 0)) is float and a[0] != a[0], "isNaN"),
+                         "isFinite": NativeFunction(lambda i, t, a: type(_arg(a, 0)) is float and math.isfinite(a[0]),
+                                                    "isFinite"),
+                         "isSafeInteger": NativeFunction(lambda i, t, a: type(_arg(a, 0)) is float and
+                                                         math.isfinite(a[0]) and a[0] == int(a[0]) and
+                                                         abs(a[0]) <= 2**53 - 1, "isSafeInteger"),
+                         "parseFloat": NativeFunction(_parse_float, "parseFloat"),
+                         "parseInt": NativeFunction(_parse_int, "parseInt"),
                          "MAX_SAFE_INTEGER": float(2**53 - 1), "MIN_SAFE_INTEGER": float(-(2**53 - 1)),
                          "POSITIVE_INFINITY": math.inf, "NEGATIVE_INFINITY": -math.inf,
                          "MAX_VALUE": 1.7976931348623157e308, "EPSILON": 2.0**-52}),
