@@ -122,11 +122,11 @@ def test_map_reduce_query_sort_limit_scope_finalize(client, db):
                        finalize=Code("function(k, v) { return v.s / v.n; }"),
                        query={"x": {"$gte": 3}}, scope={"factor": 10}, out={"inline": 1})
     assert reply["results"] == [{"_id": 0, "value": 60}, {"_id": 1, "value": 55}, {"_id": 2, "value": 65}]
+    # the limit is the command's, not each shard's: k = 0 is _id 0, 3 (shard00) and 6, 9 (shard01)
     reply = db.command("mapReduce", "c", map=Code("function() { emit('all', this._id); }"),
-                       reduce=Code("function(k, vs) { return vs.length; }"), sort={"_id": -1}, limit=2,
-                       out={"inline": 1}) if client.topology_name == "replset" else None
-    if reply is not None:
-        assert reply["results"] == [{"_id": "all", "value": 2}]
+                       reduce=Code("function(k, vs) { return Array.sum(vs); }"), sort={"k": 1, "_id": 1}, limit=3,
+                       out={"inline": 1})
+    assert reply["results"] == [{"_id": "all", "value": 9}]  # 0 + 3 + 6
 
 
 def test_map_reduce_keys_group_by_bson_equality(client, db):
