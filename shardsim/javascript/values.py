@@ -376,9 +376,7 @@ def loose_equals(a, b) -> bool:
     """`==`: null and undefined equal each other only; numbers, strings and booleans compare as numbers."""
     ta, tb = type(a), type(b)
     if ta is tb or (ta is float and tb is float):
-        if ta is HostValue:  # (ObjectIds and the like compare by value, as the shell's wrappers)
-            return a is b or a.value == b.value
-        return strict_equals(a, b)
+        return strict_equals(a, b)  # (two ObjectIds are two objects: equal only if the same one, as in JS)
     if (a is None or a is UNDEFINED) and (b is None or b is UNDEFINED):
         return True
     if a is None or a is UNDEFINED or b is None or b is UNDEFINED:

@@ -253,6 +253,8 @@ def test_bson_values_cross_unchanged():
     assert run("function(d) { return d; }", {"a": 1, "b": Int64(2), "o": oid, "l": [1, "x"]}) == \
         {"a": 1.0, "b": 2.0, "o": oid, "l": [1.0, "x"]}
     assert run("function(o) { return o.str; }", oid) == str(oid)
+    assert run("function(a, b) { return [a == b, a.equals(b), a.str === b.str, a == a]; }", oid, ObjectId(str(oid))) == \
+        [False, True, True, True]
 
 
 @pytest.mark.parametrize("source, message", [
