@@ -10,13 +10,16 @@ Globals: Object (keys, values, entries, assign), Array (isArray, and the mongo
 shell's sum and avg, which the server's engine also defines), Math, JSON
 (stringify, parse), String, Number, Boolean, Date, Error and its kinds, isNaN,
 isFinite, parseInt, parseFloat, NumberInt, NumberLong, ObjectId, print (a
-no-op: the server's log is not the script's) and tojson.
+no-op: the server's log is not the script's), tojson, and the helpers of the
+server's utils.js: hex_md5, Array.contains/unique/stdDev, isNumber, isString,
+isObject.
 """
 
 from __future__ import annotations
 
 import datetime
 import functools
+import hashlib
 import json
 import math
 import random
@@ -1115,6 +1118,38 @@ def _array_sum(interp, this, args):
     return total
 
 
+def _array_contains(interp, this, args):
+    """Array.contains(arr, x) (utils.js): an element strictly equal to x."""
+    a = _arg(args, 0)
+    if type(a) is not JSArray:
+        raise make_error("Error", "The first argument to Array.contains must be an array")
+    return any(strict_equals(v, _arg(args, 1)) for v in a.items)
+
+
+def _array_unique(interp, this, args):
+    """Array.unique(arr) (utils.js): the elements without repeats (by their string, as its map does)."""
+    a = _arg(args, 0)
+    if type(a) is not JSArray:
+        raise make_error("Error", "The first argument to Array.unique must be an array")
+    seen, out = set(), []
+    for v in a.items:
+        k = to_string(v)
+        if k not in seen:
+            seen.add(k)
+            out.append(v)
+    return JSArray(out)
+
+
+def _array_std_dev(interp, this, args):
+    """Array.stdDev(arr) (utils.js): the population standard deviation."""
+    a = _arg(args, 0)
+    if type(a) is not JSArray or not a.items:
+        raise make_error("Error", "The first argument to Array.stdDev must be a non-empty array")
+    xs = [to_number(v) for v in a.items]
+    mean = sum(xs) / len(xs)
+    return math.sqrt(sum((x - mean) ** 2 for x in xs) / len(xs))
+
+
 def _array_avg(interp, this, args):
     a = _arg(args, 0)
     if type(a) is not JSArray:
@@ -1258,6 +1293,9 @@ def _make_globals() -> dict:
                        {"prototype": JSObject(dict(ARRAY_PROTO), OBJECT_PROTO, "Prototype"),
                         "isArray": NativeFunction(lambda i, t, a: type(_arg(a, 0)) is JSArray, "isArray"),
                         "sum": NativeFunction(_array_sum, "sum"), "avg": NativeFunction(_array_avg, "avg"),
+                        "contains": NativeFunction(_array_contains, "contains"),
+                        "unique": NativeFunction(_array_unique, "unique"),
+                        "stdDev": NativeFunction(_array_std_dev, "stdDev"),
                         "from": NativeFunction(_array_from, "from"),
                         "of": NativeFunction(lambda i, t, a: JSArray(list(a)), "of")}),
         "String": _ctor(lambda i, t, a: to_string(a[0]) if a else "", "String", None, lambda o: False,
@@ -1289,6 +1327,11 @@ def _make_globals() -> dict:
         "print": NativeFunction(lambda i, t, a: UNDEFINED, "print"),
         "printjson": NativeFunction(lambda i, t, a: UNDEFINED, "printjson"),
         "tojson": NativeFunction(_tojson, "tojson"),
+        "hex_md5": NativeFunction(lambda i, t, a: hashlib.md5(to_string(_arg(a, 0)).encode()).hexdigest(), "hex_md5"),
+        "isNumber": NativeFunction(lambda i, t, a: type(_arg(a, 0)) is float, "isNumber"),
+        "isString": NativeFunction(lambda i, t, a: type(_arg(a, 0)) is str, "isString"),
+        "isObject": NativeFunction(lambda i, t, a: isinstance(_arg(a, 0), JSObject) and not is_callable(a[0]),
+                                   "isObject"),
         "NumberInt": NativeFunction(lambda i, t, a: float(to_int32(_arg(a, 0))), "NumberInt"),
         "NumberLong": NativeFunction(lambda i, t, a: float(to_integer(_arg(a, 0))), "NumberLong"),
         "RegExp": _ctor(regexp.construct, "RegExp", regexp.construct, lambda o: type(o) is JSRegExp),

@@ -168,6 +168,8 @@ def expr(e: str):
     ("['b', 'a'].sort((x, y) => x.localeCompare(y))", ["a", "b"]),
     ("Number.parseInt('12px') + Number.isSafeInteger(2 ** 53)", 12.0),
     ("Math.hypot(3, 4)", 5.0),
+    ("hex_md5('abc')", "900150983cd24fb0d6963f7d28e17f72"),
+    ("[Array.contains([1, 2], 2), Array.unique([1, 2, 1, '1']).length, Array.stdDev([2, 4])]", [True, 2.0, 1.0]),
     ("'' + {toString() { return 'T'; }}", "T"),
     ("({valueOf() { return 5; }, toString() { return 'T'; }}) * 2", 10.0),
     ("({valueOf() { return 5; }, toString() { return 'T'; }}) + ''", "5"),
