@@ -127,7 +127,7 @@ def get_member(interp, obj, key):
         if k == "prototype" and "prototype" not in obj.props:
             obj.props["prototype"] = JSObject({"constructor": obj}, OBJECT_PROTO)
         v = obj.props.get(k, _ABSENT)
-        if v is not _ABSENT:
+        if v is not _ABSENT and k != "%fields":
             return v
         if k == "name":
             return obj.func.name
@@ -228,7 +228,7 @@ def enumerable_keys(obj) -> list:
             p = p.proto
         return keys
     if isinstance(obj, JSObject) and t is not HostValue:
-        return list(obj.props)
+        return [k for k in obj.props if k != "prototype" and not k.startswith("%")]
     return []
 
 

@@ -76,7 +76,7 @@ class Interpreter:
             "member": self._member, "call": self._call, "new": self._new, "unary": self._unary,
             "update": self._update, "bin": self._bin, "logic": self._logic, "cond": self._cond,
             "assign": self._assign, "seq": self._seq, "numkey": self._numkey, "template": self._template,
-            "regex": self._regex, "destructure": self._destructure,
+            "regex": self._regex, "destructure": self._destructure, "class": self._class, "super": self._super,
         }
         self.this_stack: list = [UNDEFINED]
 
@@ -99,11 +99,13 @@ class Interpreter:
     def make_function(self, func: Function, scope: Scope) -> JSFunction:
         return JSFunction(func, scope, self.this_stack[-1] if func.arrow else None)
 
-    def call(self, fn, this, args: list):
+    def call(self, fn, this, args: list, constructing: bool = False):
         if type(fn) is NativeFunction:
             return fn.fn(self, this, args)
         if type(fn) is not JSFunction:
             raise make_error("TypeError", f"{to_string(fn) if not isinstance(fn, JSObject) else 'object'} is not a function")
+        if fn.func.is_class and not constructing:
+            raise make_error("TypeError", f"class constructors must be invoked with 'new'")
         self.tick()
         if self.depth >= MAX_CALL_DEPTH:
             raise make_error("InternalError", "too much recursion")
@@ -151,7 +153,28 @@ class Interpreter:
             raise make_error("TypeError", "not a constructor")
         proto = builtins.get_member(self, fn, "prototype")
         obj = JSObject({}, proto if isinstance(proto, JSObject) else builtins.OBJECT_PROTO)
-        r = self.call(fn, obj, args)
+        return self.construct_into(fn, obj, args)
+
+    def construct_into(self, fn, obj: JSObject, args: list):
+        """Run constructor `fn` on `obj` (a class's fields first, then its constructor, `super(...)` included)."""
+        if type(fn) is NativeFunction:  # (a class extending a builtin: the builtin's object, its properties copied)
+            made = self.construct(fn, args)
+            if isinstance(made, JSObject):
+                obj.props.update(made.props)
+                if made.cls == "Error":
+                    obj.cls = "Error"
+            return obj
+        fields = fn.props.get("%fields")
+        if fields:
+            scope, entries = fields
+            self.this_stack.append(obj)
+            try:
+                for key, init in entries:
+                    k = key[1] if key[0] == "str" else to_property_key(self.eval(key, scope))
+                    obj.props[k] = UNDEFINED if init is None else self.eval(init, scope)
+            finally:
+                self.this_stack.pop()
+        r = self.call(fn, obj, args, constructing=True)
         return r if isinstance(r, JSObject) else obj
 
     def run_program(self, program: Function, this=UNDEFINED):
@@ -511,6 +534,19 @@ class Interpreter:
 
     def _call(self, node, scope):
         callee = node[1]
+        if callee[0] == "super":  # super(...): the parent's constructor on this object
+            parent = self.lookup("%super_ctor", scope)
+            if not is_callable(parent):
+                raise make_error("SyntaxError", "super() is only valid in a derived class's constructor")
+            this = self.this_stack[-1]
+            self.construct_into(parent, this, self._args(node[2], scope))
+            return UNDEFINED
+        if callee[0] == "member" and callee[1][0] == "super":  # super.m(...): the parent's method on this
+            key = callee[2][1] if callee[2][0] == "str" else self.eval(callee[2], scope)
+            fn = builtins.get_member(self, self.lookup("%super", scope), key)
+            if not is_callable(fn):
+                raise make_error("TypeError", f"super.{to_string(key)} is not a function")
+            return self.call(fn, self.this_stack[-1], self._args(node[2], scope))
         if callee[0] == "member":
             this = self.eval(callee[1], scope)
             if callee[3] and (this is None or this is UNDEFINED):
@@ -636,6 +672,51 @@ class Interpreter:
         value = self.eval(node[2], scope)
         self.bind(node[1], value, scope, "var")
         return value
+
+    def _class(self, node, scope):
+        """A class: its constructor function (a derived one without a constructor passes its arguments to super),
+        `prototype` holding the methods over the parent's prototype, statics on the constructor."""
+        _, name, parent_node, ctor, methods, fields, source = node
+        parent = None
+        if parent_node is not None:
+            parent = self.eval(parent_node, scope)
+            if not is_callable(parent) and parent is not None:
+                raise make_error("TypeError", "class heritage is not a constructor or null")
+        parent_proto = builtins.OBJECT_PROTO if parent is None else builtins.get_member(self, parent, "prototype")
+        proto = JSObject({}, parent_proto if isinstance(parent_proto, JSObject) else None)
+        inner = Scope(scope)  # (methods see the class's name, and `super` through these hidden names)
+        inner.vars["%super"] = parent_proto if parent is not None else UNDEFINED
+        inner.vars["%super_ctor"] = parent if parent is not None else UNDEFINED
+        statics = Scope(scope)
+        statics.vars["%super"] = parent if parent is not None else UNDEFINED
+        if ctor is None:
+            body = [("expr", ("call", ("super",), [("spread", ("name", "args"))], False))] if parent is not None else []
+            ctor = Function(name or "", [], "args" if parent is not None else None, body, False, set(), [], source)
+        ctor.is_class = True
+        ctor.source = source
+        cls = JSFunction(ctor, inner)
+        cls.props["prototype"] = proto
+        proto.props["constructor"] = cls
+        if fields:
+            cls.props["%fields"] = (inner, fields)
+        if name:
+            inner.vars[name] = cls
+            statics.vars[name] = cls
+        for is_static, key, f in methods:
+            k = key[1] if key[0] == "str" else to_property_key(self.eval(key, scope))
+            if isinstance(f, Function):
+                value = JSFunction(f, statics if is_static else inner)
+            else:  # a static field
+                self.this_stack.append(cls)
+                try:
+                    value = UNDEFINED if f is None else self.eval(f, statics)
+                finally:
+                    self.this_stack.pop()
+            (cls.props if is_static else proto.props)[k] = value
+        return cls
+
+    def _super(self, node, scope):
+        return self.lookup("%super", scope)
 
     def _regex(self, node, scope):
         return JSRegExp(node[1], node[2])  # (a new object each time the literal is evaluated, as JS)

@@ -5,7 +5,8 @@ Expressions: ("num", v) ("str", s) ("name", n) ("this",) ("array", [e|("spread",
 ("object", [(key_expr, value_expr) | ("spread", e)]) ("func", Function) ("member", obj, prop, optional)
 ("call", callee, args, optional) ("new", callee, args) ("unary", op, e) ("update", op, prefix, target)
 ("bin", op, a, b) ("logic", op, a, b) ("cond", t, a, b) ("assign", op, target, value) ("seq", [e])
-("template", [text], [e]) ("regex", source, flags) ("destructure", pattern, value).
+("template", [text], [e]) ("regex", source, flags) ("destructure", pattern, value)
+("class", name, parent, constructor, methods, fields, source) ("super",).
 Statements: ("var", kind, [(name, init)]) ("expr", e) ("return", e) ("if", t, a, b)
 ("for", init, test, update, body, let_names) ("forin", kind, name, obj, body) ("forof", ...)
 ("while", t, body) ("do", body, t) ("break", label) ("continue", label) ("throw", e)
@@ -38,7 +39,7 @@ MAX_DEPTH = 200  # nesting of the source (a deeper one is refused, as an engine'
 
 
 class Function:
-    __slots__ = ("name", "params", "rest", "body", "arrow", "hoisted_vars", "hoisted_funcs", "source")
+    __slots__ = ("name", "params", "rest", "body", "arrow", "hoisted_vars", "hoisted_funcs", "source", "is_class")
 
     def __init__(self, name, params, rest, body, arrow, hoisted_vars, hoisted_funcs, source=""):
         self.name = name or ""
@@ -49,6 +50,7 @@ class Function:
         self.hoisted_vars = hoisted_vars
         self.hoisted_funcs = hoisted_funcs  # [("funcdecl", Function)] in source order
         self.source = source
+        self.is_class = False  # a class's constructor: `new` only
 
 
 class Parser:
@@ -241,7 +243,11 @@ class Parser:
                 return self.try_statement()
             if v == "switch":
                 return self.switch_statement()
-            if v in ("class", "import", "export", "with", "yield", "enum", "super"):
+            if v == "class":
+                start = self.next().pos
+                name = self.ident()
+                return ("var", "let", [(name, self.class_rest(name, start))])
+            if v in ("import", "export", "with", "yield", "enum"):
                 self.fail(f"'{v}' is not supported")
             if self.peek().kind == "punct" and self.peek().value == ":" and v not in _RESERVED:
                 self.next()
@@ -490,6 +496,48 @@ class Parser:
             return ("pobj", props, rest)
         self.fail("invalid destructuring assignment target")
 
+    def class_rest(self, name: str | None, start: int):
+        """After `class Name`: ("class", name, superclass | None, constructor | None, [(static, key, Function)],
+        [(key, initializer | None)] instance fields)."""
+        parent = self.postfix_call() if self.eat("extends") else None
+        self.expect("{")
+        ctor, methods, fields = None, [], []
+        while not self.eat("}"):
+            if self.eat(";"):
+                continue
+            is_static = self.is_kw("static") and not (self.peek().kind == "punct" and self.peek().value in ("(", "="))
+            if is_static:
+                self.next()
+            t = self.next()
+            if t.kind in ("name", "str"):
+                key = ("str", t.value)
+            elif t.kind == "num":
+                key = ("numkey", t.value)
+            elif t.kind == "punct" and t.value == "[":
+                key = self.assignment()
+                self.expect("]")
+            else:
+                self.i -= 1
+                self.fail("missing method name in class body")
+            if t.kind == "name" and t.value in ("get", "set", "async") and not self.is_p("(") and not self.is_p("="):
+                self.fail(f"'{t.value}' methods are not supported")
+            if self.is_p("("):
+                f = self.function_rest(key[1] if key[0] == "str" else None, t.pos)
+                if key == ("str", "constructor") and not is_static:
+                    ctor = f
+                else:
+                    methods.append((is_static, key, f))
+            else:
+                init = self.assignment() if self.eat("=") else None
+                self.semicolon()
+                if is_static:
+                    methods.append((True, key, init))
+                else:
+                    fields.append((key, init))
+        if ctor is not None:
+            ctor.name = name or ""
+        return ("class", name, parent, ctor, methods, fields, self.src[start:self.toks[self.i - 1].pos + 1])
+
     def arrow_body(self, start, params, rest):
         if self.is_p("{"):
             return ("func", self.function_rest(None, start, True, params, rest))
@@ -643,6 +691,13 @@ class Parser:
                 return ("func", self.function_rest(name, t.pos))
             if v == "this":
                 return ("this",)
+            if v == "class":
+                name = self.ident() if self.tok.kind == "name" and self.tok.value != "extends" else None
+                return self.class_rest(name, t.pos)
+            if v == "super":
+                if not (self.is_p("(") or self.is_p(".") or self.is_p("[")):
+                    self.fail("super must be called or have a property read")
+                return ("super",)
             if v == "null":
                 return ("null",)
             if v == "true":

@@ -239,6 +239,16 @@ def test_expressions(source, expected):
      ["objtrue", "obj"]),
     ("function() { Object.prototype.polluted = 1; Array.prototype.x = 2; return [({}).polluted, [].x]; }",
      [None, None]),
+    ("function() { class P { constructor(x) { this.x = x; } get2() { return this.x * 2; } static make() { return new P(5); } }"
+     " var p = P.make(); return [p.get2(), p instanceof P, typeof P, P.name]; }", [10.0, True, "function", "P"]),
+    ("function() { class A { n = 1; inc() { return ++this.n; } }"
+     " class B extends A { constructor(m) { super(); this.m = m; } inc() { return super.inc() * 10 + this.m; } }"
+     " var b = new B(3); return [b.inc(), b.n, b instanceof A, Object.keys(b)]; }", [23.0, 2.0, True, ["n", "m"]]),
+    ("function() { class E extends Error { constructor(m) { super(m); this.name = 'E'; } }"
+     " try { throw new E('bad'); } catch (e) { return [e.message, e instanceof E, String(e)]; } }",
+     ["bad", True, "E: bad"]),
+    ("function() { const C = class { static k = 7; }; class D extends C {} return [C.k, new D() instanceof C]; }",
+     [7.0, True]),
     ("this.a > 1", True),
     ("var t = this.a; t * 2", 4.0),
     ("function() {\n  return\n  1;\n}", None),
@@ -276,6 +286,8 @@ def test_bson_values_cross_unchanged():
     ("function() { return /a/q; }", "SyntaxError: "),
     ("function() { return Map(); }", "TypeError: "),
     ("function() { [1] = [2]; }", "SyntaxError: "),
+    ("function() { class K {} K(); }", "TypeError: "),
+    ("function() { class K { get x() { return 1; } } }", "SyntaxError: "),
     ("function() { const c = 1; c = 2; }", "TypeError: "),
     ("function f() { return f(); }", "InternalError: too much recursion"),
     ("function() { while (true) {} }", "JavaScript execution terminated"),
