@@ -105,7 +105,7 @@ class Interpreter:
         if type(fn) is not JSFunction:
             raise make_error("TypeError", f"{to_string(fn) if not isinstance(fn, JSObject) else 'object'} is not a function")
         if fn.func.is_class and not constructing:
-            raise make_error("TypeError", f"class constructors must be invoked with 'new'")
+            raise make_error("TypeError", "class constructors must be invoked with 'new'")
         self.tick()
         if self.depth >= MAX_CALL_DEPTH:
             raise make_error("InternalError", "too much recursion")

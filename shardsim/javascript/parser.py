@@ -592,8 +592,6 @@ class Parser:
                 self.fail("invalid increment/decrement operand")
             self.next()
             return ("update", t.value, False, e)
-        if self.is_p("**") and False:
-            pass
         return e
 
     def arguments(self):
