@@ -38,7 +38,7 @@ from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.command_registry import command
 from mongosim.shardsim.create_collection import check_namespace, ensure_collection
 from mongosim.shardsim.javascript.engine import ScriptEngine
-from mongosim.shardsim.javascript.values import UNDEFINED, NativeFunction, to_bson, to_js
+from mongosim.shardsim.javascript.values import UNDEFINED, NativeFunction, to_bson
 from mongosim.shardsim.operation_context import OpCtx
 from mongosim.shardsim.query.matcher import Matcher
 from mongosim.shardsim.query.values import hashable, sort_key
@@ -118,7 +118,7 @@ def map_phase(eng: ScriptEngine, map_src, docs: Iterable[dict]) -> dict:
     eng.set_global("emit", NativeFunction(emit, "emit"))
     fn = eng.function(map_src)
     for doc in docs:
-        eng.call_js(fn, [], to_js(doc))
+        eng.call_js(fn, [], eng.to_js(doc))
     return groups
 
 

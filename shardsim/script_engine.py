@@ -26,7 +26,7 @@ from bson import Code
 from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.javascript import engine
 from mongosim.shardsim.javascript.engine import ScriptEngine
-from mongosim.shardsim.javascript.values import to_boolean, to_js
+from mongosim.shardsim.javascript.values import to_boolean
 from mongosim.shardsim.query.matcher import TOP_LEVEL_EXTENSIONS
 
 
@@ -48,7 +48,7 @@ def where_predicate(code: Any):
             eng = ScriptEngine()
             state.extend((eng, eng.function(source)))
         eng, fn = state
-        this = to_js(doc)
+        this = eng.to_js(doc)
         eng.set_global("obj", this)
         return to_boolean(eng.call_js(fn, [], this))
 

@@ -85,7 +85,7 @@ class ScriptEngine:
         self.deadline = deadline
         self._functions: dict[str, JSFunction] = {}
         for k, v in (scope or {}).items():
-            self.interp.globals.vars[k] = to_js(v)
+            self.interp.globals.vars[k] = self.to_js(v)
 
     def function(self, source) -> JSFunction:
         source = str(source)
@@ -106,13 +106,18 @@ class ScriptEngine:
         self._functions[source] = fn
         return fn
 
+    def to_js(self, value):
+        """A BSON value as this engine's JS value (a Code value becomes a function, as the server reads it:
+        a mapReduce `scope` may pass functions)."""
+        return to_js(value, self.function)
+
     def set_global(self, name: str, value) -> None:
         self.interp.globals.vars[name] = value
 
     def call(self, fn: JSFunction, args: list = (), this=None):
         """fn(...args) with `this` (BSON values in, BSON value out)."""
-        js_this = UNDEFINED if this is None else to_js(this)
-        js_args = [to_js(a) for a in args]
+        js_this = UNDEFINED if this is None else self.to_js(this)
+        js_args = [self.to_js(a) for a in args]
         return self._run(lambda: to_bson(self.interp.call(fn, js_this, js_args)))
 
     def call_js(self, fn: JSFunction, js_args: list, js_this=UNDEFINED):

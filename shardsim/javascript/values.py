@@ -479,24 +479,25 @@ _EPOCH = datetime.datetime(1970, 1, 1)
 _EPOCH_AWARE = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 
 
-def to_js(v):
-    """A BSON (Python) value as a JS value."""
+def to_js(v, code=None):
+    """A BSON (Python) value as a JS value; `code(source)` compiles a Code value into a function (as the
+    server's engine reads Code), else Code is its source string."""
     t = type(v)
     if t is float or t is str or t is bool or v is None:
         return v
     if t is int or t is Int64:
         return float(v)
     if t is dict or isinstance(v, dict):
-        return JSObject({k: to_js(x) for k, x in v.items()}, OBJECT_PROTO[0])
+        return JSObject({k: to_js(x, code) for k, x in v.items()}, OBJECT_PROTO[0])
     if t is list or t is tuple:
-        return JSArray([to_js(x) for x in v])
+        return JSArray([to_js(x, code) for x in v])
     if t is datetime.datetime:
         base = _EPOCH_AWARE if v.tzinfo is not None else _EPOCH
         return JSDate(float((v - base) // datetime.timedelta(milliseconds=1)))
     if t is DatetimeMS:
         return JSDate(float(int(v)))
     if t is Code:
-        return str(v)
+        return str(v) if code is None else code(v)
     if isinstance(v, str):
         return str(v)
     if t is Regex or t is re.Pattern:
@@ -506,7 +507,7 @@ def to_js(v):
         except JSThrow:
             return HostValue(v)  # (a pattern JavaScript cannot compile passes through unchanged)
     if isinstance(v, Mapping):  # (RawBSONDocument, SON)
-        return JSObject({k: to_js(x) for k, x in v.items()}, OBJECT_PROTO[0])
+        return JSObject({k: to_js(x, code) for k, x in v.items()}, OBJECT_PROTO[0])
     return HostValue(v)
 
 

@@ -129,6 +129,14 @@ def test_map_reduce_query_sort_limit_scope_finalize(client, db):
     assert reply["results"] == [{"_id": "all", "value": 9}]  # 0 + 3 + 6
 
 
+def test_map_reduce_scope_functions(client, db):
+    _sharded(client, db)
+    _docs(db, 4)
+    reply = db.command("mapReduce", "c", map=Code("function() { emit(bucket(this.x), 1); }"), reduce=SUM,
+                       scope={"bucket": Code("function(x) { return x < 2 ? 'low' : 'high'; }")}, out={"inline": 1})
+    assert reply["results"] == [{"_id": "high", "value": 2}, {"_id": "low", "value": 2}]
+
+
 def test_map_reduce_keys_group_by_bson_equality(client, db):
     db.c.insert_many([{"v": 1}, {"v": 1.0}, {"v": "1"}, {"v": {"a": 1}}, {"v": {"a": 1}}])
     reply = db.command("mapReduce", "c", map=Code("function() { emit(this.v, 1); }"), reduce=SUM, out={"inline": 1})

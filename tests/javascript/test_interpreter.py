@@ -325,8 +325,11 @@ def test_no_host_access():
 
 
 def test_scope_variables_are_globals():
-    eng = ScriptEngine({"factor": 3, "names": ["a"]})
-    assert eng.call(eng.function("function(x) { return x * factor + names.length; }"), [2]) == 7.0
+    from bson import Code
+
+    eng = ScriptEngine({"factor": 3, "names": ["a"], "helper": Code("function(x) { return x + 100; }")})
+    assert eng.call(eng.function("function(x) { return helper(x * factor + names.length); }"), [2]) == 107.0
+    assert eng.call(eng.function("function(d) { return d.f(1); }"), [{"f": Code("function(y) { return -y; }")}]) == -1.0
 
 
 # --- property: integer arithmetic and comparisons -----------------------------------------------
