@@ -4,14 +4,16 @@ Representation: `undefined` is UNDEFINED, `null` None, booleans `bool`, every
 number a Python `float` (JS numbers are doubles), strings `str`; objects are
 JSObject (a property dict and a prototype), arrays JSArray (a list), functions
 JSFunction (a parsed function and its closure scope) or NativeFunction (a
-Python callable `fn(interp, this, args)`), dates JSDate (milliseconds).
+Python callable `fn(interp, this, args)`), dates JSDate (milliseconds),
+regular expressions JSRegExp (the translated Python pattern).
 
 BSON values come in through `to_js`: int32/int64/double become numbers,
-documents objects, arrays arrays, dates JSDate; the BSON types JavaScript has no
-value for (ObjectId, Timestamp, Decimal128, BinData, regexes, MinKey/MaxKey)
-travel as opaque HostValue wrappers that convert back unchanged.  `to_bson`
-goes back: numbers become doubles (as the server's engine writes them),
-undefined becomes null, functions become Code.  No Python object other than
+documents objects, arrays arrays, dates JSDate, regexes JSRegExp, Code a
+function (compiled by the engine); the BSON types JavaScript has no value
+for (ObjectId, Timestamp, Decimal128, BinData, MinKey/MaxKey) travel as
+opaque HostValue wrappers that convert back unchanged.  `to_bson` goes back:
+numbers become doubles (as the server's engine writes them), undefined
+becomes null, functions become Code, a RegExp a BSON regex.  No Python object other than
 these is reachable from a script: the wrappers expose no attributes.
 """
 
