@@ -227,8 +227,8 @@ class Router:
         req.is_change_stream = is_change_stream_command(name, cmd, self, db)
         shard_request = begin_request(cmd)  # read preference out, the shards' writeConcernErrors back
         js_deadline = None  # (scripts run for this command stop at its maxTimeMS: shardsim.javascript.engine)
-        if "maxTimeMS" in cmd and name != "getMore" and generic_max_time_ms(cmd):
-            js_deadline = js_engine.COMMAND_DEADLINE.set(time.monotonic() + generic_max_time_ms(cmd) / 1000.0)
+        if "maxTimeMS" in cmd and name != "getMore":
+            js_deadline = _script_deadline(cmd)
         try:
             if self.failpoints:
                 await apply_fail_command(self.failpoints, req)
@@ -346,3 +346,12 @@ class Router:
 
     def refresh_catalog(self) -> None:
         self.catalog.refresh(self.config.catalog)
+
+
+def _script_deadline(cmd: dict):
+    """Set the running scripts' deadline from the command's maxTimeMS (its token; None without a valid one)."""
+    try:
+        ms = generic_max_time_ms(cmd)
+    except MongoError:  # (a bad maxTimeMS is reported where it always was)
+        return None
+    return js_engine.COMMAND_DEADLINE.set(time.monotonic() + ms / 1000.0) if ms else None
