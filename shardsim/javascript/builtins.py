@@ -81,7 +81,7 @@ def _index(key) -> int | None:
     """The array index a property key denotes, else None."""
     t = type(key)
     if t is float:
-        if key >= 0 and key == int(key):
+        if 0 <= key < 2.0**53 and key == int(key):
             return int(key)
         return None
     if t is str and key.isdigit() and (key == "0" or key[0] != "0"):
@@ -171,7 +171,7 @@ def set_member(obj, key, value) -> None:
         k = to_property_key(key)
         if k == "length":
             n = to_number(value)
-            if n != int(n) or n < 0:
+            if not math.isfinite(n) or n != int(n) or n < 0:
                 raise make_error("RangeError", "invalid array length")
             n = int(n)
             check_array_length(n)
@@ -797,8 +797,9 @@ def _s_search(s, args):
 @_str_method("repeat")
 def _s_repeat(s, args):
     n = to_number(_arg(args, 0))
-    if n != n or n < 0 or n * len(s) > values.MAX_STRING_LENGTH:
-        raise make_error("RangeError", "repeat count must be non-negative and the result not too long")
+    n = 0.0 if n != n else n
+    if n < 0 or n == math.inf or n * len(s) > values.MAX_STRING_LENGTH:
+        raise make_error("RangeError", "repeat count must be non-negative, finite, and the result not too long")
     return s * int(n)
 
 
@@ -1369,7 +1370,7 @@ def _inherits(o: JSObject, proto: JSObject) -> bool:
 def _array_ctor(interp, this, args):
     if len(args) == 1 and type(args[0]) is float:
         n = args[0]
-        if n != int(n) or n < 0:
+        if not math.isfinite(n) or n != int(n) or n < 0:
             raise make_error("RangeError", "invalid array length")
         check_array_length(int(n))
         return JSArray([UNDEFINED] * int(n))

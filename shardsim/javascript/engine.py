@@ -69,6 +69,8 @@ def check_syntax(source: str) -> None:
         raise MongoError("JSInterpreterFailure", f"SyntaxError: {e}") from None
     except RecursionError:
         raise MongoError("JSInterpreterFailure", "InternalError: too much recursion") from None
+    except (IndexError, ValueError, TypeError) as e:  # (the parser's own slip: still the script's syntax error)
+        raise MongoError("JSInterpreterFailure", f"SyntaxError: {type(e).__name__}: {e}") from None
 
 
 def error_message(value) -> str:

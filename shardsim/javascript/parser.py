@@ -71,7 +71,8 @@ class Parser:
 
     def next(self) -> Tok:
         t = self.toks[self.i]
-        self.i += 1
+        if t.kind != "eof":  # (the end stays the current token)
+            self.i += 1
         return t
 
     def is_p(self, value: str) -> bool:

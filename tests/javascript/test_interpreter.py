@@ -410,6 +410,20 @@ def test_memory_stays_bounded(source):
     assert e.value.code == 139 and "RangeError" in str(e.value)
 
 
+@pytest.mark.parametrize("source", ["''.repeat(Infinity)", "Array(Infinity)", "Array(NaN)", "[].length = Infinity"])
+def test_infinite_lengths_are_range_errors(source):
+    with pytest.raises(MongoError) as e:
+        expr(source)
+    assert e.value.code == 139 and "RangeError" in str(e.value)
+
+
+def test_parse_errors_at_the_end_of_the_source():
+    for source in ("y .", "a ?.", "x =", "function", "class A extends", "[1, 2"):
+        with pytest.raises(MongoError) as e:
+            run(source)
+        assert e.value.code == 139 and "SyntaxError: " in str(e.value) and "IndexError" not in str(e.value)
+
+
 def test_odd_numeric_arguments_are_no_python_errors():
     assert expr("'abc'.charAt(NaN)") == "a"
     assert expr("'abc'.substr(NaN, Infinity)") == "abc"
@@ -417,6 +431,8 @@ def test_odd_numeric_arguments_are_no_python_errors():
     assert expr("(5).toFixed(NaN)") == "5"
     assert expr("JSON.stringify([1], null, 1e300)") == "[\n          1\n]"
     assert expr("NumberLong(NaN)") == 0.0
+    assert expr("[1][Infinity]") is None
+    assert expr("''.repeat(NaN)") == ""
 
 
 def test_deep_recursion_is_an_error_not_a_crash():
