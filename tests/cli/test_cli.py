@@ -135,6 +135,23 @@ def test_ctrl_c_stops_cleanly(sig):
     assert (code, out.splitlines()[-1], err) == (0, "mongosim stopped", "")
 
 
+def test_noscripting_serves_a_deployment_without_javascript():
+    """`serve --noscripting` is mongod's `security.javascriptEnabled: false`; the default runs scripts."""
+    for args, enabled in (((), True), (("--noscripting",), False)):
+        server = Server(*args)
+        try:
+            with pymongo.MongoClient(server.uri, serverSelectionTimeoutMS=5000) as client:
+                client.db.c.insert_many([{"_id": 1, "a": 1}, {"_id": 2, "a": 5}])
+                if enabled:
+                    assert [d["_id"] for d in client.db.c.find({"$where": "this.a > 2"})] == [2]
+                else:
+                    with pytest.raises(pymongo.errors.OperationFailure) as e:
+                        client.db.c.find_one({"$where": "this.a > 2"})
+                    assert e.value.code == 6108304 and "no globalScriptEngine in $where parsing" in str(e.value)
+        finally:
+            assert server.stop()[0] == 0
+
+
 @pytest.fixture(scope="module")
 def verbose_server(tmp_path_factory):
     """A 2-shard server with -v and --trace whose idle shards promise only every 1000 s (a gate stays closed)."""
