@@ -17,6 +17,12 @@ evaluates `let` once (`router.let_parameters`), gives every insert without an
   across all of them (`router.write_without_shard_key`).
 - A WouldChangeOwningShard from a shard becomes mongos's delete + insert in a
   transaction (`router.change_owning_shard`), as for the update command.
+- Ops on a time-series collection whose buckets are sharded are targeted as the
+  write commands target them (`router.timeseries_routing`: a measurement by the
+  bucket it would start, an update or delete by its bucket-level predicate) and
+  reach the shards on the buckets: their nsInfo entry names `system.buckets.<coll>`
+  with `isTimeseriesNamespace: true` (buildBulkCommandRequest), and the shard runs
+  them as time-series writes.
 
 Each child bulkWrite carries, in its `nsInfo`, the version each namespace was
 targeted by (`shardVersion`, `databaseVersion`: router/shard_versioning.py); a
@@ -38,12 +44,12 @@ from bson import ObjectId
 from mongosim.oplog.errors import MongoError, name_of
 from mongosim.router.change_owning_shard import change_owning_shard
 from mongosim.router.command_registry import router_command
-from mongosim.router.commands_crud import _rerun_statement, _update_result, targets_for_query
+from mongosim.router.commands_crud import TIMESERIES_FLAG, _rerun_statement, _update_result, targets_for_query
 from mongosim.router.let_parameters import router_variables
 from mongosim.router.request import Request
 from mongosim.router.shard_versioning import MAX_STALE_RETRIES, is_stale, version_fields
 from mongosim.router.sharding import critical_sections, ensure_database
-from mongosim.router.timeseries_routing import sharded_buckets
+from mongosim.router.timeseries_routing import bucket_key_values, routing_query, sharded_buckets
 from mongosim.router.write_without_shard_key import first_in_sort_order, narrowed
 from mongosim.shardsim.bulk_write import (
     WOULD_CHANGE_OWNING_SHARD,
@@ -99,27 +105,42 @@ class ClusterBulkWrite:
         db, coll = ns.split(".", 1)
         return db, coll, ns
 
+    def _routed_ns(self, ns: str) -> tuple[str, bool]:
+        """The namespace ops on `ns` are targeted by and sent to: a time-series collection's buckets when
+        they are sharded (isShardedTimeSeriesBucketsNamespace), and whether it is those."""
+        db, coll = ns.split(".", 1)
+        ts = sharded_buckets(self.router, db, coll)
+        return (f"{db}.{ts[0]}", True) if ts is not None else (ns, False)
+
     def _target(self, idx: int) -> str | _Special:
         """The one shard op `idx` goes to, or the shards of an op that needs several (the versions they
-        are targeted by are remembered for the child bulkWrites)."""
+        are targeted by, and the namespace, are remembered for the child bulkWrites' nsInfo)."""
         target = self._target_by_cache(idx)
         ns = self.breq.namespaces[self.breq.ops[idx].ns_index]
-        db, coll = ns.split(".", 1)
         for shard in (target.shards if isinstance(target, _Special) else [target]):
             if isinstance(shard, str) and (ns, shard) not in self.routed:
-                self.routed[(ns, shard)] = version_fields(self.router, db, coll, shard)
+                self.routed[(ns, shard)] = self._ns_entry(ns, shard)
         return target
+
+    def _ns_entry(self, ns: str, shard: str) -> dict:
+        """The nsInfo entry of `ns` for `shard`: a sharded time-series collection's names its buckets,
+        `isTimeseriesNamespace: true` (buildBulkCommandRequest)."""
+        target_ns, ts = self._routed_ns(ns)
+        db, coll = target_ns.split(".", 1)
+        return {"ns": target_ns, **(TIMESERIES_FLAG if ts else {}), **version_fields(self.router, db, coll, shard)}
 
     def _target_by_cache(self, idx: int) -> str | _Special:
         op = self.breq.ops[idx]
-        db, coll, ns = self._ns(op)
+        db, _coll, ns = self._ns(op)
         primary = self.router.catalog.primary_of(db)  # first: a database not cached is looked up
+        ns, ts = self._routed_ns(ns)
         routing = self.router.catalog.routing(ns)
         if op.kind == "insert":
             if routing is None:
                 return primary
-            return routing.shard_for(routing.pattern.extract(op.spec["document"]))
-        q = op.spec["filter"]
+            doc = op.spec["document"]  # (a measurement: where the bucket it would start lives)
+            return routing.shard_for(bucket_key_values(routing, doc) if ts else routing.pattern.extract(doc))
+        q = routing_query(routing, op.spec["filter"]) if ts else op.spec["filter"]  # (the bucket-level predicate)
         if routing is not None and op.kind == "update" and op.spec.get("upsert") \
                 and routing.pattern.extract_from_query(q) is None:
             raise MongoError("ShardKeyNotFound", "Failed to target upsert by query :: could not extract exact "
@@ -237,11 +258,8 @@ class ClusterBulkWrite:
             await ensure_database(self.router, db)
 
     def _ns_info(self, ns: str, shard: str) -> dict:
-        fields = self.routed.get((ns, shard))
-        if fields is None:
-            db, coll = ns.split(".", 1)
-            fields = version_fields(self.router, db, coll, shard)
-        return {"ns": ns, **fields}
+        entry = self.routed.get((ns, shard))
+        return dict(entry) if entry is not None else self._ns_entry(ns, shard)
 
     def _stale(self, err: MongoError) -> bool:
         """A stale answer to retry (never inside a transaction: there the command fails or restarts)."""
@@ -300,8 +318,11 @@ class ClusterBulkWrite:
             self._record(idx, item)
             return
         op = self.breq.ops[idx]
-        db, coll, ns = self._ns(op)
-        rerun_cmd = {"update": coll, "updates": [update_statement(op.spec)], "ordered": True}
+        db, _coll, ns = self._ns(op)
+        ns, ts = self._routed_ns(ns)
+        coll = ns.split(".", 1)[1]
+        rerun_cmd = {"update": coll, "updates": [update_statement(op.spec)], "ordered": True,
+                     **(TIMESERIES_FLAG if ts else {})}
         if "let" in self.req.cmd:
             rerun_cmd["let"] = self.req.cmd["let"]
         try:
@@ -325,8 +346,8 @@ class ClusterBulkWrite:
             try:
                 if op.spec.get("multi"):
                     await self._broadcast(idx, shards)
-                elif update and op.spec.get("sort"):
-                    await self._first_by_sort(idx, shards)
+                elif update and op.spec.get("sort") and not self._routed_ns(self._ns(op)[2])[1]:
+                    await self._first_by_sort(idx, shards)  # (a time-series one, as the update command: in turn)
                 else:
                     await self._one_by_one(idx, shards)
                 break
@@ -449,11 +470,9 @@ async def cmd_bulk_write(router: Router, req: Request) -> dict:
     req.cmd = _with_ids(req.cmd)
     breq = parse_request(req.cmd)
     for ns in dict.fromkeys(breq.namespaces):
-        db = ns.split(".", 1)[0]
-        if sharded_buckets(router, db, ns.split(".", 1)[1]) is not None:
-            raise MongoError("NotImplemented", f"mongosim: bulkWrite on a sharded time-series collection ({ns}) is "
-                                               "not implemented; use insert/update/delete")
-        await critical_sections(router).wait(ns)
+        db, coll = ns.split(".", 1)
+        ts = sharded_buckets(router, db, coll)
+        await critical_sections(router).wait(f"{db}.{ts[0]}" if ts is not None else ns)
         await ensure_database(router, db)
     run = ClusterBulkWrite(router, req, breq)
     replies = await run.run()

@@ -12,8 +12,11 @@ Execution follows the server's performWrites: consecutive inserts into one
 namespace run as one insert batch, every update and delete on its own; each
 op runs through the same write path as the insert/update/delete commands (one
 oplog entry per change, retryable statements answered from the session table,
-the open transaction's overlay).  An ordered bulkWrite stops at the first
-error; inside a transaction any error stops it and aborts the transaction.
+the open transaction's overlay); a time-series collection's ops run as its own
+commands do, named by the collection or (from mongos, for sharded buckets) by
+`system.buckets.<coll>` with `isTimeseriesNamespace: true` in its nsInfo entry.
+An ordered bulkWrite stops at the first error; inside a transaction any error
+stops it and aborts the transaction.
 
 Reply: `{cursor: {id, firstBatch, ns: "admin.$cmd.bulkWrite"}, nErrors, nInserted,
 nMatched, nModified, nUpserted, nDeleted, retriedStmtIds?, ok}`; each reply item is
@@ -280,6 +283,9 @@ class _NodeBulkWrite:
         self.variables = for_command(node, ctx)
         self.retryable = ctx.txn is None and ctx.lsid is not None and ctx.txn_number is not None
         self.bypass = ctx.cmd.get("bypassDocumentValidation")
+        # mongos's nsInfo names a sharded time-series collection by its buckets, `isTimeseriesNamespace`
+        self.timeseries_ns = {e["ns"] for e in ctx.cmd.get("nsInfo") or () if isinstance(e, dict)
+                              and e.get("isTimeseriesNamespace") is True and isinstance(e.get("ns"), str)}
 
     def _executed(self, stmt_id: int) -> bool:
         if not self.retryable:
@@ -292,10 +298,14 @@ class _NodeBulkWrite:
         if self.bypass is not None:
             sub["bypassDocumentValidation"] = self.bypass
         name = next(iter(sub))
-        view = views.definition(self.node, db, sub[name])
-        timeseries = view is not None and views.timeseries.options_of(self.node, db, view) is not None
-        if view is not None and not timeseries:
-            raise views.not_a_collection(db, sub[name])
+        ts_name = sub[name]
+        if f"{db}.{ts_name}" in self.timeseries_ns and ts_name.startswith(views.timeseries.BUCKETS):
+            timeseries, ts_name = True, ts_name[len(views.timeseries.BUCKETS):]  # (as node._dispatch does)
+        else:
+            view = views.definition(self.node, db, sub[name])
+            timeseries = view is not None and views.timeseries.options_of(self.node, db, view) is not None
+            if view is not None and not timeseries:
+                raise views.not_a_collection(db, sub[name])
         if ctx.txn is None and self.node.prepared_namespaces:
             await self.node._wait_for_prepared(db, sub[name], ctx.deadline)
         sub_ctx = OpCtx(db, sub, lsid=ctx.lsid, txn_number=ctx.txn_number, from_router=ctx.from_router,
@@ -303,7 +313,7 @@ class _NodeBulkWrite:
         sub_ctx.variables = self.variables
         try:
             if timeseries:  # (a time-series collection's ops run as its own commands do)
-                reply = await views.run_on_timeseries(self.node, sub_ctx, name, sub[name])
+                reply = await views.run_on_timeseries(self.node, sub_ctx, name, ts_name)
             else:
                 reply = handler(self.node, sub_ctx)
             if hasattr(reply, "__await__"):

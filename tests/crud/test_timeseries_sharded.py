@@ -161,16 +161,142 @@ def test_an_update_of_the_meta_shard_key_moves_the_measurement(db, sharded_clien
     assert sorted(d["x"] for d in db.ts.find()) == [2, 3, 13]
 
 
-def test_bulk_write_on_a_sharded_time_series_collection_is_not_implemented(db, sharded_client):
-    from pymongo import InsertOne
-    from pymongo.errors import ClientBulkWriteException
+# -- bulkWrite (bulk_write_exec.cpp: nsInfo names the buckets, isTimeseriesNamespace) ----------------
+def _two_sharded(client, db, names=("ts", "twin")) -> None:
+    """Time-series collections sharded on {hostId: 1}, their buckets with meta >= 10 on shard01."""
+    for name in names:
+        client.admin.command("shardCollection", f"{db.name}.{name}", key={"hostId": 1}, timeseries=TS)
+        ns = f"{db.name}.system.buckets.{name}"
+        client.admin.command("split", ns, middle={"meta": 10})
+        client.admin.command("moveChunk", ns, find={"meta": 10}, to="shard01")
 
-    sharded_client.admin.command("shardCollection", f"{db.name}.ts", key={"hostId": 1}, timeseries=TS)
-    with pytest.raises(ClientBulkWriteException) as e:  # (a mongosim limit, README: the commands work)
-        sharded_client.bulk_write([InsertOne({"time": T0, "hostId": 1}, namespace=f"{db.name}.ts")])
-    assert e.value.error.code == 238 and "sharded time-series" in str(e.value.error)
-    db.ts.insert_one({"time": T0, "hostId": 1})
-    assert db.ts.count_documents({}) == 1
+
+def _measurements(coll) -> list[dict]:
+    return sorted(coll.find(), key=lambda d: d["_id"])
+
+
+def _buckets_of(client, db, name) -> dict[str, int]:
+    return {shard: len(client.mongosim_cluster.core.nodes[shard].catalog.collection(db.name, f"system.buckets.{name}"))
+            for shard in ("shard00", "shard01")}
+
+
+def test_bulk_write_on_a_sharded_time_series_collection_matches_the_commands(db, sharded_client):
+    from pymongo import DeleteOne, InsertOne, UpdateMany, UpdateOne
+
+    _two_sharded(sharded_client, db)
+    docs = [{"_id": i, "time": T0 + datetime.timedelta(minutes=i), "hostId": i % 20, "x": i} for i in range(40)]
+    ops = [InsertOne(d, namespace=f"{db.name}.ts") for d in docs[:30]]
+    ops.append(InsertOne({"_id": "p1", "v": 1}, namespace=f"{db.name}.plain"))
+    ops += [InsertOne(d, namespace=f"{db.name}.ts") for d in docs[30:]]
+    ops += [UpdateMany({"x": {"$gte": 25}}, {"$set": {"big": True}}, namespace=f"{db.name}.ts"),
+            UpdateOne({"_id": "p1"}, {"$inc": {"v": 1}}, namespace=f"{db.name}.plain"),
+            UpdateMany({"hostId": {"$in": [4, 14]}}, {"$inc": {"x": 100}}, namespace=f"{db.name}.ts"),
+            DeleteOne({"hostId": 3}, namespace=f"{db.name}.ts"),
+            DeleteOne({"hostId": 13, "x": {"$gt": 20}}, namespace=f"{db.name}.ts"),
+            UpdateMany({"hostId": 99}, {"$set": {"none": 1}}, namespace=f"{db.name}.ts")]
+    r = sharded_client.bulk_write(ops, verbose_results=True)
+    # the same through the commands, on an identical collection
+    twin = db.twin
+    inserted = twin.insert_many(docs).inserted_ids
+    u1 = twin.update_many({"x": {"$gte": 25}}, {"$set": {"big": True}})
+    u2 = twin.update_many({"hostId": {"$in": [4, 14]}}, {"$inc": {"x": 100}})
+    d1 = twin.delete_one({"hostId": 3})
+    d2 = twin.delete_one({"hostId": 13, "x": {"$gt": 20}})
+    u3 = twin.update_many({"hostId": 99}, {"$set": {"none": 1}})
+    assert r.inserted_count == len(inserted) + 1
+    assert (r.matched_count, r.modified_count) == (u1.matched_count + u2.matched_count + 1,
+                                                   u1.modified_count + u2.modified_count + 1)
+    assert r.deleted_count == d1.deleted_count + d2.deleted_count == 2
+    assert [(r.update_results[i].matched_count, r.update_results[i].modified_count) for i in (41, 43, 46)] == \
+        [(u.matched_count, u.modified_count) for u in (u1, u2, u3)]
+    assert [r.delete_results[i].deleted_count for i in (44, 45)] == [d1.deleted_count, d2.deleted_count]
+    assert _measurements(db.ts) == _measurements(twin)
+    assert list(db.plain.find()) == [{"_id": "p1", "v": 2}]
+    per_shard = _buckets_of(sharded_client, db, "ts")
+    assert per_shard["shard00"] > 0 and per_shard["shard01"] > 0
+    assert per_shard == _buckets_of(sharded_client, db, "twin")
+    # the shards hold only the buckets of their chunks
+    for shard, metas in (("shard00", range(10)), ("shard01", range(10, 20))):
+        coll = sharded_client.mongosim_cluster.core.nodes[shard].catalog.collection(db.name, "system.buckets.ts")
+        assert {b["meta"] for b in coll.scan()} <= set(metas)
+
+
+def test_a_shard_key_update_in_a_bulk_write_moves_the_measurement(db, sharded_client):
+    from pymongo import InsertOne, UpdateOne
+
+    _two_sharded(sharded_client, db, ("ts",))
+    r = sharded_client.bulk_write([InsertOne({"_id": i, "time": T0, "hostId": i, "x": i}, namespace=f"{db.name}.ts")
+                                   for i in (1, 2, 12)]
+                                  + [UpdateOne({"hostId": 1, "_id": 1}, {"$set": {"hostId": 15}},
+                                               namespace=f"{db.name}.ts")])  # (retryable: no multi op)
+    assert (r.inserted_count, r.matched_count, r.modified_count) == (3, 1, 1)
+    assert _buckets_of(sharded_client, db, "ts") == {"shard00": 1, "shard01": 2}
+    assert db.ts.find_one({"_id": 1})["hostId"] == 15
+
+
+@pytest.mark.parametrize("ordered", [True, False])
+def test_a_bulk_write_error_on_a_sharded_time_series_collection(db, sharded_client, ordered):
+    from pymongo import DeleteOne, InsertOne
+    from pymongo.errors import BulkWriteError, ClientBulkWriteException
+
+    _two_sharded(sharded_client, db)
+    docs = [{"_id": 1, "time": T0, "hostId": 1}, {"_id": 2, "hostId": 11},  # (no time: its own error)
+            {"_id": 3, "time": T0, "hostId": 12}]
+    with pytest.raises(ClientBulkWriteException) as e:
+        sharded_client.bulk_write([InsertOne(d, namespace=f"{db.name}.ts") for d in docs]
+                                  + [InsertOne({"_id": 4}, namespace=f"{db.name}.plain"),
+                                     DeleteOne({"hostId": 1}, namespace=f"{db.name}.ts")], ordered=ordered)
+    with pytest.raises(BulkWriteError) as twin_error:
+        db.twin.insert_many(docs, ordered=ordered)
+    [error] = e.value.write_errors
+    [twin] = twin_error.value.details["writeErrors"]
+    assert (error["idx"], error["code"], error["errmsg"]) == (twin["index"], twin["code"], twin["errmsg"]) and \
+        error["idx"] == 1 and "'time' must be present" in error["errmsg"]
+    partial = e.value.partial_result
+    if ordered:  # stopped at the error: nothing after it ran, on either shard or the other collection
+        assert (partial.inserted_count, partial.deleted_count) == (1, 0)
+        assert _measurements(db.ts) == [docs[0]] and db.plain.count_documents({}) == 0
+        assert _measurements(db.twin) == [docs[0]]
+    else:
+        assert (partial.inserted_count, partial.deleted_count) == (3, 1)
+        assert _measurements(db.ts) == [docs[2]] and db.plain.count_documents({}) == 1
+        assert _measurements(db.twin) == [docs[0], docs[2]]
+
+
+def test_a_retried_bulk_write_on_a_sharded_time_series_collection_is_applied_once(db, sharded_client):
+    from pymongo import DeleteOne, InsertOne, UpdateOne
+
+    _two_sharded(sharded_client, db, ("ts",))
+    # the write runs, its reply carries a retryable error: pymongo sends it again, the shards answer from
+    # their session tables
+    wce = {"code": 91, "errmsg": "Replication is being shut down"}
+    sharded_client.admin.command({"configureFailPoint": "failCommand", "mode": {"times": 1},
+                                  "data": {"failCommands": ["bulkWrite"], "errorLabels": ["RetryableWriteError"],
+                                           "writeConcernError": wce}})
+    try:
+        r = sharded_client.bulk_write([InsertOne({"_id": i, "time": T0, "hostId": i}, namespace=f"{db.name}.ts")
+                                       for i in (1, 2, 11, 12)]
+                                      + [UpdateOne({"hostId": 11}, {"$inc": {"n": 1}}, namespace=f"{db.name}.ts"),
+                                         DeleteOne({"hostId": 2}, namespace=f"{db.name}.ts"),
+                                         InsertOne({"_id": 1}, namespace=f"{db.name}.plain")])
+    finally:
+        sharded_client.admin.command("configureFailPoint", "failCommand", mode="off")
+    assert (r.inserted_count, r.modified_count, r.deleted_count) == (5, 1, 1)
+    assert [(d["_id"], d.get("n")) for d in _measurements(db.ts)] == [(1, None), (11, 1), (12, None)]
+    assert db.plain.count_documents({}) == 1
+    # the command itself, twice with one txnNumber: the second answers every statement as retried
+    lsid = {"id": sharded_client.start_session().session_id["id"]}
+    cmd = {"bulkWrite": 1, "ops": [{"insert": 0, "document": {"_id": 20, "time": T0, "hostId": 5}},
+                                   {"insert": 0, "document": {"_id": 21, "time": T0, "hostId": 15}},
+                                   {"update": 0, "filter": {"hostId": 15}, "updateMods": {"$inc": {"n": 1}}},
+                                   {"delete": 0, "filter": {"hostId": 12}}],
+           "nsInfo": [{"ns": f"{db.name}.ts"}], "lsid": lsid, "txnNumber": 1}
+    first = sharded_client.admin.command(cmd)
+    again = sharded_client.admin.command(cmd)
+    assert again["cursor"]["firstBatch"] == first["cursor"]["firstBatch"]
+    assert (again["nInserted"], again["nModified"], again["nDeleted"]) == (2, 1, 1)
+    assert sorted(again["retriedStmtIds"]) == [0, 1, 2, 3] and "retriedStmtIds" not in first
+    assert [(d["_id"], d.get("n")) for d in _measurements(db.ts)] == [(1, None), (11, 1), (20, None), (21, 1)]
 
 
 def test_a_database_stream_through_mongos_shows_the_buckets_only_with_system_events(db, sharded_client):

@@ -182,6 +182,39 @@ async def test_bulk_write_through_a_stale_router(autojump_clock):
         assert docs == {**{i: 2 for i in range(9)}, 101: 2, 100: 1}  # each update once per bulkWrite; _id 9 deleted
 
 
+async def test_bulk_write_on_a_sharded_time_series_collection_through_a_stale_router(autojump_clock):
+    """The buckets' version rides in the nsInfo entry that names them: a stale child ran nothing, and its
+    measurements go where their buckets' chunk moved."""
+    import datetime
+
+    buckets = "db.system.buckets.ts"
+    async with await _two_routers() as core:
+        ca = AsyncClient(core.router)
+        await ca.admin({"enableSharding": "db", "primaryShard": "shard00"})
+        await ca.admin({"shardCollection": "db.ts", "key": {"tag": 1},
+                        "timeseries": {"timeField": "t", "metaField": "tag"}})
+        await ca.admin({"split": buckets, "middle": {"meta": 10}})
+        await ca.admin({"moveChunk": buckets, "find": {"meta": 10}, "to": "shard01"})
+        b = core.routers[1]
+        cb = AsyncClient(b)
+        await cb.find("db", "ts", {})
+        before = _placement(b, buckets)
+        await ca.admin({"moveChunk": buckets, "find": {"meta": 10}, "to": "shard02"})  # b does not know
+        assert before is not None and _placement(b, buckets) == before
+        at = datetime.datetime(2024, 1, 1)
+        reply = await cb.command("admin", {"bulkWrite": 1, "nsInfo": [{"ns": "db.ts"}, {"ns": "db.plain"}], "ops": [
+            {"insert": 0, "document": {"_id": 1, "t": at, "tag": 15}},
+            {"insert": 1, "document": {"_id": 1}},
+            {"insert": 0, "document": {"_id": 2, "t": at, "tag": 5}},
+            {"update": 0, "filter": {"tag": {"$gte": 10}}, "updateMods": {"$set": {"v": 1}}, "multi": True}]})
+        assert [(i["ok"], i["n"]) for i in reply["cursor"]["firstBatch"]] == [(1.0, 1)] * 4
+        assert _placement(b, buckets) == _placement(core.router, buckets)  # it refreshed
+        held = {name: [bk["meta"] for bk in core.shards[name].catalog.collection("db", "system.buckets.ts").scan()]
+                for name in ("shard00", "shard01", "shard02")}
+        assert held == {"shard00": [5], "shard01": [], "shard02": [15]}
+        assert [(d["_id"], d.get("v")) for d in await ca.find("db", "ts", {}, sort={"_id": 1})] == [(1, 1), (2, None)]
+
+
 async def test_a_write_into_a_database_dropped_behind_the_routers_back_creates_it_again(autojump_clock):
     """No orphan: the stale router learns the database is gone and creates it afresh (config.databases)."""
     async with await _two_routers() as core:
