@@ -181,5 +181,6 @@ def check_client_provenance(cmd: dict) -> None:
     """mongos: a client may name no provenance but clientSupplied (strategy.cpp; a readConcern
     naming nothing else is replaced by the default, its provenance with it)."""
     rc = cmd.get("readConcern")
-    if not read_concern_is_empty(rc) and "provenance" in rc and rc["provenance"] != "clientSupplied":
+    if isinstance(rc, dict) and not read_concern_is_empty(rc) and rc.get("provenance", "clientSupplied") != \
+            "clientSupplied":
         raise MongoError("InvalidOptions", 'readConcern provenance must be unset or "clientSupplied"')
