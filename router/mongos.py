@@ -49,7 +49,11 @@ from mongosim.shardsim.generic_args import max_time_ms as generic_max_time_ms
 from mongosim.shardsim.javascript import engine as js_engine
 from mongosim.shardsim.logical_session_cache import LogicalSessionCache
 from mongosim.shardsim.profiler import ProfileSettings
-from mongosim.shardsim.read_concern_support import check_read_concern_support
+from mongosim.shardsim.read_concern_support import (
+    check_client_provenance,
+    check_read_concern_support,
+    with_default_read_concern,
+)
 from mongosim.shardsim.transaction_validation import validate_session_options
 from mongosim.shardsim.node import Node
 
@@ -214,6 +218,8 @@ class Router:
         validate_session_options(db, name, cmd)
         if db == "local":  # ExecCommandClient's prologue: after the session options are validated
             raise MongoError("IllegalOperation", "Can't use 'local' database through mongos")
+        check_client_provenance(cmd)  # (the client's: one naming nothing else gives way to the default)
+        cmd = with_default_read_concern(name, cmd, self._default_read_concern())
         check_read_concern_support(name, cmd)
         check_collations(name, cmd)
         check_max_time_always_times_out(self.failpoints, cmd)
@@ -261,6 +267,14 @@ class Router:
             reply.setdefault("_opTimeKey", req.op_time_key)
         authn.note_cursor_owner(self, reply, conn)
         return reply
+
+    def _default_read_concern(self) -> dict | None:
+        """The cluster-wide default read concern (the config server keeps the defaults,
+        `shardsim.rw_concern_defaults`): mongos applies it and sends it on to the shards."""
+        config = self.registry.config
+        rs = getattr(config, "replica_set", None) if config is not None else None
+        defaults = getattr(rs, "defaults", None)
+        return defaults.read_concern if defaults is not None else None
 
     async def _run_handler(self, handler: Callable, req: Request) -> dict:
         """Run the command; after a stale routing table, refresh and run it again when it may be

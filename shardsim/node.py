@@ -164,13 +164,15 @@ class Node:
 
     # -- commands ----------------------------------------------------------------------
     async def run_command(self, db: str, cmd: dict, *, from_router: bool = False, view: Any = None,
-                          client: dict | None = None) -> dict:
+                          client: dict | None = None, sent: dict | None = None) -> dict:
         """Run one command; raise MongoError on failure.  The reply has `ok: 1.0`.
         `view`: what a read sees instead of the present data (readConcern majority's snapshot).
-        In a profiled database the profiler records it (`client`: the connection's {client, appName, user})."""
+        In a profiled database the profiler records it (`client`: the connection's {client, appName, user};
+        `sent`: the command as the client sent it, before a default read concern was applied)."""
         if not self.profiler.levels:  # (profiling off everywhere: the common case costs this test)
             return await self._run_command(db, cmd, from_router, view)
-        return await profiler.profiled(self, db, cmd, lambda: self._run_command(db, cmd, from_router, view), client)
+        return await profiler.profiled(self, db, sent if sent is not None else cmd,
+                                       lambda: self._run_command(db, cmd, from_router, view), client)
 
     async def _run_command(self, db: str, cmd: dict, from_router: bool, view: Any) -> dict:
         if not cmd:

@@ -19,6 +19,23 @@ The refusal is InvalidOptions (72): "Command <name> does not support
 { readConcern: {...} } :: caused by :: <the command's reason>".  A transaction
 statement is checked when the transaction starts instead: its level must be
 local, majority or snapshot.
+
+The cluster-wide default read concern (`setDefaultRWConcern`'s
+`defaultReadConcern`, `shardsim.rw_concern_defaults`) is applied first, to a
+command whose readConcern is absent or empty (no level, afterClusterTime,
+afterOpTime nor atClusterTime: a causally consistent read's `{afterClusterTime}`
+keeps level local, as in 8.0), outside a transaction or on the statement that
+starts one, and only when the command permits it (`defaultReadConcernPermit`):
+find, count, distinct and aggregate — not an explain (the command, or
+aggregate's `explain: true`), not a pipeline with a stage that accepts a
+single level ($changeStream upconverts to majority by itself, $currentOp and
+the list stages read local); not getMore (a cursor keeps the level it was
+opened with), the writes (a transaction opened by a write stays local),
+findAndModify, mapReduce, the list and stats commands.  The command then runs
+as if it had named `{level: <default>, provenance: "customDefault"}`.  A
+replica set's member applies it to its clients' commands, mongos to its
+clients' (and sends it on to the shards, whose members apply none of their
+own); mongos refuses a client's provenance other than "clientSupplied".
 """
 
 from __future__ import annotations
@@ -101,3 +118,69 @@ def check_read_concern_support(name: str, cmd: dict) -> None:
     reason = _unsupported_reason(name, cmd, level)
     if reason is not None:
         raise MongoError("InvalidOptions", f"Command {name} does not support {describe(rc)} :: caused by :: {reason}")
+
+
+# commands whose supportsReadConcern permits the default (defaultReadConcernPermit OK)
+DEFAULT_PERMITTED = frozenset({"find", "count", "distinct", "aggregate"})
+# stages that permit no default (onlySingleReadConcernSupported / onlyReadConcernLocalSupported)
+_NO_DEFAULT_STAGES = frozenset({"$changeStream", "$listLocalSessions", "$listSessions", "$currentOp", "$listCatalog",
+                                "$listClusterCatalog"})
+_SPECIFYING = ("level", "afterClusterTime", "afterOpTime", "atClusterTime")
+
+
+def _stages(pipeline: Any) -> list[str]:
+    """The stage names of a pipeline and of the pipelines nested in its stages."""
+    out: list[str] = []
+    if not isinstance(pipeline, list):
+        return out
+    for stage in pipeline:
+        if not isinstance(stage, dict) or not stage:
+            continue
+        name, spec = next(iter(stage.items()))
+        out.append(name)
+        if isinstance(spec, dict):
+            if name == "$facet":
+                for sub in spec.values():
+                    out.extend(_stages(sub))
+            else:
+                out.extend(_stages(spec.get("pipeline")))
+    return out
+
+
+def default_permitted(name: str, cmd: dict) -> bool:
+    """Whether the command lets the cluster-wide default read concern apply (defaultReadConcernPermit)."""
+    if name not in DEFAULT_PERMITTED:
+        return False
+    if name == "aggregate":
+        if cmd.get("explain"):
+            return False
+        return not any(s in _NO_DEFAULT_STAGES for s in _stages(cmd.get("pipeline")))
+    return True
+
+
+def read_concern_is_empty(rc: Any) -> bool:
+    """ReadConcernArgs::isEmpty: absent, or naming none of level / afterClusterTime / afterOpTime /
+    atClusterTime (a lone provenance, `{}`)."""
+    return rc is None or (isinstance(rc, dict) and not any(k in rc for k in _SPECIFYING))
+
+
+def with_default_read_concern(name: str, cmd: dict, default: dict | None) -> dict:
+    """The command as it runs once the cluster-wide default read concern (`default`, None when
+    unset) is applied, as _extractReadConcern does (see the module docstring): `cmd` itself when
+    it does not apply."""
+    if not default or not read_concern_is_empty(cmd.get("readConcern")):
+        return cmd
+    if "autocommit" in cmd and not cmd.get("startTransaction"):
+        return cmd
+    if not default_permitted(name, cmd):
+        return cmd
+    return {**cmd, "readConcern": {**default, "provenance": "customDefault"}}
+
+
+def check_client_provenance(cmd: dict) -> None:
+    """mongos: a client may name no provenance but clientSupplied (strategy.cpp; a readConcern
+    naming nothing else is replaced by the default, its provenance with it)."""
+    rc = cmd.get("readConcern")
+    if isinstance(rc, dict) and not read_concern_is_empty(rc) and rc.get("provenance", "clientSupplied") != \
+            "clientSupplied":
+        raise MongoError("InvalidOptions", 'readConcern provenance must be unset or "clientSupplied"')

@@ -20,8 +20,9 @@ The server's ReadWriteConcernDefaults, as 8.0 has it:
 One object per deployment: a replica set's own (`--topology replset`), or
 the sharded cluster's, kept by the config server and shared by every shard's
 set (mongos applies it to the writes it sends them).  The default read
-concern is stored and reported; reads without a read concern still read
-"local" (see README, Limits).
+concern is applied where `shardsim.read_concern_support` says (a replica
+set's members to their clients' reads; mongos to its clients', sent on to the
+shards).
 """
 
 from __future__ import annotations

@@ -11,8 +11,11 @@ command on a replica-set member, in order:
    dispatch checks them); getMore, killCursors
    and administrative commands run anywhere (a cursor opened on a primary
    keeps working after it steps down);
-2. read concern (`shardsim.read_concern`): wait for afterClusterTime, read
-   the majority snapshot;
+2. read concern (`shardsim.read_concern`): a client's command naming none
+   gets the cluster-wide default read concern where it applies
+   (`shardsim.read_concern_support`: not on a shard's or the config server's
+   members, which take what mongos sends); wait for afterClusterTime, read the
+   majority snapshot;
 3. the command runs on the member's node, as a "read" or a "write"
    operation: stepping down interrupts the writes
    (InterruptedDueToReplStateChange 11602), a kill interrupts everything
@@ -33,6 +36,7 @@ import trio
 
 from mongosim.oplog.errors import MongoError
 from mongosim.shardsim import read_concern, write_concern
+from mongosim.shardsim.read_concern_support import with_default_read_concern
 from mongosim.shardsim.replica_set import PRIMARY, SECONDARY
 from mongosim.shardsim.write_concern import MemberGone
 
@@ -62,6 +66,16 @@ def check_role(m: "Member", name: str, secondary_ok: bool) -> bool:
     return False
 
 
+def default_read_concern(m: "Member", from_router: bool) -> dict | None:
+    """The cluster-wide default read concern `m` applies to a command naming none: its set's, for
+    a client of a replica set's member; none for mongos's commands nor on a shard's or the config
+    server's members (service_entry_point_common.cpp: mongos applied it)."""
+    rs = m.rs
+    if from_router or rs.defaults is None or rs.in_sharded_cluster or rs.is_config:
+        return None
+    return rs.defaults.read_concern
+
+
 def interrupted(m: "Member") -> Exception:
     if not m.alive:
         return MemberGone()
@@ -81,11 +95,13 @@ async def run_command(m: "Member", db: str, cmd: dict, *, from_router: bool = Fa
         await m.writes_blocked.wait()
         check_role(m, name, secondary_ok)
     wc = write_concern.parse(cmd, m.rs) if write_concern.applies(name, cmd) else None
+    sent = cmd
+    cmd = with_default_read_concern(name, cmd, default_read_concern(m, from_router))
     view = await read_concern.prepare(m, name, cmd) if "readConcern" in cmd else None
     with trio.CancelScope() as scope:
         m.ops[scope] = "write" if is_write else "read"
         try:
-            reply = await m.node.run_command(db, cmd, from_router=from_router, view=view, client=client)
+            reply = await m.node.run_command(db, cmd, from_router=from_router, view=view, client=client, sent=sent)
         finally:
             m.ops.pop(scope, None)
     if scope.cancelled_caught:

@@ -84,3 +84,33 @@ def test_a_transaction_reads_local_majority_or_snapshot(coll):
         coll.insert_one({"_id": 3}, session=s)  # writes take the transaction's readConcern
         s.commit_transaction()
     assert coll.count_documents({}) == 3
+
+
+def test_the_default_read_concern_applies_where_the_command_permits_it(coll):
+    """setDefaultRWConcern's defaultReadConcern (here "available", which no transaction and no change
+    stream accepts) goes to the reads naming none that permit a default — a transaction's first
+    read among them — and not to a change stream, a transaction a write starts, or an explicit level."""
+    client = coll.database.client
+    client.admin.command("setDefaultRWConcern", defaultReadConcern={"level": "available"})
+    try:
+        assert client.admin.command("getDefaultRWConcern")["defaultReadConcern"] == {"level": "available"}
+        assert coll.count_documents({}) == 2 and coll.find_one({"_id": 1}) == {"_id": 1}
+        with coll.watch() as stream:  # (majority by itself: no default)
+            coll.insert_one({"_id": 3})
+            assert stream.next()["documentKey"] == {"_id": 3}
+        with client.start_session() as s:
+            s.start_transaction()
+            assert _refused(lambda: coll.find_one({}, session=s)) == (
+                "The readConcern level must be either 'local' (default), 'majority' or 'snapshot' in order to run "
+                "in a transaction")
+        with client.start_session() as s:
+            with s.start_transaction(read_concern=ReadConcern("local")):
+                assert coll.find_one({"_id": 1}, session=s) == {"_id": 1}
+        with client.start_session() as s:
+            with s.start_transaction():  # started by a write: no default, nor for its later reads
+                coll.insert_one({"_id": 4}, session=s)
+                assert coll.count_documents({}, session=s) == 4
+    finally:
+        client.admin.command("setDefaultRWConcern", defaultReadConcern={})
+    got = client.admin.command("getDefaultRWConcern")
+    assert (got["defaultReadConcern"], got["defaultReadConcernSource"]) == ({"level": "local"}, "implicit")
