@@ -597,7 +597,10 @@ async def cmd_find(router: Router, req: Request) -> dict:
     batch_size = cmd.get("batchSize")
     limit = cmd.get("limit")
     skip = cmd.get("skip") or 0
-    passthrough = {k: v for k, v in cmd.items() if k not in GENERIC_FIELDS or k in ("lsid", "txnNumber", "readConcern", "autocommit", "startTransaction")}
+    # (the client's comment goes on to the shards, as mongos passes it, so a shard's profiler and
+    # currentOp show it)
+    passthrough = {k: v for k, v in cmd.items()
+                   if k not in GENERIC_FIELDS or k in ("lsid", "txnNumber", "readConcern", "autocommit", "startTransaction", "comment")}
     if len(shards) <= 1:
         if not shards:
             return cursor_reply([], 0, ns, first=True)
