@@ -469,14 +469,7 @@ class Interpreter:
         return None
 
     def _name(self, node, scope):
-        name = node[1]
-        s = scope
-        while s is not None:
-            v = s.vars.get(name, _ABSENT)
-            if v is not _ABSENT:
-                return v
-            s = s.parent
-        raise make_error("ReferenceError", f"{name} is not defined")
+        return self.lookup(node[1], scope)
 
     def _this(self, node, scope):
         return self.this_stack[-1]

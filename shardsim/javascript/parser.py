@@ -300,17 +300,7 @@ class Parser:
                         rest = self.ident()
                         self.expect("}")
                         break
-                    t = self.next()
-                    if t.kind == "name" or t.kind == "str":
-                        key = ("str", t.value)
-                    elif t.kind == "num":
-                        key = ("numkey", t.value)
-                    elif t.kind == "punct" and t.value == "[":
-                        key = self.assignment()
-                        self.expect("]")
-                    else:
-                        self.i -= 1
-                        self.fail("invalid destructuring target")
+                    t, key = self.property_key("invalid destructuring target")
                     if self.eat(":"):
                         target = self.binding_target()
                     elif t.kind == "name" and t.value not in _RESERVED:
@@ -729,23 +719,28 @@ class Parser:
         self.i -= 1
         self.fail("syntax error")
 
+    def property_key(self, error: str):
+        """An object literal's or pattern's property key -> (its first token, the key's node): a name or
+        string is ("str", ...), a number ("numkey", ...), `[expr]` a computed key (the expression)."""
+        t = self.next()
+        if t.kind == "name" or t.kind == "str":
+            return t, ("str", t.value)
+        if t.kind == "num":
+            return t, ("numkey", t.value)
+        if t.kind == "punct" and t.value == "[":
+            key = self.assignment()
+            self.expect("]")
+            return t, key
+        self.i -= 1
+        self.fail(error)
+
     def object_literal(self):
         props = []
         while not self.is_p("}"):
             if self.eat("..."):
                 props.append(("spread", self.assignment()))
             else:
-                t = self.next()
-                if t.kind == "name" or t.kind == "str":
-                    key = ("str", t.value)
-                elif t.kind == "num":
-                    key = ("numkey", t.value)
-                elif t.kind == "punct" and t.value == "[":
-                    key = self.assignment()
-                    self.expect("]")
-                else:
-                    self.i -= 1
-                    self.fail("invalid property id")
+                t, key = self.property_key("invalid property id")
                 if self.eat(":"):
                     props.append((key, self.assignment()))
                 elif self.is_p("("):
