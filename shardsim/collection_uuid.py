@@ -35,14 +35,20 @@ COMMANDS = frozenset({"find", "count", "distinct", "aggregate", "insert", "updat
                       "createIndexes", "dropIndexes", "listIndexes", "drop"})
 
 
+def uuid_arg(field: str, value: Any) -> Binary:
+    """`value` as the UUID the field `field` (e.g. "drop.collectionUUID") must hold."""
+    if not isinstance(value, Binary) or value.subtype != 4:
+        raise MongoError("TypeMismatch", f"BSON field '{field}' is the wrong type, expected type 'uuid'")
+    return value
+
+
 def check_command(node: Node, db: str, name: str, cmd: dict) -> None:
     """The check of the commands in COMMANDS, on the collection their first field names."""
     uuid = cmd.get("collectionUUID")
     target = cmd.get(name)
     if uuid is None or not isinstance(target, str):
         return
-    if not isinstance(uuid, Binary) or uuid.subtype != 4:
-        raise MongoError("TypeMismatch", f"BSON field '{name}.collectionUUID' is the wrong type, expected type 'uuid'")
+    uuid_arg(f"{name}.collectionUUID", uuid)
     check_collection_uuid(node, db, target, node.catalog.collection(db, target), uuid)
 
 
