@@ -178,3 +178,46 @@ def test_bulk_write_ns_info_uuid(db, client):
         client.admin.command({"bulkWrite": 1, "nsInfo": [{"ns": f"{db.name}.a", "collectionUUID": "x"}],
                               "ops": [{"insert": 0, "document": {}}]})
     assert e.value.code == 14  # TypeMismatch
+
+
+# -- the sharding commands that take it (jstests/sharding/collection_uuid_{shard_collection,
+# refine_collection_shard_key,reshard_collection}.js) --------------------------------------------------
+def test_sharding_commands(sharded_client):
+    client = sharded_client
+    client.drop_database("cu_shard")
+    db = client.cu_shard
+    db.a.insert_one({"_id": 0, "k": 1, "j": 2})
+    db.b.insert_one({"_id": 1, "k": 1, "j": 2})
+    db.a.create_index([("k", 1), ("j", 1)])
+    db.b.create_index([("k", 1), ("j", 1)])
+    db.b.create_index([("j", 1)])
+    db.create_collection("v", viewOn="a", pipeline=[])
+    a = _uuid(db, "a")
+    missing = Binary(bytes(16), 4)
+    try:
+        def refused(cmd: dict, expected: str, uuid, actual):
+            with pytest.raises(OperationFailure) as e:
+                client.admin.command({**cmd, "collectionUUID": uuid})
+            _mismatch(e, "cu_shard", uuid, expected, actual)
+
+        refused({"shardCollection": "cu_shard.b", "key": {"k": 1}}, "b", a, "a")
+        refused({"shardCollection": "cu_shard.b", "key": {"k": 1}}, "b", missing, None)
+        refused({"shardCollection": "cu_shard.v", "key": {"k": 1}}, "v", a, "a")  # (a view has no UUID)
+        assert client.admin.command({"shardCollection": "cu_shard.a", "key": {"k": 1}, "collectionUUID": a})["ok"]
+        assert client.admin.command({"shardCollection": "cu_shard.b", "key": {"k": 1}})["ok"]
+        refused({"shardCollection": "cu_shard.b", "key": {"k": 1}}, "b", a, "a")  # (already sharded too)
+        refused({"refineCollectionShardKey": "cu_shard.b", "key": {"k": 1, "j": 1}}, "b", a, "a")
+        refused({"refineCollectionShardKey": "cu_shard.gone", "key": {"k": 1, "j": 1}}, "gone", a, "a")
+        assert client.admin.command({"refineCollectionShardKey": "cu_shard.a", "key": {"k": 1, "j": 1},
+                                     "collectionUUID": a})["ok"]
+        refused({"reshardCollection": "cu_shard.b", "key": {"j": 1}}, "b", a, "a")
+        refused({"reshardCollection": "cu_shard.v", "key": {"j": 1}}, "v", a, "a")
+        b = _uuid(db, "b")
+        assert client.admin.command({"reshardCollection": "cu_shard.b", "key": {"j": 1}, "collectionUUID": b})["ok"]
+        assert _uuid(db, "b") != b
+        assert client.config.collections.find_one({"_id": "cu_shard.b"})["key"] == {"j": 1}
+        with pytest.raises(OperationFailure) as e:
+            client.admin.command({"reshardCollection": "cu_shard.b", "key": {"k": 1}, "collectionUUID": "b"})
+        assert e.value.code == 14
+    finally:
+        client.drop_database("cu_shard")
