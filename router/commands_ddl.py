@@ -23,6 +23,7 @@ from mongosim.router.store_possible_cursor import store_possible_cursor
 from mongosim.shardsim import coll_mod_request, timeseries, view_catalog
 from mongosim.shardsim.collection_uuid import check_collection_uuid, mismatch as uuid_mismatch
 from mongosim.shardsim.create_collection import check_namespace
+from mongosim.shardsim.ddl import create_options
 from mongosim.shardsim.rename_collection import check_namespaces, expected_uuids
 
 if TYPE_CHECKING:
@@ -78,6 +79,7 @@ def _timeseries_ddl(router: Router, req: Request) -> tuple[list[str], dict] | No
 
 @router_command("create")
 async def cmd_create(router: Router, req: Request) -> dict:
+    create_options(req.cmd)  # (cluster_create_cmd parses the strict CreateCommand: before the database exists)
     router.refresh_catalog()  # DDL runs on the authoritative metadata (the database may have moved)
     primary = await ensure_database(router, req.db)
     if primary == "config":

@@ -5,6 +5,9 @@ The commands that take it (each IDL's `collectionUUID` field, 6.0+): collMod (co
 its own order), and find, count, distinct, aggregate, insert, update, delete, findAndModify,
 createIndexes, dropIndexes, listIndexes and drop, which check it before anything else — a command
 error on a mongod (jstests/core/collection_uuid_*.js; through mongos a write's shows as a write error).
+Elsewhere: renameCollection (rename_collection.py: the source's `collectionUUID`, and `dropTarget` given
+as the target's UUID), bulkWrite (bulk_write.py: an `nsInfo` entry's, each op's error item) and mongos's
+shardCollection, refineCollectionShardKey and reshardCollection (router/sharding.py).
 
 When the command's collection does not exist, or has another UUID, the error is
 CollectionUUIDMismatch (361) "Collection UUID does not match that specified" with the server's extra
