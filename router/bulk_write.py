@@ -24,7 +24,8 @@ evaluates `let` once (`router.let_parameters`), gives every insert without an
   with `isTimeseriesNamespace: true` (buildBulkCommandRequest), and the shard runs
   them as time-series writes.
 
-Each child bulkWrite carries, in its `nsInfo`, the version each namespace was
+Each child bulkWrite carries, in its `nsInfo`, the client's `collectionUUID` (each
+op's shard checks it: a mismatch is that op's error item) and the version each namespace was
 targeted by (`shardVersion`, `databaseVersion`: router/shard_versioning.py); a
 child a shard refuses as routed by a stale table ran nothing, so its ops are
 targeted again after a refresh (a multi op only on the shards that did not
@@ -241,7 +242,7 @@ class ClusterBulkWrite:
             spec[op.kind] = ns_index.setdefault(op.ns_index, len(ns_index))
             child_ops.append({op.kind: spec.pop(op.kind), **spec})
         cmd: dict[str, Any] = {
-            "bulkWrite": 1, "ops": child_ops, "nsInfo": [self._ns_info(self.breq.namespaces[i], shard) for i in ns_index],
+            "bulkWrite": 1, "ops": child_ops, "nsInfo": [self._child_ns_info(i, shard) for i in ns_index],
             "ordered": self.breq.ordered, "errorsOnly": False, **self.base}
         if self.retryable:
             cmd["stmtIds"] = [self.breq.stmt_id_of(i) for i in idxs]
@@ -260,6 +261,13 @@ class ClusterBulkWrite:
     def _ns_info(self, ns: str, shard: str) -> dict:
         entry = self.routed.get((ns, shard))
         return dict(entry) if entry is not None else self._ns_entry(ns, shard)
+
+    def _child_ns_info(self, i: int, shard: str) -> dict:
+        """The child's entry for the client's nsInfo entry `i`: with its `collectionUUID` (the shard checks it)."""
+        entry = self._ns_info(self.breq.namespaces[i], shard)
+        if self.breq.uuids[i] is not None:
+            entry["collectionUUID"] = self.breq.uuids[i]
+        return entry
 
     def _stale(self, err: MongoError) -> bool:
         """A stale answer to retry (never inside a transaction: there the command fails or restarts)."""

@@ -23,7 +23,8 @@ from mongosim.router.store_possible_cursor import store_possible_cursor
 from mongosim.shardsim import coll_mod_request, timeseries, view_catalog
 from mongosim.shardsim.collection_uuid import check_collection_uuid, mismatch as uuid_mismatch
 from mongosim.shardsim.create_collection import check_namespace
-from mongosim.shardsim.rename_collection import check_namespaces
+from mongosim.shardsim.ddl import create_options
+from mongosim.shardsim.rename_collection import check_namespaces, expected_uuids
 
 if TYPE_CHECKING:
     from mongosim.router.mongos import Router
@@ -78,6 +79,7 @@ def _timeseries_ddl(router: Router, req: Request) -> tuple[list[str], dict] | No
 
 @router_command("create")
 async def cmd_create(router: Router, req: Request) -> dict:
+    create_options(req.cmd)  # (cluster_create_cmd parses the strict CreateCommand: before the database exists)
     router.refresh_catalog()  # DDL runs on the authoritative metadata (the database may have moved)
     primary = await ensure_database(router, req.db)
     if primary == "config":
@@ -150,7 +152,11 @@ async def cmd_drop_database(router: Router, req: Request) -> dict:
 async def cmd_rename(router: Router, req: Request) -> dict:
     """mongos's renameCollection (cluster_rename_collection_cmd.cpp) and the rename coordinator's checks
     (rename_collection_coordinator.cpp kCheckPreconditions, sharding_ddl_util checkDbPrimariesOnTheSameShard
-    and checkRenamePreconditions); the primary shard renames (across databases: shardsim/rename_collection.py)."""
+    and checkRenamePreconditions); the primary shard renames (across databases: shardsim/rename_collection.py).
+    The expected UUIDs (`collectionUUID`, `dropTarget` as a UUID): a missing source database with a
+    `collectionUUID` is CollectionUUIDMismatch "Database does not exist"; across databases either is
+    InvalidOptions; the source's is checked before the source's existence, the target's before the view
+    check; the participants get a plain `dropTarget: true`."""
     if req.db != "admin":
         raise MongoError("Unauthorized", "renameCollection may only be run against the admin database.")
     src, dst = req.cmd["renameCollection"], req.cmd.get("to")
@@ -161,18 +167,24 @@ async def cmd_rename(router: Router, req: Request) -> dict:
     sdb, scoll = src.split(".", 1)
     ddb, dcoll = dst.split(".", 1)
     drop_target = bool(req.cmd.get("dropTarget"))
+    source_uuid, target_uuid = expected_uuids(req.cmd)
     async with router._ddl_lock:
         router.refresh_catalog()  # DDL runs on the authoritative metadata
         primary = router.catalog.primary_of(sdb)
         if primary is None:
+            if source_uuid is not None:
+                raise uuid_mismatch(sdb, source_uuid, scoll, None, "Database does not exist")
             raise MongoError("NamespaceNotFound", f"Source collection {src} does not exist")
         if sdb != ddb:
             await ensure_database(router, ddb, primary)  # (the target database, on the source's primary shard)
         check_namespaces((sdb, scoll), (ddb, dcoll))  # (_shardsvrRenameCollection, before its coordinator)
         if sdb != ddb:
-            if "collectionUUID" in req.cmd:
+            if source_uuid is not None or target_uuid is not None:
                 raise MongoError("InvalidOptions", "Cannot provide an expected collection UUID when renaming between "
                                                    "databases")
+        primary_node = router.shard(primary).node
+        # (the coordinator's source acquisition expects its UUID: before "doesn't exist" and a view)
+        check_collection_uuid(primary_node, sdb, scoll, primary_node.catalog.collection(sdb, scoll), source_uuid)
         holders = shards_holding(router, sdb, scoll)
         r = router.catalog.routing(src)
         if not holders:
@@ -184,13 +196,15 @@ async def cmd_rename(router: Router, req: Request) -> dict:
             if router.catalog.primary_of(ddb) != primary:
                 raise MongoError("CommandFailed", "Source and destination collections must be on same shard")
         target_sharded = router.catalog.routing(dst) is not None
-        primary_node = router.shard(primary).node
+        check_collection_uuid(primary_node, ddb, dcoll, primary_node.catalog.collection(ddb, dcoll), target_uuid)
         if not target_sharded and view_catalog.definition(primary_node, ddb, dcoll) is not None:
             raise MongoError("CommandNotSupportedOnView", f"Can't rename to target collection `{dst}` because it is a "
                                                           "view.")
         if not drop_target and (target_sharded or primary_node.catalog.collection(ddb, dcoll) is not None):
             raise MongoError("NamespaceExists", f"Target collection {dst} exists but dropTarget is not set")
         cmd = {"renameCollection": src, "to": dst, **{k: v for k, v in req.cmd.items() if k in ("dropTarget", "stayTemp")}}
+        if "dropTarget" in cmd:  # (a UUID checked above: the participants drop whatever is there)
+            cmd["dropTarget"] = drop_target
         for s in holders:
             if s != primary:
                 await router.shard(s).command("admin", {**cmd, "fromMigrate": True})

@@ -30,6 +30,7 @@ from mongosim.router.command_registry import router_command
 from mongosim.router.request import Request
 from mongosim.router.sharding_catalog_manager import CriticalSections
 from mongosim.router.sharding_logging import chunk_version_string, log_change
+from mongosim.shardsim.collection_uuid import check_collection_uuid, uuid_arg
 from mongosim.shardsim.shard_key import ShardKeyPattern
 
 if TYPE_CHECKING:
@@ -135,6 +136,21 @@ def admin_only(req: Request) -> None:
         raise MongoError("Unauthorized", f"{req.name} may only be run against the admin database.")
 
 
+def check_expected_uuid(router: Router, req: Request, command: str, db: str, name: str) -> None:
+    """The `collectionUUID` shardCollection, refineCollectionShardKey and reshardCollection take (6.0+,
+    their coordinators' AutoGetCollection with the expected UUID, on the primary shard): a collection of
+    another UUID, none, or a view is CollectionUUIDMismatch — before the collection is found (un)sharded."""
+    uuid = req.cmd.get("collectionUUID")
+    if uuid is None:
+        return
+    uuid_arg(f"{command}.collectionUUID", uuid)
+    primary = router.catalog.primary_of(db)
+    if primary is None:
+        return
+    node = router.shard(primary).node
+    check_collection_uuid(node, db, name, node.catalog.collection(db, name), uuid)
+
+
 # -- shardCollection -------------------------------------------------------------------
 @router_command("shardCollection", "shardcollection")
 async def cmd_shard_collection(router: Router, req: Request) -> dict:
@@ -152,6 +168,7 @@ async def cmd_shard_collection(router: Router, req: Request) -> dict:
     async with router._ddl_lock:
         router.refresh_catalog()  # DDL runs on the authoritative metadata
         primary = await ensure_database(router, db)
+        check_expected_uuid(router, req, "shardCollection", db, name)  # (a time-series collection's: never)
         ts = await timeseries_routing.prepare_shard_collection(router, req, db, name, primary)
         if ts is not None:  # the buckets collection is sharded, on the key the user's translates to
             reply = await _shard(router, req, f"{db}.{timeseries_routing.BUCKETS}{name}", ts.bucket_key, False,
@@ -520,6 +537,7 @@ async def cmd_refine_shard_key(router: Router, req: Request) -> dict:
     new_key = req.cmd.get("key")
     async with router._ddl_lock:
         router.refresh_catalog()  # DDL runs on the authoritative metadata
+        check_expected_uuid(router, req, "refineCollectionShardKey", *_split_ns(ns))
         r = _routing(router, ns)
         new = ShardKeyPattern(new_key)
         old = r.pattern
@@ -567,6 +585,7 @@ async def cmd_reshard_collection(router: Router, req: Request) -> dict:
     unique = bool(req.cmd.get("unique", False))
     async with router._ddl_lock:
         router.refresh_catalog()  # DDL runs on the authoritative metadata
+        check_expected_uuid(router, req, "reshardCollection", *_split_ns(ns))
         r = _routing(router, ns)
         db, name = ns.split(".", 1)
         primary = router.catalog.primary_of(db)

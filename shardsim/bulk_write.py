@@ -15,8 +15,11 @@ oplog entry per change, retryable statements answered from the session table,
 the open transaction's overlay); a time-series collection's ops run as its own
 commands do, named by the collection or (from mongos, for sharded buckets) by
 `system.buckets.<coll>` with `isTimeseriesNamespace: true` in its nsInfo entry.
-An ordered bulkWrite stops at the first error; inside a transaction any error
-stops it and aborts the transaction.
+An nsInfo entry's `collectionUUID` is the UUID its ops expect (each op checks it as
+it acquires the collection, before a view is refused: a time-series collection never has
+it): a mismatch is that op's error item (CollectionUUIDMismatch, collection_uuid.py),
+not a command error.  An ordered bulkWrite stops at the first error; inside a
+transaction any error stops it and aborts the transaction.
 
 Reply: `{cursor: {id, firstBatch, ns: "admin.$cmd.bulkWrite"}, nErrors, nInserted,
 nMatched, nModified, nUpserted, nDeleted, retriedStmtIds?, ok}`; each reply item is
@@ -30,11 +33,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from bson import Int64
+from bson import Binary, Int64
 from mongosim.oplog import bsonutil
 from mongosim.oplog.error_codes import CODES
 from mongosim.oplog.errors import MongoError
 from mongosim.shardsim import views
+from mongosim.shardsim.collection_uuid import check_collection_uuid, uuid_arg
 from mongosim.shardsim.command_registry import command
 from mongosim.shardsim.cursors import QueryCursor
 from mongosim.shardsim.operation_context import OpCtx
@@ -77,6 +81,7 @@ class BulkRequest:
     errors_only: bool = False
     stmt_id: int | None = None
     stmt_ids: list | None = None
+    uuids: list = field(default_factory=list)  # each nsInfo entry's collectionUUID (None without one)
 
     def stmt_id_of(self, index: int) -> int:
         """bulk_write_common::getStatementId."""
@@ -152,7 +157,8 @@ def parse_request(cmd: dict) -> BulkRequest:
     if stmt_ids is not None and len(stmt_ids) != len(ops):
         raise MongoError("InvalidLength", f"Number of statement ids must match the number of batch entries. Got "
                                           f"{len(stmt_ids)} statement ids but {len(ops)} operations.")
-    namespaces = []
+    namespaces: list[str] = []
+    uuids: list[Binary | None] = []
     for entry in ns_info:
         if not isinstance(entry, dict):
             raise _wrong_type("bulkWrite.nsInfo", entry, "object")
@@ -165,9 +171,11 @@ def parse_request(cmd: dict) -> BulkRequest:
                 or any(c in db for c in '/\\. "$'):
             raise MongoError("InvalidNamespace", f"Invalid namespace specified for bulkWrite: '{ns}'")
         namespaces.append(ns)
+        uuid = entry.get("collectionUUID")
+        uuids.append(None if uuid is None else uuid_arg("bulkWrite.nsInfo.collectionUUID", uuid))
     parsed = [_check_op(_op_kind(op), op, len(namespaces)) for op in ops]
     return BulkRequest(parsed, namespaces, cmd.get("ordered", True), cmd.get("errorsOnly", False),
-                       cmd.get("stmtId"), stmt_ids)
+                       cmd.get("stmtId"), stmt_ids, uuids)
 
 
 # -- the replies --------------------------------------------------------------------
@@ -293,7 +301,7 @@ class _NodeBulkWrite:
         state = self.node.sessions.state(self.ctx.lsid)
         return state.txn_number == self.ctx.txn_number and stmt_id in state.executed
 
-    async def _run(self, handler: Any, db: str, sub: dict) -> dict:
+    async def _run(self, handler: Any, db: str, sub: dict, uuid: Binary | None = None) -> dict:
         ctx = self.ctx
         if self.bypass is not None:
             sub["bypassDocumentValidation"] = self.bypass
@@ -301,7 +309,10 @@ class _NodeBulkWrite:
         ts_name = sub[name]
         if f"{db}.{ts_name}" in self.timeseries_ns and ts_name.startswith(views.timeseries.BUCKETS):
             timeseries, ts_name = True, ts_name[len(views.timeseries.BUCKETS):]  # (as node._dispatch does)
+            check_collection_uuid(self.node, db, ts_name, None, uuid)  # (the time-series view has no UUID)
         else:
+            # the nsInfo entry's collectionUUID: the op's acquisition expects it (before a view is refused)
+            check_collection_uuid(self.node, db, ts_name, self.node.catalog.collection(db, ts_name), uuid)
             view = views.definition(self.node, db, sub[name])
             timeseries = view is not None and views.timeseries.options_of(self.node, db, view) is not None
             if view is not None and not timeseries:
@@ -364,7 +375,7 @@ class _NodeBulkWrite:
         sub = {"insert": coll, "documents": [self.req.ops[i].spec["document"] for i in idxs],
                "ordered": self.req.ordered or self.ctx.txn is not None, **ids}
         try:
-            reply = await self._run(cmd_insert, db, sub)
+            reply = await self._run(cmd_insert, db, sub, self.req.uuids[self.req.ops[idxs[0]].ns_index])
         except MongoError as err:
             if self.ctx.txn is not None and err.code == 112:
                 raise
@@ -390,12 +401,13 @@ class _NodeBulkWrite:
                 raise MongoError("InvalidOptions", "Cannot use retryable writes with multi=true")
             ids = self._stmt_ids([idx])
             retried = bool(ids) and self._executed(ids["stmtIds"][0])
+            uuid = self.req.uuids[op.ns_index]
             if update:
                 reply = await self._run(cmd_update, db, {"update": coll, "updates": [update_statement(op.spec)],
-                                                         "ordered": True, **ids})
+                                                         "ordered": True, **ids}, uuid)
             else:
                 reply = await self._run(cmd_delete, db, {"delete": coll, "deletes": [delete_statement(op.spec)],
-                                                         "ordered": True, **ids})
+                                                         "ordered": True, **ids}, uuid)
         except MongoError as err:
             if self.ctx.txn is not None and err.code == 112:
                 raise  # a write conflict ends the transaction: a command error

@@ -5,6 +5,9 @@ The commands that take it (each IDL's `collectionUUID` field, 6.0+): collMod (co
 its own order), and find, count, distinct, aggregate, insert, update, delete, findAndModify,
 createIndexes, dropIndexes, listIndexes and drop, which check it before anything else — a command
 error on a mongod (jstests/core/collection_uuid_*.js; through mongos a write's shows as a write error).
+Elsewhere: renameCollection (rename_collection.py: the source's `collectionUUID`, and `dropTarget` given
+as the target's UUID), bulkWrite (bulk_write.py: an `nsInfo` entry's, each op's error item) and mongos's
+shardCollection, refineCollectionShardKey and reshardCollection (router/sharding.py).
 
 When the command's collection does not exist, or has another UUID, the error is
 CollectionUUIDMismatch (361) "Collection UUID does not match that specified" with the server's extra
@@ -35,14 +38,20 @@ COMMANDS = frozenset({"find", "count", "distinct", "aggregate", "insert", "updat
                       "createIndexes", "dropIndexes", "listIndexes", "drop"})
 
 
+def uuid_arg(field: str, value: Any) -> Binary:
+    """`value` as the UUID the field `field` (e.g. "drop.collectionUUID") must hold."""
+    if not isinstance(value, Binary) or value.subtype != 4:
+        raise MongoError("TypeMismatch", f"BSON field '{field}' is the wrong type, expected type 'uuid'")
+    return value
+
+
 def check_command(node: Node, db: str, name: str, cmd: dict) -> None:
     """The check of the commands in COMMANDS, on the collection their first field names."""
     uuid = cmd.get("collectionUUID")
     target = cmd.get(name)
     if uuid is None or not isinstance(target, str):
         return
-    if not isinstance(uuid, Binary) or uuid.subtype != 4:
-        raise MongoError("TypeMismatch", f"BSON field '{name}.collectionUUID' is the wrong type, expected type 'uuid'")
+    uuid_arg(f"{name}.collectionUUID", uuid)
     check_collection_uuid(node, db, target, node.catalog.collection(db, target), uuid)
 
 

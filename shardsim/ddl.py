@@ -48,11 +48,13 @@ from mongosim.shardsim.query.values import hashable
 if TYPE_CHECKING:
     from mongosim.shardsim.node import Node
 
+# the 8.0 create command's fields (create.idl, strict: any other is 40415); `recordPreImages` left
+# create and collMod with SERVER-60919 (change streams' pre-images are changeStreamPreAndPostImages)
 KNOWN_CREATE_OPTIONS = {
     "capped", "size", "max", "autoIndexId", "validator", "validationLevel", "validationAction",
     "viewOn", "pipeline", "collation", "changeStreamPreAndPostImages", "clusteredIndex",
     "timeseries", "expireAfterSeconds", "storageEngine", "indexOptionDefaults", "encryptedFields",
-    "idIndex", "flags", "recordPreImages", "temp",
+    "idIndex", "flags", "temp",
 }
 _GENERIC_ARGS = {
     "lsid", "txnNumber", "$clusterTime", "$db", "writeConcern", "readConcern", "comment", "maxTimeMS",
@@ -63,6 +65,11 @@ _GENERIC_ARGS = {
 
 def _from_migrate(ctx: OpCtx) -> bool:
     return bool(ctx.cmd.get("fromMigrate"))
+
+
+def create_options(cmd: dict) -> dict:
+    """A `create` command's options, as its strict IDL parse takes them (mongos parses it so too)."""
+    return _options_of(cmd, "create")
 
 
 def _options_of(cmd: dict, first: str) -> dict:

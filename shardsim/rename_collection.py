@@ -7,7 +7,10 @@ namespace: db.system.x", "... cannot write to db.system.profile"); `admin.system
 `system.views`, `system.js`; a buckets collection renamed to something else.  Then: the source a view
 (CommandNotSupportedOnView "cannot rename view: db.v"), missing (NamespaceNotFound), the target a view
 (NamespaceExists "a view already exists with that name: db.v") or an existing collection without
-`dropTarget` (NamespaceExists "target namespace exists").
+`dropTarget` (NamespaceExists "target namespace exists").  Before those (within a database), the
+expected UUIDs (renameCollectionWithinDB): `collectionUUID` the source's, `dropTarget` given as a UUID
+the target's — CollectionUUIDMismatch (collection_uuid.py) for a missing collection too; across
+databases either is InvalidOptions.
 
 Within a database the collection changes its name in place: one entry
 `{renameCollection: "db.a", to: "db.b", stayTemp, dropTarget?: <UUID of the target it drops>}`,
@@ -41,12 +44,14 @@ import secrets
 import string
 from typing import TYPE_CHECKING, Any
 
+from bson import Binary
 from mongosim.oplog import bsonutil
 from mongosim.oplog import entry as E
 from mongosim.oplog.errors import MongoError
 from mongosim.shardsim import capped, view_catalog
 from mongosim.shardsim.catalog import Collection
 from mongosim.shardsim.collection_options import refresh
+from mongosim.shardsim.collection_uuid import check_collection_uuid, uuid_arg
 from mongosim.shardsim.command_registry import command
 from mongosim.shardsim.create_collection import check_namespace, create_collection
 from mongosim.shardsim.ddl import drop_collection
@@ -109,9 +114,13 @@ def cmd_rename(node: Node, ctx: OpCtx) -> dict:
     if src == dst:
         raise MongoError("IllegalOperation", "Can't rename a collection to itself")
     check_namespaces((sdb, sname), (ddb, dname))
+    source_uuid, target_uuid = expected_uuids(cmd)
     drop_target, stay_temp = bool(cmd.get("dropTarget")), bool(cmd.get("stayTemp", False))
     if sdb == ddb:
         coll = node.catalog.collection(sdb, sname)
+        # (renameCollectionWithinDB: the expected UUIDs before the namespaces' checks)
+        check_collection_uuid(node, sdb, sname, coll, source_uuid)
+        check_collection_uuid(node, ddb, dname, node.catalog.collection(ddb, dname), target_uuid)
         if coll is None:
             if view_catalog.definition(node, sdb, sname) is not None:
                 raise MongoError("CommandNotSupportedOnView", f"cannot rename view: {src}")
@@ -119,10 +128,20 @@ def cmd_rename(node: Node, ctx: OpCtx) -> dict:
         _check_target(node, ddb, dname, drop_target)
         rename_within_database(node, ctx, coll, dname, drop_target, stay_temp)
     else:
-        if "collectionUUID" in cmd:
+        if source_uuid is not None or target_uuid is not None:
             raise MongoError("InvalidOptions", "Cannot provide an expected collection UUID when renaming across databases")
         _rename_across_databases(node, ctx, sdb, sname, ddb, dname, drop_target, stay_temp)
     return {"ok": 1.0}
+
+
+def expected_uuids(cmd: dict) -> tuple[Binary | None, Binary | None]:
+    """The UUIDs a renameCollection expects (rename_collection.idl): `collectionUUID` the source's,
+    `dropTarget` given as a UUID (not a bool) the target's, which it then drops."""
+    source = cmd.get("collectionUUID")
+    if source is not None:
+        source = uuid_arg("renameCollection.collectionUUID", source)
+    target = cmd.get("dropTarget")
+    return source, target if isinstance(target, Binary) and target.subtype == 4 else None
 
 
 def _check_target(node: Node, db: str, name: str, drop_target: bool) -> None:

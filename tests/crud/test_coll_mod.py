@@ -393,3 +393,16 @@ def test_a_sharded_collections_modify_events_through_pymongo(sharded_client):
         events = [stream.next() for _ in range(3)]
     assert [e["operationType"] for e in events] == ["modify", "modify", "insert"]
     assert all(e["operationDescription"] == {"validationLevel": "moderate"} for e in events[:2])
+
+
+# -- create: 8.0's create.idl is strict too; recordPreImages left it with SERVER-60919 -------------------
+def test_create_refuses_record_pre_images(db, client):
+    assert _refused(db, {"create": "c", "recordPreImages": True}) == (
+        40415, "BSON field 'create.recordPreImages' is an unknown field.")
+    assert _refused(db, {"create": "c", "recordPreImages": False, "capped": True, "size": 4096}) == (
+        40415, "BSON field 'create.recordPreImages' is an unknown field.")
+    assert db.name not in client.list_database_names()  # (refused as parsed: mongos creates no database)
+    # the fields 8.0's create still has
+    db.command({"create": "c", "temp": False, "flags": 1, "autoIndexId": True, "indexOptionDefaults": {},
+                "storageEngine": {}, "changeStreamPreAndPostImages": {"enabled": True}})
+    assert _options(db, "c")["changeStreamPreAndPostImages"] == {"enabled": True}
