@@ -55,6 +55,7 @@ from mongosim.shardsim.read_concern_support import (
     with_default_read_concern,
 )
 from mongosim.shardsim.transaction_validation import validate_session_options
+from mongosim.shardsim.write_concern import check_client_provenance as check_client_write_provenance
 from mongosim.shardsim.node import Node
 
 # the commands whose `collectionUUID` on a database that does not exist is CollectionUUIDMismatch
@@ -218,6 +219,7 @@ class Router:
         validate_session_options(db, name, cmd)
         if db == "local":  # ExecCommandClient's prologue: after the session options are validated
             raise MongoError("IllegalOperation", "Can't use 'local' database through mongos")
+        check_client_write_provenance(name, cmd)  # (the writeConcern's first, as strategy.cpp checks them)
         check_client_provenance(cmd)  # (the client's: one naming nothing else gives way to the default)
         cmd = with_default_read_concern(name, cmd, self._default_read_concern())
         check_read_concern_support(name, cmd)

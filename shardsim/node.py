@@ -163,16 +163,15 @@ class Node:
         return self.oplog.last_key
 
     # -- commands ----------------------------------------------------------------------
-    async def run_command(self, db: str, cmd: dict, *, from_router: bool = False, view: Any = None,
-                          client: dict | None = None, sent: dict | None = None) -> dict:
+    async def run_command(self, db: str, cmd: dict, *, from_router: bool = False, view: Any = None) -> dict:
         """Run one command; raise MongoError on failure.  The reply has `ok: 1.0`.
         `view`: what a read sees instead of the present data (readConcern majority's snapshot).
-        In a profiled database the profiler records it (`client`: the connection's {client, appName, user};
-        `sent`: the command as the client sent it, before a default read concern was applied)."""
+        In a profiled database the profiler records it (a replica-set member's entry point runs
+        `run_unprofiled` and profiles the command itself: shardsim.service_entry_point)."""
         if not self.profiler.levels:  # (profiling off everywhere: the common case costs this test)
             return await self._run_command(db, cmd, from_router, view)
-        return await profiler.profiled(self, db, sent if sent is not None else cmd,
-                                       lambda: self._run_command(db, cmd, from_router, view), client)
+        return await profiler.profiled(self, db, cmd, lambda: self._run_command(db, cmd, from_router, view), None,
+                                       from_router=from_router)
 
     async def _run_command(self, db: str, cmd: dict, from_router: bool, view: Any) -> dict:
         if not cmd:
@@ -241,6 +240,8 @@ class Node:
         if ctx.close_connection:
             raise CloseConnection()  # (the command's writes stand; its reply is lost with the connection)
         return reply
+
+    run_unprofiled = _run_command  # (`run_command` without the profiler: a member's entry point profiles itself)
 
     async def _dispatch(self, handler: Any, ctx: OpCtx, db: str, name: str) -> dict:
         """Run the command's handler (a command on a view runs as the view's aggregate)."""

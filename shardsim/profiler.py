@@ -10,13 +10,41 @@ no change event) when it does not exist.
 While a database is profiled, every command run on it leaves one document in
 its system.profile when it ends, as the server's profiler does at level 2 (at
 level 1 only an operation slower than slowms, or one the filter matches, and
-at sampleRate): `{op, ns, command, <counts>, ok/errCode/errName/errMsg on
-failure, responseLength, protocol, millis, ts, client, appName, allUsers,
-user}`.  `command` is the command as the client sent it, so
+at sampleRate).  Its fields come in the order of 8.0's OpDebug::append, then
+those profile() adds (introspect.cpp):
+
+    op, ns, command, cursorid, nMatched, nBatches, nModified, ninserted,
+    ndeleted, nUpserted, cursorExhausted, numYield, nreturned, readConcern,
+    writeConcern, ok/errMsg/errName/errCode (on failure), responseLength,
+    protocol, millis, ts, client, appName, allUsers, user
+
+each where the server writes it: `cursorid` for a find/getMore/aggregate that
+leaves a cursor open, `cursorExhausted: true` for one that does not,
+`nBatches: 1` and `nreturned` for those three (endQueryOp, getMore,
+handleCursorCommand); `numYield` always (0: mongosim never yields).
+`readConcern` is the operation's effective read concern with its provenance
+(ReadConcernArgs::appendInfo, written when the read concern "is specified"):
+the client's (provenance "clientSupplied", or the one it named), the
+cluster-wide default applied to it ("customDefault"), or the implicit
+`{level: "local", provenance: "implicitDefault"}` a mongod gives a client's
+command naming none (but hello/isMaster; on a shard's or the config server's
+member only to the commands that take no cluster-wide default: a find naming
+none has no readConcern there); a command from mongos shows what mongos sent.
+`writeConcern` is that of a command that waits for one (`{w, j?, wtimeout,
+provenance}`, WriteConcernOptions::toBSON), but not the implicit `{w: 1}` of a
+set whose default is not majority (the server's default-constructed one).
+`millis` covers the whole command, write concern wait included.
+`command` is the command as the client sent it, so
 `find({"command.comment": ...})` finds an operation by its comment.
 mongosim records one document per command (the server writes one per
-statement of a multi-statement update or delete) and leaves out the fields of
-its query engine and locks (keysExamined, planSummary, locks, execStats...).
+statement of a multi-statement update or delete), and leaves out what
+measures its query engine, storage and CPU (keysExamined, docsExamined,
+keysInserted, planSummary, queryHash/planCacheKey/queryShapeHash,
+queryFramework, locks, flowControl, storage, cpuNanos, execStats) and a
+getMore's originatingCommand.  A getMore shows its cursor's read concern and
+a transaction's later statement the transaction's (as the server restores
+them), when the command that opened the cursor or started the transaction
+was profiled too (none otherwise).
 A command from a mongos carries no client: its document has none.
 """
 
@@ -30,10 +58,13 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable
 import trio
 from mongosim.oplog import bsonutil
 from mongosim.oplog.errors import MongoError
+from mongosim.shardsim import write_concern
 from mongosim.shardsim.catalog import Collection
 from mongosim.shardsim.command_registry import command
 from mongosim.shardsim.operation_context import OpCtx
 from mongosim.shardsim.query.matcher import Matcher
+from mongosim.shardsim.read_concern_support import default_permitted, read_concern_is_empty
+from mongosim.shardsim.write_concern import WriteConcern
 
 if TYPE_CHECKING:
     from mongosim.shardsim.node import Node
@@ -42,6 +73,9 @@ PROFILE_COLLECTION = "system.profile"
 PROFILE_SIZE = 1024 * 1024  # the server's default system.profile size
 FILTER_NOTE = "When a filter expression is set, slowms and sampleRate are not used for profiling and slow-query log lines."
 _OPS = {"insert": "insert", "update": "update", "delete": "remove", "find": "query", "getMore": "getmore"}
+_CURSOR_COMMANDS = frozenset({"find", "getMore", "aggregate"})
+_RC_FIELDS = ("level", "afterOpTime", "afterClusterTime", "atClusterTime")
+_NO_IMPLICIT_READ_CONCERN = frozenset({"hello", "isMaster", "ismaster"})  # (implicitDefaultReadConcernPermit)
 
 
 @dataclass
@@ -53,6 +87,9 @@ class ProfileSettings:
     sample_rate: float = 1.0
     sizes: dict[str, int] = field(default_factory=dict)  # db -> bytes held by its system.profile
     recorded: int = 0  # documents recorded (their keys in the collection)
+    # the read concern of a profiled operation that opened a cursor, or started a transaction: what the
+    # server records for its getMores (the cursor's) and the transaction's later statements
+    read_concerns: dict[tuple, dict | None] = field(default_factory=dict)
 
     def of(self, db: str) -> tuple[int, dict | None]:
         return self.levels.get(db, (0, None))
@@ -137,22 +174,87 @@ def _ns(db: str, name: str, cmd: dict) -> str:
     return f"{db}.{target}" if isinstance(target, str) else f"{db}.$cmd"
 
 
-def _counts(name: str, reply: dict) -> dict:
-    """What the operation did, in the server's fields."""
-    if name in ("find", "getMore"):
-        cur = reply.get("cursor") or {}
-        batch = cur.get("firstBatch", cur.get("nextBatch", []))
-        out: dict[str, Any] = {"cursorid": cur.get("id", 0)} if cur.get("id") else {}
-        out["nreturned"] = len(batch)
+def _counts(name: str, reply: dict | None) -> dict:
+    """What the operation did, in the server's fields and order, up to nreturned."""
+    out: dict[str, Any] = {}
+    if reply is None:
+        out["numYield"] = 0
         return out
-    if name == "insert":
-        return {"ninserted": reply.get("n", 0)}
-    if name == "update":
-        return {"nMatched": reply.get("n", 0) - len(reply.get("upserted", ())), "nModified": reply.get("nModified", 0),
-                "nUpserted": len(reply.get("upserted", ()))}
-    if name == "delete":
-        return {"ndeleted": reply.get("n", 0)}
-    return {}
+    if name in _CURSOR_COMMANDS:
+        cur = reply.get("cursor")
+        if isinstance(cur, dict):
+            batch = cur.get("firstBatch", cur.get("nextBatch", []))
+            if cur.get("id"):
+                out["cursorid"] = cur["id"]
+            out["nBatches"] = 1
+            if not cur.get("id"):
+                out["cursorExhausted"] = True
+            out["numYield"] = 0
+            out["nreturned"] = len(batch)
+            return out
+    elif name == "insert":
+        out["ninserted"] = reply.get("n", 0)
+    elif name == "update":
+        out.update({"nMatched": reply.get("n", 0) - len(reply.get("upserted", ())),
+                    "nModified": reply.get("nModified", 0), "nUpserted": len(reply.get("upserted", ()))})
+    elif name == "delete":
+        out["ndeleted"] = reply.get("n", 0)
+    out["numYield"] = 0
+    return out
+
+
+def effective_read_concern(name: str, cmd: dict, *, from_router: bool, shard_member: bool) -> dict | None:
+    """The read concern an operation runs at, as its profile entry shows it (see the module
+    docstring): `cmd` is the command as it ran, the cluster-wide default read concern applied."""
+    rc = cmd.get("readConcern")
+    if not from_router and name not in _NO_IMPLICIT_READ_CONCERN and read_concern_is_empty(rc) and \
+            (not shard_member or not default_permitted(name, cmd)):
+        return {"level": "local", "provenance": "implicitDefault"}
+    if not isinstance(rc, dict):
+        return None
+    out = {k: rc[k] for k in _RC_FIELDS if k in rc}
+    out["provenance"] = rc.get("provenance", "clientSupplied")
+    return out
+
+
+_REMEMBERED = 10_000  # (past this many, those of closed cursors are forgotten)
+
+
+def _txn_key(cmd: dict) -> tuple | None:
+    lsid = cmd.get("lsid")
+    if isinstance(lsid, dict) and "txnNumber" in cmd:
+        return ("txn", lsid.get("id"), int(cmd["txnNumber"]))
+    return None
+
+
+def _operation_read_concern(node: Node, name: str, cmd: dict, reply: dict | None, *, from_router: bool,
+                            shard_member: bool) -> dict | None:
+    """The `readConcern` of a profile entry: a getMore's is its cursor's (applyCursorReadConcern), a
+    transaction's later statement's the transaction's (TxnResources::release) — known when the
+    operation that opened the cursor, or started the transaction, was profiled too."""
+    remembered = node.profiler.read_concerns
+    in_txn = "autocommit" in cmd
+    if name == "getMore":
+        rc = remembered.get(("cursor", cmd.get("getMore")))
+    elif in_txn and not cmd.get("startTransaction"):
+        rc = remembered.get(_txn_key(cmd))  # type: ignore[arg-type]
+    else:
+        rc = effective_read_concern(name, cmd, from_router=from_router, shard_member=shard_member)
+        if in_txn and (key := _txn_key(cmd)) is not None:
+            remembered[key] = rc
+    cur = reply.get("cursor") if reply is not None else None
+    if isinstance(cur, dict) and name in _CURSOR_COMMANDS:
+        if cur.get("id"):
+            remembered[("cursor", cur["id"])] = rc
+        elif name == "getMore":
+            remembered.pop(("cursor", cmd.get("getMore")), None)
+    if len(remembered) > _REMEMBERED:
+        open_ids = {cid for cid, _ in node.cursors.items()}
+        for key in [k for k in remembered if k[0] == "cursor" and k[1] not in open_ids]:
+            del remembered[key]
+        while len(remembered) > _REMEMBERED:  # (transactions: the oldest first)
+            del remembered[next(iter(remembered))]
+    return rc
 
 
 def _should_record(settings: ProfileSettings, level: int, flt: dict | None, entry: dict) -> bool:
@@ -163,8 +265,13 @@ def _should_record(settings: ProfileSettings, level: int, flt: dict | None, entr
     return entry["millis"] >= settings.slowms and random.random() < settings.sample_rate
 
 
-async def profiled(node: Node, db: str, cmd: dict, run: Callable[[], Awaitable[dict]], client: dict | None) -> dict:
-    """Run the command, then record it in `<db>.system.profile` if the database is profiled."""
+async def profiled(node: Node, db: str, cmd: dict, run: Callable[[], Awaitable[dict]], client: dict | None, *,
+                   effective: dict | None = None, wc: WriteConcern | None = None, from_router: bool = True,
+                   shard_member: bool = False) -> dict:
+    """Run the command, then record it in `<db>.system.profile` if the database is profiled.
+    `cmd`: the command as the client sent it; `effective`: as it ran (the default read concern
+    applied), `wc` the write concern it waited for, `from_router` / `shard_member` what decides its
+    implicit read concern."""
     name = next(iter(cmd), "")
     start = trio.current_time()
     wall = node.wall.wall()
@@ -179,14 +286,21 @@ async def profiled(node: Node, db: str, cmd: dict, run: Callable[[], Awaitable[d
     finally:
         level, flt = node.profiler.of(db)
         if level or flt is not None:
-            _record(node, db, name, cmd, reply, error, start, wall, client, level, flt)
+            rc = _operation_read_concern(node, name, effective if effective is not None else cmd, reply,
+                                         from_router=from_router, shard_member=shard_member)
+            _record(node, db, name, cmd, reply, error, start, wall, client, level, flt, rc,
+                    write_concern.profiled(wc))
 
 
 def _record(node: Node, db: str, name: str, cmd: dict, reply: dict | None, error: MongoError | None, start: float,
-            wall: _dt.datetime, client: dict | None, level: int, flt: dict | None) -> None:
+            wall: _dt.datetime, client: dict | None, level: int, flt: dict | None, rc: dict | None,
+            wc: dict | None) -> None:
     entry: dict[str, Any] = {"op": _OPS.get(name, "command"), "ns": _ns(db, name, cmd), "command": dict(cmd)}
-    if reply is not None:
-        entry.update(_counts(name, reply))
+    entry.update(_counts(name, reply))
+    if rc is not None:
+        entry["readConcern"] = rc
+    if wc is not None:
+        entry["writeConcern"] = wc
     if error is not None:
         entry.update({"ok": 0.0, "errMsg": error.errmsg, "errName": error.code_name, "errCode": error.code})
     body = reply if reply is not None else (error.to_reply() if error is not None else {})

@@ -17,7 +17,8 @@ command on a replica-set member, in order:
    members, which take what mongos sends); wait for afterClusterTime, read the
    majority snapshot;
 3. the command runs on the member's node, as a "read" or a "write"
-   operation: stepping down interrupts the writes
+   operation (the profiler, `shardsim.profiler`, times it from here to the
+   end of its write concern wait): stepping down interrupts the writes
    (InterruptedDueToReplStateChange 11602), a kill interrupts everything
    (the client sees its connection close: `MemberGone`);
 4. linearizable reads confirm they are still primary; write concern
@@ -35,7 +36,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from mongosim.oplog.errors import MongoError
-from mongosim.shardsim import read_concern, write_concern
+from mongosim.shardsim import profiler, read_concern, write_concern
 from mongosim.shardsim.read_concern_support import with_default_read_concern
 from mongosim.shardsim.replica_set import PRIMARY, SECONDARY
 from mongosim.shardsim.write_concern import MemberGone
@@ -97,11 +98,23 @@ async def run_command(m: "Member", db: str, cmd: dict, *, from_router: bool = Fa
     wc = write_concern.parse(cmd, m.rs) if write_concern.applies(name, cmd) else None
     sent = cmd
     cmd = with_default_read_concern(name, cmd, default_read_concern(m, from_router))
+    if m.node.profiler.levels:  # (profiling off everywhere: the common case costs this test)
+        rs = m.rs
+        return await profiler.profiled(m.node, db, sent, lambda: _run(m, db, name, cmd, wc, is_write, from_router),
+                                       client, effective=cmd, wc=wc, from_router=from_router,
+                                       shard_member=rs.in_sharded_cluster or rs.is_config)
+    return await _run(m, db, name, cmd, wc, is_write, from_router)
+
+
+async def _run(m: "Member", db: str, name: str, cmd: dict, wc: "write_concern.WriteConcern | None", is_write: bool,
+               from_router: bool) -> dict:
+    """The command on the member's node, then its linearizable read's check and its write concern wait
+    (what the profiler times as one operation)."""
     view = await read_concern.prepare(m, name, cmd) if "readConcern" in cmd else None
     with trio.CancelScope() as scope:
         m.ops[scope] = "write" if is_write else "read"
         try:
-            reply = await m.node.run_command(db, cmd, from_router=from_router, view=view, client=client, sent=sent)
+            reply = await m.node.run_unprofiled(db, cmd, from_router, view)
         finally:
             m.ops.pop(scope, None)
     if scope.cancelled_caught:

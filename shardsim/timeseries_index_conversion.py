@@ -17,8 +17,10 @@ rewritten onto the buckets (timeseries_predicates.partial_filter).  An index tha
 read the meta and time fields (or has a partial filter) keeps the user's spec as `originalSpec`.
 
 listIndexes on the time-series collection shows each bucket index in the user's terms: its
-`originalSpec`, else the key pattern mapped back (createTimeseriesIndexSpecFromBucketsIndexSpec);
-a bucket index with no such form is not shown.  dropIndexes takes a user key pattern (translated)
+`originalSpec`, else the bucket index with its key pattern mapped back
+(createTimeseriesIndexSpecFromBucketsIndexSpec) and its other fields as they are (hidden, sparse,
+collation, expireAfterSeconds...: so collMod's `hidden`, which changes the bucket index and not its
+originalSpec, shows only on an index without one); a bucket index with no such form is not shown.  dropIndexes takes a user key pattern (translated)
 or a name; a `hint` given as a user key pattern is translated the same way.
 
 A time-series collection with a metaField gets at creation the index `{<meta>: 1, <time>: 1}`

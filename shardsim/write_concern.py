@@ -27,7 +27,9 @@ applies (`shardsim.rw_concern_defaults`): the cluster-wide one when set
 0}` (provenance "implicitDefault"), as since MongoDB 5.0 — `{w: 1}` in a set
 whose arbiters leave the voting data-bearing members no more than a voting
 majority (PSA).  `j` needs nothing more: a member's writes are durable as
-soon as they are made.
+soon as they are made.  A `provenance` the client names is kept (a mongod
+takes any: extractWriteConcern); mongos refuses one other than
+"clientSupplied" (`check_client_provenance`).
 """
 
 from __future__ import annotations
@@ -106,8 +108,30 @@ def parse(cmd: dict, rs: "ReplicaSet | None" = None) -> WriteConcern:
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float, Int64)):
         timeout = 0
     j = wc.get("j")
+    provenance = wc.get("provenance")
+    if not isinstance(provenance, str):  # (a client may name any provenance to a mongod: extractWriteConcern)
+        implied = default(rs)  # (no w: the default's, when there is one to take it from)
+        provenance = "clientSupplied" if "w" in wc or implied is _IMPLICIT_W1 else implied.provenance
     return WriteConcern(w if isinstance(w, str) else int(w), bool(j) if j is not None else None, int(timeout),
-                        "clientSupplied" if "w" in wc else "implicitDefault")
+                        provenance)
+
+
+def profiled(wc: WriteConcern | None) -> dict | None:
+    """The `writeConcern` of a profile entry (OpDebug::append): none for a command that waits for
+    none, nor for the implicit `{w: 1}` of a set with no majority default (the server's
+    default-constructed write concern, usedDefaultConstructedWC)."""
+    if wc is None or wc is _IMPLICIT_W1:
+        return None
+    return wc.to_doc()
+
+
+def check_client_provenance(name: str, cmd: dict) -> None:
+    """mongos: a client's writeConcern may name no provenance but clientSupplied (strategy.cpp,
+    checked for a command that supports write concern, before the readConcern's)."""
+    wc = cmd.get("writeConcern")
+    if name in WRITE_CONCERN_COMMANDS and isinstance(wc, dict) and \
+            wc.get("provenance", "clientSupplied") != "clientSupplied":
+        raise MongoError("InvalidOptions", 'writeConcern provenance must be unset or "clientSupplied"')
 
 
 def error(code: str, msg: str, wc: WriteConcern, *, timed_out: bool = False) -> dict:

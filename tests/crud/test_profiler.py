@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pymongo
 import pytest
+from pymongo import WriteConcern
 from pymongo.errors import OperationFailure
+from pymongo.read_concern import ReadConcern
 
 
 @pytest.fixture
@@ -40,6 +42,114 @@ def test_operations_are_found_by_their_comment(rs):
     assert (write["op"], write["nMatched"], write["nModified"]) == ("update", 1, 1)
     assert _entries(rs, op="insert")[0]["ninserted"] == 3
     assert _entries(rs, op="remove")[0]["ndeleted"] == 1
+
+
+_FIND_FIELDS = ["op", "ns", "command", "cursorid", "nBatches", "numYield", "nreturned", "readConcern",
+                "responseLength", "protocol", "millis", "ts", "client", "appName", "allUsers", "user"]
+
+
+def test_entries_carry_the_read_and_write_concern_in_the_servers_order(rs):
+    """8.0's OpDebug::append then profile(): the effective read concern and the write concern waited
+    for, each with its provenance; a cursor's getMore keeps the cursor's read concern."""
+    rs.command("profile", 2)
+    rs.c.insert_many([{"_id": i} for i in range(3)], comment="load")
+    (load,) = _entries(rs, **{"command.comment": "load"})
+    assert list(load) == ["op", "ns", "command", "ninserted", "numYield", "readConcern", "writeConcern",
+                          "responseLength", "protocol", "millis", "ts", "client", "appName", "allUsers", "user"]
+    assert load["readConcern"] == {"level": "local", "provenance": "implicitDefault"}
+    assert load["writeConcern"] == {"w": "majority", "wtimeout": 0, "provenance": "implicitDefault"}
+    majority = rs.c.with_options(read_concern=ReadConcern("majority"))
+    assert len(list(majority.find({}, batch_size=2, comment="batched"))) == 3
+    (find,) = _entries(rs, op="query", **{"command.comment": "batched"})
+    assert list(find) == _FIND_FIELDS and find["nBatches"] == 1 and find["numYield"] == 0
+    assert find["readConcern"] == {"level": "majority", "provenance": "clientSupplied"}
+    (more,) = _entries(rs, op="getmore")
+    assert more["cursorExhausted"] is True and "cursorid" not in more and more["nreturned"] == 1
+    assert more["readConcern"] == {"level": "majority", "provenance": "clientSupplied"}  # the cursor's
+    rs.c.find_one({"_id": 1}, comment="one")
+    (one,) = _entries(rs, **{"command.comment": "one"})
+    assert one["cursorExhausted"] is True and one["readConcern"]["provenance"] == "implicitDefault"
+    w1 = rs.c.with_options(write_concern=WriteConcern(w=1, wtimeout=500))
+    w1.update_one({"_id": 1}, {"$set": {"x": 1}}, comment="w1")
+    (update,) = _entries(rs, **{"command.comment": "w1"})
+    assert list(update)[3:6] == ["nMatched", "nModified", "nUpserted"]
+    assert update["writeConcern"] == {"w": 1, "wtimeout": 500, "provenance": "clientSupplied"}
+    # the cluster-wide default read concern: provenance customDefault
+    rs.client.admin.command("setDefaultRWConcern", defaultReadConcern={"level": "majority"})
+    try:
+        rs.c.find_one({"_id": 1}, comment="default")
+    finally:
+        rs.client.admin.command("setDefaultRWConcern", defaultReadConcern={})
+    (default,) = _entries(rs, **{"command.comment": "default"})
+    assert default["readConcern"] == {"level": "majority", "provenance": "customDefault"}
+    assert "readConcern" not in default["command"]  # (the command as the client sent it)
+
+
+def test_a_transactions_statements_show_its_read_concern(rs):
+    rs.c.insert_one({"_id": 1})
+    rs.command("profile", 2)
+    with rs.client.start_session() as session:
+        with session.start_transaction(read_concern=ReadConcern("snapshot")):
+            rs.c.find_one({"_id": 1}, session=session, comment="first")
+            rs.c.insert_one({"_id": 2}, session=session, comment="second")
+    first, second = (_entries(rs, **{"command.comment": c})[0] for c in ("first", "second"))
+    assert first["readConcern"] == second["readConcern"] == {"level": "snapshot", "provenance": "clientSupplied"}
+    assert "writeConcern" not in second  # (a statement waits for none: the commit does)
+
+
+def test_a_shard_members_entries_show_what_mongos_sent(sharded_client):
+    """A shard's member takes a command from mongos with the read and write concern mongos sent; its
+    own clients' finds get no implicit read concern there (mongos gives them one), their writes do."""
+    cluster = sharded_client.mongosim_cluster
+    sharded_client.admin.command("enableSharding", "prof", primaryShard="shard00")
+    shard = pymongo.MongoClient(cluster.replica_set_uri("shard00"))
+    try:
+        shard.prof.command("profile", 2)
+        db = sharded_client.prof
+        db.c.insert_one({"_id": 1}, comment="insert")
+        db.c.with_options(write_concern=WriteConcern(w=1)).insert_one({"_id": 2}, comment="insert w1")
+        db.c.with_options(read_concern=ReadConcern("majority")).find_one({"_id": 1}, comment="find")
+        shard.prof.d.insert_one({"_id": 1}, comment="direct insert")
+        shard.prof.d.find_one({}, comment="direct find")
+        found = shard.prof.system.profile.find({"command.comment": {"$exists": 1}})
+        entries = {e["command"]["comment"]: e for e in found}
+        assert entries["insert"]["writeConcern"] == {"w": "majority", "wtimeout": 0, "provenance": "implicitDefault"}
+        assert "readConcern" not in entries["insert"] and "client" not in entries["insert"]
+        assert entries["insert w1"]["writeConcern"]["provenance"] == "clientSupplied"
+        assert entries["find"]["readConcern"] == {"level": "majority", "provenance": "clientSupplied"}
+        assert entries["direct insert"]["readConcern"] == {"level": "local", "provenance": "implicitDefault"}
+        assert "readConcern" not in entries["direct find"]
+        shard.prof.command("profile", 0)
+    finally:
+        shard.close()
+
+
+def test_mongos_refuses_a_clients_write_concern_provenance(sharded_client):
+    """strategy.cpp: a client's writeConcern may name no provenance but clientSupplied (InvalidOptions),
+    checked before its readConcern's."""
+    db = sharded_client.prof
+    for provenance in ("implicitDefault", "customDefault", "internalWriteDefault"):
+        with pytest.raises(OperationFailure) as info:
+            db.command("insert", "c", documents=[{"_id": 1}], writeConcern={"w": 1, "provenance": provenance},
+                       readConcern={"level": "local", "provenance": "implicitDefault"})
+        assert info.value.code == 72
+        assert info.value.details["errmsg"] == 'writeConcern provenance must be unset or "clientSupplied"'
+    assert db.c.count_documents({}) == 0
+    reply = db.command("insert", "c", documents=[{"_id": 1}], writeConcern={"w": 1, "provenance": "clientSupplied"})
+    assert reply["n"] == 1
+
+
+def test_a_member_keeps_a_clients_write_concern_provenance(replset_client):
+    """A mongod takes any provenance its client names (extractWriteConcern), and records it."""
+    db = replset_client.prof
+    db.command("profile", 2)
+    try:
+        db.command("insert", "c", documents=[{"_id": 1}], writeConcern={"w": 1, "provenance": "customDefault"},
+                   comment="named")
+        (entry,) = _entries(db, **{"command.comment": "named"})
+        assert entry["writeConcern"] == {"w": 1, "wtimeout": 0, "provenance": "customDefault"}
+    finally:
+        db.command("profile", 0)
 
 
 def test_a_failed_command_is_recorded_with_its_error(rs):

@@ -162,3 +162,36 @@ def _matches(doc, q) -> bool:
     from mongosim.shardsim.query.matcher import Matcher
 
     return Matcher(q).matches(doc)
+
+
+def test_list_indexes_shows_the_options_of_each_index(db):
+    """createTimeseriesIndexFromBucketsIndex: an index on the meta and time fields is the bucket index
+    with its key mapped back (every other option of the bucket index kept: hidden, sparse, a TTL's
+    expireAfterSeconds, collation...); one with an `originalSpec` (a measurement field, a partial
+    filter) is that spec as the user gave it (v added).  So collMod's `hidden` shows on the first
+    kind, not on the second (it changes the bucket index, not its originalSpec: updateHiddenSetting)."""
+    db.create_collection("w", timeseries={"timeField": "t", "metaField": "m"})
+    w = db.w
+    w.create_index([("m.a", 1)], name="meta_hidden", hidden=True)
+    w.create_index([("m.b", 1)], name="meta_sparse", sparse=True)
+    w.create_index([("m.c", 1)], name="meta_collation", collation={"locale": "fr"})
+    w.create_index([("t", 1)], name="ttl", expireAfterSeconds=60, partialFilterExpression={"m": "x"})
+    w.create_index([("x", 1)], name="x_hidden", hidden=True)
+    w.create_index([("m.d", 1)], name="meta_later")
+    w.create_index([("y", 1)], name="y_later")
+    db.command("collMod", "w", index={"name": "meta_later", "hidden": True})
+    db.command("collMod", "w", index={"name": "y_later", "hidden": True})
+    user = {i["name"]: i for i in _indexes(w)}
+    assert user["meta_hidden"] == {"v": 2, "key": {"m.a": 1}, "name": "meta_hidden", "hidden": True}
+    assert user["meta_sparse"] == {"v": 2, "key": {"m.b": 1}, "name": "meta_sparse", "sparse": True}
+    assert user["meta_collation"]["key"] == {"m.c": 1} and user["meta_collation"]["collation"]["locale"] == "fr"
+    assert user["ttl"]["key"] == {"t": 1} and user["ttl"]["expireAfterSeconds"] == 60
+    assert user["ttl"]["partialFilterExpression"] == {"m": "x"}  # (the original spec's, not the buckets')
+    assert user["x_hidden"]["hidden"] is True and user["x_hidden"]["key"] == {"x": 1}
+    assert user["meta_later"] == {"v": 2, "key": {"m.d": 1}, "name": "meta_later", "hidden": True}
+    assert user["y_later"] == {"key": {"y": 1}, "name": "y_later", "v": 2}  # (no hidden: its originalSpec)
+    buckets = {i["name"]: i for i in _bucket_indexes(w)}
+    assert buckets["y_later"]["hidden"] is True and "hidden" not in buckets["y_later"]["originalSpec"]
+    # a hidden index is not used: a hint naming it is refused
+    with pytest.raises(OperationFailure):
+        list(w.find({"m.a": 1}).hint("meta_hidden"))
