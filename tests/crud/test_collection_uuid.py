@@ -16,6 +16,8 @@ import pytest
 from bson import Binary
 from pymongo.errors import OperationFailure
 
+from tests.driver_version import RAW_BULK_WRITE
+
 
 @pytest.fixture
 def db(client, request):
@@ -145,6 +147,7 @@ def test_rename_uuid_and_a_missing_database_or_another_database(db, client):
 
 # -- bulkWrite (bulk_write.idl NamespaceInfoEntry.collectionUUID): each op checks its entry's UUID; a
 # mismatch is that op's error item, not a command error ---------------------------------------------
+@RAW_BULK_WRITE
 def test_bulk_write_ns_info_uuid(db, client):
     a, b = _uuid(db, "a"), _uuid(db, "b")
     reply = client.admin.command({

@@ -10,6 +10,8 @@ import pytest
 from bson import MinKey
 from pymongo.errors import OperationFailure
 
+from tests.driver_version import RAW_BULK_WRITE
+
 T0 = datetime.datetime(2024, 1, 1)
 TS = {"timeField": "time", "metaField": "hostId"}
 
@@ -284,7 +286,14 @@ def test_a_retried_bulk_write_on_a_sharded_time_series_collection_is_applied_onc
     assert (r.inserted_count, r.modified_count, r.deleted_count) == (5, 1, 1)
     assert [(d["_id"], d.get("n")) for d in _measurements(db.ts)] == [(1, None), (11, 1), (12, None)]
     assert db.plain.count_documents({}) == 1
-    # the command itself, twice with one txnNumber: the second answers every statement as retried
+
+
+@RAW_BULK_WRITE
+def test_a_bulk_write_sent_twice_with_one_txn_number_answers_as_retried(db, sharded_client):
+    """The command itself, twice with one txnNumber: the second answers every statement as retried."""
+    _two_sharded(sharded_client, db, ("ts",))
+    sharded_client[db.name].ts.insert_many([{"_id": i, "time": T0, "hostId": i} for i in (1, 11, 12)])
+    sharded_client[db.name].ts.update_one({"hostId": 11}, {"$inc": {"n": 1}})
     lsid = {"id": sharded_client.start_session().session_id["id"]}
     cmd = {"bulkWrite": 1, "ops": [{"insert": 0, "document": {"_id": 20, "time": T0, "hostId": 5}},
                                    {"insert": 0, "document": {"_id": 21, "time": T0, "hostId": 15}},
