@@ -24,7 +24,7 @@ from mongosim.shardsim import coll_mod_request, timeseries, view_catalog
 from mongosim.shardsim.collection_uuid import check_collection_uuid, mismatch as uuid_mismatch
 from mongosim.shardsim.create_collection import check_namespace
 from mongosim.shardsim.ddl import create_options
-from mongosim.shardsim.rename_collection import check_namespaces, expected_uuids
+from mongosim.shardsim.rename_collection import check_namespaces, drop_target_and_stay_temp, expected_uuids
 
 if TYPE_CHECKING:
     from mongosim.router.mongos import Router
@@ -159,6 +159,7 @@ async def cmd_rename(router: Router, req: Request) -> dict:
     check; the participants get a plain `dropTarget: true`."""
     if req.db != "admin":
         raise MongoError("Unauthorized", "renameCollection may only be run against the admin database.")
+    drop_target, _ = drop_target_and_stay_temp(req.cmd)  # (mongos parses the command's IDL first)
     src, dst = req.cmd["renameCollection"], req.cmd.get("to")
     if not isinstance(src, str) or not isinstance(dst, str) or "." not in src or "." not in dst:
         raise MongoError("InvalidNamespace", f"Invalid source or target namespace: {src} -> {dst}")
@@ -166,7 +167,6 @@ async def cmd_rename(router: Router, req: Request) -> dict:
         raise MongoError("IllegalOperation", "Can't rename a collection to itself")
     sdb, scoll = src.split(".", 1)
     ddb, dcoll = dst.split(".", 1)
-    drop_target = bool(req.cmd.get("dropTarget"))
     source_uuid, target_uuid = expected_uuids(req.cmd)
     async with router._ddl_lock:
         router.refresh_catalog()  # DDL runs on the authoritative metadata

@@ -10,7 +10,9 @@ no change event) when it does not exist.
 While a database is profiled, every command run on it leaves one document in
 its system.profile when it ends, as the server's profiler does at level 2 (at
 level 1 only an operation slower than slowms, or one the filter matches, and
-at sampleRate).  Its fields come in the order of 8.0's OpDebug::append, then
+at sampleRate).  The level the command started under decides (CurOp keeps the
+level read as the command enters its database: curop.cpp), so `{profile: 0}`
+sent at level 2 is recorded and `{profile: 2}` sent at level 0 is not.  Its fields come in the order of 8.0's OpDebug::append, then
 those profile() adds (introspect.cpp):
 
     op, ns, command, cursorid, nMatched, nBatches, nModified, ninserted,
@@ -275,6 +277,11 @@ async def profiled(node: Node, db: str, cmd: dict, run: Callable[[], Awaitable[d
     name = next(iter(cmd), "")
     start = trio.current_time()
     wall = node.wall.wall()
+    # the level the operation started under decides (8.0's CurOp keeps the database's level as
+    # the command enters its namespace, curop.cpp enter_inlock/raiseDbProfileLevel, and
+    # completeAndLogOperation profiles by it): `profile: 0` sent at level 2 is recorded, `profile: 2`
+    # sent at level 0 is not
+    start_level, _ = node.profiler.of(db)
     reply: dict | None = None
     error: MongoError | None = None
     try:
@@ -284,7 +291,9 @@ async def profiled(node: Node, db: str, cmd: dict, run: Callable[[], Awaitable[d
         error = err
         raise
     finally:
-        level, flt = node.profiler.of(db)
+        level, flt = node.profiler.of(db)  # (the filter as it is at the end, as the server reads it)
+        if db in node.profiler.levels or name == "profile":  # (a dropped database's settings went with it)
+            level = start_level
         if level or flt is not None:
             rc = _operation_read_concern(node, name, effective if effective is not None else cmd, reply,
                                          from_router=from_router, shard_member=shard_member)

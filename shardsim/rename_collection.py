@@ -56,7 +56,7 @@ from mongosim.shardsim.command_registry import command
 from mongosim.shardsim.create_collection import check_namespace, create_collection
 from mongosim.shardsim.ddl import drop_collection
 from mongosim.shardsim.operation_context import OpCtx
-from mongosim.shardsim.query.values import hashable
+from mongosim.shardsim.query.values import describe_type, hashable
 
 if TYPE_CHECKING:
     from mongosim.shardsim.node import Node
@@ -105,6 +105,7 @@ def check_namespaces(src: tuple[str, str], dst: tuple[str, str]) -> None:
 @command("renameCollection")
 def cmd_rename(node: Node, ctx: OpCtx) -> dict:
     cmd = ctx.cmd
+    drop_target, stay_temp = drop_target_and_stay_temp(cmd)  # (the IDL parse, before any check)
     src, dst = cmd["renameCollection"], cmd.get("to")
     if not isinstance(src, str) or not isinstance(dst, str) or "." not in src or "." not in dst:
         raise MongoError("InvalidNamespace", f"Invalid source or target namespace: {src} -> {dst}")
@@ -115,7 +116,6 @@ def cmd_rename(node: Node, ctx: OpCtx) -> dict:
         raise MongoError("IllegalOperation", "Can't rename a collection to itself")
     check_namespaces((sdb, sname), (ddb, dname))
     source_uuid, target_uuid = expected_uuids(cmd)
-    drop_target, stay_temp = bool(cmd.get("dropTarget")), bool(cmd.get("stayTemp", False))
     if sdb == ddb:
         coll = node.catalog.collection(sdb, sname)
         # (renameCollectionWithinDB: the expected UUIDs before the namespaces' checks)
@@ -132,6 +132,23 @@ def cmd_rename(node: Node, ctx: OpCtx) -> dict:
             raise MongoError("InvalidOptions", "Cannot provide an expected collection UUID when renaming across databases")
         _rename_across_databases(node, ctx, sdb, sname, ddb, dname, drop_target, stay_temp)
     return {"ok": 1.0}
+
+
+def drop_target_and_stay_temp(cmd: dict) -> tuple[bool, bool]:
+    """`dropTarget` and `stayTemp` as 8.0's rename_collection.idl parses them (mongod and mongos
+    alike: the command's IDL parse comes first).  `dropTarget` is a `variant: [bool, uuid]`: any other
+    type, null included, is TypeMismatch "... expected types '[bool, binData]'" (the generated variant
+    parser lists each alternative's BSON type); a UUID asks for the target to be dropped.
+    `stayTemp` is a bool: null is as absent, any other type "expected type 'bool'"."""
+    drop = cmd.get("dropTarget", False)
+    if not isinstance(drop, (bool, Binary)):
+        raise MongoError("TypeMismatch", f"BSON field 'renameCollection.dropTarget' is the wrong type "
+                                         f"'{describe_type(drop)}', expected types '[bool, binData]'")
+    stay = cmd.get("stayTemp")
+    if stay is not None and not isinstance(stay, bool):
+        raise MongoError("TypeMismatch", f"BSON field 'renameCollection.stayTemp' is the wrong type "
+                                         f"'{describe_type(stay)}', expected type 'bool'")
+    return bool(drop), bool(stay)
 
 
 def expected_uuids(cmd: dict) -> tuple[Binary | None, Binary | None]:

@@ -39,7 +39,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
-from mongosim.router.auth.names import RoleName, UserName, parse_role_names, parse_user_name
+from bson import Binary
+from mongosim.router.auth.names import RoleName, UserName, parse_role_names, parse_user_name, type_mismatch
 from mongosim.router.auth.privileges import (
     ANY,
     ANY_NORMAL,
@@ -400,7 +401,10 @@ def _coll_mod(db: str, cmd: Mapping[str, Any]) -> list[Requirement]:
 def _rename(db: str, cmd: Mapping[str, Any]) -> list[Requirement]:
     source = _full_ns(cmd.get("renameCollection"))
     target = _full_ns(cmd.get("to"))
-    drop_target = bool(cmd.get("dropTarget"))
+    drop_target = cmd.get("dropTarget", False)
+    if not isinstance(drop_target, (bool, Binary)):  # (the IDL parse comes before the authorization check)
+        raise type_mismatch("renameCollection", "dropTarget", drop_target, ("bool", "binData"))
+    drop_target = bool(drop_target)
     cross = (
         _p(source, "find", "dropCollection"),
         _p(target, "insert", "createIndex", *(("dropCollection",) if drop_target else ())),

@@ -99,6 +99,19 @@ def test_rename_with_the_right_uuids(db, client):
     assert db.a.find_one() == {"_id": 1}
 
 
+@pytest.mark.parametrize("value, name", [(1, "int"), ("yes", "string"), (None, "null"), ({"a": 1}, "object")])
+def test_rename_drop_target_is_a_bool_or_a_uuid(db, client, value, name):
+    """8.0's rename_collection.idl types `dropTarget` as `variant: [bool, uuid]` (mongos's
+    cluster_rename_collection_cmd.cpp visits the two alternatives), so the generated parser refuses
+    any other type, on a mongod and at mongos alike, before anything else is checked."""
+    with pytest.raises(OperationFailure) as e:
+        _rename(client, db, "a", "b", dropTarget=value)
+    assert (e.value.code, e.value.details["errmsg"]) == (
+        14, f"BSON field 'renameCollection.dropTarget' is the wrong type '{name}', expected types '[bool, binData]'")
+    assert db.a.find_one() == {"_id": 1, "x": 1} and db.b.find_one() == {"_id": 1}  # nothing renamed nor dropped
+    assert _rename(client, db, "a", "b", dropTarget=True)["ok"] == 1.0
+
+
 def test_rename_with_another_uuid(db, client):
     a, b = _uuid(db, "a"), _uuid(db, "b")
     with pytest.raises(OperationFailure) as e:  # the source's

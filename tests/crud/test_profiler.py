@@ -172,7 +172,8 @@ def test_levels_filter_and_settings(rs):
     assert reply["note"].startswith("When a filter expression is set")
     rs.c.insert_one({"_id": 10})
     rs.c.find_one({"_id": 10}, comment="kept")
-    assert {e["op"] for e in _entries(rs)} == {"query"}
+    # (the `profile: 0` above ran at level 2: recorded, as the level at a command's start decides)
+    assert {e["op"] for e in _entries(rs) if "profile" not in e["command"]} == {"query"}
     assert rs.command("profile", -1)["filter"] == {"op": "query"}
     with pytest.raises(OperationFailure) as info:
         rs.command("profile", 2, sampleRate=1.5)
@@ -209,3 +210,14 @@ def test_a_mongos_profiles_nothing(sharded_client):
     assert db.command("profile", -1)["slowms"] == 30
     db.command("profile", 0, slowms=100)
 
+
+
+def test_the_level_at_the_commands_start_decides(rs):
+    """8.0's CurOp keeps the database's profiling level as the command enters it (curop.cpp
+    enter_inlock / raiseDbProfileLevel) and completeAndLogOperation profiles by that level, so the
+    `profile` command that turns profiling off is itself recorded and the one turning it on is not
+    (jstests/core/administrative/profile/profile1.js counts the same way)."""
+    rs.command("profile", 2, comment="on")
+    rs.command("profile", 0, comment="off")
+    assert [e["command"]["comment"] for e in _entries(rs, op="command", **{"command.profile": {"$exists": True}})] \
+        == ["off"]
