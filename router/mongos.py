@@ -352,7 +352,14 @@ class Router:
         try:
             return self.shards[name]
         except KeyError:
-            raise MongoError("ShardNotFound", f"Shard {name} not found") from None
+            err = MongoError("ShardNotFound", f"Shard {name} not found")
+            if name in self.registry.retired:
+                # Routing that names a removed shard is stale: as 8.0's ShardRegistry drops the catalog
+                # cache's entries that reference a removed shard (invalidateEntriesThatReferenceShard),
+                # the cache is refreshed and the command retargeted (shard_versioning.is_stale).
+                self.refresh_catalog()
+                err.shard_removed = True
+            raise err from None
 
     def retired_remote(self, name: str) -> ShardRemote:
         """A remote to a shard removed from the cluster (its node still runs): for change streams

@@ -41,8 +41,10 @@ _BATCH_WRITES = {"insert", "update", "delete", "bulkWrite"}  # outside a transac
 
 
 def is_stale(err: MongoError) -> bool:
-    """StaleConfig, StaleEpoch (the NeedRetargettingError category) or StaleDbVersion."""
-    return in_category(err.code, "NeedRetargettingError") or err.code == STALE_DB_VERSION
+    """StaleConfig, StaleEpoch (the NeedRetargettingError category) or StaleDbVersion; or routing
+    that named a shard since removed (Router.shard: ShardNotFound, the cache refreshed)."""
+    return (in_category(err.code, "NeedRetargettingError") or err.code == STALE_DB_VERSION
+            or getattr(err, "shard_removed", False))
 
 
 def version_fields(router: Router, db: str, coll: Any, shard: str) -> dict:

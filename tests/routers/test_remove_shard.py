@@ -109,6 +109,23 @@ async def test_move_primary_moves_unsharded_collections_silently(autojump_clock)
         assert info.value.code_name == "ShardNotFound"
 
 
+async def test_a_router_that_missed_the_removal_follows_the_database_to_its_new_primary(autojump_clock):
+    """A router whose cache still names a removed shard as db2's primary: its read, write and view
+    read are retargeted after a refresh (8.0's ShardRegistry drops the cache entries that name a
+    removed shard), every time, not only once."""
+    async with open_cluster(shards=3, routers=2, listen=False, epoch=EPOCH, instant_hwm=True) as core:
+        c = AsyncClient(core.router)
+        await _setup(c)
+        stale = AsyncClient(core.routers[1])
+        assert len(await stale.find("db2", "u", {})) == 5  # it learned shard02 as db2's primary
+        await _until_completed(c, "shard02")  # db2 moves to shard00, shard02 leaves
+        await c.command("db2", {"create": "v", "viewOn": "u", "pipeline": [{"$match": {"_id": {"$gte": 3}}}]})
+        assert sorted(d["_id"] for d in await stale.find("db2", "u", {})) == [0, 1, 2, 3, 4]
+        await stale.insert("db2", "u", [{"_id": 5}])
+        assert core.shards["shard00"].catalog.collection("db2", "u").get(5) == {"_id": 5}
+        assert sorted(d["_id"] for d in await stale.find("db2", "v", {})) == [3, 4, 5]
+
+
 async def test_a_stream_across_a_shards_departure_loses_nothing(autojump_clock):
     async with open_cluster(shards=3, routers=2, listen=False, epoch=EPOCH, instant_hwm=True) as core:
         c = AsyncClient(core.router)
