@@ -90,6 +90,14 @@ class CappedState:
         self.data_size += n
         return seq
 
+    def forget(self, idk: Any) -> None:
+        """A document left the collection other than by eviction (a user's delete, or one a
+        secondary applies): its bytes no longer count against `size`."""
+        seq = self.seq_of.pop(idk, None)
+        if seq is not None:
+            self.records.pop(seq, None)
+            self.data_size -= self.sizes.pop(seq, 0)
+
     def live(self, coll: Collection, start: int = 1) -> Iterator[tuple[int, dict]]:
         """(record id, document) from `start` on, in insertion order."""
         for seq in range(max(start, self.first), self.next_seq):

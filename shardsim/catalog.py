@@ -247,6 +247,8 @@ class Collection:
         if h is not None and h.readers:
             h.record(self, idk, doc)
         stored = self.docs.pop(idk)
+        if self.capped is not None:
+            self.capped.forget(idk)
         if self.rids is not None:
             rid = self.rids.pop(idk)
             for ix in self._maintained:

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from mongosim.shardsim import snapshots
 from mongosim.shardsim.catalog import Collection
+from mongosim.shardsim.collection_options import refresh
 from mongosim.shardsim.snapshot_reads import SnapshotView
 from mongosim.shardsim.snapshots import Snapshots
 
@@ -158,7 +159,15 @@ class CommittedSnapshot:
             coll.versions = {}
             coll.indexes = [dict(i) for i in s.indexes if i.get("name") == "_id_"]
             coll._unique = {}
+            if coll.capped is not None:
+                # a capped collection's natural (eviction) order is its record ids': documents still
+                # there keep theirs; the ones restored were deleted since, by eviction (the oldest)
+                # or by a user (anywhere: put first too, where the record id is not known)
+                seq_of = coll.capped.seq_of
+                docs = dict(sorted(docs.items(), key=lambda kv: seq_of.get(kv[0], 0)))
+                coll.capped = None
             coll.docs = docs
+            refresh(coll)
             for spec in s.indexes:
                 if spec.get("name") != "_id_":
                     coll.add_index(dict(spec))

@@ -19,6 +19,7 @@ from mongosim.oplog import bsonutil
 from mongosim.oplog.errors import MongoError
 from mongosim.oplog.oplog import Oplog
 from mongosim.shardsim.catalog import Catalog, Collection
+from mongosim.shardsim.collection_options import refresh
 from mongosim.shardsim.query.values import hashable
 from mongosim.shardsim.sessions import SessionState, SessionTable
 
@@ -47,7 +48,7 @@ def initial_sync(member: "Member", source: "Member") -> None:
         for spec in c.indexes:
             if spec.get("name") != "_id_":
                 coll.add_index(dict(spec))
-        catalog.add_collection(coll)
+        catalog.add_collection(refresh(coll))
     member.committed.stop()
     node.catalog = catalog
     copy_sessions(src.sessions, node.sessions)

@@ -36,6 +36,7 @@ from mongosim.oplog import bsonutil
 from mongosim.oplog.clock import ts_key
 from mongosim.shardsim import coll_mod
 from mongosim.shardsim.catalog import Collection
+from mongosim.shardsim.collection_options import refresh
 from mongosim.shardsim.insert_group import apply_group
 from mongosim.shardsim.query.diff import apply_diff
 from mongosim.shardsim.query.values import hashable
@@ -136,6 +137,8 @@ class OplogApplier:
                 coll.replace(old, o)
             else:
                 coll.insert(o, checked=True)
+                if coll.capped is not None:  # (no eviction here: the primary logged its deletes)
+                    coll.capped.add(hashable(o["_id"]), o)
             return None
         if kind == "d":
             doc = coll.get(o["_id"])
@@ -175,7 +178,9 @@ class OplogApplier:
         elif name == "create":
             if catalog.collection(db, o["create"]) is None:
                 options = {k: v for k, v in o.items() if k not in ("create", "idIndex")}
-                catalog.add_collection(Collection(db, o["create"], uuid=entry["ui"], options=options))
+                # (the options' state too: a secondary elected primary enforces the validator and
+                # evicts from a capped collection as the old primary did)
+                catalog.add_collection(refresh(Collection(db, o["create"], uuid=entry["ui"], options=options)))
         elif name == "drop":
             catalog.remove_collection(db, o["drop"])
         elif name == "renameCollection":
