@@ -220,14 +220,23 @@ async def _handle(stream: trio.abc.Stream, service: Service, conn: ConnState, ms
     if msg.more_to_come:
         return True  # the client asked for no reply
     if streaming_hello and msg.exhaust_allowed and reply.get("ok"):
-        # Exhaust: keep sending hello replies on our own until the client goes away.
+        # Exhaust: keep sending hello replies on our own until the client goes away, each one
+        # awaiting a change from the topologyVersion of the one before (as the server rewrites the
+        # next exhaust hello's topologyVersion from its reply): one reply per change, or per
+        # maxAwaitTimeMS, not a flood of replies to a topologyVersion the client has long passed.
+        # An error ends the stream (sent without moreToCome), as the server stops an exhaust
+        # command that fails.
         response_to = msg.request_id
-        while True:
+        while reply.get("ok"):
             rid = next(_request_ids)
             body = bsonutil.encode_reply(reply)
             await stream.send_all(wire.encode_op_msg_raw(body, rid, response_to, MORE_TO_COME))
             response_to = rid
+            if "topologyVersion" in reply:
+                cmd = {**cmd, "topologyVersion": reply["topologyVersion"]}
             reply = await _answer(service, db, cmd, conn)
+        await stream.send_all(_encode_reply(reply, response_to))
+        return True
     if name == "getMore" and msg.exhaust_allowed:
         await _exhaust_get_more(stream, service, conn, db, cmd, reply, msg.request_id)
         return True

@@ -190,3 +190,56 @@ async def test_a_new_primary_answers_retried_inserts_and_upserts_from_its_sessio
     assert retried[1] == {"n": 1, "nModified": 0, "upserted": [{"index": 0, "_id": 10}], "ok": 1.0}
     assert retried[2]["lastErrorObject"] == {"n": 1, "updatedExisting": False, "upserted": 20}
     assert rs.primary.node.oplog.end == end  # nothing written again
+
+
+async def test_an_exhaust_hello_answers_once_per_change(rs3, autojump_clock):
+    """An exhaust streaming hello (pymongo's monitor) gets one reply per topology change, each
+    awaiting a change from the one before: not a stream of replies to the first request's
+    topologyVersion (which, once passed, would be answered at once, again and again)."""
+    import trio.testing
+
+    from mongosim.oplog import bsonutil
+    from mongosim.router import wire
+    from mongosim.router.server import serve_connection
+    from mongosim.router.wire.messages import EXHAUST_ALLOWED, MORE_TO_COME
+
+    core, c = rs3
+    tv = (await c.admin({"hello": 1}))["topologyVersion"]
+    client, server = trio.testing.memory_stream_pair()
+    replies: list[tuple[float, int, dict]] = []
+
+    async def read() -> None:  # OP_MSG replies: header, flagBits, one kind-0 section
+        buf = b""
+        while True:
+            data = await client.receive_some(1 << 16)
+            if not data:
+                return
+            buf += data
+            while len(buf) >= 4 and len(buf) >= int.from_bytes(buf[:4], "little"):
+                n = int.from_bytes(buf[:4], "little")
+                flags = int.from_bytes(buf[16:20], "little")
+                assert buf[20] == 0
+                replies.append((trio.current_time(), flags, bsonutil.decode(buf[21:n])))
+                assert len(replies) < 50, "a flood of hello replies"
+                buf = buf[n:]
+
+    async with trio.open_nursery() as n:
+        n.start_soon(serve_connection, server, core.frontend)
+        n.start_soon(read)
+        hello = {"hello": 1, "topologyVersion": tv, "maxAwaitTimeMS": 10_000, "$db": "admin"}
+        await client.send_all(wire.encode_op_msg(hello, 7, 0, EXHAUST_ALLOWED))
+        await trio.sleep(5)
+        assert replies == []  # nothing changed: the first reply waits
+        await core.faults.step_down("shard00")
+        await trio.sleep(1)  # the election settles well within this
+        counters = [body["topologyVersion"]["counter"] for _t, _f, body in replies]
+        assert 1 <= len(counters) <= 4 and counters == sorted(set(counters))
+        assert all(flags & MORE_TO_COME for _t, flags, _b in replies)
+        assert counters[-1] == core.replica_sets["shard00"].members[0].topology_counter
+        quiet = len(replies)
+        await trio.sleep(replies[-1][0] + 9.9 - trio.current_time())
+        assert len(replies) == quiet  # no change: no reply before maxAwaitTimeMS
+        await trio.sleep(0.2)
+        assert len(replies) == quiet + 1  # maxAwaitTimeMS passed: the same topologyVersion again
+        assert replies[-1][2]["topologyVersion"] == replies[-2][2]["topologyVersion"]
+        n.cancel_scope.cancel()

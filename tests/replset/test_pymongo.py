@@ -77,7 +77,7 @@ def test_a_stream_on_a_secondary(cluster):
         assert sec.sec.c.with_options(read_preference=ReadPreference.SECONDARY).find_one({"_id": 1}) == {"_id": 1}
 
 
-def _step_down(client: pymongo.MongoClient) -> None:
+def _step_down(client: pymongo.MongoClient, rs) -> None:
     """Step the set's primary down, as a script would: the driver's view of who is primary may be a
     moment old (an election just ended), so a NotPrimaryError means ask again once the driver has
     rediscovered the primary."""
@@ -89,7 +89,10 @@ def _step_down(client: pymongo.MongoClient) -> None:
         except (pymongo.errors.NotPrimaryError, pymongo.errors.AutoReconnect) as exc:
             errors.append(f"{time.monotonic():.3f} {exc!r}"[:300])
             continue  # (pymongo marks the server unknown and selects the primary again)
-    raise AssertionError("no primary accepted replSetStepDown:\n" + "\n".join(errors))
+    servers = [(sd.address, sd.server_type_name, sd.topology_version, repr(sd.error)[:120])
+               for sd in client.topology_description.server_descriptions().values()]
+    raise AssertionError("no primary accepted replSetStepDown:\n" + "\n".join(errors[:3] + errors[-2:])
+                         + "\nthe driver's view: " + repr(servers) + "\nthe set: " + _set_state(rs))
 
 
 def _set_state(rs) -> str:
@@ -147,7 +150,7 @@ def test_failover_under_load(cluster):
         for round_ in range(20):
             at_round.append(len(acked))
             for name, c in shards.items():  # (a stepped-down member may not stand again for 1 s)
-                _step_down(c)
+                _step_down(c, core.replica_sets[name])
             time.sleep(0.6)
             if round_ % 5 == 4:
                 name = "shard00" if round_ % 10 == 4 else "shard01"
