@@ -95,8 +95,8 @@ class ClusterMachine(RuleBasedStateMachine):
         self.portal = TrioPortal()
         opts = ClusterOptions(**self.cluster_options())
         self.core = self.portal.start_background(serve_cluster, opts)
-        gossip: dict = {}
-        self.clients = [GossipingClient(r, gossip) for r in self.core.routers]  # router00, router01
+        self.gossip: dict = {}
+        self.clients = [GossipingClient(r, self.gossip) for r in self.core.routers]  # router00, router01
         self.client = self.clients[0]
         self.faults = self.core.faults
         self.portal.call(self._setup_collection)

@@ -24,7 +24,7 @@ from hypothesis.stateful import invariant, precondition, rule
 from mongosim.oplog.clock import ts_key
 from mongosim.oplog.errors import MongoError
 from mongosim.testing import AsyncClient
-from tests.stateful.test_cluster_machine import ClusterMachine
+from tests.stateful.test_cluster_machine import ClusterMachine, GossipingClient
 
 SHARDS = st.sampled_from(["shard00", "shard01", "shard02"])
 
@@ -59,7 +59,11 @@ class ReplicaSetClusterMachine(ClusterMachine):
                     assert ev.get("documentKey", {}).get("_id") not in held, "an event past the commit point"
 
     def _primary_client(self, shard: str) -> AsyncClient:
-        return AsyncClient(self.core.member_frontends[self.rs(shard).primary.host])
+        """A connection straight to the shard's primary that gossips the cluster time with the
+        routers' (one application's view of time): a stream opened through a router after a direct
+        write starts after it, as the model's log says (a router that never heard of the write's
+        time would open the stream before it, and show it)."""
+        return GossipingClient(self.core.member_frontends[self.rs(shard).primary.host], self.gossip)
 
     async def _restart(self, shard: str) -> None:
         """A shard restart restarts its primary: wait for one (an election may be under way), then for
