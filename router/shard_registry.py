@@ -14,8 +14,10 @@ shared by every router's remote to it.
 A shard that joins gets its filtering metadata (shardsim/filtering_metadata.py),
 read from the config server.  A removed shard is *retired*, not forgotten: as
 the real mongod goes on running after `removeShard` completes, its node stays
-up, and a change stream that starts before its removal still reads it (its
-events before the removal belong to that stream).
+up, and a change stream opened before its removal keeps its cursor on it (its
+events before the removal belong to that stream).  A stream opened after the
+removal, resumed from before it or not, targets the current shards only, as
+8.0's mongos does (router/merge/cluster_change_stream.py).
 """
 
 from __future__ import annotations
@@ -84,10 +86,6 @@ class ShardRegistry:
         node = self.nodes.pop(name)
         self.retired[name] = RetiredShard(node, self.faults.pop(name), removed_key)
         self.version += 1
-
-    def retired_since(self, key: int) -> dict[str, RetiredShard]:
-        """Shards removed after cluster time `key`: a stream starting at `key` still reads them."""
-        return {name: r for name, r in self.retired.items() if r.removed_key > key}
 
     def all_nodes(self) -> list["Node"]:
         """Every node a router may still talk to: the config server, the shards, the retired shards

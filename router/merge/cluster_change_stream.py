@@ -7,10 +7,11 @@ Opening (`aggregate` with `$changeStream` on mongos):
 2. Split the pipeline: the shard part (`$changeStream` with the same options,
    plus the user's per-event stages) goes to every shard as an aggregate with
    `$_needsMerge`; the config server gets a stream on `config.shards`.
-   The shards are those of the registry, and those removed after the start
-   (a retired shard's node still runs: a stream resumed from before a
-   shard's removal reads what it wrote until then, where the 8.0 server
-   would only target the current shards and miss it).
+   The shards are those of the registry now, as 8.0's mongos targets them
+   (sharded_agg_helpers.cpp: a pipeline starting with `$changeStream` must run
+   on all shards, `shardRegistry()->getAllShardIds()`), so a stream resumed
+   from before a shard's removal does not read what that shard wrote (its
+   chunks' later writes come from their new owners).
 3. The merge part runs here: `$mergeCursors` (the AsyncResultsMerger) ->
    `$_internalChangeStreamHandleTopologyChange` -> (for an event token)
    `$_internalChangeStreamEnsureResumeTokenPresent`.
@@ -29,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import trio
 from mongosim.oplog.bsonutil import RawBatch, plain
-from mongosim.oplog.clock import key_ts, ts_key
+from mongosim.oplog.clock import key_ts
 from mongosim.oplog.errors import MongoError, in_category
 from mongosim.oplog.resume_token import decode_resume_token, make_high_water_mark_token
 from mongosim.router.merge.async_results_merger import AsyncResultsMerger, RemoteCursor
@@ -324,8 +325,8 @@ async def open_cluster_change_stream(router: Router, req: Request) -> dict:
         return await explain_change_stream(router, req.db, target, spec_bson, shard_stages, token)
     cur = ClusterChangeStreamCursor(router, ns, req.db, target, spec_bson, shard_stages, token)
     cur.initial_pbrt = token if token is not None else make_high_water_mark_token(start)
-    # the shards now, and those removed since the start (their events before leaving belong to the stream)
-    shards = sorted([*router.shards, *router.registry.retired_since(ts_key(start))])
+    # the shards now, whatever the start (sharded_agg_helpers.cpp getTargetedShards: getAllShardIds)
+    shards = sorted(router.shards)
     try:
         await cur.open_remotes(shards, spec_bson, start)
     except BaseExceptionGroup as eg:  # a shard refused: report its error as the server would

@@ -10,7 +10,8 @@ everything committed on its namespace, and:
 - its stream is sorted by token and has no duplicates;
 - it misses nothing committed on its namespace, and holds nothing else;
 - every resume token it observed (event ids and PBRTs) is monotone;
-- resuming from any token it saw yields exactly the rest (rule `resume_check`).
+- resuming from any token it saw yields exactly the rest (rule `resume_check`; since a shard's
+  removal, from the tokens after it: 8.0 targets only the current shards).
 
 Reads through the shard-key index (rule `indexed_read`, also under a collation) see exactly the
 documents written; a capped collection (rule `insert_capped`) keeps its newest three, and streams show
@@ -70,6 +71,7 @@ class Watcher:
     received: list = field(default_factory=list)
     tokens: list = field(default_factory=list)
     ended: bool = False
+    resumable_from: int = 0  # tokens before this index precede a shard's removal (see resume_check)
 
 
 def visible(level: str, ev: tuple) -> bool:
@@ -340,6 +342,8 @@ class ClusterMachine(RuleBasedStateMachine):
         """removeShard until completed: the balancer drains it, its databases move (movePrimary)."""
         self.portal.call(self._clear_faults)
         shard = self.live_shards()[which % len(self.live_shards())]
+        for w in self.watchers:  # (every watcher has caught up: what it saw so far precedes the removal)
+            w.resumable_from = len(w.tokens)
         self.portal.call(self._remove, shard)
         self.removed.add(shard)
 
@@ -537,9 +541,12 @@ class ClusterMachine(RuleBasedStateMachine):
         depends on scheduling, and hypothesis needs draws that do not.)
         """
         w = self.watchers[which % len(self.watchers)]
-        if not w.tokens:
+        # a stream opened after a shard's removal targets the current shards only (8.0's mongos): resumed
+        # from before the removal it would miss what the removed shard wrote, so only later tokens are tried
+        tokens = w.tokens[w.resumable_from:]
+        if not tokens:
             return
-        tok = w.tokens[pick % len(w.tokens)]
+        tok = tokens[pick % len(tokens)]
         suffix = [e["_id"]["_data"] for e in w.received if e["_id"]["_data"] > tok and e["operationType"] != "invalidate"]
         db, coll = {"coll": ("db", "c"), "db": ("db", 1), "cluster": ("admin", 1)}[w.level]
 
