@@ -196,3 +196,28 @@ async def test_resuming_from_before_the_removal_reads_only_the_current_shards(au
                 if ev is not None:
                     got.append(ev["documentKey"]["_id"])
         assert got == [504, 503]
+
+
+async def test_resuming_from_an_event_of_the_removed_shard_is_fatal(autojump_clock):
+    """Resumed after the removal from the token of an event the removed shard wrote, the stream
+    finds that token on no current shard: ChangeStreamFatalError 280, as mongos's
+    ensure-resume-token-present stage answers (the event's documentKey is not where the token says)."""
+    async with open_cluster(shards=3, routers=2, listen=False, epoch=EPOCH, instant_hwm=True) as core:
+        c = AsyncClient(core.router)
+        await _setup(c)
+        cs = c.watch("db", "c", max_await_time_ms=100)
+        await cs.open()
+        await c.insert("db", "c", [{"_id": 501, "k": 250}])  # on shard02
+        first = None
+        while first is None:
+            first = await cs.try_next()
+        await cs.close()
+        await _until_completed(c, "shard02")
+        await c.insert("db", "c", [{"_id": 503, "k": 250}])  # now elsewhere
+        reply = await c.command("db", {"aggregate": "c", "pipeline": [{"$changeStream": {"resumeAfter": first["_id"]}}],
+                                       "cursor": {}}, check=False)
+        if reply.get("ok"):  # (the check runs as events arrive: the first getMore meets it)
+            reply = await c.command("db", {"getMore": reply["cursor"]["id"], "collection": "c", "maxTimeMS": 1000},
+                                    check=False)
+        assert (reply["ok"], reply["code"], reply["codeName"]) == (0.0, 280, "ChangeStreamFatalError")
+        assert "resume token was not found" in reply["errmsg"]

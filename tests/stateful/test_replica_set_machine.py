@@ -23,7 +23,7 @@ from hypothesis.stateful import invariant, precondition, rule
 
 from mongosim.oplog.clock import ts_key
 from mongosim.oplog.errors import MongoError
-from mongosim.testing import AsyncClient
+from mongosim.testing import AsyncClient, CommandError
 from tests.stateful.test_cluster_machine import ClusterMachine, GossipingClient
 
 SHARDS = st.sampled_from(["shard00", "shard01", "shard02"])
@@ -52,7 +52,15 @@ class ReplicaSetClusterMachine(ClusterMachine):
         """A few getMores on every watcher: none may show a write past the commit point (`held`)."""
         for w in self.watchers:
             for _ in range(3):
-                ev = None if w.stream.closed else await w.stream.try_next()
+                if w.ended or w.stream.closed:
+                    break
+                try:
+                    ev = await w.stream.try_next()
+                except CommandError as err:
+                    if not w.lost_to_a_removal(err):
+                        raise
+                    w.ended = w.lost = True
+                    break
                 if ev is not None:
                     w.received.append(ev)
                     w.tokens.append(ev["_id"]["_data"])
