@@ -233,10 +233,12 @@ class Router:
         at_cluster_time = await self._snapshot_read_time(req) if snapshot_reads.is_snapshot_read(name, cmd) else 0
         # decided before running: a failing getMore may remove its cursor
         req.is_change_stream = is_change_stream_command(name, cmd, self, db)
-        shard_request = begin_request(cmd)  # read preference out, the shards' writeConcernErrors back
+        # read preference and the time left out, the shards' writeConcernErrors back
+        max_time_ms = generic_max_time_ms(cmd) if "maxTimeMS" in cmd and name != "getMore" else None
+        shard_request = begin_request(cmd, max_time_ms)
         js_deadline = None  # (scripts run for this command stop at its maxTimeMS: shardsim.javascript.engine)
-        if "maxTimeMS" in cmd and name != "getMore":
-            js_deadline = _script_deadline(cmd)
+        if max_time_ms:
+            js_deadline = js_engine.COMMAND_DEADLINE.set(time.monotonic() + max_time_ms / 1000.0)
         try:
             if self.failpoints:
                 await apply_fail_command(self.failpoints, req)
@@ -370,11 +372,3 @@ class Router:
     def refresh_catalog(self) -> None:
         self.catalog.refresh(self.config.catalog)
 
-
-def _script_deadline(cmd: dict):
-    """Set the running scripts' deadline from the command's maxTimeMS (its token; None without a valid one)."""
-    try:
-        ms = generic_max_time_ms(cmd)
-    except MongoError:  # (a bad maxTimeMS is reported where it always was)
-        return None
-    return js_engine.COMMAND_DEADLINE.set(time.monotonic() + ms / 1000.0) if ms else None

@@ -32,12 +32,14 @@ the router merges the errors into its reply as mongos does.
 
 from __future__ import annotations
 
+import math
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import trio
+from bson import Int64
 
 from mongosim.oplog.errors import MongoError, in_category
 from mongosim.shardsim import service_entry_point
@@ -79,28 +81,53 @@ class Faults:
 
 
 class ShardRequest:
-    """What one client command carries to every shard it reaches, and brings back."""
+    """What one client command carries to every shard it reaches, and brings back.
 
-    __slots__ = ("read_preference", "write_concern_errors")
+    `deadline` (trio time, or None): when the client's maxTimeMS runs out.  Every command sent to a
+    shard for it then carries the time left as `maxTimeMSOpOnly` (a long, last), as the server's
+    network interface appends it to a request made under an operation with a deadline
+    (network_interface_tl.cpp), so the shards stop at the client's limit; getMore and killCursors
+    are sent without (a getMore's maxTimeMS is its own).  The request ends at the reply: tasks it
+    started that outlive it no longer carry its deadline."""
 
-    def __init__(self, read_preference: dict | None = None) -> None:
+    __slots__ = ("read_preference", "write_concern_errors", "deadline")
+
+    def __init__(self, read_preference: dict | None = None, deadline: float | None = None) -> None:
         self.read_preference = read_preference
         self.write_concern_errors: list[tuple[str, dict]] = []
+        self.deadline = deadline
 
 
 _REQUEST: ContextVar[ShardRequest | None] = ContextVar("mongosim_shard_request", default=None)
+_NO_OP_ONLY_TIME = frozenset({"getMore", "killCursors"})
 
 
-def begin_request(cmd: dict) -> Any:
+def begin_request(cmd: dict, max_time_ms: int | None = None) -> Any:
     rp = cmd.get("$readPreference")
-    return _REQUEST.set(ShardRequest(rp if isinstance(rp, dict) else None))
+    deadline = trio.current_time() + max_time_ms / 1000.0 if max_time_ms else None
+    return _REQUEST.set(ShardRequest(rp if isinstance(rp, dict) else None, deadline))
 
 
 def end_request(token: Any) -> list[tuple[str, dict]]:
     """The writeConcernErrors the shards reported for this request."""
     req = _REQUEST.get()
     _REQUEST.reset(token)
-    return req.write_concern_errors if req is not None else []
+    if req is None:
+        return []
+    req.deadline = None
+    return req.write_concern_errors
+
+
+def with_time_left(name: str, cmd: dict) -> dict:
+    """`cmd` with the current request's time left as `maxTimeMSOpOnly` (see ShardRequest);
+    MaxTimeMSExpired if none is left."""
+    req = _REQUEST.get()
+    if req is None or req.deadline is None or name in _NO_OP_ONLY_TIME or "maxTimeMSOpOnly" in cmd:
+        return cmd
+    left = req.deadline - trio.current_time()
+    if left <= 0:
+        raise MongoError("MaxTimeMSExpired", "operation exceeded time limit")
+    return {**cmd, "maxTimeMSOpOnly": Int64(math.ceil(left * 1000))}
 
 
 def merge_write_concern_errors(errors: list[tuple[str, dict]]) -> dict:
@@ -164,6 +191,7 @@ class ShardRemote:
         if f.delay:
             await trio.sleep(f.delay)
         name = next(iter(cmd))
+        cmd = with_time_left(name, cmd)
         if f.partition:
             raise ShardNetworkError(self.name, "network partition")
         if f.drop_times > 0:

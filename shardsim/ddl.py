@@ -40,6 +40,7 @@ from mongosim.shardsim.create_collection import (
     ensure_collection,
 )
 from mongosim.shardsim.document_validation import check_options
+from mongosim.shardsim.generic_args import GENERIC_ARGUMENTS
 from mongosim.shardsim.index_key_validate import validate_index_spec
 from mongosim.shardsim.operation_context import OpCtx
 from mongosim.shardsim import uncommitted_catalog_updates as in_transaction
@@ -56,11 +57,7 @@ KNOWN_CREATE_OPTIONS = {
     "timeseries", "expireAfterSeconds", "storageEngine", "indexOptionDefaults", "encryptedFields",
     "idIndex", "flags", "temp",
 }
-_GENERIC_ARGS = {
-    "lsid", "txnNumber", "$clusterTime", "$db", "writeConcern", "readConcern", "comment", "maxTimeMS",
-    "$readPreference", "apiVersion", "apiStrict", "apiDeprecationErrors", "autocommit", "startTransaction",
-    "stmtId", "stmtIds", "$audit", "mayBypassWriteBlocking", "fromMigrate",
-}
+_GENERIC_ARGS = GENERIC_ARGUMENTS  # (mongos's internal fields among them: maxTimeMSOpOnly, shardVersion, ...)
 
 
 def _from_migrate(ctx: OpCtx) -> bool:

@@ -171,5 +171,5 @@ class FailPoints:
 
 def check_max_time_always_times_out(failpoints: FailPoints, cmd: dict) -> None:
     """maxTimeAlwaysTimeOut: every operation with a time limit times out (MaxTimeMSExpired)."""
-    if cmd.get("maxTimeMS") and failpoints.get(MAX_TIME_ALWAYS_TIME_OUT) is not None:
+    if (cmd.get("maxTimeMS") or cmd.get("maxTimeMSOpOnly")) and failpoints.get(MAX_TIME_ALWAYS_TIME_OUT) is not None:
         raise MongoError("MaxTimeMSExpired", "operation exceeded time limit")

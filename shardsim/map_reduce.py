@@ -37,6 +37,7 @@ from bson import Code
 from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.command_registry import command
 from mongosim.shardsim.create_collection import check_namespace, ensure_collection
+from mongosim.shardsim.generic_args import GENERIC_ARGUMENTS
 from mongosim.shardsim.javascript.engine import ScriptEngine
 from mongosim.shardsim.javascript.values import UNDEFINED, NativeFunction, to_bson
 from mongosim.shardsim.operation_context import OpCtx
@@ -49,11 +50,9 @@ from mongosim.shardsim.writes import matching_documents
 if TYPE_CHECKING:
     from mongosim.shardsim.node import Node
 
+# the command's own fields, and the generic arguments every command takes (mongos's among them)
 FIELDS = frozenset({"mapReduce", "mapreduce", "map", "reduce", "out", "query", "sort", "limit", "finalize", "scope",
-                    "jsMode", "verbose", "bypassDocumentValidation", "collation", "writeConcern", "readConcern",
-                    "maxTimeMS", "comment", "lsid", "txnNumber", "$db", "$clusterTime", "$readPreference",
-                    "apiVersion", "apiStrict", "apiDeprecationErrors", "autocommit", "startTransaction", "fromMigrate",
-                    "$_reduced"})
+                    "jsMode", "verbose", "bypassDocumentValidation", "collation", "$_reduced"}) | GENERIC_ARGUMENTS
 OUT_MODES = ("inline", "replace", "merge", "reduce")
 REDUCE_BATCH = 1000  # values per reduce call; a larger group is reduced again with the partial result
 

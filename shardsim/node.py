@@ -181,6 +181,8 @@ class Node:
         if handler is None:
             raise MongoError("CommandNotFound", f"no such command: '{name}'")
         if not from_router:  # (mongos checked the client's command; what it sends on is well-formed)
+            if "maxTimeMSOpOnly" in cmd:  # (only mongos and other members send it: internal clients)
+                raise MongoError("InvalidOptions", "Can not specify maxTimeMSOpOnly for non internal clients")
             check_generic_arguments(name, cmd)
             check_collations(name, cmd)
         if name in _WRITE_COMMANDS:  # (a client's write through mongos too: the shard refuses it)
@@ -197,6 +199,9 @@ class Node:
         max_time_ms = generic_max_time_ms(cmd)
         if max_time_ms and name != "getMore":
             ctx.deadline = trio.current_time() + max_time_ms / 1000.0
+        op_only = cmd.get("maxTimeMSOpOnly")
+        if op_only and from_router:  # (mongos's time left for the operation: shardsim.generic_args)
+            ctx.deadline = min(ctx.deadline, trio.current_time() + int(op_only) / 1000.0)
         if cmd.get("autocommit") is False:
             from mongosim.shardsim.txn_commands import attach_transaction
 
