@@ -46,7 +46,7 @@ from mongosim.oplog import entry as E
 from mongosim.oplog.errors import MongoError
 from mongosim.router.request import GENERIC_FIELDS
 from mongosim.shardsim import topology_coordinator as tc
-from mongosim.shardsim.generic_args import wrong_type
+from mongosim.shardsim.query.idl_errors import wrong_type
 from mongosim.shardsim.replica_set import PRIMARY, SECONDARY
 
 
@@ -322,12 +322,12 @@ def abort_open_transactions(node: Any) -> None:
 
 # -- the command's arguments -------------------------------------------------------------------------
 
-_NUMBER_TYPES = "[long, int, decimal, double]"
+_NUMBER_TYPES = ("long", "int", "decimal", "double")
 
 
 def _number(field: str, v: Any, *, low: float | None = None) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float, Decimal128)):
-        raise wrong_type("mongosimFault", field, v, _NUMBER_TYPES)
+        raise wrong_type(f"mongosimFault.{field}", v, _NUMBER_TYPES)
     x = float(v.to_decimal()) if isinstance(v, Decimal128) else float(v)
     if not math.isfinite(x) or (low is not None and x < low):
         raise MongoError("BadValue", f"'{field}' must be a finite number{f' >= {low:g}' if low is not None else ''}, "
@@ -337,7 +337,7 @@ def _number(field: str, v: Any, *, low: float | None = None) -> float:
 
 def _whole(field: str, v: Any, *, low: int) -> int:
     if isinstance(v, bool) or not isinstance(v, int):
-        raise wrong_type("mongosimFault", field, v, "int")
+        raise wrong_type(f"mongosimFault.{field}", v, "int")
     if v < low:
         raise MongoError("BadValue", f"'{field}' must be >= {low}, not {v}")
     return int(v)
@@ -345,16 +345,16 @@ def _whole(field: str, v: Any, *, low: int) -> int:
 
 def _flag(field: str, v: Any) -> bool:
     if not isinstance(v, bool):
-        raise wrong_type("mongosimFault", field, v, "bool")
+        raise wrong_type(f"mongosimFault.{field}", v, "bool")
     return v
 
 
 def _strings(field: str, v: Any) -> list[str]:
     if not isinstance(v, list):
-        raise wrong_type("mongosimFault", field, v, "array")
+        raise wrong_type(f"mongosimFault.{field}", v, "array")
     for i, s in enumerate(v):
         if not isinstance(s, str):
-            raise wrong_type("mongosimFault", f"{field}.{i}", s, "string")
+            raise wrong_type(f"mongosimFault.{field}.{i}", s, "string")
     return list(v)
 
 
@@ -369,7 +369,7 @@ def parse_fault_command(cmd: dict) -> tuple[str, dict]:
     """(shard, checked arguments) of a `mongosimFault` command; the server's errors for bad ones."""
     shard = cmd.get("mongosimFault")
     if not isinstance(shard, str):
-        raise wrong_type("mongosimFault", "mongosimFault", shard, "string")
+        raise wrong_type("mongosimFault.mongosimFault", shard, "string")
     args: dict[str, Any] = {}
     for field, v in cmd.items():
         if field == "mongosimFault" or field in GENERIC_FIELDS:
@@ -380,7 +380,7 @@ def parse_fault_command(cmd: dict) -> tuple[str, dict]:
             args[field] = _number(field, v)
         elif field == "fail":
             if not isinstance(v, dict):
-                raise wrong_type("mongosimFault", field, v, "object")
+                raise wrong_type(f"mongosimFault.{field}", v, "object")
             for sub in v:
                 if sub not in _FAIL_FIELDS:
                     raise _unknown(f"fail.{sub}")
@@ -394,7 +394,7 @@ def parse_fault_command(cmd: dict) -> tuple[str, dict]:
             args[field] = fail
         elif field == "drop":
             if not isinstance(v, int):  # true (once), or how many times
-                raise wrong_type("mongosimFault", field, v, "[bool, int]")
+                raise wrong_type(f"mongosimFault.{field}", v, ("bool", "int"))
             args[field] = int(v) if isinstance(v, bool) else _whole(field, v, low=0)
         elif field in ("restart", "stop", "start", "pauseNoop", "clear", "kill", "partition", "heal",
                        "stopReplication", "startReplication", "force"):
@@ -405,7 +405,7 @@ def parse_fault_command(cmd: dict) -> tuple[str, dict]:
             args[field] = _number(field, v, low=0)
         elif field in ("member", "restartMember"):  # a member's _id or host
             if isinstance(v, bool) or not isinstance(v, (int, str)):
-                raise wrong_type("mongosimFault", field, v, "[int, string]")
+                raise wrong_type(f"mongosimFault.{field}", v, ("int", "string"))
             args[field] = v
         else:
             raise _unknown(field)

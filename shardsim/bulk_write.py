@@ -44,7 +44,7 @@ from mongosim.shardsim.cursors import QueryCursor
 from mongosim.shardsim.operation_context import OpCtx
 from mongosim.shardsim.generic_args import GENERIC_ARGUMENTS
 from mongosim.shardsim.query.fmt import bson_str
-from mongosim.shardsim.query.values import type_name
+from mongosim.shardsim.query.idl_errors import wrong_type
 from mongosim.shardsim.query.variables import for_command
 from mongosim.shardsim.writes import cmd_delete, cmd_insert, cmd_update
 
@@ -90,14 +90,9 @@ class BulkRequest:
         return (self.stmt_id or 0) + index
 
 
-def _wrong_type(field_name: str, value: Any, expected: str) -> MongoError:
-    return MongoError("TypeMismatch", f"BSON field '{field_name}' is the wrong type '{type_name(value)}', "
-                                      f"expected type '{expected}'")
-
-
 def _op_kind(op: Any) -> str:
     if not isinstance(op, dict):
-        raise _wrong_type("bulkWrite.ops", op, "object")
+        raise wrong_type("bulkWrite.ops", op, "object")
     first = next(iter(op), None)
     if first not in _KINDS:
         raise MongoError("FailedToParse", f"Unrecognized bulkWrite operation: {first!r}; an op must start "
@@ -111,24 +106,24 @@ def _check_op(kind: str, op: dict, n_namespaces: int) -> BulkOp:
             raise MongoError(40415, f"BSON field 'bulkWrite.ops.{k}' is an unknown field.")
     idx = op[kind]
     if isinstance(idx, bool) or not isinstance(idx, (int, float)) or int(idx) != idx:
-        raise _wrong_type(f"bulkWrite.ops.{kind}", idx, "int")
+        raise wrong_type(f"bulkWrite.ops.{kind}", idx, "int")
     if idx < 0:
         raise MongoError(51024, f"BSON field '{kind}' value must be >= 0, actual value '{int(idx)}'")
     if kind == "insert":
         if "document" not in op:
             raise MongoError(40414, "BSON field 'bulkWrite.ops.document' is missing but a required field")
         if not isinstance(op["document"], dict):
-            raise _wrong_type("bulkWrite.ops.document", op["document"], "object")
+            raise wrong_type("bulkWrite.ops.document", op["document"], "object")
     else:
         if "filter" not in op:
             raise MongoError(40414, "BSON field 'bulkWrite.ops.filter' is missing but a required field")
         if not isinstance(op["filter"], dict):
-            raise _wrong_type("bulkWrite.ops.filter", op["filter"], "object")
+            raise wrong_type("bulkWrite.ops.filter", op["filter"], "object")
         if kind == "update" and "updateMods" not in op:
             raise MongoError(40414, "BSON field 'bulkWrite.ops.updateMods' is missing but a required field")
         for flag in ("multi", "upsert"):
             if flag in op and not isinstance(op[flag], bool):
-                raise _wrong_type(f"bulkWrite.ops.{flag}", op[flag], "bool")
+                raise wrong_type(f"bulkWrite.ops.{flag}", op[flag], "bool")
     if int(idx) >= n_namespaces:
         raise MongoError("BadValue", f"BulkWrite ops entry {bson_str(op)} has an invalid nsInfo index.")
     return BulkOp(kind, int(idx), op)
@@ -143,14 +138,14 @@ def parse_request(cmd: dict) -> BulkRequest:
         if name not in cmd:
             raise MongoError(40414, f"BSON field 'bulkWrite.{name}' is missing but a required field")
         if not isinstance(cmd[name], list):
-            raise _wrong_type(f"bulkWrite.{name}", cmd[name], "array")
+            raise wrong_type(f"bulkWrite.{name}", cmd[name], "array")
     ops, ns_info = cmd["ops"], cmd["nsInfo"]
     if not ops or len(ops) > bsonutil.MAX_WRITE_BATCH_SIZE:
         raise MongoError("InvalidLength", f"Write batch sizes must be between 1 and {bsonutil.MAX_WRITE_BATCH_SIZE}. "
                                           f"Got {len(ops)} operations.")
     for flag in ("ordered", "errorsOnly", "bypassDocumentValidation"):
         if flag in cmd and not isinstance(cmd[flag], bool):
-            raise _wrong_type(f"bulkWrite.{flag}", cmd[flag], "bool")
+            raise wrong_type(f"bulkWrite.{flag}", cmd[flag], "bool")
     if cmd.get("stmtId") is not None and cmd.get("stmtIds") is not None:
         raise MongoError("InvalidOptions", "May not specify both stmtId and stmtIds in bulkWrite command.")
     stmt_ids = cmd.get("stmtIds")
@@ -161,11 +156,11 @@ def parse_request(cmd: dict) -> BulkRequest:
     uuids: list[Binary | None] = []
     for entry in ns_info:
         if not isinstance(entry, dict):
-            raise _wrong_type("bulkWrite.nsInfo", entry, "object")
+            raise wrong_type("bulkWrite.nsInfo", entry, "object")
         ns = entry.get("ns")
         if not isinstance(ns, str):
             raise MongoError(40414, "BSON field 'bulkWrite.nsInfo.ns' is missing but a required field") if ns is None \
-                else _wrong_type("bulkWrite.nsInfo.ns", ns, "string")
+                else wrong_type("bulkWrite.nsInfo.ns", ns, "string")
         db, _, coll = ns.partition(".")
         if not db or not coll or coll.startswith(".") or "$" in coll or "\x00" in ns \
                 or any(c in db for c in '/\\. "$'):
@@ -249,12 +244,12 @@ def batch_size_of(cmd: dict) -> int | None:
     if cursor is None:
         return None
     if not isinstance(cursor, dict):
-        raise _wrong_type("bulkWrite.cursor", cursor, "object")
+        raise wrong_type("bulkWrite.cursor", cursor, "object")
     size = cursor.get("batchSize")
     if size is None:
         return None
     if isinstance(size, bool) or not isinstance(size, (int, float)):
-        raise _wrong_type("bulkWrite.cursor.batchSize", size, "long")
+        raise wrong_type("bulkWrite.cursor.batchSize", size, "long")
     if size < 0:
         raise MongoError(51024, f"BSON field 'batchSize' value must be >= 0, actual value '{int(size)}'")
     return int(size)

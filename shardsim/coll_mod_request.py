@@ -29,7 +29,7 @@ from bson import Binary, Decimal128, Int64
 from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.document_validation import check_options
 from mongosim.shardsim.generic_args import GENERIC_ARGUMENTS
-from mongosim.shardsim.query.values import describe_type
+from mongosim.shardsim.query.idl_errors import wrong_bindata_type, wrong_type
 
 FIELDS = ("index", "validator", "validationLevel", "validationAction", "viewOn", "pipeline",
           "changeStreamPreAndPostImages", "expireAfterSeconds", "timeseries", "timeseriesBucketsMayHaveMixedSchemaData",
@@ -38,16 +38,12 @@ INDEX_FIELDS = ("name", "keyPattern", "expireAfterSeconds", "hidden", "unique", 
 TIMESERIES_FIELDS = ("granularity", "bucketRoundingSeconds", "bucketMaxSpanSeconds")
 GRANULARITIES = ("seconds", "minutes", "hours")
 MAX_CAPPED_SIZE = 1 << 50  # 1 PB
-_INT64 = "'[long, int, decimal, double]'"
-_BOOL = "'[bool, long, int, decimal, double]'"
+_INT64 = ("long", "int", "decimal", "double")
+_BOOL = ("bool", "long", "int", "decimal", "double")
 
 
 def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float, Decimal128)) and not isinstance(v, bool)
-
-
-def wrong_type(path: str, v: Any, expected: str) -> MongoError:
-    return MongoError("TypeMismatch", f"BSON field '{path}' is the wrong type '{describe_type(v)}', expected {expected}")
 
 
 def safe_int(v: Any, bits: int) -> int:
@@ -70,13 +66,13 @@ def safe_int(v: Any, bits: int) -> int:
 
 def _int64(path: str, v: Any) -> int:
     if not _is_number(v):
-        raise wrong_type(path, v, f"types {_INT64}")
+        raise wrong_type(path, v, _INT64)
     return safe_int(v, 64)
 
 
 def _int32(path: str, v: Any) -> int:
     if not _is_number(v):
-        raise wrong_type(path, v, f"types {_INT64}")
+        raise wrong_type(path, v, _INT64)
     return safe_int(v, 32)
 
 
@@ -84,13 +80,13 @@ def _safe_bool(path: str, v: Any) -> bool:
     if isinstance(v, bool):
         return v
     if not _is_number(v):
-        raise wrong_type(path, v, f"types {_BOOL}")
+        raise wrong_type(path, v, _BOOL)
     return (v.to_decimal() if isinstance(v, Decimal128) else v) != 0  # (trueValue: NaN is true)
 
 
 def _object(path: str, v: Any) -> dict:
     if not isinstance(v, dict):
-        raise wrong_type(path, v, "type 'object'")
+        raise wrong_type(path, v, "object")
     return v
 
 
@@ -107,7 +103,7 @@ def _strict(path: str, v: dict, known: tuple[str, ...]) -> dict:
 
 def _enum(path: str, v: Any, values: tuple[str, ...]) -> str:
     if not isinstance(v, str):
-        raise wrong_type(path, v, "type 'string'")
+        raise wrong_type(path, v, "string")
     if v not in values:
         raise MongoError("BadValue", f"Enumeration value '{v}' for field '{path}' is not a valid value.")
     return v
@@ -120,7 +116,7 @@ def _index(v: Any) -> dict:
         path = f"collMod.index.{k}"
         if k == "name":
             if not isinstance(x, str):
-                raise wrong_type(path, x, "type 'string'")
+                raise wrong_type(path, x, "string")
             out[k] = x
         elif k == "keyPattern":
             out[k] = _object(path, x)
@@ -160,16 +156,15 @@ def _expire_after_seconds(v: Any) -> str | int:
     if isinstance(v, str):
         return v
     if not _is_number(v):
-        raise wrong_type("collMod.expireAfterSeconds", v, "types '[string, long, int, decimal, double]'")
+        raise wrong_type("collMod.expireAfterSeconds", v, ("string", *_INT64))
     return safe_int(v, 64)
 
 
 def _uuid(v: Any) -> Binary:
     if not isinstance(v, Binary):
-        raise wrong_type("collMod.collectionUUID", v, "type 'binData'")
+        raise wrong_type("collMod.collectionUUID", v, "binData")
     if v.subtype != 4:
-        raise MongoError("TypeMismatch", "BSON field 'collMod.collectionUUID' is the wrong binData type, expected type "
-                                         "'UUID'")
+        raise wrong_bindata_type("collMod.collectionUUID", v)
     return v
 
 
@@ -189,14 +184,14 @@ def parse(cmd: dict, db: str, name: str) -> dict:
             out[k] = _object("collMod.validator", v)
         elif k in ("validationLevel", "validationAction", "viewOn"):
             if not isinstance(v, str):
-                raise wrong_type(f"collMod.{k}", v, "type 'string'")
+                raise wrong_type(f"collMod.{k}", v, "string")
             out[k] = v
         elif k == "pipeline":
             if not isinstance(v, list):
-                raise wrong_type("collMod.pipeline", v, "type 'array'")
+                raise wrong_type("collMod.pipeline", v, "array")
             for i, stage in enumerate(v):
                 if not isinstance(stage, dict):
-                    raise wrong_type(f"collMod.pipeline.{i}", stage, "type 'object'")
+                    raise wrong_type(f"collMod.pipeline.{i}", stage, "object")
             out[k] = v
         elif k == "changeStreamPreAndPostImages":
             out[k] = _pre_and_post_images(v)

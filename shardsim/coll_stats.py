@@ -32,7 +32,8 @@ from bson import Int64
 from mongosim.oplog import bsonutil
 from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.query.fmt import element_str
-from mongosim.shardsim.query.values import is_number, type_name
+from mongosim.shardsim.query.idl_errors import wrong_type
+from mongosim.shardsim.query.values import is_number
 
 if TYPE_CHECKING:
     from mongosim.shardsim.node import Node
@@ -51,13 +52,11 @@ def parse_coll_stats(spec: Any) -> dict:
         if k not in _OPTIONS:
             raise MongoError("IDLUnknownField", f"BSON field '$collStats.{k}' is an unknown field.")
         if k != "$_requestOnTimeseriesView" and not isinstance(v, dict):
-            raise MongoError("TypeMismatch", f"BSON field '$collStats.{k}' is the wrong type '{type_name(v)}', "
-                                             "expected type 'object'")
+            raise wrong_type(f"$collStats.{k}", v, "object")
     if "scale" in (spec.get("storageStats") or {}):
         scale = spec["storageStats"]["scale"]
         if not is_number(scale) or isinstance(scale, bool):
-            raise MongoError("TypeMismatch", f"BSON field '$collStats.storageStats.scale' is the wrong type "
-                                             f"'{type_name(scale)}', expected types '[long, int, decimal, double]'")
+            raise wrong_type("$collStats.storageStats.scale", scale, ("long", "int", "decimal", "double"))
         if scale < 1:
             raise MongoError(51024, f"BSON field 'scale' value must be >= 1, actual value '{int(scale)}'")
     return spec

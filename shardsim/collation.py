@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from mongosim.oplog.errors import MongoError
-from mongosim.shardsim.generic_args import wrong_type
+from mongosim.shardsim.query.idl_errors import wrong_type
 from mongosim.shardsim.query.collation import make_collator
 
 __all__ = ["check_collations", "command_collator", "statement_collator", "normalise_option",
@@ -31,7 +31,7 @@ _TOP_LEVEL = frozenset({"find", "aggregate", "count", "distinct", "findAndModify
 
 def _parse(collation: Any, where: str):
     if not isinstance(collation, dict):
-        raise wrong_type(*where.rsplit(".", 1), collation, "object")
+        raise wrong_type(where, collation, "object")
     return make_collator(collation)
 
 

@@ -30,6 +30,7 @@ from mongosim.shardsim import json_schema  # noqa: F401  (registers $jsonSchema 
 from mongosim.shardsim.doc_validation_error import generate_error
 from mongosim.shardsim.match_expression import Node, parse_validator
 from mongosim.shardsim.query.extensions_callback import FUNCTION_OPS, WHERE_OPS, mentions, where_not_allowed
+from mongosim.shardsim.query.idl_errors import wrong_type
 from mongosim.shardsim.query.matcher import compile_filter
 
 log = logging.getLogger("mongosim.storage")
@@ -76,18 +77,8 @@ class Validator:
 
 def _enum_error(cmd_name: str, field: str, value: Any) -> MongoError:
     if not isinstance(value, str):
-        return MongoError("TypeMismatch", f"BSON field '{cmd_name}.{field}' is the wrong type "
-                                          f"'{_type_word(value)}', expected type 'string'")
+        return wrong_type(f"{cmd_name}.{field}", value, "string")
     return MongoError("BadValue", f"Enumeration value '{value}' for field '{cmd_name}.{field}' is not a valid value.")
-
-
-def _type_word(value: Any) -> str:
-    from mongosim.shardsim.query.values import type_name
-
-    try:
-        return type_name(value)
-    except (KeyError, TypeError):
-        return type(value).__name__
 
 
 def check_options(cmd_name: str, db: str, coll: str, opts: dict) -> None:
@@ -100,8 +91,7 @@ def check_options(cmd_name: str, db: str, coll: str, opts: dict) -> None:
         return
     validator = opts["validator"]
     if not isinstance(validator, dict):
-        raise MongoError("TypeMismatch", f"BSON field '{cmd_name}.validator' is the wrong type "
-                                         f"'{_type_word(validator)}', expected type 'object'")
+        raise wrong_type(f"{cmd_name}.validator", validator, "object")
     if not validator:
         return
     if coll.startswith("system."):

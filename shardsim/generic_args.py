@@ -17,7 +17,7 @@ from typing import Any
 from bson import Binary
 
 from mongosim.oplog.errors import MongoError
-from mongosim.shardsim.query.values import type_name
+from mongosim.shardsim.query.idl_errors import wrong_bindata_type, wrong_type
 
 _NUMBER = (int, float)
 
@@ -55,18 +55,6 @@ _CURSOR_COMMANDS = {"aggregate", "find", "listCollections", "listIndexes"}
 _SESSION_LIST_COMMANDS = {"endSessions", "killSessions", "refreshSessions"}
 
 
-def _name(v: Any) -> str:
-    try:
-        return type_name(v)
-    except Exception:
-        return type(v).__name__
-
-
-def wrong_type(struct: str, field: str, v: Any, expected: str) -> MongoError:
-    return MongoError("TypeMismatch", f"BSON field '{struct}.{field}' is the wrong type '{_name(v)}', "
-                                      f"expected type '{expected}'")
-
-
 def check_generic_arguments(name: str, cmd: dict) -> None:
     """Raise TypeMismatch for a generic argument of the wrong type."""
     for field in _GENERIC.keys() & cmd.keys():  # (those present: usually lsid and $clusterTime)
@@ -77,14 +65,14 @@ def check_generic_arguments(name: str, cmd: dict) -> None:
     if "maxTimeMS" in cmd:
         max_time_ms(cmd)
     if name in _CURSOR_COMMANDS and "cursor" in cmd and not isinstance(cmd["cursor"], dict):
-        raise wrong_type(name, "cursor", cmd["cursor"], "object")
+        raise wrong_type(f"{name}.cursor", cmd["cursor"], "object")
     if name in _SESSION_LIST_COMMANDS:
         sessions = cmd[name]
         if not isinstance(sessions, list):
-            raise wrong_type(name, name, sessions, "array")
+            raise wrong_type(f"{name}.{name}", sessions, "array")
         for i, s in enumerate(sessions):
             if not isinstance(s, dict):
-                raise wrong_type(name, f"{name}.{i}", s, "object")
+                raise wrong_type(f"{name}.{name}.{i}", s, "object")
 
 
 def _raise_first_wrong_type(name: str, cmd: dict) -> None:
@@ -93,22 +81,18 @@ def _raise_first_wrong_type(name: str, cmd: dict) -> None:
         check = _GENERIC.get(field)
         if check is not None and not check[1](v):
             struct, _ok, expected = check
-            raise wrong_type(struct.format(cmd=name), field, v, expected)
+            raise wrong_type(f"{struct.format(cmd=name)}.{field}", v, expected)
 
 
 # -- lsid (LogicalSessionFromClient: id, and from internal clients uid, txnNumber, txnUUID) --
-# The server's names of the binData subtypes, for "is the wrong binData type" messages.
-_BINDATA_NAMES = {0: "general", 1: "function", 2: "binary(old)", 3: "UUID(old)", 4: "UUID", 5: "MD5",
-                  6: "encrypt", 7: "column", 8: "sensitive", 9: "vector", 128: "user"}
 _LSID = "OperationSessionInfo.lsid"
 
 
 def _check_uuid(field: str, v: Any) -> None:
     if not isinstance(v, Binary):
-        raise wrong_type(_LSID, field, v, "binData")
+        raise wrong_type(f"{_LSID}.{field}", v, "binData")
     if v.subtype != 4:
-        raise MongoError("TypeMismatch", f"BSON field '{_LSID}.{field}' is the wrong binData type "
-                                         f"'{_BINDATA_NAMES.get(v.subtype, 'user')}', expected type 'UUID'")
+        raise wrong_bindata_type(f"{_LSID}.{field}", v)
     if len(v) != 16:
         raise MongoError("InvalidUUID", "uuid must be a 16-byte binary field with UUID (4) subtype")
 
@@ -125,10 +109,10 @@ def check_lsid(lsid: dict) -> None:
             _check_uuid(field, v)
         elif field == "uid":
             if not isinstance(v, Binary):
-                raise wrong_type(_LSID, field, v, "binData")
+                raise wrong_type(f"{_LSID}.{field}", v, "binData")
         elif field == "txnNumber":
             if not isinstance(v, int) or isinstance(v, bool):
-                raise wrong_type(_LSID, field, v, "long")
+                raise wrong_type(f"{_LSID}.{field}", v, "long")
         else:
             raise MongoError("IDLUnknownField", f"BSON field '{_LSID}.{field}' is an unknown field.")
     if "id" not in lsid:
@@ -146,7 +130,7 @@ def max_time_ms(cmd: dict) -> int | None:
     if v is None:
         return None
     if not _is_number(v):
-        raise wrong_type(next(iter(cmd)), "maxTimeMS", v, "int")
+        raise wrong_type(f"{next(iter(cmd))}.maxTimeMS", v, "int")
     try:
         number = float(v.to_decimal()) if type(v).__name__ == "Decimal128" else float(v)
     except (ValueError, OverflowError):  # a signalling NaN

@@ -15,8 +15,8 @@ from typing import Any
 from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.plan_executor import Count, ExecContext, view_changes
 from mongosim.shardsim.query.extensions_callback import NEAR_OPS, check_pipeline, mentions, near_not_allowed
+from mongosim.shardsim.query.idl_errors import wrong_type
 from mongosim.shardsim.query.matcher import Matcher
-from mongosim.shardsim.query.values import describe_type
 from mongosim.shardsim.canonical_query import CanonicalQuery, check_hint
 from mongosim.shardsim.query_planner import Solution, plan_query
 
@@ -26,8 +26,7 @@ def _obj_arg(cmd: dict, name: str) -> dict | None:
     if v is None:
         return None
     if not isinstance(v, dict):
-        raise MongoError("TypeMismatch", f"BSON field 'FindCommandRequest.{name}' is the wrong type "
-                                         f"'{describe_type(v)}', expected type 'object'")
+        raise wrong_type(f"FindCommandRequest.{name}", v, "object")
     return v or None
 
 
@@ -36,8 +35,7 @@ def _bool_arg(cmd: dict, name: str) -> bool:
     if not isinstance(v, bool):
         if isinstance(v, (int, float)) and not isinstance(v, bool):
             return bool(v)
-        raise MongoError("TypeMismatch", f"BSON field 'FindCommandRequest.{name}' is the wrong type "
-                                         f"'{describe_type(v)}', expected types '[bool, long, int, decimal, double]'")
+        raise wrong_type(f"FindCommandRequest.{name}", v, ("bool", "long", "int", "decimal", "double"))
     return v
 
 

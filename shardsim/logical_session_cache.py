@@ -31,6 +31,7 @@ from typing import Any, Callable
 import trio
 
 from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.query.idl_errors import wrong_type
 from mongosim.shardsim.query.values import describe_type
 from mongosim.shardsim.sessions import user_digest
 
@@ -120,12 +121,10 @@ def parse_spec(spec: Any, current_uid: bytes, stage: str = STAGE) -> set[bytes] 
             raise MongoError(40415, f"BSON field '{STAGE}.{k}' is an unknown field.")
     all_users = spec.get("allUsers", False)
     if not isinstance(all_users, bool):
-        raise MongoError("TypeMismatch", f"BSON field '{STAGE}.allUsers' is the wrong type "
-                                         f"'{describe_type(all_users)}', expected type 'bool'")
+        raise wrong_type(f"{STAGE}.allUsers", all_users, "bool")
     users = spec.get("users")
     if users is not None and not isinstance(users, list):
-        raise MongoError("TypeMismatch", f"BSON field '{STAGE}.users' is the wrong type "
-                                         f"'{describe_type(users)}', expected type 'array'")
+        raise wrong_type(f"{STAGE}.users", users, "array")
     if all_users and users:
         raise MongoError("UnsupportedFormat", f"{STAGE} may not specify {{allUsers:true}} and {{users:[...]}} "
                                               "at the same time")

@@ -35,6 +35,7 @@ from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.operation_context import OpCtx
 from mongosim.shardsim.out_stage import check_target
 from mongosim.shardsim.query.expressions import compile_expression
+from mongosim.shardsim.query.idl_errors import wrong_type
 from mongosim.shardsim.query.paths import get_path
 from mongosim.shardsim.query.values import MISSING, type_name
 from mongosim.shardsim.query.variables import check_references
@@ -65,11 +66,6 @@ class MergeSpec:
         return "pipeline" if isinstance(self.when_matched, list) else self.when_matched
 
 
-def _type_error(field: str, value: Any, expected: str) -> MongoError:
-    return MongoError("TypeMismatch", f"BSON field '$merge.{field}' is the wrong type '{type_name(value)}', "
-                                      f"expected type '{expected}'")
-
-
 def parse_merge(spec: Any, db: str) -> MergeSpec:
     if isinstance(spec, str):
         spec = {"into": spec}
@@ -86,7 +82,7 @@ def parse_merge(spec: Any, db: str) -> MergeSpec:
     elif isinstance(into, dict) and isinstance(into.get("coll"), str):
         target_db, coll = into.get("db", db), into["coll"]
         if not isinstance(target_db, str):
-            raise _type_error("into.db", target_db, "string")
+            raise wrong_type("$merge.into.db", target_db, "string")
     else:
         raise MongoError(51178, "$merge 'into' field must be either a string or an object, but found "
                                 f"{type_name(into)}")
@@ -98,12 +94,12 @@ def parse_merge(spec: Any, db: str) -> MergeSpec:
     matched = spec.get("whenMatched", "merge")
     if not (isinstance(matched, list) or matched in _MATCHED):
         raise MongoError("BadValue", f"Enumeration value '{matched}' for field '$merge.whenMatched' is not a valid "
-                                     "value.") if isinstance(matched, str) else _type_error("whenMatched", matched, "array")
+                                     "value.") if isinstance(matched, str) else wrong_type("$merge.whenMatched", matched, "array")
     not_matched = spec.get("whenNotMatched", "insert")
     if not_matched not in _NOT_MATCHED:
         raise MongoError("BadValue", f"Enumeration value '{not_matched}' for field '$merge.whenNotMatched' is not a "
                                      "valid value.") if isinstance(not_matched, str) \
-            else _type_error("whenNotMatched", not_matched, "string")
+            else wrong_type("$merge.whenNotMatched", not_matched, "string")
     on = spec.get("on")
     if on is not None:
         on = [on] if isinstance(on, str) else on
@@ -118,7 +114,7 @@ def parse_merge(spec: Any, db: str) -> MergeSpec:
     out = MergeSpec(target_db, coll, on, let, matched, not_matched)
     if let is not None:
         if not isinstance(let, dict):
-            raise _type_error("let", let, "object")
+            raise wrong_type("$merge.let", let, "object")
         if out.matched_mode != "pipeline":
             raise MongoError(51199, f"Cannot use 'let' variables with 'whenMatched: {matched}' mode")
     if (out.matched_mode, not_matched) not in _SUPPORTED:

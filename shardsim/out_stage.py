@@ -32,6 +32,7 @@ from mongosim.shardsim.create_collection import check_namespace, create_collecti
 from mongosim.shardsim.ddl import cmd_create_indexes, drop_collection
 from mongosim.shardsim.rename_collection import cmd_rename
 from mongosim.shardsim.operation_context import OpCtx
+from mongosim.shardsim.query.idl_errors import wrong_type
 from mongosim.shardsim.query.values import type_name
 from mongosim.shardsim.writes import cmd_delete, cmd_insert
 
@@ -55,8 +56,7 @@ def parse_out(spec: Any, db: str) -> tuple[str, str]:
             if k not in spec:
                 raise MongoError(40414, f"BSON field '$out.{k}' is missing but a required field")
             if not isinstance(spec[k], str):
-                raise MongoError("TypeMismatch", f"BSON field '$out.{k}' is the wrong type "
-                                                 f"'{type_name(spec[k])}', expected type 'string'")
+                raise wrong_type(f"$out.{k}", spec[k], "string")
         if "timeseries" in spec:
             raise MongoError("NotImplemented", "$out to a time-series collection is not supported by mongosim")
         target_db, coll = spec["db"], spec["coll"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.query.idl_errors import wrong_type
 from mongosim.shardsim.query.values import type_name
 from mongosim.shardsim.source_stage_registry import register_source
 
@@ -25,8 +26,7 @@ def check_plan_cache_stats(spec: Any) -> None:
         if k != "allHosts":
             raise MongoError("IDLUnknownField", f"BSON field '$planCacheStats.{k}' is an unknown field.")
         if not isinstance(v, bool):
-            raise MongoError("TypeMismatch", f"BSON field '$planCacheStats.allHosts' is the wrong type "
-                                             f"'{type_name(v)}', expected type 'bool'")
+            raise wrong_type("$planCacheStats.allHosts", v, "bool")
 
 
 @register_source("$planCacheStats")

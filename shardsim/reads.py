@@ -26,6 +26,7 @@ from mongosim.shardsim.out_stage import parse_out, run_out
 from mongosim.shardsim.coll_stats import coll_stats_document, leading_coll_stats
 from mongosim.shardsim.logical_session_cache import expand_list_local_sessions
 from mongosim.shardsim.query.documents_stage import documents_source
+from mongosim.shardsim.query.idl_errors import wrong_type
 from mongosim.shardsim.query.matcher import Matcher
 from mongosim.shardsim.query.pipeline_shape import split_pipeline
 from mongosim.shardsim.query.variables import for_command
@@ -45,7 +46,7 @@ def int_arg(cmd: dict, name: str, cmd_name: str, default: int | None = None, *, 
     if v is None:
         return None
     if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise MongoError("TypeMismatch", f"BSON field '{cmd_name}.{name}' is the wrong type '{type(v).__name__}', expected types '[long, int, decimal, double]'")
+        raise wrong_type(f"{cmd_name}.{name}", v, ("long", "int", "decimal", "double"))
     if isinstance(v, float):
         if not v.is_integer():
             raise MongoError("BadValue", f"BSON field '{cmd_name}.{name}' has a non-integral value")

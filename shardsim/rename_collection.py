@@ -56,7 +56,8 @@ from mongosim.shardsim.command_registry import command
 from mongosim.shardsim.create_collection import check_namespace, create_collection
 from mongosim.shardsim.ddl import drop_collection
 from mongosim.shardsim.operation_context import OpCtx
-from mongosim.shardsim.query.values import describe_type, hashable
+from mongosim.shardsim.query.idl_errors import wrong_type
+from mongosim.shardsim.query.values import hashable
 
 if TYPE_CHECKING:
     from mongosim.shardsim.node import Node
@@ -142,12 +143,10 @@ def drop_target_and_stay_temp(cmd: dict) -> tuple[bool, bool]:
     `stayTemp` is a bool: null is as absent, any other type "expected type 'bool'"."""
     drop = cmd.get("dropTarget", False)
     if not isinstance(drop, (bool, Binary)):
-        raise MongoError("TypeMismatch", f"BSON field 'renameCollection.dropTarget' is the wrong type "
-                                         f"'{describe_type(drop)}', expected types '[bool, binData]'")
+        raise wrong_type("renameCollection.dropTarget", drop, ("bool", "binData"))
     stay = cmd.get("stayTemp")
     if stay is not None and not isinstance(stay, bool):
-        raise MongoError("TypeMismatch", f"BSON field 'renameCollection.stayTemp' is the wrong type "
-                                         f"'{describe_type(stay)}', expected type 'bool'")
+        raise wrong_type("renameCollection.stayTemp", stay, "bool")
     return bool(drop), bool(stay)
 
 

@@ -36,6 +36,7 @@ from mongosim.shardsim import topology_coordinator as tc
 from mongosim.shardsim.command_registry import command
 from mongosim.shardsim.operation_context import OpCtx
 from mongosim.shardsim.query.fmt import bson_str
+from mongosim.shardsim.query.idl_errors import wrong_type
 from mongosim.shardsim.query.values import type_name
 from mongosim.shardsim.replica_set import DOWN, PRIMARY, REMOVED, SECONDARY, STATE_CODES, optime
 
@@ -262,8 +263,7 @@ def parse_member(spec: Any) -> dict:
             raise _member_error(spec, "priority must be 0 when hidden=true")
     tags = spec.get("tags") or {}
     if not isinstance(tags, dict):
-        raise _member_error(spec, f"BSON field 'MemberConfig.tags' is the wrong type '{type_name(tags)}', "
-                                  "expected type 'object'")
+        raise _member_error(spec, wrong_type("MemberConfig.tags", tags, "object").errmsg)
     for key, value in tags.items():
         if not isinstance(value, str):
             raise _member_error(spec, f"tags.{key} field has non-string value of type {type_name(value)}")

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from bson import Int64, Timestamp
 
 from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.query.idl_errors import wrong_type
 
 if TYPE_CHECKING:
     from mongosim.shardsim.replica_set import ReplicaSet
@@ -77,8 +78,7 @@ class RWConcernDefaults:
                                          "fields must be present")
         for name, value in (("defaultReadConcern", read_concern), ("defaultWriteConcern", write_concern)):
             if value is not None and not isinstance(value, dict):
-                raise MongoError("TypeMismatch", f"BSON field 'setDefaultRWConcern.{name}' is the wrong type "
-                                                 f"'{type(value).__name__}', expected type 'object'")
+                raise wrong_type(f"setDefaultRWConcern.{name}", value, "object")
         rc = None
         if read_concern:
             level = read_concern.get("level", "local")

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from mongosim.oplog.errors import MongoError
-from mongosim.shardsim.generic_args import wrong_type
+from mongosim.shardsim.query.idl_errors import wrong_type
 from mongosim.shardsim.query.search_stages import (  # noqa: F401 (re-exported)
     SEARCH_INDEX_COMMANDS_REFUSED,
     SEARCH_STAGES_REFUSED,
@@ -40,13 +40,13 @@ def refuse_search_index_command(name: str, cmd: dict) -> dict:
     """Parse the command as the server's IDL does, then refuse it: SearchNotEnabled."""
     target = cmd.get(name)
     if not isinstance(target, str):
-        raise wrong_type(name, name, target, "string")
+        raise wrong_type(f"{name}.{name}", target, "string")
     for field, (required, check, expected) in _FIELDS[name].items():
         if field not in cmd:
             if required:
                 raise MongoError("IDLFailedToParse", f"BSON field '{name}.{field}' is missing but a required field")
         elif not check(cmd[field]):
-            raise wrong_type(name, field, cmd[field], expected)
+            raise wrong_type(f"{name}.{field}", cmd[field], expected)
     raise MongoError("SearchNotEnabled", SEARCH_INDEX_COMMANDS_REFUSED)
 
 

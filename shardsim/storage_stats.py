@@ -29,7 +29,8 @@ from mongosim.shardsim.coll_stats import storage_stats
 from mongosim.shardsim.command_registry import command
 from mongosim.shardsim.create_collection import check_namespace
 from mongosim.shardsim.operation_context import OpCtx
-from mongosim.shardsim.query.values import is_number, sort_key, type_name
+from mongosim.shardsim.query.idl_errors import wrong_type
+from mongosim.shardsim.query.values import is_number, sort_key
 
 if TYPE_CHECKING:
     from mongosim.shardsim.node import Node
@@ -48,8 +49,7 @@ def parse_scale(cmd: dict) -> int:
     if scale is None:
         return 1
     if not is_number(scale) or isinstance(scale, bool):
-        raise MongoError("TypeMismatch", f"BSON field 'scale' is the wrong type '{type_name(scale)}', expected types "
-                                         "'[long, int, decimal, double]'")
+        raise wrong_type("scale", scale, ("long", "int", "decimal", "double"))
     if scale < 1:
         raise MongoError(51024, f"BSON field 'scale' value must be >= 1, actual value '{int(scale)}'")
     return int(scale)
@@ -111,8 +111,7 @@ def _in_range(doc: dict, fields: list[str], lo: list, hi: list) -> bool:
 def data_size_namespace(target) -> tuple[str, str]:
     """The (db, collection) a `dataSize` command names, or its TypeMismatch / InvalidNamespace."""
     if not isinstance(target, str):
-        raise MongoError("TypeMismatch", f"BSON field 'dataSize' is the wrong type '{type_name(target)}', expected "
-                                         "type 'string'")
+        raise wrong_type("dataSize", target, "string")
     db, _, name = target.partition(".")
     if not name:
         raise MongoError("InvalidNamespace", f"Invalid namespace specified '{target}'")

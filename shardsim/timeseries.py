@@ -61,7 +61,7 @@ from mongosim.shardsim.timeseries_write_util import (
     time_of,
     unpack_bucket,
 )
-from mongosim.shardsim.writes import WriteSession, insert_one
+from mongosim.shardsim.writes import WriteErrors, WriteSession, _write_concern_reply, insert_one
 
 if TYPE_CHECKING:
     from mongosim.shardsim.node import Node
@@ -297,11 +297,10 @@ async def insert(node: Node, ctx: OpCtx, name: str) -> dict:
     ts = coll.options["timeseries"]
     compare = comparator(coll)
     ws = WriteSession(node, ctx)
-    ordered = ctx.cmd.get("ordered", True)
     n = 0
-    errors: list[dict] = []
-    for i, doc in enumerate(docs):
-        try:
+    errors = WriteErrors(ctx, ws)
+    for i, doc in errors.statements(docs):
+        with errors.statement(i):
             if ws.already(i) is not None:
                 n += 1
                 continue
@@ -321,15 +320,7 @@ async def insert(node: Node, ctx: OpCtx, name: str) -> dict:
                 writes.update(bucket, *append(bucket, [doc], ts, compare))
             writes.commit(node, ctx, ws, i, group=False)
             n += 1
-        except MongoError as err:
-            errors.append(err.to_write_error(i))
-            if ordered:
-                break
-    reply: dict[str, Any] = {"n": n}
-    if errors:
-        reply["writeErrors"] = errors
-    reply["ok"] = 1.0
-    return reply
+    return _write_concern_reply({"n": n}, errors.errors)
 
 
 # -- reads -------------------------------------------------------------------------------------

@@ -60,6 +60,7 @@ from mongosim.shardsim.timeseries_write_util import (
     time_of,
 )
 from mongosim.shardsim.writes import (
+    WriteErrors,
     WriteSession,
     _write_concern_reply,
     matching_documents,
@@ -351,13 +352,12 @@ def _begin(node: Node, ctx: OpCtx, name: str, field: str) -> tuple[list, _Target
 
 async def _delete(node: Node, ctx: OpCtx, name: str) -> dict:
     stmts, target, ws = _begin(node, ctx, name, "delete.deletes")
-    ordered = ctx.cmd.get("ordered", True)
     n = 0
-    errors: list[dict] = []
+    errors = WriteErrors(ctx, ws)
     variables = None
-    for i, st in enumerate(stmts):
+    for i, st in errors.statements(stmts):
         _check_in_transaction(ctx, target, isinstance(st, dict) and st.get("limit", 0) == 0, "delete")
-        try:
+        with errors.statement(i):
             saved = ws.already(i)
             if saved is not None:
                 n += saved.get("n", 0)
@@ -374,13 +374,7 @@ async def _delete(node: Node, ctx: OpCtx, name: str) -> dict:
             n += stmt.n
             if ws.state is not None:
                 ws.state.executed[ws.stmt_id(i)] = {"n": stmt.n}
-        except MongoError as err:
-            if ws.txn is not None and err.code == 112:
-                raise
-            errors.append(err.to_write_error(i))
-            if ordered:
-                break
-    return _write_concern_reply({"n": n}, errors)
+    return _write_concern_reply({"n": n}, errors.errors)
 
 
 def _statement(st: Any, where: str) -> dict:
@@ -399,14 +393,13 @@ def _query(st: Any, where: str) -> dict:
 async def _update(node: Node, ctx: OpCtx, name: str) -> dict:
     stmts, target, ws = _begin(node, ctx, name, "update.updates")
     retryable = ws.state is not None
-    ordered = ctx.cmd.get("ordered", True)
     n = n_modified = 0
     upserted: list[dict] = []
-    errors: list[dict] = []
+    errors = WriteErrors(ctx, ws)
     variables = None
-    for i, st in enumerate(stmts):
+    for i, st in errors.statements(stmts):
         _check_in_transaction(ctx, target, isinstance(st, dict) and bool(st.get("multi")), "update")
-        try:
+        with errors.statement(i):
             saved = ws.already(i)
             if saved is not None:
                 n, n_modified = replay_update(saved, i, upserted, n, n_modified)
@@ -439,17 +432,11 @@ async def _update(node: Node, ctx: OpCtx, name: str) -> dict:
                 result["upserted"] = stmt.upserted
             if ws.state is not None:
                 ws.state.executed[ws.stmt_id(i)] = result
-        except MongoError as err:
-            if ws.txn is not None and err.code == 112:
-                raise
-            errors.append(err.to_write_error(i))
-            if ordered:
-                break
     reply: dict[str, Any] = {"n": n}
     if upserted:
         reply["upserted"] = upserted
     reply["nModified"] = n_modified
-    return _write_concern_reply(reply, errors)
+    return _write_concern_reply(reply, errors.errors)
 
 
 async def _in_internal_transaction(node: Node, ctx: OpCtx, target: _Target, ws: WriteSession, index: int,

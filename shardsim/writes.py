@@ -12,7 +12,7 @@ update, replace and delete under `{nsUUID, ts, applyOpsIndex}`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 from bson import Int64, ObjectId
 from mongosim.oplog import bsonutil
@@ -233,6 +233,50 @@ def _write_concern_reply(reply: dict, errors: list[dict]) -> dict:
     return reply
 
 
+class WriteErrors:
+    """The `writeErrors` of a write command's statements, gathered as the server's write loop does
+    (write_ops_exec.cpp, handleError): a statement that fails leaves its error at its index and the
+    command goes on to the next one, unless it is `ordered` (the default), which stops at the first.
+    A WriteConflict (112) inside a transaction is the command's error, not a statement's: it aborts
+    the transaction.  Any other exception is the command's too.
+
+        errors = WriteErrors(ctx, ws)
+        for i, st in errors.statements(stmts):
+            with errors.statement(i):
+                ...  # run statement i
+        return _write_concern_reply(reply, errors.errors)
+    """
+
+    __slots__ = ("errors", "_ordered", "_txn", "_index")
+
+    def __init__(self, ctx: OpCtx, ws: WriteSession) -> None:
+        self.errors: list[dict] = []
+        self._ordered = ctx.cmd.get("ordered", True)
+        self._txn = ws.txn
+        self._index = 0
+
+    def statements(self, stmts: Iterable[Any]) -> Iterator[tuple[int, Any]]:
+        """(index, statement) of each statement to run: none after an error when ordered."""
+        for i, st in enumerate(stmts):
+            if self.errors and self._ordered:
+                return
+            yield i, st
+
+    def statement(self, index: int) -> WriteErrors:
+        """A context for running statement `index`: a MongoError it raises becomes its write error."""
+        self._index = index
+        return self
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, err: BaseException | None, tb: Any) -> bool:
+        if not isinstance(err, MongoError) or (self._txn is not None and err.code == 112):
+            return False
+        self.errors.append(err.to_write_error(self._index))
+        return True
+
+
 # -- insert -------------------------------------------------------------------------
 @command("insert")
 async def cmd_insert(node: Node, ctx: OpCtx) -> dict:
@@ -245,15 +289,14 @@ async def cmd_insert(node: Node, ctx: OpCtx) -> dict:
                          else "BSON field 'insert.documents' is the wrong type, expected type 'array'")
     if len(docs) > bsonutil.MAX_WRITE_BATCH_SIZE:
         raise MongoError("InvalidLength", f"Write batch sizes must be between 1 and {bsonutil.MAX_WRITE_BATCH_SIZE}. Got {len(docs)} operations.")
-    ordered = cmd.get("ordered", True)
     ws = WriteSession(node, ctx)
     if try_insert_batch(node, ctx, ws, ctx.db, name, docs):
         return _write_concern_reply({"n": len(docs)}, [])
     coll = None
     n = 0
-    errors: list[dict] = []
-    for i, doc in enumerate(docs):
-        try:
+    errors = WriteErrors(ctx, ws)
+    for i, doc in errors.statements(docs):
+        with errors.statement(i):
             if ws.already(i) is not None:
                 n += 1
                 continue
@@ -263,13 +306,7 @@ async def cmd_insert(node: Node, ctx: OpCtx) -> dict:
             await ws.wait_unlocked(coll, (doc,))  # an _id a transaction inserted: wait for its outcome
             insert_one(node, ctx, coll, doc, ws, i)
             n += 1
-        except MongoError as err:
-            if ws.txn is not None and err.code == 112:
-                raise  # a write conflict ends the transaction: a command error, not a write error
-            errors.append(err.to_write_error(i))
-            if ordered:
-                break
-    return _write_concern_reply({"n": n}, errors)
+    return _write_concern_reply({"n": n}, errors.errors)
 
 
 # -- update -------------------------------------------------------------------------
@@ -432,14 +469,13 @@ async def cmd_update(node: Node, ctx: OpCtx) -> dict:
     stmts = cmd.get("updates")
     if not isinstance(stmts, list):
         raise MongoError("FailedToParse", "BSON field 'update.updates' is missing but a required field")
-    ordered = cmd.get("ordered", True)
     ws = WriteSession(node, ctx)
     n = n_modified = 0
     upserted: list[dict] = []
-    errors: list[dict] = []
+    errors = WriteErrors(ctx, ws)
     variables = None
-    for i, st in enumerate(stmts):
-        try:
+    for i, st in errors.statements(stmts):
+        with errors.statement(i):
             saved = ws.already(i)
             if saved is not None:
                 n, n_modified = replay_update(saved, i, upserted, n, n_modified)
@@ -476,17 +512,11 @@ async def cmd_update(node: Node, ctx: OpCtx) -> dict:
                 upserted.append({"index": i, "_id": doc["_id"]})
                 if ws.state is not None:
                     ws.state.executed[ws.stmt_id(i)] = {"n": 1, "nModified": 0, "upserted": doc["_id"]}
-        except MongoError as err:
-            if ws.txn is not None and err.code == 112:
-                raise  # a write conflict ends the transaction: a command error, not a write error
-            errors.append(err.to_write_error(i))
-            if ordered:
-                break
     reply: dict[str, Any] = {"n": n}
     if upserted:
         reply["upserted"] = upserted
     reply["nModified"] = n_modified
-    return _write_concern_reply(reply, errors)
+    return _write_concern_reply(reply, errors.errors)
 
 
 # -- delete -------------------------------------------------------------------------
@@ -505,12 +535,11 @@ async def cmd_delete(node: Node, ctx: OpCtx) -> dict:
     stmts = cmd.get("deletes")
     if not isinstance(stmts, list):
         raise MongoError("FailedToParse", "BSON field 'delete.deletes' is missing but a required field")
-    ordered = cmd.get("ordered", True)
     ws = WriteSession(node, ctx)
     n = 0
-    errors: list[dict] = []
-    for i, st in enumerate(stmts):
-        try:
+    errors = WriteErrors(ctx, ws)
+    for i, st in errors.statements(stmts):
+        with errors.statement(i):
             saved = ws.already(i)
             if saved is not None:
                 n += saved.get("n", 0)
@@ -530,13 +559,7 @@ async def cmd_delete(node: Node, ctx: OpCtx) -> dict:
             n += len(targets)
             if ws.state is not None:
                 ws.state.executed[ws.stmt_id(i)] = {"n": len(targets)}
-        except MongoError as err:
-            if ws.txn is not None and err.code == 112:
-                raise  # a write conflict ends the transaction: a command error, not a write error
-            errors.append(err.to_write_error(i))
-            if ordered:
-                break
-    return _write_concern_reply({"n": n}, errors)
+    return _write_concern_reply({"n": n}, errors.errors)
 
 
 # -- findAndModify ---------------------------------------------------------------------

@@ -40,7 +40,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
 from bson import Binary
-from mongosim.router.auth.names import RoleName, UserName, parse_role_names, parse_user_name, type_mismatch
+from mongosim.router.auth.names import RoleName, UserName, parse_role_names, parse_user_name
 from mongosim.router.auth.privileges import (
     ANY,
     ANY_NORMAL,
@@ -49,6 +49,7 @@ from mongosim.router.auth.privileges import (
     Resource,
     is_authorized,
 )
+from mongosim.shardsim.query.idl_errors import wrong_type
 
 __all__ = [
     "NO_AUTH_COMMANDS",
@@ -403,7 +404,7 @@ def _rename(db: str, cmd: Mapping[str, Any]) -> list[Requirement]:
     target = _full_ns(cmd.get("to"))
     drop_target = cmd.get("dropTarget", False)
     if not isinstance(drop_target, (bool, Binary)):  # (the IDL parse comes before the authorization check)
-        raise type_mismatch("renameCollection", "dropTarget", drop_target, ("bool", "binData"))
+        raise wrong_type("renameCollection.dropTarget", drop_target, ("bool", "binData"))
     drop_target = bool(drop_target)
     cross = (
         _p(source, "find", "dropCollection"),

@@ -6,43 +6,28 @@ stored as ``{user, db}`` / ``{role, db}``, unambiguous name ``db.user`` (the
 server's BadValue messages (``UserName must contain a field named: db``, ...).
 
 The ``BSON field 'cmd.field' ...`` errors are the server's IDL parser errors
-(codes 40414 missing field, 40415 unknown field, 14 TypeMismatch).
+(codes 40414 missing field, 40415 unknown field; 14 TypeMismatch is `query.idl_errors.wrong_type`).
 """
 
 from __future__ import annotations
 
-import datetime
-import re
-import uuid
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
-import bson
-from bson.binary import Binary
-from bson.code import Code
-from bson.dbref import DBRef
-from bson.decimal128 import Decimal128
-from bson.int64 import Int64
-from bson.max_key import MaxKey
-from bson.min_key import MinKey
-from bson.objectid import ObjectId
-from bson.regex import Regex
-from bson.timestamp import Timestamp
-
 from mongosim.oplog.error_codes import CODES
 from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.query.idl_errors import wrong_type
+from mongosim.shardsim.query.values import describe_type
 
 __all__ = [
     "GENERIC_ARGUMENTS",
     "auth_error",
     "RoleName",
     "UserName",
-    "bson_type_name",
     "check_fields",
     "missing_field",
     "parse_role_names",
     "parse_user_name",
-    "type_mismatch",
     "unknown_field",
 ]
 
@@ -132,63 +117,12 @@ class RoleName(NamedTuple):
         return {"role": self.role, "db": self.db}
 
 
-def bson_type_name(value: Any) -> str:
-    """The server's typeName() of a decoded BSON value."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, Int64):
-        return "long"
-    if isinstance(value, int):
-        return "int" if -(2**31) <= value < 2**31 else "long"
-    if isinstance(value, float):
-        return "double"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, (dict, bson.SON)) or hasattr(value, "raw"):
-        return "object"
-    if isinstance(value, (list, tuple)):
-        return "array"
-    if isinstance(value, (bytes, Binary, uuid.UUID)):
-        return "binData"
-    if isinstance(value, ObjectId):
-        return "objectId"
-    if isinstance(value, (datetime.datetime, bson.DatetimeMS)):
-        return "date"
-    if isinstance(value, (Regex, re.Pattern)):
-        return "regex"
-    if isinstance(value, Timestamp):
-        return "timestamp"
-    if isinstance(value, Decimal128):
-        return "decimal"
-    if isinstance(value, MinKey):
-        return "minKey"
-    if isinstance(value, MaxKey):
-        return "maxKey"
-    if isinstance(value, Code):
-        return "javascriptWithScope" if value.scope else "javascript"
-    if isinstance(value, DBRef):
-        return "object"
-    return type(value).__name__
-
-
 def missing_field(command: str, field: str) -> MongoError:
     return auth_error(IDL_MISSING_FIELD, f"BSON field '{command}.{field}' is missing but a required field")
 
 
 def unknown_field(command: str, field: str) -> MongoError:
     return auth_error(IDL_UNKNOWN_FIELD, f"BSON field '{command}.{field}' is an unknown field.")
-
-
-def type_mismatch(command: str, field: str, value: Any, expected: str | Iterable[str]) -> MongoError:
-    if isinstance(expected, str):
-        wanted = f"expected type '{expected}'"
-    else:
-        wanted = f"expected types '[{', '.join(expected)}]'"
-    return auth_error(
-        "TypeMismatch", f"BSON field '{command}.{field}' is the wrong type '{bson_type_name(value)}', {wanted}"
-    )
 
 
 def check_fields(command: str, cmd: dict[str, Any], known: Iterable[str]) -> None:
@@ -207,7 +141,7 @@ def _parse_name_obj(kind: str, name_field: str, obj: dict[str, Any], strict: boo
             if not isinstance(value, str):
                 raise auth_error(
                     "BadValue",
-                    f"{kind} must contain a string field named: {field}. But, has type {bson_type_name(value)}",
+                    f"{kind} must contain a string field named: {field}. But, has type {describe_type(value)}",
                 )
             if (name if field == name_field else db) is not None:
                 raise auth_error("BadValue", f"{kind} has more than one field named: {field}")
@@ -246,5 +180,5 @@ def parse_role_name(value: Any, dbname: str) -> RoleName:
 def parse_role_names(command: str, field: str, value: Any, dbname: str) -> list[RoleName]:
     """The ``roles`` array of a user management command, resolved against `dbname`."""
     if not isinstance(value, (list, tuple)):
-        raise type_mismatch(command, field, value, "array")
+        raise wrong_type(f"{command}.{field}", value, "array")
     return [parse_role_name(item, dbname) for item in value]

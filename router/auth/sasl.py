@@ -36,10 +36,11 @@ from typing import Any
 from bson.binary import Binary
 
 from mongosim.oplog.errors import MongoError
-from mongosim.router.auth.names import UserName, auth_error, check_fields, missing_field, parse_user_name, type_mismatch
+from mongosim.router.auth.names import UserName, auth_error, check_fields, missing_field, parse_user_name
 from mongosim.router.auth.scram import MECHANISMS, ScramError, ScramServerConversation
 from mongosim.router.auth.state import ConnState, SaslSession
 from mongosim.router.auth.users import UserStore
+from mongosim.shardsim.query.idl_errors import wrong_type
 
 __all__ = [
     "AUTHENTICATION_FAILED",
@@ -67,7 +68,7 @@ def _payload(command: str, cmd: Mapping[str, Any]) -> tuple[bytes, bool]:
             raise auth_error("BadValue", "Invalid base64 in SASL payload") from None
     if isinstance(value, (bytes, bytearray)):  # Binary is a bytes subclass
         return bytes(value), False
-    raise type_mismatch(command, "payload", value, ["string", "binData"])
+    raise wrong_type(f"{command}.payload", value, ("string", "binData"))
 
 
 def _reply(session: SaslSession, done: bool, out: bytes) -> dict[str, Any]:
@@ -136,14 +137,14 @@ def sasl_start(
         raise missing_field(command, "mechanism")
     mechanism = cmd["mechanism"]
     if not isinstance(mechanism, str):
-        raise type_mismatch(command, "mechanism", mechanism, "string")
+        raise wrong_type(f"{command}.mechanism", mechanism, "string")
     message, as_base64 = _payload(command, cmd)
     options = cmd.get("options")
     if options is not None and not isinstance(options, Mapping):
-        raise type_mismatch(command, "options", options, "object")
+        raise wrong_type(f"{command}.options", options, "object")
     auto = cmd.get("autoAuthorize", True)
     if not isinstance(auto, (bool, int, float)):
-        raise type_mismatch(command, "autoAuthorize", auto, ["bool", "int", "long", "double", "decimal"])
+        raise wrong_type(f"{command}.autoAuthorize", auto, ("bool", "int", "long", "double", "decimal"))
 
     conn.sasl = None  # a new saslStart abandons any conversation in progress
     if mechanism not in mechanisms:
@@ -170,7 +171,7 @@ def sasl_continue(store: UserStore, conn: ConnState, db: str, cmd: Mapping[str, 
         raise missing_field(command, "conversationId")
     conversation_id = cmd["conversationId"]
     if isinstance(conversation_id, bool) or not isinstance(conversation_id, (int, float)):
-        raise type_mismatch(command, "conversationId", conversation_id, "int")
+        raise wrong_type(f"{command}.conversationId", conversation_id, "int")
     message, as_base64 = _payload(command, cmd)
     session = conn.sasl
     if session is None:

@@ -52,12 +52,12 @@ from mongosim.router.auth.names import (
     check_fields,
     missing_field,
     parse_role_names,
-    type_mismatch,
 )
 from mongosim.router.auth.privileges import Privilege as _Privilege
 from mongosim.router.auth.privileges import is_builtin_role, privileges_for_roles, resolve_roles
 from mongosim.router.auth.saslprep import SASLprepError
 from mongosim.router.auth.scram import MECHANISMS, ScramCredential, make_credential
+from mongosim.shardsim.query.idl_errors import wrong_type
 
 __all__ = ["USER_COMMANDS", "UserStore", "load_users", "load_users_file"]
 
@@ -83,7 +83,7 @@ def _ok(**fields: Any) -> dict[str, Any]:
 def _user_param(command: str, cmd: Mapping[str, Any]) -> str:
     value = cmd[command]
     if not isinstance(value, str):
-        raise type_mismatch(command, command, value, "string")
+        raise wrong_type(f"{command}.{command}", value, "string")
     return value
 
 
@@ -93,7 +93,7 @@ def _opt(command: str, cmd: Mapping[str, Any], field: str, kind: type | tuple[ty
         return None
     value = cmd[field]
     if not isinstance(value, kind):
-        raise type_mismatch(command, field, value, expected)
+        raise wrong_type(f"{command}.{field}", value, expected)
     return value
 
 
@@ -102,7 +102,7 @@ def _opt_bool(command: str, cmd: Mapping[str, Any], field: str, default: bool) -
         return default
     value = cmd[field]
     if not isinstance(value, bool):
-        raise type_mismatch(command, field, value, "bool")
+        raise wrong_type(f"{command}.{field}", value, "bool")
     return value
 
 
@@ -112,7 +112,7 @@ def _mechanism_list(command: str, cmd: Mapping[str, Any]) -> list[str] | None:
         return None
     for i, mech in enumerate(mechs):
         if not isinstance(mech, str):
-            raise type_mismatch(command, f"mechanisms.{i}", mech, "string")
+            raise wrong_type(f"{command}.mechanisms.{i}", mech, "string")
     return list(mechs)
 
 
@@ -247,7 +247,7 @@ class UserStore:
         _opt_bool(command, cmd, "digestPassword", True)
         stored = cmd.get("credentials")  # mongosim extension for --users files
         if stored is not None and not isinstance(stored, Mapping):
-            raise type_mismatch(command, "credentials", stored, "object")
+            raise wrong_type(f"{command}.credentials", stored, "object")
 
         if db == "local":
             raise auth_error("BadValue", "Cannot create users in the local database")

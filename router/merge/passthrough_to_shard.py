@@ -27,11 +27,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from mongosim.oplog.errors import MongoError
-from mongosim.router.auth.names import missing_field, type_mismatch
+from mongosim.router.auth.names import missing_field
 from mongosim.router.command_registry import aggregate_option
 from mongosim.router.request import Request
 from mongosim.router.store_possible_cursor import ShardPassthroughCursor
 from mongosim.shardsim.cursors import cursor_reply
+from mongosim.shardsim.query.idl_errors import wrong_type
 
 if TYPE_CHECKING:
     from mongosim.router.mongos import Router
@@ -46,12 +47,12 @@ def target_shard(cmd: dict) -> str:
     """The shard id of `$_passthroughToShard: {shard: <id>}` (parsed as the IDL does)."""
     opts = cmd[FIELD]
     if not isinstance(opts, dict):
-        raise type_mismatch("aggregate", FIELD, opts, "object")
+        raise wrong_type(f"aggregate.{FIELD}", opts, "object")
     if "shard" not in opts:
         raise missing_field(f"aggregate.{FIELD}", "shard")
     shard = opts["shard"]
     if not isinstance(shard, str):
-        raise type_mismatch(f"aggregate.{FIELD}", "shard", shard, "string")
+        raise wrong_type(f"aggregate.{FIELD}.shard", shard, "string")
     return shard
 
 

@@ -17,6 +17,7 @@ from bson import Timestamp
 
 from mongosim.oplog.errors import MongoError
 from mongosim.oplog.resume_token import ResumeTokenData, decode_resume_token
+from mongosim.shardsim.query.idl_errors import wrong_type
 
 FULL_DOCUMENT = ("default", "updateLookup", "whenAvailable", "required")
 FULL_DOCUMENT_BEFORE_CHANGE = ("off", "whenAvailable", "required")
@@ -35,33 +36,6 @@ _BOOL_FIELDS = {
 }
 
 COLLECTION, DATABASE, CLUSTER = "collection", "database", "cluster"
-
-
-def _type_name(v: Any) -> str:
-    if isinstance(v, bool):
-        return "bool"
-    if isinstance(v, int):
-        return "int" if -(2**31) <= v < 2**31 else "long"
-    if isinstance(v, float):
-        return "double"
-    if isinstance(v, str):
-        return "string"
-    if isinstance(v, dict):
-        return "object"
-    if isinstance(v, list):
-        return "array"
-    if v is None:
-        return "null"
-    if isinstance(v, Timestamp):
-        return "timestamp"
-    return type(v).__name__
-
-
-def _wrong_type(field_name: str, v: Any, expected: str) -> MongoError:
-    return MongoError(
-        "TypeMismatch",
-        f"BSON field '$changeStream.{field_name}' is the wrong type '{_type_name(v)}', expected type '{expected}'",
-    )
 
 
 @dataclass
@@ -117,28 +91,28 @@ def parse_spec(value: Any) -> ChangeStreamSpec:
     for k, v in value.items():
         if k in ("resumeAfter", "startAfter"):
             if not isinstance(v, dict):
-                raise _wrong_type(k, v, "object")
+                raise wrong_type(f"$changeStream.{k}", v, "object")
             decode_resume_token(v)  # validates
             setattr(spec, "resume_after" if k == "resumeAfter" else "start_after", v)
         elif k == "startAtOperationTime":
             if not isinstance(v, Timestamp):
-                raise _wrong_type(k, v, "timestamp")
+                raise wrong_type(f"$changeStream.{k}", v, "timestamp")
             spec.start_at_operation_time = v
         elif k == "fullDocument":
             if not isinstance(v, str):
-                raise _wrong_type(k, v, "string")
+                raise wrong_type(f"$changeStream.{k}", v, "string")
             if v not in FULL_DOCUMENT:
                 raise MongoError("BadValue", f"Enumeration value '{v}' for field '$changeStream.fullDocument' is not a valid value.")
             spec.full_document = v
         elif k == "fullDocumentBeforeChange":
             if not isinstance(v, str):
-                raise _wrong_type(k, v, "string")
+                raise wrong_type(f"$changeStream.{k}", v, "string")
             if v not in FULL_DOCUMENT_BEFORE_CHANGE:
                 raise MongoError("BadValue", f"Enumeration value '{v}' for field '$changeStream.fullDocumentBeforeChange' is not a valid value.")
             spec.full_document_before_change = v
         elif k in _BOOL_FIELDS:
             if not isinstance(v, bool):
-                raise _wrong_type(k, v, "bool")
+                raise wrong_type(f"$changeStream.{k}", v, "bool")
             setattr(spec, _BOOL_FIELDS[k], v)
         elif k == "version":
             if v not in ("v1", "v2"):

@@ -45,6 +45,7 @@ from mongosim.shardsim.javascript.engine import ScriptEngine
 from mongosim.shardsim.query.collation import compare_for, hashable_for, sort_key_for
 from mongosim.shardsim.query.expression_core import compile_expression
 from mongosim.shardsim.query.fmt import bson_str
+from mongosim.shardsim.query.idl_errors import wrong_type
 from mongosim.shardsim.query.values import MISSING, is_number, type_name
 
 __all__ = ["Statement", "parse_statement", "ACCUMULATORS", "Sum", "Avg", "percentile_of", "validate_n",
@@ -537,8 +538,7 @@ def parse_percentile_spec(op: str, arg, code: int) -> tuple[Any, list[float]]:
             raise MongoError("IDLFailedToParse", f"BSON field '{op}.{k}' is missing but a required field")
     method = arg["method"]
     if not isinstance(method, str):
-        raise MongoError("TypeMismatch", f"BSON field '{op}.method' is the wrong type '{type_name(method)}', "
-                                         "expected type 'string'")
+        raise wrong_type(f"{op}.method", method, "string")
     if method != "approximate":
         raise MongoError("BadValue", "Currently only 'approximate' can be used as percentile 'method'.")
     if op == "$median":

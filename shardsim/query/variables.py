@@ -27,6 +27,7 @@ from typing import Any, Callable, Iterable
 
 from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.query.expressions import compile_expression
+from mongosim.shardsim.query.idl_errors import wrong_type
 from mongosim.shardsim.query.values import MISSING, type_name
 
 __all__ = ["is_constant_expression", "constant_value", "runtime_constants", "seed_let", "frozen_let", "check_references", "for_command", "BUILTINS",
@@ -88,8 +89,7 @@ def _check_system_value(name: str, value: Any) -> None:
 def seed_let(let: Any, base: dict, *, internal: bool = False, command: str = "aggregate") -> dict:
     """`base` plus the variables `let` defines (each expression evaluated once, in order)."""
     if not isinstance(let, dict):
-        raise MongoError("TypeMismatch", f"BSON field '{command}.let' is the wrong type '{type_name(let)}', "
-                                         "expected type 'object'")
+        raise wrong_type(f"{command}.let", let, "object")
     variables = dict(base)
     for name, spec in let.items():
         err = _name_error(name)

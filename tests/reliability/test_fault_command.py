@@ -10,7 +10,7 @@ from mongosim.core import open_cluster
 from mongosim.testing import AsyncClient, CommandError
 
 BAD = [
-    ({"drop": {}}, "TypeMismatch", "BSON field 'mongosimFault.drop' is the wrong type 'object', expected type '[bool, int]'"),
+    ({"drop": {}}, "TypeMismatch", "BSON field 'mongosimFault.drop' is the wrong type 'object', expected types '[bool, int]'"),
     ({"delay": "1"}, "TypeMismatch", "BSON field 'mongosimFault.delay' is the wrong type 'string'"),
     ({"delay": -1}, "BadValue", "'delay' must be a finite number >= 0"),
     ({"delay": float("nan")}, "BadValue", "'delay' must be a finite number"),

@@ -27,7 +27,7 @@ from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.query.collation.collator_interface import CollatorInterface
 from mongosim.shardsim.query.collation.locales import LOCALES, fallback_of, locale_defaults
 from mongosim.shardsim.query.fmt import bson_str
-from mongosim.shardsim.query.values import type_name
+from mongosim.shardsim.query.idl_errors import wrong_type
 
 __all__ = ["make_collator", "ICU_VERSION"]
 
@@ -40,22 +40,9 @@ _BOOLS = ("caseLevel", "numericOrdering", "normalization", "backwards")
 _CACHE: dict[Any, CollatorInterface] = {}
 
 
-def _type(v: Any) -> str:
-    try:
-        return type_name(v)
-    except TypeError:
-        return type(v).__name__
-
-
-def _wrong_type(ctx: str, field: str, v: Any, expected: str) -> MongoError:
-    return MongoError("TypeMismatch", f"BSON field '{ctx}.{field}' is the wrong type '{_type(v)}', "
-                                      f"expected type '{expected}'")
-
-
 def _strength(ctx: str, v: Any) -> int:
     if isinstance(v, bool) or not isinstance(v, (int, float, Int64, Decimal128)):
-        raise MongoError("TypeMismatch", f"BSON field '{ctx}.strength' is the wrong type '{_type(v)}', "
-                                         "expected types '[long, int, decimal, double]'")
+        raise wrong_type(f"{ctx}.strength", v, ("long", "int", "decimal", "double"))
     f = float(v.to_decimal()) if isinstance(v, Decimal128) else float(v)
     if f != f or not -(2**31) <= f < 2**31:
         raise MongoError("BadValue", f"Expected an integer: strength: {bson_str(v)}")
@@ -70,8 +57,7 @@ def _strength(ctx: str, v: Any) -> int:
 def _parse(spec: Any, ctx: str) -> dict:
     """The IDL parse: known fields, their types and enumerations."""
     if not isinstance(spec, dict):
-        raise MongoError("TypeMismatch", f"BSON field '{ctx}' is the wrong type '{_type(spec)}', "
-                                         "expected type 'object'")
+        raise wrong_type(ctx, spec, "object")
     for field in spec:
         if field not in _FIELDS:
             raise MongoError("IDLUnknownField", f"BSON field '{ctx}.{field}' is an unknown field.")
@@ -81,12 +67,12 @@ def _parse(spec: Any, ctx: str) -> dict:
     for field, v in spec.items():
         if field in ("locale", "version") or field in _ENUMS:
             if not isinstance(v, str):
-                raise _wrong_type(ctx, field, v, "string")
+                raise wrong_type(f"{ctx}.{field}", v, "string")
             if field in _ENUMS and v not in _ENUMS[field]:
                 raise MongoError("BadValue", f"Enumeration value '{v}' for field '{ctx}.{field}' is not a valid value.")
         elif field in _BOOLS:
             if not isinstance(v, bool):
-                raise _wrong_type(ctx, field, v, "bool")
+                raise wrong_type(f"{ctx}.{field}", v, "bool")
         elif field == "strength":
             v = _strength(ctx, v)
             if v == 0:

@@ -31,6 +31,7 @@ from mongosim.shardsim.query.expression_date import UTC_ZONE, date_add
 from mongosim.shardsim.query.expression_numeric import as_decimal
 from mongosim.shardsim.query.document_sources.sub_pipeline import field_path, idl_fields
 from mongosim.shardsim.query.expressions import field_path_get
+from mongosim.shardsim.query.idl_errors import wrong_type
 from mongosim.shardsim.query.pipeline_context import PipelineContext
 from mongosim.shardsim.query.sorting import sort_key_fn
 from mongosim.shardsim.query.stage_registry import register
@@ -51,24 +52,20 @@ class DensifySpec:
         idl_fields("$densify", spec, ("field", "partitionByFields", "range"), ("field", "range"))
         field = spec["field"]
         if not isinstance(field, str):
-            raise MongoError("TypeMismatch", f"BSON field '$densify.field' is the wrong type '{type_name(field)}', "
-                                             "expected type 'string'")
+            raise wrong_type("$densify.field", field, "string")
         field_path(field)
         self.field = field
         parts = spec.get("partitionByFields", [])
         if not isinstance(parts, list):
-            raise MongoError("TypeMismatch", f"BSON field '$densify.partitionByFields' is the wrong type "
-                                             f"'{type_name(parts)}', expected type 'array'")
-        for p in parts:
+            raise wrong_type("$densify.partitionByFields", parts, "array")
+        for i, p in enumerate(parts):
             if not isinstance(p, str):
-                raise MongoError("TypeMismatch", f"BSON field '$densify.partitionByFields' is the wrong type "
-                                                 f"'{type_name(p)}', expected type 'string'")
+                raise wrong_type(f"$densify.partitionByFields.{i}", p, "string")
             field_path(p)
         self.partitions: list[str] = list(parts)
         rng = spec["range"]
         if not isinstance(rng, dict):
-            raise MongoError("TypeMismatch", f"BSON field '$densify.range' is the wrong type '{type_name(rng)}', "
-                                             "expected type 'object'")
+            raise wrong_type("$densify.range", rng, "object")
         idl_fields("$densify.range", rng, ("step", "unit", "bounds"), ("step", "bounds"))
         self.range = rng
         step = rng["step"]
@@ -80,8 +77,7 @@ class DensifySpec:
         if "unit" in rng:
             unit = rng["unit"]
             if not isinstance(unit, str):
-                raise MongoError("TypeMismatch", f"BSON field '$densify.range.unit' is the wrong type "
-                                                 f"'{type_name(unit)}', expected type 'string'")
+                raise wrong_type("$densify.range.unit", unit, "string")
             d = as_decimal(step)
             if d != d.to_integral_value() or not -(2**63) <= d < 2**63:
                 raise MongoError(6586400, "The step parameter in a range statement must be a whole number when "

@@ -21,6 +21,7 @@ from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.query.document_sources.set_window_fields import desugar_set_window_fields, \
     parse_set_window_fields
 from mongosim.shardsim.query.document_sources.sub_pipeline import idl_fields
+from mongosim.shardsim.query.idl_errors import wrong_type
 from mongosim.shardsim.query.pipeline_context import PipelineContext
 from mongosim.shardsim.query.stage_registry import register
 from mongosim.shardsim.query.stages import _add_fields, _map_stage
@@ -36,8 +37,7 @@ def fill_stages(spec: Any) -> list[dict]:
     idl_fields("$fill", spec, ("sortBy", "partitionBy", "partitionByFields", "output"), ("output",))
     output = spec["output"]
     if not isinstance(output, dict):
-        raise MongoError("TypeMismatch", f"BSON field '$fill.output' is the wrong type '{type_name(output)}', expected "
-                                         "type 'object'")
+        raise wrong_type("$fill.output", output, "object")
     if not output:
         raise MongoError(6050203, "The output field in '$fill' must contain an object with at least one element")
     window_out: dict = {}
@@ -52,8 +52,7 @@ def fill_stages(spec: Any) -> list[dict]:
                                           "'value' fields, not both")
             method = fspec["method"]
             if not isinstance(method, str):
-                raise MongoError("TypeMismatch", f"BSON field '$fill.method' is the wrong type '{type_name(method)}', "
-                                                 "expected type 'string'")
+                raise wrong_type("$fill.method", method, "string")
             if method not in ("locf", "linear"):
                 raise MongoError(6050202, "Method must be either locf or linear")
             window_out[field] = {"$linearFill" if method == "linear" else "$locf": "$" + field}
@@ -62,22 +61,22 @@ def fill_stages(spec: Any) -> list[dict]:
     swf: dict = {}
     if "sortBy" in spec:
         if not isinstance(spec["sortBy"], dict):
-            raise MongoError("TypeMismatch", f"BSON field '$fill.sortBy' is the wrong type "
-                                             f"'{type_name(spec['sortBy'])}', expected type 'object'")
+            raise wrong_type("$fill.sortBy", spec["sortBy"], "object")
         swf["sortBy"] = spec["sortBy"]
     if "partitionBy" in spec:
         if "partitionByFields" in spec:
             raise MongoError(6050204, "Maximum one of 'partitionBy' and 'partitionByFields can be specified in '$fill'")
         p = spec["partitionBy"]
         if not isinstance(p, (str, dict)):
-            raise MongoError("TypeMismatch", f"BSON field '$fill.partitionBy' is the wrong type '{type_name(p)}', "
-                                             "expected types '[string, object']")
+            raise wrong_type("$fill.partitionBy", p, ("string", "object"))
         swf["partitionBy"] = p
     if "partitionByFields" in spec:
         fields = spec["partitionByFields"]
-        if not isinstance(fields, list) or not all(isinstance(f, str) for f in fields):
-            raise MongoError("TypeMismatch", "BSON field '$fill.partitionByFields' is the wrong type, expected type "
-                                             "'array' of strings")
+        if not isinstance(fields, list):
+            raise wrong_type("$fill.partitionByFields", fields, "array")
+        for i, f in enumerate(fields):
+            if not isinstance(f, str):
+                raise wrong_type(f"$fill.partitionByFields.{i}", f, "string")
         swf["partitionBy"] = {f: "$" + f for f in fields}
     out: list[dict] = []
     if window_out:

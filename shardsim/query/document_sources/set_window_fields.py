@@ -31,6 +31,7 @@ from mongosim.shardsim.query.document_metadata import carry
 from mongosim.shardsim.query.document_path_support import set_nested
 from mongosim.shardsim.query.document_sources.sub_pipeline import idl_fields
 from mongosim.shardsim.query.expressions import compile_expression, field_path_get
+from mongosim.shardsim.query.idl_errors import wrong_type
 from mongosim.shardsim.query.pipeline_context import PipelineContext
 from mongosim.shardsim.query.sorting import parse_sort, sort_key_fn
 from mongosim.shardsim.query.stage_registry import register
@@ -72,8 +73,7 @@ class SetWindowFieldsSpec:
         idl_fields(name, spec, _FIELDS, ("output",))
         for k in ("sortBy", "output"):
             if k in spec and not isinstance(spec[k], dict):
-                raise MongoError("TypeMismatch", f"BSON field '{name}.{k}' is the wrong type "
-                                                 f"'{type_name(spec[k])}', expected type 'object'")
+                raise wrong_type(f"{name}.{k}", spec[k], "object")
         ctx = _Ctx(pctx)
         self.sort_spec: dict | None = spec.get("sortBy")
         self.sort_by = parse_sort(self.sort_spec) if self.sort_spec is not None else None

@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.query.document_sources.sub_pipeline import pipeline_array
+from mongosim.shardsim.query.idl_errors import wrong_type
 from mongosim.shardsim.query.pipeline_context import PipelineContext
 from mongosim.shardsim.query.stage_registry import register
 from mongosim.shardsim.query.stages import compile_pipeline
@@ -34,13 +35,11 @@ def parse_union_with(spec: Any, pctx: PipelineContext) -> Callable[[Iterable[dic
         for k, v in spec.items():
             if k == "coll":
                 if not isinstance(v, str):
-                    raise MongoError("TypeMismatch", f"BSON field '$unionWith.coll' is the wrong type '{type_name(v)}', "
-                                                     "expected type 'string'")
+                    raise wrong_type("$unionWith.coll", v, "string")
                 coll = v
             elif k == "pipeline":
                 if not isinstance(v, list):
-                    raise MongoError("TypeMismatch", f"BSON field '$unionWith.pipeline' is the wrong type "
-                                                     f"'{type_name(v)}', expected type 'array'")
+                    raise wrong_type("$unionWith.pipeline", v, "array")
                 pipeline = pipeline_array(v)
             else:
                 raise MongoError("IDLUnknownField", f"BSON field '$unionWith.{k}' is an unknown field.")
