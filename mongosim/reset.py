@@ -15,7 +15,7 @@ event; a reset costs a few milliseconds (`benchmarks/reset.py` measures it). In 
    command, so chunks and collection metadata go with it; `admin`, `config` and `local` stay.
 
 What a reset keeps: the shards (a shard added by a test stays: give such a test its own cluster
-with `@pytest.mark.mongosim(isolated=True)`), users, the oplogs (a later stream that starts now
+with `@pytest.mark.mongosim(isolated=True)`), users and roles, the oplogs (a later stream that starts now
 does not see the old events; one resuming from an old token still can), the cluster clock.
 """
 

@@ -15,7 +15,7 @@ from typing import Any
 import trio
 
 from mongosim.router import logical_session_id
-from mongosim.router.auth import USER_COMMANDS, AuthManager
+from mongosim.router.auth import USER_MANAGEMENT_COMMANDS, AuthManager
 
 SEQUENCE_FIELDS = ("documents", "updates", "deletes", "ops", "nsInfo")
 
@@ -95,5 +95,9 @@ def note_cursor_owner(frontend: Any, reply: dict, conn: Any) -> None:
         c.owner = auth.cursor_owner(conn_auth(frontend, conn))
 
 
+# user and role management (createUser ... usersInfo, createRole ... rolesInfo): run by the AuthManager
+USER_COMMANDS = USER_MANAGEMENT_COMMANDS
+
+
 def is_user_command(name: str) -> bool:
-    return name in USER_COMMANDS
+    return name in USER_MANAGEMENT_COMMANDS

@@ -190,7 +190,8 @@ async def cmd_sasl_continue(router: Router, req: Request) -> dict:
 
 
 async def cmd_user_management(router: Router, req: Request) -> dict:
-    """createUser, updateUser, dropUser, grantRolesToUser, revokeRolesFromUser, usersInfo, ..."""
+    """createUser, updateUser, dropUser, grantRolesToUser, revokeRolesFromUser, usersInfo, createRole,
+    updateRole, dropRole, grant/revokeRolesToRole, grant/revokePrivilegesToRole, rolesInfo, ..."""
     return router.auth.handle_user_command(req.db, req.cmd, authn.conn_auth(router, req.conn))
 
 

@@ -32,8 +32,8 @@ flushed by a background task every `flush_interval` seconds.
 
 Not persisted: cursors (clients resume: CursorNotFound is resumable), open
 transactions (aborted by a restart), the retryable-write session table,
-failpoints and fault injection, users created with createUser (--users
-re-creates them at start).
+failpoints and fault injection, users and roles created with createUser /
+createRole (--users re-creates them at start).
 """
 
 from __future__ import annotations

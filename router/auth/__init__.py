@@ -23,7 +23,7 @@ How the server uses it (one `AuthManager` per cluster, one `ConnState` per conne
         reply = auth.handle_logout(db, cmd, conn)
     elif name == "connectionStatus":
         reply = auth.connection_status(db, cmd, conn)
-    elif name in USER_COMMANDS:
+    elif name in USER_MANAGEMENT_COMMANDS:               # user and role management, usersInfo, rolesInfo
         reply = auth.handle_user_command(db, cmd, conn)
     elif name == "listDatabases":
         keep = auth.list_databases_filter(cmd, conn)        # None: list everything
@@ -35,7 +35,12 @@ How the server uses it (one `AuthManager` per cluster, one `ConnState` per conne
 Every method raises `oplog.errors.MongoError` with the server's code and
 message; replies are plain dicts ending with ``ok: 1.0``. With auth off
 (the default) `authorize` and the cursor checks are no-ops, while the SASL and
-user management commands still work, as on a real server.
+user and role management commands still work, as on a real server.
+
+Users hold built-in and user-defined roles (`router.auth.roles`); a
+connection's privileges are recomputed from the role graph on every command,
+so granting, revoking or dropping a role applies at once to clients already
+logged in (the server invalidates its user cache for the same effect).
 """
 
 from __future__ import annotations
@@ -70,13 +75,15 @@ from mongosim.router.auth.privileges import (
     Resource,
     check,
     is_authorized,
-    privileges_for_roles,
-    resolve_roles,
 )
 from mongosim.router.auth.sasl import sasl_continue, sasl_start, sasl_supported_mechs, speculative_authenticate
 from mongosim.router.auth.scram import MECHANISMS
+from mongosim.router.auth.roles import ROLE_COMMANDS, RoleStore
 from mongosim.router.auth.state import ConnState
 from mongosim.router.auth.users import USER_COMMANDS, UserStore
+
+# Every command `AuthManager.handle_user_command` runs (the server's user_management_commands.cpp).
+USER_MANAGEMENT_COMMANDS = USER_COMMANDS | ROLE_COMMANDS
 
 __all__ = [
     "ANY",
@@ -85,7 +92,9 @@ __all__ = [
     "CLUSTER",
     "MECHANISMS",
     "NO_AUTH_COMMANDS",
+    "ROLE_COMMANDS",
     "USER_COMMANDS",
+    "USER_MANAGEMENT_COMMANDS",
     "AnyActionInDatabase",
     "AnyOf",
     "AuthManager",
@@ -93,6 +102,7 @@ __all__ = [
     "Privilege",
     "Resource",
     "RoleName",
+    "RoleStore",
     "UserName",
     "UserStore",
     "check",
@@ -152,9 +162,9 @@ class AuthManager:
         user = self.authenticated_user(conn)
         granted: dict[Resource, frozenset[str]] = {}
         if user is not None:
-            roles = self.store.roles_of(user)
-            granted.update(privileges_for_roles(roles))
-            if _ROOT in resolve_roles(roles):
+            resolved = self.store.roles.graph.resolve(self.store.roles_of(user))
+            granted.update(resolved.privileges)
+            if _ROOT in resolved.roles:
                 # mongosim only: root may run commands commands.py does not list (see UNKNOWN_COMMAND_REQUIREMENT)
                 granted[ANY] = granted.get(ANY, frozenset()) | {"anyAction"}
         if localhost_bypass:
@@ -212,14 +222,16 @@ class AuthManager:
             "authenticatedUserRoles": [r.to_doc() for r in roles],
         }
         if cmd.get("showPrivileges"):
-            granted = privileges_for_roles(roles)
+            granted = self.store.roles.graph.privileges(roles)
             info["authenticatedUserPrivileges"] = [Privilege(r, a).to_doc() for r, a in granted.items()]
         return {"authInfo": info, "ok": 1.0}
 
     # -- user management -----------------------------------------------------------------------
 
     def handle_user_command(self, db: str, cmd: Mapping[str, Any], conn: ConnState | None = None) -> dict[str, Any]:
-        """createUser, updateUser, dropUser, dropAllUsersFromDatabase, grant/revokeRolesToUser, usersInfo.
+        """createUser, updateUser, dropUser, dropAllUsersFromDatabase, grant/revokeRolesToUser, usersInfo,
+        and the role commands: createRole, updateRole, dropRole, dropAllRolesFromDatabase,
+        grant/revokeRolesToRole, grant/revokePrivilegesToRole, rolesInfo (`USER_MANAGEMENT_COMMANDS`).
 
         Call `authorize` first: this only runs the command.
         """
@@ -244,14 +256,16 @@ class AuthManager:
         name = next(iter(cmd))
         user = self.authenticated_user(conn)
         bypass = localhost_bypass_active(
-            conn, auth_enabled=True, has_users=self.store.has_users(), allowed=self.localhost_exception
+            conn, auth_enabled=True, has_users=self.store.has_privilege_documents(), allowed=self.localhost_exception
         )
         if name in NO_AUTH_COMMANDS:
             return
         if user is None and not bypass:
             raise auth_error("Unauthorized", f"Command {name} requires authentication")
         granted = self.granted_privileges(conn, localhost_bypass=bypass)
-        for requirement in required_privileges(db, cmd, user=user):  # in order: a Refusal is an error of its own
+        held = self.store.roles_of(user) if user is not None else ()
+        # in order: a Refusal is an error of its own
+        for requirement in required_privileges(db, cmd, user=user, user_roles=held):
             if isinstance(requirement, Refusal):
                 raise MongoError(requirement.code, requirement.message)
             if not satisfied(granted, requirement):
@@ -303,7 +317,7 @@ class AuthManager:
         if not self.enabled:
             return None
         bypass = localhost_bypass_active(
-            conn, auth_enabled=True, has_users=self.store.has_users(), allowed=self.localhost_exception
+            conn, auth_enabled=True, has_users=self.store.has_privilege_documents(), allowed=self.localhost_exception
         )
         granted = self.granted_privileges(conn, localhost_bypass=bypass)
         may_list_all = is_authorized(granted, Privilege.of(CLUSTER, "listDatabases"))

@@ -32,6 +32,17 @@ on the database for ``aggregate: 1``, on every normal resource for
 ``aggregate: 1`` on admin, i.e. ``allChangesForCluster``), plus find on the
 namespaces $lookup / $graphLookup / $unionWith read and insert/remove ($out) or
 insert/update ($merge) on the namespaces they write.
+
+Role management (user_management_commands_common.cpp): createRole needs
+createRole on the database; granting a role needs grantRole on the role's
+database, granting a privilege grantRole on the database it targets (on
+``admin`` for a privilege beyond one database: cluster, any resource, a
+collection name in every database); revoking needs revokeRole likewise;
+updateRole needs revokeRole on every normal resource first; dropRole and
+dropAllRolesFromDatabase dropRole; authenticationRestrictions
+setAuthenticationRestriction. rolesInfo needs viewRole on the database for
+``rolesInfo: 1``, else on each named role's database except for the roles the
+user holds itself.
 """
 
 from __future__ import annotations
@@ -40,6 +51,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
 from bson import Binary
+from mongosim.oplog.errors import MongoError
 from mongosim.router.auth.names import RoleName, UserName, parse_role_names, parse_user_name
 from mongosim.router.auth.privileges import (
     ANY,
@@ -49,6 +61,7 @@ from mongosim.router.auth.privileges import (
     Resource,
     is_authorized,
 )
+from mongosim.router.auth.roles import ParsedPrivilege, parse_role_command, parse_roles_info, resolve_privilege
 from mongosim.shardsim.query.idl_errors import wrong_type
 
 __all__ = [
@@ -494,6 +507,73 @@ def _revoke_roles(db: str, cmd: Mapping[str, Any]) -> list[Requirement]:
     return [_p(Resource.database(role.db), "revokeRole") for role in _roles_of("revokeRolesFromUser", db, cmd)]
 
 
+def _grant_privileges(parsed: list[ParsedPrivilege] | None, action: str) -> list[Requirement]:
+    """checkAuthorizedToGrant/RevokePrivileges: `action` (grantRole / revokeRole) on the database a
+    privilege targets, on admin for a privilege beyond one database. A malformed resource fails
+    here, when the check reaches it (a Refusal)."""
+    out: list[Requirement] = []
+    for pp in parsed or ():
+        try:
+            resource = resolve_privilege(pp).resource
+        except MongoError as exc:
+            out.append(Refusal(exc.code_name, exc.errmsg))
+            break
+        target = resource.db if resource.kind in ("database", "namespace") else "admin"
+        out.append(_p(Resource.database(target), action))
+    return out
+
+
+def _set_restrictions(db: str, cmd: Mapping[str, Any]) -> list[Requirement]:
+    return [_p(Resource.database(db), "setAuthenticationRestriction")] if "authenticationRestrictions" in cmd else []
+
+
+def _create_role(db: str, cmd: Mapping[str, Any]) -> list[Requirement]:
+    """createRole on the database, grantRole on each inherited role's, the privileges', restrictions."""
+    parsed = parse_role_command(db, cmd)
+    reqs: list[Requirement] = [_p(Resource.database(db), "createRole")]
+    reqs += [_p(Resource.database(role.db), "grantRole") for role in parsed.roles or ()]
+    reqs += _grant_privileges(parsed.privileges, "grantRole")
+    return reqs + _set_restrictions(db, cmd)
+
+
+def _update_role(db: str, cmd: Mapping[str, Any]) -> list[Requirement]:
+    """revokeRole on every normal resource (whatever it replaces), then as createRole for what it sets."""
+    parsed = parse_role_command(db, cmd)
+    reqs: list[Requirement] = [_p(ANY_NORMAL, "revokeRole")]
+    reqs += [_p(Resource.database(role.db), "grantRole") for role in parsed.roles or ()]
+    reqs += _grant_privileges(parsed.privileges, "grantRole")
+    return reqs + _set_restrictions(db, cmd)
+
+
+def _role_roles(action: str) -> Callable[[str, Mapping[str, Any]], list[Requirement]]:
+    def rule(db: str, cmd: Mapping[str, Any]) -> list[Requirement]:
+        return [_p(Resource.database(role.db), action) for role in parse_role_command(db, cmd).roles or ()]
+
+    return rule
+
+
+def _role_privileges(action: str) -> Callable[[str, Mapping[str, Any]], list[Requirement]]:
+    def rule(db: str, cmd: Mapping[str, Any]) -> list[Requirement]:
+        return _grant_privileges(parse_role_command(db, cmd).privileges, action)
+
+    return rule
+
+
+def _drop_role(db: str, cmd: Mapping[str, Any]) -> list[Requirement]:
+    parse_role_command(db, cmd)
+    return [_p(Resource.database(db), "dropRole")]
+
+
+def _roles_info(db: str, cmd: Mapping[str, Any], user_roles: Iterable[RoleName] = ()) -> list[Requirement]:
+    """viewRole on the database for rolesInfo: 1; else on each named role's database, but for the
+    roles the user holds itself (isAuthenticatedAsUserWithRole)."""
+    args = parse_roles_info(db, cmd)
+    if args.all:
+        return [_p(Resource.database(db), "viewRole")]
+    held = set(user_roles)
+    return [_p(Resource.database(role.db), "viewRole") for role in args.names if role not in held]
+
+
 def users_info_targets(db: str, arg: Any) -> tuple[str, list[UserName]]:
     """("all_db" | "all" | "exact", users) for a usersInfo argument (BadValue when malformed)."""
     if isinstance(arg, (int, float)) and not isinstance(arg, bool) and arg == 1:
@@ -569,7 +649,15 @@ _RULES: dict[str, Callable[[str, Mapping[str, Any]], list[Requirement]]] = {
     "grantRolesToUser": _grant_roles,
     "revokeRolesFromUser": _revoke_roles,
     "usersInfo": _users_info,  # type: ignore[dict-item]
-    "rolesInfo": _on_db("viewRole"),
+    "createRole": _create_role,
+    "updateRole": _update_role,
+    "dropRole": _drop_role,
+    "dropAllRolesFromDatabase": _drop_role,
+    "grantRolesToRole": _role_roles("grantRole"),
+    "revokeRolesFromRole": _role_roles("revokeRole"),
+    "grantPrivilegesToRole": _role_privileges("grantRole"),
+    "revokePrivilegesFromRole": _role_privileges("revokeRole"),
+    "rolesInfo": _roles_info,
     "invalidateUserCache": _on_cluster("invalidateUserCache"),
     # server administration and diagnostics
     "serverStatus": _on_cluster("serverStatus"),
@@ -624,18 +712,23 @@ UNKNOWN_COMMAND_REQUIREMENT = Privilege(ANY, frozenset({"anyAction"}))
 KNOWN_COMMANDS = frozenset(_RULES) | NO_AUTH_COMMANDS
 
 
-def required_privileges(db: str, cmd: Mapping[str, Any], *, user: UserName | None = None) -> list[Requirement]:
+def required_privileges(
+    db: str, cmd: Mapping[str, Any], *, user: UserName | None = None, user_roles: Iterable[RoleName] = ()
+) -> list[Requirement]:
     """The requirements `cmd` run on `db` must meet (empty for commands needing only authentication).
 
-    `user` is the authenticated user, for the rules that exempt a user's own
-    record (``usersInfo`` on oneself). Malformed role or user names raise the
-    server's BadValue, as its IDL parser would before the authorization check.
+    `user` is the authenticated user and `user_roles` the roles it holds directly, for the
+    rules that exempt a user's own record (``usersInfo`` on oneself, ``rolesInfo`` on one's
+    roles). Malformed commands of the user and role management family raise the server's IDL
+    errors (BadValue, 40414, 40415, TypeMismatch), as its parser would before the check.
     """
     name = next(iter(cmd))
     if name in NO_AUTH_COMMANDS:
         return []
     if name == "usersInfo":
         return _users_info(db, cmd, user)
+    if name == "rolesInfo":
+        return _roles_info(db, cmd, user_roles)
     rule = _RULES.get(name)
     if rule is None:
         return [UNKNOWN_COMMAND_REQUIREMENT]

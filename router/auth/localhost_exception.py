@@ -1,6 +1,6 @@
 """MongoDB's localhost exception.
 
-With access control on and no user defined yet, a client connected over the
+With access control on and no user (nor role) defined yet, a client connected over the
 loopback interface (or a unix socket) may create the first user: until then it
 holds exactly these privileges and nothing else (AuthorizationSession's
 default privileges in the server):
@@ -12,7 +12,7 @@ default privileges in the server):
 - ``addShard``, ``replSetConfigure``, ``replSetGetStatus`` on the cluster.
 
 The check runs at the start of every request. Once a request on a connection
-finds that users exist, the exception is gone for that connection for good,
+finds that users (or user-defined roles) exist, the exception is gone for that connection for good,
 even if every user is dropped later (new connections get it back then). It
 can be switched off (the server's ``enableLocalhostAuthBypass`` parameter).
 An unauthenticated client under the exception does not get "requires

@@ -20,8 +20,21 @@ The built-in roles (`BUILTIN_ROLES`) transcribe the server's
 builtin_roles.yml: read, readWrite, dbAdmin, userAdmin, dbOwner,
 enableSharding on any database; readAnyDatabase, readWriteAnyDatabase,
 userAdminAnyDatabase, dbAdminAnyDatabase, clusterMonitor, hostManager,
-clusterManager, clusterAdmin, backup, restore, directShardOperations and
-root on ``admin`` only.
+clusterManager, clusterAdmin, backup, restore, directShardOperations, root
+and ``__system`` (every action on every resource) on ``admin`` only.
+
+A built-in role is flat, as in the server: its privileges are its own plus
+those of the roles builtin_roles.yml makes it inherit, merged resource by
+resource in that order (`builtin_privileges`), and it has no subordinate roles
+(rolesInfo shows ``roles: []``). User-defined roles (`router.auth.roles`) are
+resolved by `resolve`, the server's resolveRoles: breadth-first from the
+given roles, a user-defined role contributing its direct privileges and its
+subordinate roles, a built-in one its flattened privileges, an unknown one
+nothing.
+
+Actions are the server's ActionType names (`ACTION_TYPES`, in the enum's order,
+which is the order the server prints an action set in); ``anyAction`` stands
+for every action.
 
 `check(roles, actions, resource)` answers one question; the command side
 (`required_privileges`) lives in `router.auth.commands`.
@@ -30,24 +43,31 @@ root on ``admin`` only.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from mongosim.router.auth.names import RoleName
 
 __all__ = [
+    "ACTION_TYPES",
+    "ALL_ACTIONS",
     "ANY",
     "ANY_NORMAL",
     "BUILTIN_ROLES",
     "CLUSTER",
     "Privilege",
+    "Resolved",
     "Resource",
+    "action_list",
+    "builtin_privileges",
+    "builtin_role_names",
     "check",
     "is_authorized",
     "is_builtin_role",
     "merge_privileges",
     "privileges_for_roles",
+    "resolve",
     "resolve_roles",
     "search_list",
 ]
@@ -55,9 +75,14 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class Resource:
-    """A resource pattern; concrete requests use ``database``, ``namespace``, ``cluster`` or ``any_normal``."""
+    """A resource pattern; concrete requests use ``database``, ``namespace``, ``cluster`` or ``any_normal``.
 
-    kind: str  # any | cluster | any_normal | database | collection | namespace
+    The ``*buckets*`` kinds are the server's system-buckets patterns (``{db, system_buckets}``):
+    ``buckets`` one ``db.system.buckets.coll``, ``buckets_in_db`` every bucket collection of ``db``,
+    ``buckets_named`` ``system.buckets.coll`` in every database, ``any_buckets`` all of them.
+    """
+
+    kind: str  # any | cluster | any_normal | database | collection | namespace | *buckets*
     db: str = ""
     coll: str = ""
 
@@ -83,6 +108,12 @@ class Resource:
             return {"anyResource": True}
         if self.kind == "cluster":
             return {"cluster": True}
+        if self.kind == "buckets_named":
+            return {"system_buckets": self.coll}
+        if self.kind == "any_buckets":
+            return {"system_buckets": ""}
+        if self.kind in ("buckets", "buckets_in_db"):
+            return {"db": self.db, "system_buckets": self.coll}
         return {"db": self.db, "collection": self.coll}
 
     def __str__(self) -> str:
@@ -92,6 +123,8 @@ class Resource:
             return f"<database {self.db}>"
         if self.kind == "collection":
             return f"<collection {self.coll} in any database>"
+        if self.kind != "namespace":
+            return f"<{self.kind} {self.db}.system.buckets.{self.coll}>"
         return self.ns
 
 
@@ -111,7 +144,53 @@ class Privilege(NamedTuple):
         return cls(resource, frozenset(actions))
 
     def to_doc(self) -> dict[str, Any]:
-        return {"resource": self.resource.to_doc(), "actions": sorted(self.actions)}
+        return {"resource": self.resource.to_doc(), "actions": action_list(self.actions)}
+
+
+# The server's ActionType enum (action_type.idl), in its order: an action set prints in this order.
+ACTION_TYPES: tuple[str, ...] = (
+    "addShard", "advanceClusterTime", "allCollectionStats", "analyze", "analyzeShardKey", "anyAction",
+    "appendOplogNote", "applicationMessage", "auditConfigure", "auditLogRotate", "authCheck", "authenticate",
+    "authSchemaUpgrade", "bypassDefaultMaxTimeMS", "bypassDocumentValidation", "bypassWriteBlockingMode",
+    "changeCustomData", "changePassword", "changeOwnPassword", "changeOwnCustomData", "changeStream",
+    "checkFreeMonitoringStatus", "checkMetadataConsistency", "cleanupOrphaned", "clearJumboFlag",
+    "cleanupStructuredEncryptionData", "closeAllDatabases", "collMod", "collStats", "compact",
+    "compactStructuredEncryptionData", "configureQueryAnalyzer", "connPoolStats", "connPoolSync",
+    "convertToCapped", "cpuProfiler", "createCollection", "createDatabase", "createIndex", "createRole",
+    "createSearchIndexes", "createUser", "dbCheck", "dbHash", "dbStats", "dropAllRolesFromDatabase",
+    "dropAllUsersFromDatabase", "dropCollection", "dropConnections", "dropDatabase", "dropIndex", "dropRole",
+    "dropSearchIndex", "dropUser", "emptycapped", "enableProfiler", "enableSharding", "exportCollection", "find",
+    "flushRouterConfig", "forceUUID", "fsync", "fsyncUnlock", "getClusterParameter", "getDatabaseVersion",
+    "getDefaultRWConcern", "getCmdLineOpts", "getLog", "getParameter", "getShardMap", "getShardVersion",
+    "grantRole", "grantPrivilegesToRole", "grantRolesToRole", "grantRolesToUser", "hostInfo", "impersonate",
+    "importCollection", "indexStats", "inprog", "insert", "internal", "invalidateUserCache",
+    "issueDirectShardOperations", "killAnyCursor", "killAnySession", "killCursors", "killop",
+    "listCachedAndActiveUsers", "listCollections", "listCursors", "listDatabases", "listIndexes",
+    "listSampledQueries", "listSearchIndexes", "listSessions", "listShards", "logRotate", "updateSearchIndex",
+    "moveChunk", "moveCollection", "netstat", "oidcListKeys", "oidcRefreshKeys", "oidReset", "operationMetrics",
+    "planCacheIndexFilter", "planCacheRead", "planCacheWrite", "querySettings", "queryStatsRead",
+    "queryStatsReadTransformed", "refineCollectionShardKey", "reIndex", "remove", "removeShard",
+    "renameCollection", "renameCollectionSameDB", "repairDatabase", "replSetConfigure", "replSetGetConfig",
+    "replSetGetStatus", "replSetHeartbeat", "replSetReconfig", "replSetResizeOplog", "replSetStateChange",
+    "reshardCollection", "resync", "revokeRole", "revokePrivilegesFromRole", "revokeRolesFromRole",
+    "revokeRolesFromUser", "rotateCertificates", "runAsLessPrivilegedUser", "runTenantMigration", "serverStatus",
+    "setAuthenticationRestriction", "setClusterParameter", "setDefaultRWConcern", "setFeatureCompatibilityVersion",
+    "setFreeMonitoring", "setParameter", "setUserWriteBlockMode", "shardCollection", "shardedDataDistribution",
+    "shardingState", "shutdown", "splitChunk", "splitVector", "storageDetails", "top", "touch", "trafficRecord",
+    "transitionFromDedicatedConfigServer", "transitionToDedicatedConfigServer", "unlock", "unshardCollection",
+    "useTenant", "useUUID", "update", "updateRole", "updateUser", "validate", "viewRole", "viewUser", "applyOps",
+    "setChangeStreamState", "getChangeStreamState",
+)
+ALL_ACTIONS = frozenset(ACTION_TYPES)
+_ACTION_INDEX = {name: i for i, name in enumerate(ACTION_TYPES)}
+
+
+def action_list(actions: Iterable[str]) -> list[str]:
+    """An action set as the server prints it: ``["anyAction"]`` when it holds every action, else the enum's order."""
+    actions = set(actions)
+    if "anyAction" in actions:
+        return ["anyAction"]
+    return sorted(actions, key=lambda a: (_ACTION_INDEX.get(a, len(_ACTION_INDEX)), a))
 
 
 def _is_normal_collection(db: str, coll: str) -> bool:
@@ -126,12 +205,19 @@ def search_list(target: Resource) -> tuple[Resource, ...]:
             if target.db not in ("local", "config"):
                 found.append(ANY_NORMAL)
             found.append(Resource.database(target.db))
+        elif target.coll.startswith(_BUCKETS) and len(target.coll) > len(_BUCKETS):
+            bucket = target.coll[len(_BUCKETS):]
+            found += [Resource("buckets", target.db, bucket), Resource("any_buckets"),
+                      Resource("buckets_in_db", target.db), Resource("buckets_named", "", bucket)]
         found.append(Resource.collection(target.coll))
     elif target.kind == "database":
         if target.db not in ("local", "config"):
             found.append(ANY_NORMAL)
     found.append(target)
     return tuple(dict.fromkeys(found))
+
+
+_BUCKETS = "system.buckets."
 
 
 def merge_privileges(privileges: Iterable[Privilege]) -> dict[Resource, frozenset[str]]:
@@ -142,10 +228,13 @@ def merge_privileges(privileges: Iterable[Privilege]) -> dict[Resource, frozense
 
 
 def is_authorized(granted: Mapping[Resource, frozenset[str]], wanted: Privilege) -> bool:
-    """True when the privileges `granted` (resource -> actions) cover `wanted`."""
+    """True when the privileges `granted` (resource -> actions) cover `wanted` (``anyAction`` covers all)."""
     missing = set(wanted.actions)
     for pattern in search_list(wanted.resource):
-        missing -= granted.get(pattern, frozenset())
+        held = granted.get(pattern, frozenset())
+        if "anyAction" in held:
+            return True
+        missing -= held
         if not missing:
             return True
     return not missing
@@ -540,14 +629,24 @@ BUILTIN_ROLES: dict[str, BuiltinRole] = {
                 (("ns", "config", "system.change_collection"), {"find", "insert", "remove", "update"}),
             ],
         ),
+        _role("__system", admin_only=True, privileges=[(("any",), ALL_ACTIONS)]),
     )
 }
 
+
 def is_builtin_role(role: RoleName) -> bool:
+    """The server's isBuiltinRole: a built-in name on any valid database but ``$external`` (admin-only ones on admin)."""
     spec = BUILTIN_ROLES.get(role.role)
-    if spec is None:
+    if spec is None or not role.db or role.db == "$external":
         return False
     return not spec.admin_only or role.db == "admin"
+
+
+def builtin_role_names(db: str) -> list[RoleName]:
+    """The built-in roles of `db` (getBuiltinRoleNamesForDB): all of them on admin, the others elsewhere."""
+    if not db or db == "$external":
+        return []
+    return [RoleName(name, db) for name, spec in BUILTIN_ROLES.items() if db == "admin" or not spec.admin_only]
 
 
 def _resource(spec: _Spec, db: str) -> Resource:
@@ -561,30 +660,80 @@ def _resource(spec: _Spec, db: str) -> Resource:
     return {"any_normal": ANY_NORMAL, "cluster": CLUSTER, "any": ANY}[kind]
 
 
-def resolve_roles(roles: Iterable[RoleName]) -> list[RoleName]:
-    """All roles reachable from `roles` (themselves included), built-in ones expanded; unknown ones kept."""
-    seen: dict[RoleName, None] = {}
-    frontier = list(roles)
+def _expand(actions: frozenset[str]) -> frozenset[str]:
+    return ALL_ACTIONS if "anyAction" in actions else actions
+
+
+@functools.lru_cache(maxsize=256)
+def builtin_privileges(role: RoleName) -> dict[Resource, frozenset[str]]:
+    """A built-in role's privileges, flattened as the server generates them from builtin_roles.yml:
+    each inherited role's first (depth first, in the yml's order), then the role's own, merged by
+    resource in order of first appearance. Empty for a name that is not a built-in role."""
+    if not is_builtin_role(role):
+        return {}
+    spec = BUILTIN_ROLES[role.role]
+    merged: dict[Resource, frozenset[str]] = {}
+    for sub, sub_db in spec.roles:
+        for resource, actions in builtin_privileges(RoleName(sub, sub_db or role.db)).items():
+            merged[resource] = merged.get(resource, frozenset()) | actions
+    for pattern, actions in spec.privileges:
+        resource = _resource(pattern, role.db)
+        merged[resource] = merged.get(resource, frozenset()) | _expand(actions)
+    return merged
+
+
+class Resolved(NamedTuple):
+    """What a set of roles amounts to: every role reached (the given ones first) and the privileges."""
+
+    roles: list[RoleName]
+    privileges: dict[Resource, frozenset[str]]
+
+
+# lookup(role) -> (direct privileges, direct subordinate roles) of a user-defined role, or None
+RoleLookup = Callable[[RoleName], "tuple[Mapping[Resource, frozenset[str]], Iterable[RoleName]] | None"]
+
+
+def resolve(roles: Iterable[RoleName], lookup: RoleLookup | None = None) -> Resolved:
+    """The server's resolveRoles, breadth first from `roles`.
+
+    Each role is visited once: a built-in role adds its flattened privileges and is a leaf; a
+    user-defined role (found by `lookup`) adds its direct privileges and puts its subordinate
+    roles on the next frontier; a role that exists neither way adds nothing. Privileges merge by
+    resource in the order met. The given roles head ``roles`` whether or not they exist.
+    """
+    start = list(dict.fromkeys(roles))
+    reached: dict[RoleName, None] = dict.fromkeys(start)
+    privileges: dict[Resource, frozenset[str]] = {}
+    frontier = start
     while frontier:
-        role = frontier.pop(0)
-        if role in seen:
-            continue
-        seen[role] = None
-        if is_builtin_role(role):
-            for sub, sub_db in BUILTIN_ROLES[role.role].roles:
-                frontier.append(RoleName(sub, sub_db or role.db))
-    return list(seen)
+        following: list[RoleName] = []
+        for role in frontier:
+            if is_builtin_role(role):
+                found: tuple[Mapping[Resource, frozenset[str]], Iterable[RoleName]] | None = (
+                    builtin_privileges(role), ())
+            else:
+                found = lookup(role) if lookup is not None else None
+            if found is None:
+                continue
+            direct, subordinates = found
+            for resource, actions in direct.items():
+                privileges[resource] = privileges.get(resource, frozenset()) | actions
+            for sub in subordinates:
+                if sub not in reached:
+                    reached[sub] = None
+                    following.append(sub)
+        frontier = following
+    return Resolved(list(reached), privileges)
+
+
+def resolve_roles(roles: Iterable[Any], lookup: RoleLookup | None = None) -> list[RoleName]:
+    """`roles` and every role they inherit (built-in roles are leaves: they inherit nothing)."""
+    return resolve([_as_role(r) for r in roles], lookup).roles
 
 
 @functools.lru_cache(maxsize=1024)
-def _privileges_for(roles: frozenset[RoleName]) -> dict[Resource, frozenset[str]]:
-    granted: list[Privilege] = []
-    for role in resolve_roles(sorted(roles)):
-        if not is_builtin_role(role):
-            continue
-        for spec, actions in BUILTIN_ROLES[role.role].privileges:
-            granted.append(Privilege(_resource(spec, role.db), actions))
-    return merge_privileges(granted)
+def _builtin_only(roles: tuple[RoleName, ...]) -> dict[Resource, frozenset[str]]:
+    return resolve(roles).privileges
 
 
 def _as_role(role: Any) -> RoleName:
@@ -596,12 +745,17 @@ def _as_role(role: Any) -> RoleName:
     return RoleName(name, db)
 
 
-def privileges_for_roles(roles: Iterable[Any]) -> dict[Resource, frozenset[str]]:
-    """resource -> actions granted by `roles` ((role, db) pairs, RoleNames or {role, db} documents)."""
-    return _privileges_for(frozenset(_as_role(r) for r in roles))
+def privileges_for_roles(roles: Iterable[Any], lookup: RoleLookup | None = None) -> dict[Resource, frozenset[str]]:
+    """resource -> actions granted by `roles` ((role, db) pairs, RoleNames or {role, db} documents);
+    user-defined roles through `lookup` (`RoleGraph.lookup`), else built-in roles only."""
+    names = tuple(dict.fromkeys(_as_role(r) for r in roles))
+    if lookup is None:
+        return _builtin_only(names)
+    return resolve(names, lookup).privileges
 
 
-def check(roles: Iterable[Any], actions: str | Iterable[str], resource: Resource) -> bool:
+def check(roles: Iterable[Any], actions: str | Iterable[str], resource: Resource,
+          lookup: RoleLookup | None = None) -> bool:
     """Do `roles` allow `actions` on `resource`?"""
     wanted = frozenset([actions] if isinstance(actions, str) else actions)
-    return is_authorized(privileges_for_roles(roles), Privilege(resource, wanted))
+    return is_authorized(privileges_for_roles(roles, lookup), Privilege(resource, wanted))

@@ -11,8 +11,10 @@ and runs createUser, updateUser, dropUser, dropAllUsersFromDatabase,
 grantRolesToUser, revokeRolesFromUser and usersInfo: ``reply =
 store.run_command(db, cmd)`` (the reply carries ``ok: 1.0``), `MongoError`
 with the server's codes and messages on bad input. Authorization is not
-checked here (see `AuthManager.authorize`). Only the built-in roles exist
-(there is no createRole), so a role is valid when it is built-in.
+checked here (see `AuthManager.authorize`). The store owns the role store
+(`store.roles`, ``admin.system.roles``: `router.auth.roles`) and passes it the
+role management commands; a role is valid when it is built-in or defined
+there (RoleNotFound otherwise), and dropping a role takes it from every user.
 
 The ``--users FILE`` format (`load_users_file`): a JSON array of createUser
 documents, each optionally naming its database (default ``admin``)::
@@ -30,7 +32,9 @@ documents, each optionally naming its database (default ``admin``)::
 Each entry is run through createUser (same validation and errors, the file
 name and entry index prepended to the message); an entry may give
 ``credentials`` (as ``usersInfo`` with ``showCredentials`` prints them)
-instead of ``pwd`` so that no clear-text password need be stored.
+instead of ``pwd`` so that no clear-text password need be stored. An entry
+starting with ``createRole`` runs through createRole instead (before the users
+that hold the role).
 """
 
 from __future__ import annotations
@@ -54,7 +58,7 @@ from mongosim.router.auth.names import (
     parse_role_names,
 )
 from mongosim.router.auth.privileges import Privilege as _Privilege
-from mongosim.router.auth.privileges import is_builtin_role, privileges_for_roles, resolve_roles
+from mongosim.router.auth.roles import ROLE_COMMANDS, RoleStore
 from mongosim.router.auth.saslprep import SASLprepError
 from mongosim.router.auth.scram import MECHANISMS, ScramCredential, make_credential
 from mongosim.shardsim.query.idl_errors import wrong_type
@@ -131,6 +135,9 @@ class UserStore:
         self._uuid = uuid_factory
         self.docs: dict[UserName, dict[str, Any]] = {}
         self.generation = 0  # bumped on every change (the server's user cache generation)
+        self.roles = RoleStore()
+        self.roles.on_drop.append(self._pull_roles)
+        self.roles.on_change.append(self._bump)
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -139,6 +146,10 @@ class UserStore:
 
     def has_users(self) -> bool:
         return bool(self.docs)
+
+    def has_privilege_documents(self) -> bool:
+        """Any user or role (the server's hasAnyPrivilegeDocuments, which ends the localhost exception)."""
+        return bool(self.docs) or bool(len(self.roles))
 
     def get(self, name: UserName) -> dict[str, Any] | None:
         return self.docs.get(name)
@@ -174,6 +185,8 @@ class UserStore:
 
     def run_command(self, db: str, cmd: Mapping[str, Any]) -> dict[str, Any]:
         name = next(iter(cmd))
+        if name in ROLE_COMMANDS:
+            return self.roles.run_command(db, cmd)
         handler = {
             "createUser": self.create_user,
             "updateUser": self.update_user,
@@ -190,10 +203,22 @@ class UserStore:
     # -- helpers -------------------------------------------------------------------------------
 
     def _roles_exist(self, roles: Iterable[RoleName]) -> None:
-        unknown = list(dict.fromkeys(r for r in roles if not is_builtin_role(r)))
-        if unknown:
-            label = "Could not find roles" if len(unknown) > 1 else "Could not find role"
-            raise auth_error("RoleNotFound", f"{label}: {', '.join(map(str, unknown))}")
+        self.roles.check_exist(roles)
+
+    def _pull_roles(self, doomed: Callable[[RoleName], bool]) -> None:
+        """A dropped role leaves every user holding it ($pull from admin.system.users)."""
+        changed = False
+        for doc in self.docs.values():
+            kept = [r for r in doc["roles"] if not doomed(RoleName(r["role"], r["db"]))]
+            if len(kept) != len(doc["roles"]):
+                doc["roles"] = kept
+                changed = True
+        if changed:
+            self._bump()
+
+    def effective_privileges(self, name: UserName) -> dict[Any, frozenset[str]]:
+        """What the user may do: its roles' privileges and every inherited role's, transitively."""
+        return self.roles.graph.privileges(self.roles_of(name))
 
     def _build_credentials(self, command: str, name: UserName, cmd: Mapping[str, Any]) -> dict[str, Any]:
         pwd = cmd["pwd"]
@@ -494,14 +519,18 @@ class UserStore:
             out["credentials"] = doc.get("credentials", {})
         if privileges:
             direct = [RoleName(r["role"], r["db"]) for r in doc["roles"]]
-            out["inheritedRoles"] = [r.to_doc() for r in resolve_roles(direct)]
-            granted = privileges_for_roles(direct)
+            resolved = self.roles.graph.resolve(direct)
+            # User::_indirectRoles is sorted (RoleName orders by db, then role)
+            out["inheritedRoles"] = [r.to_doc() for r in sorted(resolved.roles, key=lambda r: (r.db, r.role))]
+            granted = resolved.privileges
             out["inheritedPrivileges"] = [
                 _Privilege(res, granted[res]).to_doc() for res in sorted(granted, key=_resource_key)
             ]
         if restrictions:
             out["authenticationRestrictions"] = [doc.get("authenticationRestrictions", [])]
-            out["inheritedAuthenticationRestrictions"] = []
+            direct = [RoleName(r["role"], r["db"]) for r in doc["roles"]]
+            out["inheritedAuthenticationRestrictions"] = self.roles.inherited_restrictions(
+                self.roles.graph.resolve(direct).roles)
         return out
 
     # -- users file ----------------------------------------------------------------------------
@@ -513,19 +542,26 @@ class UserStore:
         created = []
         for i, entry in enumerate(entries):
             where = f"{source}[{i}]"
-            if not isinstance(entry, dict) or not entry or next(iter(entry)) != "createUser":
-                raise auth_error("BadValue", f"{where}: each entry must be a document starting with 'createUser'")
+            first = next(iter(entry)) if isinstance(entry, dict) and entry else None
+            if first not in ("createUser", "createRole"):
+                raise auth_error(
+                    "BadValue", f"{where}: each entry must be a document starting with 'createUser' or 'createRole'"
+                )
             entry = dict(entry)
             db = entry.pop("db", "admin")
             if not isinstance(db, str) or not db:
                 raise auth_error("BadValue", f"{where}: 'db' must be a non-empty string")
             try:
-                self.create_user(db, entry)
+                if first == "createRole":
+                    self.roles.run_command(db, entry)
+                else:
+                    self.create_user(db, entry)
             except MongoError as exc:
                 err = MongoError(exc.code, f"{where}: {exc.errmsg}")
                 err.code_name = exc.code_name
                 raise err from None
-            created.append(UserName(entry["createUser"], db))
+            if first == "createUser":
+                created.append(UserName(entry["createUser"], db))
         return created
 
     def load_users_file(self, path: str | os.PathLike[str]) -> list[UserName]:
@@ -547,7 +583,7 @@ def load_users_file(store: UserStore, path: str | os.PathLike[str]) -> list[User
 
 def _resource_key(res: Any) -> tuple[int, str, str]:
     order = {"any": 0, "cluster": 1, "any_normal": 2, "database": 3, "collection": 4, "namespace": 5}
-    return order[res.kind], res.db, res.coll
+    return order.get(res.kind, len(order)), res.db, res.coll
 
 
 def _matches(doc: Mapping[str, Any], flt: Mapping[str, Any]) -> bool:

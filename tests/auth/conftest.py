@@ -9,7 +9,7 @@ import pytest
 from pymongo.errors import OperationFailure
 
 from mongosim.oplog.errors import MongoError
-from mongosim.router.auth import USER_COMMANDS, AuthManager, UserStore
+from mongosim.router.auth import USER_MANAGEMENT_COMMANDS, AuthManager, UserStore
 
 # Low iteration counts keep the suite fast; the defaults (10000 / 15000) are checked in test_users.
 FAST = {"SCRAM-SHA-1": 4096, "SCRAM-SHA-256": 4096}
@@ -75,7 +75,7 @@ class FakeConnection:
                 reply = self.auth.handle_sasl_start(dbname, cmd, self.state)
             elif name == "saslContinue":
                 reply = self.auth.handle_sasl_continue(dbname, cmd, self.state)
-            elif name in USER_COMMANDS:
+            elif name in USER_MANAGEMENT_COMMANDS:
                 reply = self.auth.handle_user_command(dbname, cmd, self.state)
             elif name == "connectionStatus":
                 reply = self.auth.connection_status(dbname, cmd, self.state)
