@@ -585,12 +585,7 @@ class RoleStore:
     # -- privileges ----------------------------------------------------------------------------
 
     def grant_privileges_to_role(self, db: str, cmd: RoleCommand) -> dict[str, Any]:
-        assert cmd.name is not None and cmd.privileges is not None
-        role = RoleName(cmd.name, db)
-        if not cmd.privileges:
-            raise auth_error("BadValue", 'grantPrivilegesToRole command requires a non-empty "privileges" array')
-        self._not_builtin(role)
-        granting = _privilege_vector(cmd.privileges)
+        role, granting = self._privileges_named(db, cmd, "grantPrivilegesToRole")
         self._check_grant_privileges(role, granting)
         privileges = self._direct_privileges(role)
         for resource, actions in granting.items():
@@ -599,12 +594,7 @@ class RoleStore:
         return _ok()
 
     def revoke_privileges_from_role(self, db: str, cmd: RoleCommand) -> dict[str, Any]:
-        assert cmd.name is not None and cmd.privileges is not None
-        role = RoleName(cmd.name, db)
-        if not cmd.privileges:
-            raise auth_error("BadValue", 'revokePrivilegesFromRole command requires a non-empty "privileges" array')
-        self._not_builtin(role)
-        revoking = _privilege_vector(cmd.privileges)
+        role, revoking = self._privileges_named(db, cmd, "revokePrivilegesFromRole")
         privileges = self._direct_privileges(role)
         for resource, actions in revoking.items():
             held = privileges.get(resource)
@@ -619,6 +609,16 @@ class RoleStore:
                 del privileges[resource]
         self._update(role, {"privileges": _privilege_docs(privileges)})
         return _ok()
+
+    def _privileges_named(self, db: str, cmd: RoleCommand, command: str) -> tuple[RoleName, dict]:
+        """The role a grant/revokePrivileges command names (not a built-in one) and its privileges
+        as a vector; BadValue for an empty list."""
+        assert cmd.name is not None and cmd.privileges is not None
+        role = RoleName(cmd.name, db)
+        if not cmd.privileges:
+            raise auth_error("BadValue", f'{command} command requires a non-empty "privileges" array')
+        self._not_builtin(role)
+        return role, _privilege_vector(cmd.privileges)
 
     # -- roles ---------------------------------------------------------------------------------
 

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
 from bson.int64 import Int64
 
 from mongosim.oplog.errors import MongoError
-from mongosim.router.auth import AuthManager, UserStore, required_privileges
+from mongosim.router.auth import AuthManager, required_privileges
 from mongosim.router.auth.commands import Refusal
 from mongosim.router.auth.names import RoleName
 from mongosim.router.auth.privileges import (
@@ -24,22 +22,15 @@ from mongosim.router.auth.privileges import (
 )
 from mongosim.router.auth.roles import ParsedPrivilege, _parse_resource, resolve_privilege
 from mongosim.router.auth.scram import make_credential
+from tests.auth.helpers import empty_store, error
 
-FAST = {"SCRAM-SHA-1": 4096, "SCRAM-SHA-256": 4096}
 CRED = {"SCRAM-SHA-256": make_credential("SCRAM-SHA-256", "u", "pw", iterations=4096).to_doc()}
 FIND_ORDERS = {"resource": {"db": "shop", "collection": "orders"}, "actions": ["find"]}
 
 
 @pytest.fixture
 def store():
-    ids = iter(uuid.UUID(int=i) for i in range(1, 1000))
-    return UserStore(iterations=FAST, uuid_factory=lambda: next(ids))
-
-
-def error(call) -> tuple[int, str, str]:
-    with pytest.raises(MongoError) as info:
-        call()
-    return info.value.code, info.value.code_name, info.value.errmsg
+    return empty_store()
 
 
 def user(store, name, db, roles):

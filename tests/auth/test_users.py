@@ -9,23 +9,15 @@ import pytest
 from bson.binary import Binary
 
 from mongosim.oplog.errors import MongoError
-from mongosim.router.auth import UserStore
 from mongosim.router.auth.privileges import action_list
 from mongosim.router.auth.scram import ScramCredential, make_credential
+from tests.auth.helpers import empty_store, error
 
-FAST = {"SCRAM-SHA-1": 4096, "SCRAM-SHA-256": 4096}
 
 
 @pytest.fixture
 def store():
-    ids = iter(uuid.UUID(int=i) for i in range(1, 1000))
-    return UserStore(iterations=FAST, uuid_factory=lambda: next(ids))
-
-
-def error(call) -> tuple[int, str, str]:
-    with pytest.raises(MongoError) as info:
-        call()
-    return info.value.code, info.value.code_name, info.value.errmsg
+    return empty_store()
 
 
 def test_create_user_document_shape(store):
