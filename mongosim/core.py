@@ -226,6 +226,13 @@ class ClusterCore:
                 router.auth = self.frontend.auth  # users live on the config server: every router knows them
             for member_frontend in self.member_frontends.values():  # every mongod asks for credentials too
                 member_frontend.auth = self.frontend.auth
+        else:  # the users and roles a set's primary writes are every member's (admin.system.users replicates)
+            for router in self.routers[1:]:
+                router.auth = self.routers[0].auth
+            for rs in self.replica_sets.values():
+                doors = [self.member_frontends[m.host] for m in rs.members if m.host in self.member_frontends]
+                for door in doors[1:]:
+                    door.auth = doors[0].auth
         if self.store is not None:
             from mongosim.durability import finish_restore
 

@@ -80,6 +80,12 @@ def _is_not_primary_error(reply: dict) -> bool:
             or (isinstance(wce, dict) and in_category(wce.get("code"), "NotPrimaryError")))
 
 
+# the user and role management commands: usersInfo and rolesInfo read (kOptIn on a secondary), the
+# others write (kNever)
+_AUTH_READS = frozenset({"usersInfo", "rolesInfo"})
+_AUTH_WRITES = authn.USER_MANAGEMENT_COMMANDS - _AUTH_READS
+
+
 def _secondary_ok(cmd: dict) -> bool:
     rp = cmd.get("$readPreference")
     return isinstance(rp, dict) and rp.get("mode", "primary") != "primary"
@@ -211,7 +217,11 @@ class ReplSetFrontend:
                 if handshake.is_streaming_hello(name, cmd):
                     await self.await_hello(cmd, conn)
                 return self.hello(req)
-            if name in ADMIN_COMMANDS or authn.is_user_command(name):
+            if authn.is_user_command(name):  # (admin.system.users/roles: written on the primary only)
+                service_entry_point.check_role(self.member, name, _secondary_ok(cmd), writes=_AUTH_WRITES,
+                                               reads=_AUTH_READS)
+                return await ROUTER_COMMANDS[name](self, req)
+            if name in ADMIN_COMMANDS:
                 return await ROUTER_COMMANDS[name](self, req)
             if name == "getMore":
                 fail_get_more_after_checkout(self.failpoints, self.node.cursors, db, cmd, app_name_of(conn.client))

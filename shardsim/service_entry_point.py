@@ -53,13 +53,15 @@ WRITE_COMMANDS = write_concern.WRITE_CONCERN_COMMANDS
 METADATA_COMMANDS = frozenset({"_shardsvrSetShardKey", "_shardsvrReshardCommit"})
 
 
-def check_role(m: "Member", name: str, secondary_ok: bool) -> bool:
-    """Raise if `m` may not run `name` now; whether it is a write."""
-    if name in WRITE_COMMANDS:
+def check_role(m: "Member", name: str, secondary_ok: bool, *, writes: frozenset = WRITE_COMMANDS,
+               reads: frozenset = READ_COMMANDS) -> bool:
+    """Raise if `m` may not run `name` now; whether it is a write (`writes`, `reads`: the commands
+    that are, and those a secondary may answer with secondaryOk)."""
+    if name in writes:
         if m.state != PRIMARY:
             raise MongoError("NotWritablePrimary", "not primary")
         return True
-    if name in READ_COMMANDS and m.state != PRIMARY:
+    if name in reads and m.state != PRIMARY:
         if not secondary_ok:
             raise MongoError("NotPrimaryNoSecondaryOk", "not primary and secondaryOk=false")
         if m.state != SECONDARY:
