@@ -149,7 +149,8 @@ class Node:
         getMores parked in awaitData wake up to promise the new time."""
         if key > self.clock.key:
             self.clock.advance(key)
-            self.progress.unpark_all()
+            if self.progress:  # anyone parked (ParkingLot.__len__): the common case is no one
+                self.progress.unpark_all()
 
     async def wait_for_progress(self, pos: int, promised_key: int) -> None:
         """Park until the (majority-visible) oplog grows past `pos`, or (instant-HWM) the clock

@@ -336,7 +336,8 @@ class ReplicaSet:
         """A member applied entries (or the primary wrote some): move the commit point."""
         p = self.primary
         if p is None or not self.multi:
-            self.changed.unpark_all()
+            if self.changed:  # (ParkingLot.__len__: anyone parked; most writes find no one)
+                self.changed.unpark_all()
             if p is None:
                 self.wake.unpark_all()  # a member caught up: it may now win an election
             return
@@ -368,7 +369,8 @@ class ReplicaSet:
                 if self.commit_key > m.known_commit_key:
                     m.known_commit_key = self.commit_key
             self.expose(m)
-        self.changed.unpark_all()
+        if self.changed:
+            self.changed.unpark_all()
 
     def expose(self, m: Member) -> None:
         """Move `m`'s majority visibility (its oplog's committed_end and committed snapshot)."""
@@ -379,7 +381,8 @@ class ReplicaSet:
         pos = oplog.position_after(visible)
         if oplog.committed_end is None or pos != oplog.committed_end:
             oplog.set_committed_end(pos)
-            m.node.progress.unpark_all()
+            if m.node.progress:
+                m.node.progress.unpark_all()
         m.committed.advance(visible)
 
     # -- metadata outside the oplog -------------------------------------------------------
