@@ -31,7 +31,8 @@ def conn_auth(frontend: Any, conn: Any) -> Any:
     """The connection's authentication state (created on first use)."""
     st = conn.auth
     if st is None:
-        st = conn.auth = frontend.auth.new_connection(is_localhost=conn.is_localhost, remote=conn.peer)
+        st = conn.auth = frontend.auth.new_connection(is_localhost=conn.is_localhost, remote=conn.peer,
+                                                      local=getattr(conn, "local", None))
     return st
 
 

@@ -44,6 +44,7 @@ class ConnState:
     id: int
     peer: str
     is_localhost: bool = True
+    local: str | None = None  # the server's "host:port" the client connected to (None: in process)
     client: dict | None = None
     auth: Any = None  # per-connection authentication state
     closing: bool = False
@@ -63,17 +64,19 @@ class Service(Protocol):
     def decorate(self, reply: dict, db: str, cmd: dict, conn: ConnState) -> dict: ...
 
 
-def _peer_of(stream: trio.abc.Stream) -> tuple[str, bool]:
+def _peer_of(stream: trio.abc.Stream) -> tuple[str, bool, str | None]:
+    """The client's "host:port", whether it is the local host, and the server's "host:port"."""
     while getattr(stream, "socket", None) is None and getattr(stream, "transport_stream", None) is not None:
         stream = stream.transport_stream  # a TLS stream: the peer is that of the TCP stream below it
     sock = getattr(stream, "socket", None)
     if sock is None:
-        return "memory", True
+        return "memory", True, None
     try:
         host, port = sock.getpeername()[:2]
-    except OSError:
-        return "unknown", False
-    return f"{host}:{port}", host in ("127.0.0.1", "::1", "localhost")
+        local_host, local_port = sock.getsockname()[:2]
+    except (OSError, ValueError):
+        return "unknown", False, None
+    return f"{host}:{port}", host in ("127.0.0.1", "::1", "localhost"), f"{local_host}:{local_port}"
 
 
 def error_reply(err: MongoError, service: Service, db: str, cmd: dict, conn: ConnState) -> dict:
@@ -151,8 +154,8 @@ class DirectSocket:
 
 async def serve_connection(stream: trio.abc.Stream, service: Service) -> None:
     """Serve one client connection until it closes."""
-    peer, local = _peer_of(stream)
-    conn = ConnState(next(_conn_ids), peer, local)
+    peer, is_localhost, local = _peer_of(stream)
+    conn = ConnState(next(_conn_ids), peer, is_localhost, local=local)
     codec = wire.WireConnection()
     io = DirectSocket(stream) if type(stream) is trio.SocketStream and sys.platform != "win32" else stream
     try:

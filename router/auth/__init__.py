@@ -76,6 +76,7 @@ from mongosim.router.auth.privileges import (
     check,
     is_authorized,
 )
+from mongosim.router.auth.restrictions import restrictions_met
 from mongosim.router.auth.sasl import sasl_continue, sasl_start, sasl_supported_mechs, speculative_authenticate
 from mongosim.router.auth.scram import MECHANISMS
 from mongosim.router.auth.roles import ROLE_COMMANDS, RoleStore
@@ -142,8 +143,9 @@ class AuthManager:
 
     # -- connections and users -----------------------------------------------------------------
 
-    def new_connection(self, *, is_localhost: bool = False, remote: str | None = None) -> ConnState:
-        return ConnState(is_localhost=is_localhost, remote=remote)
+    def new_connection(self, *, is_localhost: bool = False, remote: str | None = None,
+                       local: str | None = None) -> ConnState:
+        return ConnState(is_localhost=is_localhost, remote=remote, local=local)
 
     def load_users_file(self, path: str | os.PathLike[str]) -> list[UserName]:
         """Preload users from a ``--users`` JSON file (format in `router.auth.users`)."""
@@ -153,8 +155,11 @@ class AuthManager:
         return self.store.load_users(entries)
 
     def authenticated_user(self, conn: ConnState) -> UserName | None:
-        """The connection's user; a user dropped since is logged out (as the server's user cache refresh does)."""
-        if conn.user is not None and self.store.get(conn.user) is None:
+        """The connection's user; a user dropped since, or whose authentication restrictions the
+        connection no longer meets, is logged out (as the server's user cache refresh does)."""
+        user = conn.user
+        if user is not None and (self.store.get(user) is None
+                                 or not restrictions_met(self.store.restrictions_of(user), conn.remote, conn.local)):
             conn.user = None
         return conn.user
 

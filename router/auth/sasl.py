@@ -37,6 +37,7 @@ from bson.binary import Binary
 
 from mongosim.oplog.errors import MongoError
 from mongosim.router.auth.names import UserName, auth_error, check_fields, missing_field, parse_user_name
+from mongosim.router.auth.restrictions import restrictions_met
 from mongosim.router.auth.scram import MECHANISMS, ScramError, ScramServerConversation
 from mongosim.router.auth.state import ConnState, SaslSession
 from mongosim.router.auth.users import UserStore
@@ -89,6 +90,8 @@ def _authorize_user(store: UserStore, conn: ConnState, name: UserName) -> None:
         )
     if store.get(name) is None:
         raise auth_error("UserNotFound", f'Could not find user "{name.user}" for db "{name.db}"')
+    if not restrictions_met(store.restrictions_of(name), conn.remote, conn.local):
+        raise _authentication_failed()  # (AuthenticationRestrictionUnmet, logged only: router.auth.restrictions)
     conn.user = name
 
 

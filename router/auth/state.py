@@ -34,7 +34,8 @@ class SaslSession:
 @dataclass
 class ConnState:
     is_localhost: bool = False
-    remote: str | None = None
+    remote: str | None = None  # the client's "host:port"
+    local: str | None = None  # the server's "host:port" it connected to
     user: UserName | None = None
     sasl: SaslSession | None = None
     localhost_bypass: bool = True

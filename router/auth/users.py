@@ -177,6 +177,16 @@ class UserStore:
             return []
         return [RoleName(r["role"], r["db"]) for r in doc.get("roles", [])]
 
+    def restrictions_of(self, name: UserName) -> list[Any]:
+        """The authenticationRestrictions arrays `name` must meet: its own, then those of every
+        user-defined role it holds or inherits (router.auth.restrictions)."""
+        doc = self.docs.get(name)
+        if doc is None:
+            return []
+        own = doc.get("authenticationRestrictions")
+        resolved = self.roles.graph.resolve(self.roles_of(name)).roles
+        return [*([own] if own else []), *self.roles.inherited_restrictions(resolved)]
+
     def system_users(self) -> list[dict[str, Any]]:
         """The ``admin.system.users`` documents, ordered by ``_id``."""
         return [self.docs[k] for k in sorted(self.docs, key=lambda n: n.unambiguous)]
