@@ -99,7 +99,10 @@ def test_merged_stream_survives_failovers(schedule):
                         assert False, f"a retryable write failed: {err}"
                 elif kind == "stepdown" and rs.primary is not None:
                     try:
-                        await core.faults.step_down(name, catch_up=2)
+                        # (a stepped-down member may not stand for stepDownSecs: 5 s, not the default 60,
+                        # so that two step-downs and a kill leave an electable member within the 20 s
+                        # the router waits for a primary, as they would on a real cluster)
+                        await core.faults.step_down(name, 5, catch_up=2)
                     except Exception:
                         pass  # (no caught-up secondary: a member is down)
                 elif kind == "kill" and rs.primary is not None and sum(m.alive for m in rs.members) == 3:
