@@ -21,7 +21,7 @@ import trio
 from bson import ObjectId, Timestamp
 from mongosim.oplog.clock import key_ts, ts_key
 from mongosim.oplog.errors import MongoError
-from mongosim.router import authn, handshake, shard_versioning
+from mongosim.router import authn, collection_uuid_mismatch, handshake, shard_versioning
 from mongosim.router.catalog_cache import CatalogCache
 from mongosim.router.commands import ROUTER_COMMANDS
 from mongosim.router.error_labels import COMMIT_OR_ABORT, change_stream_labels
@@ -62,6 +62,7 @@ from mongosim.shardsim.node import Node
 # "Database does not exist" at mongos (cluster_find_cmd, cluster_aggregate, cluster_count_cmd, ...:
 # CollectionUUIDMismatchInfo with no actual collection); collMod checks it itself (commands_ddl.py)
 _NO_DATABASE_NO_UUID = frozenset({"find", "count", "distinct", "aggregate", "listIndexes", "dropIndexes", "drop"})
+_WRITE_COMMANDS = frozenset({"insert", "update", "delete"})  # (their write errors: collection_uuid_mismatch)
 
 
 class ClusterClock:
@@ -249,8 +250,14 @@ class Router:
             if name == "getMore":
                 fail_get_more_after_checkout(self.failpoints, self.cursors, db, cmd, app_name_of(conn.client))
             reply = await self._run_handler(handler, req)
+            if name in _WRITE_COMMANDS and reply.get("writeErrors"):
+                await collection_uuid_mismatch.complete_write_errors(self, reply)
         except MongoError as err:
             injected = err.extra.get("_failCommand", False)  # (failCommand fires before the transaction is touched)
+            if err.code == collection_uuid_mismatch.CODE:
+                completed = await collection_uuid_mismatch.complete_error(self, err)
+                if completed is not err:
+                    raise completed from None
             self._label(err, req)
             if "autocommit" in cmd and name not in COMMIT_OR_ABORT and not injected:
                 await self.txns.implicitly_abort(req)
