@@ -5,12 +5,14 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from mongosim.oplog import bsonutil
 from mongosim.shardsim.persistence import PersistenceError, Store
 
 if TYPE_CHECKING:
     from mongosim.core import ClusterCore, ClusterOptions
 
 log = logging.getLogger("mongosim.durability")
+USERS_FILE = "users.bin"
 
 
 def open_store(opts: "ClusterOptions") -> tuple[Store, list[str] | None]:
@@ -44,7 +46,21 @@ def finish_restore(core: "ClusterCore") -> None:
         for node in core.nodes.values():
             router.clock.advance(node.clock.key)
         router.refresh_catalog()
+    keep_users(core)
     core.nursery.start_soon(store.run, name="data-dir-flusher")
+
+
+def keep_users(core: "ClusterCore") -> None:
+    """The users and roles: those saved in the data directory come back (over a `--users` entry of
+    the same name), and every change is saved before the command that made it is answered."""
+    auth = getattr(core.frontend, "auth", None)
+    if auth is None:
+        return
+    users, store = auth.store, core.store
+    saved = store.read_record_file(USERS_FILE)
+    if saved is not None:
+        users.restore(bsonutil.decode(saved))
+    users.on_change.append(lambda: store.write_record_file(USERS_FILE, bsonutil.encode(users.export())))
 
 
 def status(core: "ClusterCore") -> dict[str, Any]:

@@ -11,6 +11,8 @@ Files in DIR:
 - `journal.<N>.bin`: every oplog entry (and pre-image) appended since the
   snapshot, in append order.
 - `mongosim.lock`: an exclusive lock (flock), so two servers never share DIR.
+- `users.bin`: the users and roles createUser / createRole made (one record, written
+  whole, as the snapshot is, at every change: mongosim/durability.py).
 
 Records (in both files) are `uint32 length, uint32 CRC-32C, payload`.  On
 start the snapshot is loaded and the journals replayed: each oplog entry is
@@ -32,8 +34,7 @@ flushed by a background task every `flush_interval` seconds.
 
 Not persisted: cursors (clients resume: CursorNotFound is resumable), open
 transactions (aborted by a restart), the retryable-write session table,
-failpoints and fault injection, users and roles created with createUser /
-createRole (--users re-creates them at start).
+failpoints and fault injection.
 """
 
 from __future__ import annotations
@@ -563,6 +564,30 @@ class Store:
                 if not self._flushing:
                     self.write_snapshot()
                 last_snapshot = trio.current_time()
+
+    # -- small files written whole ------------------------------------------------------------
+    def write_record_file(self, name: str, payload: bytes) -> None:
+        """Replace the file `name` with one framed record, atomically (the snapshot's way: a
+        temporary file, fsync'ed, renamed over the old one, the directory fsync'ed)."""
+        path, tmp = self.dir / name, self.dir / (name + ".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            os.write(fd, frame(payload))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+        _fsync_dir(self.dir)
+
+    def read_record_file(self, name: str) -> bytes | None:
+        """The record `write_record_file` wrote (None: no file); PersistenceError if it is torn."""
+        path = self.dir / name
+        if not path.exists():
+            return None
+        records, _end = read_frames(path.read_bytes())
+        if len(records) != 1:
+            raise PersistenceError(f"{path}: unreadable (a torn or corrupt record)")
+        return bytes(records[0])
 
     def close(self) -> None:
         """Clean shutdown: a final snapshot, then release the directory."""

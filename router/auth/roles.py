@@ -445,6 +445,10 @@ class RoleStore:
         self.docs[role] = doc
         self.graph.put(role, _privileges_of(doc), (RoleName(r["role"], r["db"]) for r in doc["roles"]))
 
+    def restore(self, doc: dict[str, Any]) -> None:
+        """A saved ``admin.system.roles`` document taken back (UserStore.restore)."""
+        self._save(RoleName(doc["role"], doc["db"]), doc)
+
     def _changed(self) -> None:
         for listener in self.on_change:
             listener()

@@ -135,6 +135,7 @@ class UserStore:
         self._uuid = uuid_factory
         self.docs: dict[UserName, dict[str, Any]] = {}
         self.generation = 0  # bumped on every change (the server's user cache generation)
+        self.on_change: list[Callable[[], None]] = []  # run after every change of a user or role
         self.roles = RoleStore()
         self.roles.on_drop.append(self._pull_roles)
         self.roles.on_change.append(self._bump)
@@ -261,6 +262,22 @@ class UserStore:
 
     def _bump(self) -> None:
         self.generation += 1
+        for listener in self.on_change:
+            listener()
+
+    # -- saving and restoring (--data-dir: mongosim/durability.py) --------------------------------
+
+    def export(self) -> dict[str, Any]:
+        """The ``admin.system.users`` and ``admin.system.roles`` documents."""
+        return {"users": list(self.docs.values()), "roles": self.roles.system_roles()}
+
+    def restore(self, saved: Mapping[str, Any]) -> None:
+        """Take back what `export` gave: each saved user and role replaces one of its name."""
+        for doc in saved.get("roles", []):
+            self.roles.restore(doc)
+        for doc in saved.get("users", []):
+            self.docs[UserName(doc["user"], doc["db"])] = doc
+        self._bump()
 
     # -- createUser ----------------------------------------------------------------------------
 
