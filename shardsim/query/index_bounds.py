@@ -402,7 +402,13 @@ def predicate_bounds(op: str, value, *, hashed=None) -> tuple[list[Interval], bo
         if inner is None or (op == "$nin" and any(isinstance(v, (Regex, re.Pattern, list)) for v in value)) \
                 or (op == "$ne" and isinstance(value, (list, Regex, re.Pattern))):
             return None
-        return complement(inner[0]), False
+        out = complement(inner[0])
+        if value is None or (op == "$nin" and any(v is None for v in value)):
+            # an empty array is indexed as undefined, which an equality to null bounds (it is where a
+            # missing field's twin might be) but does not match: its documents do match the negation,
+            # so their key goes back in (the fetch filters the rest)
+            out = union([*out, point(UNDEFINED)])
+        return out, False
     if op == "$all":
         if isinstance(value, list) and value and not (isinstance(value[0], dict) and "$elemMatch" in value[0]):
             first = _eq_bounds(value[0]) if not isinstance(value[0], (Regex, re.Pattern)) else None

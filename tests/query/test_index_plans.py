@@ -15,7 +15,7 @@ from collections import Counter
 
 import pytest
 from bson import Int64
-from hypothesis import assume, given
+from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
 from mongosim.oplog import bsonutil
@@ -200,6 +200,11 @@ def write_scripts(draw):
 
 @QUERY_SETTINGS
 @given(specs=index_specs(), script=write_scripts(), q=queries(), snap_at=st.integers(0, 15))
+# found by the nightly profile: an empty array (indexed as undefined) matches {$ne: null}
+@example(specs=[{"v": 2, "key": {"a": 1}, "name": "a_1_0"}], script=[("insert", 0, {}), ("replace", 0, {"a": []})],
+         q=({"a": {"$ne": None}}, None, 0, None), snap_at=0)
+@example(specs=[{"v": 2, "key": {"a": 1}, "name": "a_1_0"}], script=[("insert", 0, {"a": []})],
+         q=({"a": {"$nin": [None, 5]}}, None, 0, None), snap_at=0)
 def test_indexes_follow_every_write(specs, script, q, snap_at):
     coll = _collection([], specs)
     assume(coll is not None)
