@@ -143,7 +143,7 @@ def covered_paths(base: IndexAccessMethod, leaves: list[Leaf], hinted: bool) -> 
         p = lf.path
         if p in out or p in base.regular_paths or not base.wildcard.covers(p):
             continue
-        if hinted or supports(lf):
+        if hinted or (supports(lf) and not (B.is_null_negation(lf) and multikey_components(base, p))):
             out.append(p)
     return out
 

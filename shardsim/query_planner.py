@@ -168,20 +168,9 @@ def _bounds_of(ix: IndexAccessMethod, i: int, lf: Leaf, collator=None):
     if not _collation_allows(ix, lf, collator):
         return None
     hashed = ix._hash64 if ix.hashed_pos == i else None
-    if null_negation_through_arrays(lf) and any(p != lf.path for p in _multikey_prefixes(ix, i)):
-        return B.ALL(), False  # (an array on the path: a null key may be a document the negation matches)
+    if B.is_null_negation(lf) and ix.multikey_paths[i] and lf.op != "$elemMatch":
+        return None  # (notEqualsNullCanUseIndex: see index_bounds.is_null_negation)
     return B.predicate_bounds(lf.op, lf.value, hashed=hashed)
-
-
-def null_negation_through_arrays(lf: Leaf) -> bool:
-    """`{$ne: null}` (or `$nin` with null) on a dotted path: a document whose path runs into an empty
-    array matches it (nothing is iterated, so nothing equals null), yet its index key is null, or
-    (sparse, wildcard) it has none.  Such a leaf cannot exclude a null key from an index whose path
-    holds arrays, nor make a sparse index safe."""
-    if "." not in lf.path:
-        return False
-    return (lf.op == "$ne" and lf.value is None) or (
-        lf.op == "$nin" and isinstance(lf.value, list) and any(v is None for v in lf.value))
 
 
 def _multikey_prefixes(ix: IndexAccessMethod, i: int) -> set[str]:
@@ -243,8 +232,6 @@ def _can_match_missing(ix: IndexAccessMethod, cq: CanonicalQuery) -> bool:
 def _excludes_missing(lf: Leaf) -> bool:
     if lf.op == "$exists":
         return lf.value not in (False, 0, None)
-    if null_negation_through_arrays(lf):
-        return False
     b = B.predicate_bounds(lf.op, lf.value)
     return b is not None and not B.contains_null(b[0])
 
@@ -266,7 +253,9 @@ def _implies(cq: CanonicalQuery, partial: dict) -> bool:
             if p.op == "$exists":
                 if p.value in (False, 0, None):
                     break
-                if _excludes_missing(q):
+                # (a null negation on a dotted path does not: {b: []} matches {"b.a": {$ne: null}}, not
+                # {"b.a": {$exists: true}}, and a partial index without it never learns "b" holds arrays)
+                if _excludes_missing(q) and not (B.is_null_negation(q) and "." in q.path):
                     ok = True
                     break
                 continue

@@ -50,7 +50,7 @@ from mongosim.shardsim.query.values import (
 )
 
 __all__ = ["Interval", "point", "ALL", "union", "intersect", "complement", "predicate_bounds",
-           "oil_strings", "contains_null", "oil_within", "is_point_oil"]
+           "oil_strings", "contains_null", "oil_within", "is_point_oil", "is_null_negation"]
 
 MIN_KEY, MAX_KEY = MinKey(), MaxKey()
 INF, NINF, NAN = float("inf"), float("-inf"), float("nan")
@@ -231,6 +231,23 @@ def _null_bounds() -> list[Interval]:
     return [point(UNDEFINED), point(None)]
 
 
+def is_null_negation(lf) -> bool:
+    """`{$ne: null}`, or `$nin` with null (a predicate leaf: `op`, `value`): no index multikey on the
+    field's path may bound it (planner_ixselect.cpp notEqualsNullCanUseIndex).  Through arrays a
+    document matching it may have the key undefined (`{a: []}`: an empty array) or null (`{a: [null]}`
+    for "a.b", or a path running into an empty array), which the bounds [MinKey, undefined),
+    (null, MaxKey] leave out; a sparse or wildcard index may have no key for it at all.  (Under
+    `$elemMatch` the server has exceptions; the leaves mongosim bounds there are the $elemMatch's own.)"""
+    op, value = lf.op, lf.value
+    return (op == "$ne" and value is None) or (op == "$nin" and isinstance(value, list) and None in value)
+
+
+def _between_undefined_and_null(iv: Interval) -> bool:
+    """The open interval (undefined, null): no BSON value lies there (the complement of a null
+    equality's [undefined, undefined], [null, null] leaves it, the server's bounds do not show it)."""
+    return iv.start is UNDEFINED and iv.end is None and not iv.start_incl and not iv.end_incl
+
+
 def _eq_bounds(v) -> tuple[list[Interval], bool] | None:
     if v is None:
         return _null_bounds(), False
@@ -402,13 +419,9 @@ def predicate_bounds(op: str, value, *, hashed=None) -> tuple[list[Interval], bo
         if inner is None or (op == "$nin" and any(isinstance(v, (Regex, re.Pattern, list)) for v in value)) \
                 or (op == "$ne" and isinstance(value, (list, Regex, re.Pattern))):
             return None
-        out = complement(inner[0])
-        if value is None or (op == "$nin" and any(v is None for v in value)):
-            # an empty array is indexed as undefined, which an equality to null bounds (it is where a
-            # missing field's twin might be) but does not match: its documents do match the negation,
-            # so their key goes back in (the fetch filters the rest)
-            out = union([*out, point(UNDEFINED)])
-        return out, False
+        # (the planner keeps a null negation off an index multikey on its path: query_planner
+        # not_equals_null_can_use_index)
+        return [iv for iv in complement(inner[0]) if not _between_undefined_and_null(iv)], False
     if op == "$all":
         if isinstance(value, list) and value and not (isinstance(value[0], dict) and "$elemMatch" in value[0]):
             first = _eq_bounds(value[0]) if not isinstance(value[0], (Regex, re.Pattern)) else None

@@ -127,6 +127,21 @@ def test_multikey_index(coll):
     assert stats["nReturned"] == 10 and stats["totalKeysExamined"] == 20  # each document twice, once returned
 
 
+def test_not_equal_to_null(coll):
+    """{$ne: null} on an index without arrays on the path: [MinKey, undefined), (null, MaxKey]; on a
+    multikey one, no index (planner_ixselect.cpp notEqualsNullCanUseIndex: an empty array's key is
+    undefined, and a document with one matches)."""
+    coll.create_index([("b", 1)])
+    p = plan_of(coll.find({"b": {"$ne": None}}).explain())
+    assert ixscan(p)["indexBounds"] == {"b": ["[MinKey, undefined)", "(null, MaxKey]"]}
+    coll.create_index([("tags", 1)])
+    coll.insert_one({"_id": 200, "tags": []})
+    p = plan_of(coll.find({"tags": {"$ne": None}}, {"_id": 1}).explain())
+    assert "IXSCAN" not in stages(p)
+    assert 200 in [d["_id"] for d in coll.find({"tags": {"$ne": None}})]
+    assert 200 in [d["_id"] for d in coll.find({"tags": {"$nin": [None, 7]}})]
+
+
 def test_unique_index_duplicate_key_errors(coll):
     coll.delete_many({"b": {"$exists": False}})
     coll.create_index("b", unique=True)
