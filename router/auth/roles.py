@@ -615,34 +615,30 @@ class RoleStore:
         return _ok()
 
     def _privileges_named(self, db: str, cmd: RoleCommand, command: str) -> tuple[RoleName, dict]:
-        """The role a grant/revokePrivileges command names (not a built-in one) and its privileges
-        as a vector; BadValue for an empty list."""
-        assert cmd.name is not None and cmd.privileges is not None
-        role = RoleName(cmd.name, db)
-        if not cmd.privileges:
-            raise auth_error("BadValue", f'{command} command requires a non-empty "privileges" array')
-        self._not_builtin(role)
+        """The role a grant/revokePrivileges command names and its privileges as a vector."""
+        role = self._role_named(db, cmd, command, cmd.privileges, "privileges")
         return role, _privilege_vector(cmd.privileges)
+
+    def _role_named(self, db: str, cmd: RoleCommand, command: str, items: Any, field: str) -> RoleName:
+        """The role a grant/revoke command names (not a built-in one); BadValue for an empty list."""
+        assert cmd.name is not None and items is not None
+        role = RoleName(cmd.name, db)
+        if not items:
+            raise auth_error("BadValue", f'{command} command requires a non-empty "{field}" array')
+        self._not_builtin(role)
+        return role
 
     # -- roles ---------------------------------------------------------------------------------
 
     def grant_roles_to_role(self, db: str, cmd: RoleCommand) -> dict[str, Any]:
-        assert cmd.name is not None and cmd.roles is not None
-        role = RoleName(cmd.name, db)
-        if not cmd.roles:
-            raise auth_error("BadValue", 'grantRolesToRole command requires a non-empty "roles" array')
-        self._not_builtin(role)
+        role = self._role_named(db, cmd, "grantRolesToRole", cmd.roles, "roles")
         self._check_grant_roles(role, cmd.roles)
         roles = list(dict.fromkeys([*self._direct_roles(role), *cmd.roles]))
         self._update(role, {"roles": [r.to_doc() for r in roles]})
         return _ok()
 
     def revoke_roles_from_role(self, db: str, cmd: RoleCommand) -> dict[str, Any]:
-        assert cmd.name is not None and cmd.roles is not None
-        role = RoleName(cmd.name, db)
-        if not cmd.roles:
-            raise auth_error("BadValue", 'revokeRolesFromRole command requires a non-empty "roles" array')
-        self._not_builtin(role)
+        role = self._role_named(db, cmd, "revokeRolesFromRole", cmd.roles, "roles")
         gone = set(cmd.roles)
         roles = [r for r in self._direct_roles(role) if r not in gone]
         self._update(role, {"roles": [r.to_doc() for r in roles]})

@@ -25,6 +25,18 @@ async def _setup(c: AsyncClient) -> None:
     await c.insert("db2", "u", [{"_id": i} for i in range(5)])
 
 
+async def _first_event(c: AsyncClient, docs: list[dict]) -> dict:
+    """The event of the first of `docs`, inserted into db.c under a stream opened just before."""
+    cs = c.watch("db", "c", max_await_time_ms=100)
+    await cs.open()
+    await c.insert("db", "c", docs)
+    first = None
+    while first is None:
+        first = await cs.try_next()
+    await cs.close()
+    return first
+
+
 async def _until_completed(c: AsyncClient, shard: str) -> list[dict]:
     replies = []
     while True:
@@ -175,14 +187,7 @@ async def test_resuming_from_before_the_removal_reads_only_the_current_shards(au
     async with open_cluster(shards=3, routers=2, listen=False, epoch=EPOCH, instant_hwm=True) as core:
         c = AsyncClient(core.router)
         await _setup(c)
-        cs = c.watch("db", "c", max_await_time_ms=100)
-        await cs.open()
-        await c.insert("db", "c", [{"_id": 500, "k": 5}])  # on shard00
-        first = None
-        while first is None:
-            first = await cs.try_next()
-        token = first["_id"]
-        await cs.close()
+        token = (await _first_event(c, [{"_id": 500, "k": 5}]))["_id"]  # on shard00
         await c.insert("db", "c", [{"_id": 501, "k": 250}, {"_id": 502, "k": 350}])  # on shard02
         await c.insert("db", "c", [{"_id": 504, "k": 150}])  # on shard01
         await _until_completed(c, "shard02")
@@ -205,13 +210,7 @@ async def test_resuming_from_an_event_of_the_removed_shard_is_fatal(autojump_clo
     async with open_cluster(shards=3, routers=2, listen=False, epoch=EPOCH, instant_hwm=True) as core:
         c = AsyncClient(core.router)
         await _setup(c)
-        cs = c.watch("db", "c", max_await_time_ms=100)
-        await cs.open()
-        await c.insert("db", "c", [{"_id": 501, "k": 250}])  # on shard02
-        first = None
-        while first is None:
-            first = await cs.try_next()
-        await cs.close()
+        first = await _first_event(c, [{"_id": 501, "k": 250}])  # on shard02
         await _until_completed(c, "shard02")
         await c.insert("db", "c", [{"_id": 503, "k": 250}])  # now elsewhere
         reply = await c.command("db", {"aggregate": "c", "pipeline": [{"$changeStream": {"resumeAfter": first["_id"]}}],
