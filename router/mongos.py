@@ -252,16 +252,17 @@ class Router:
             reply = await self._run_handler(handler, req)
             if name in _WRITE_COMMANDS and reply.get("writeErrors"):
                 await collection_uuid_mismatch.complete_write_errors(self, reply)
-        except MongoError as err:
+        except MongoError as caught:
+            err = caught
+            if err.code == collection_uuid_mismatch.CODE:  # (its actualCollection, or the error finding it)
+                err = await collection_uuid_mismatch.complete_error(self, err)
             injected = err.extra.get("_failCommand", False)  # (failCommand fires before the transaction is touched)
-            if err.code == collection_uuid_mismatch.CODE:
-                completed = await collection_uuid_mismatch.complete_error(self, err)
-                if completed is not err:
-                    raise completed from None
             self._label(err, req)
             if "autocommit" in cmd and name not in COMMIT_OR_ABORT and not injected:
                 await self.txns.implicitly_abort(req)
-            raise
+            if err is caught:
+                raise
+            raise err from None
         finally:
             wces = end_request(shard_request)
             if js_deadline is not None:

@@ -158,8 +158,9 @@ class AuthManager:
         """The connection's user; a user dropped since, or whose authentication restrictions the
         connection no longer meets, is logged out (as the server's user cache refresh does)."""
         user = conn.user
-        if user is not None and (self.store.get(user) is None
-                                 or not restrictions_met(self.store.restrictions_of(user), conn.remote, conn.local)):
+        if user is not None and (self.store.get(user) is None or (
+                self.store.has_restrictions()
+                and not restrictions_met(self.store.restrictions_of(user), conn.remote, conn.local))):
             conn.user = None
         return conn.user
 

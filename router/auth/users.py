@@ -136,6 +136,7 @@ class UserStore:
         self.docs: dict[UserName, dict[str, Any]] = {}
         self.generation = 0  # bumped on every change (the server's user cache generation)
         self.on_change: list[Callable[[], None]] = []  # run after every change of a user or role
+        self._restricted: tuple[int, bool] = (-1, False)  # (generation, has_restrictions)
         self.roles = RoleStore()
         self.roles.on_drop.append(self._pull_roles)
         self.roles.on_change.append(self._bump)
@@ -177,6 +178,14 @@ class UserStore:
         if doc is None:
             return []
         return [RoleName(r["role"], r["db"]) for r in doc.get("roles", [])]
+
+    def has_restrictions(self) -> bool:
+        """Whether any user or role has authenticationRestrictions (computed once per change)."""
+        if self._restricted[0] != self.generation:
+            restricted = any(d.get("authenticationRestrictions") for d in self.docs.values()) or any(
+                d.get("authenticationRestrictions") for d in self.roles.system_roles())
+            self._restricted = (self.generation, restricted)
+        return self._restricted[1]
 
     def restrictions_of(self, name: UserName) -> list[Any]:
         """The authenticationRestrictions arrays `name` must meet: its own, then those of every
