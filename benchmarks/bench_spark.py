@@ -11,7 +11,8 @@ the whole dumps, untimed: a first full run is always slower).  Then, ``reps``
 times, each job runs once on each master in turn (side by side: the machine's
 other load falls on both alike): the distributed job (``MergeJob``: plan,
 shard stages, filters, sort) and the single-partition job
-(``merge_dumps_single_partition``), each writing parquet, timed from the job's
+(``merge_dumps_single_partition``), each writing parquet as the job's command line does
+(``merge_job.write_parquet``), timed from the job's
 creation to the written output; each figure is the median.  The distributed
 job cuts the dumps into the same time slices on both masters.
 
@@ -86,7 +87,7 @@ def merge_worker(master: str, dumps: str, warm: str, partitions: int) -> None:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
-    from mongosim.spark.merge_job import MergeJob, merge_dumps_single_partition
+    from mongosim.spark.merge_job import MergeJob, merge_dumps_single_partition, write_parquet
 
     spark = (SparkSession.builder.master(master).appName(f"bench-merge-{master}")
              .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
@@ -97,14 +98,14 @@ def merge_worker(master: str, dumps: str, warm: str, partitions: int) -> None:
     def distributed(path: str) -> tuple[int, float]:
         t0 = time.perf_counter()
         job = MergeJob(spark, path, partitions=partitions, output_partitions=partitions)
-        job.dataframe().write.mode("overwrite").parquet(f"{out}/d")
+        write_parquet(job.dataframe(), f"{out}/d")
         t = time.perf_counter() - t0
         job.close()
         return spark.read.parquet(f"{out}/d").count(), t
 
     def single(path: str) -> tuple[int, float]:
         t0 = time.perf_counter()
-        merge_dumps_single_partition(spark, path).write.mode("overwrite").parquet(f"{out}/s")
+        write_parquet(merge_dumps_single_partition(spark, path), f"{out}/s")
         t = time.perf_counter() - t0
         return spark.read.parquet(f"{out}/s").count(), t
 

@@ -51,6 +51,49 @@ def locate_o(raw: bytes) -> tuple[int, int]:
     return o, o2
 
 
+def entry_head(raw: bytes) -> tuple[int, str, str]:
+    """(ts as its sort key, op, ns) of an oplog entry, from its top-level elements (no value decoded
+    but those three; ns "" when absent).
+
+    The walk stops once it has all three: every entry the server writes puts op and ns before o and
+    ts after it, so an entry costs a handful of steps whatever its documents hold (a document, an
+    array or a binary value is skipped by its length prefix).  A BSON timestamp is a little-endian
+    uint64 of (seconds << 32 | increment): its bytes read as one are the key."""
+    pos, end = 4, len(raw) - 1
+    key = op = ns = None
+    while pos < end:
+        t = raw[pos]
+        name_end = raw.index(0, pos + 1)
+        v = name_end + 1
+        if name_end == pos + 3:  # a two-letter name: maybe one of the three
+            name = raw[pos + 1 : name_end]
+            if t == 0x11 and name == b"ts":
+                key = unpack_from("<Q", raw, v)[0]
+                if op is not None and ns is not None:
+                    return key, op, ns
+                pos = v + 8
+                continue
+            if t == 0x02 and (name == b"op" or name == b"ns"):
+                size = unpack_from("<i", raw, v)[0]
+                if name == b"op":
+                    op = raw[v + 4 : v + 3 + size].decode()
+                else:
+                    ns = raw[v + 4 : v + 3 + size].decode()
+                if key is not None and op is not None and ns is not None:
+                    return key, op, ns
+                pos = v + 4 + size
+                continue
+        if t == 0x03 or t == 0x04:
+            pos = v + unpack_from("<i", raw, v)[0]
+        elif t == 0x05:
+            pos = v + 5 + unpack_from("<i", raw, v)[0]
+        else:
+            pos = v + _value_size(raw, t, v)
+    if key is None or op is None:
+        raise ValueError("an oplog entry without ts or op")
+    return key, op, ns or ""
+
+
 _UI = b"\x05ui\x00\x10\x00\x00\x00\x04"  # the `ui` element header: a 16-byte UUID (subtype 4)
 _O2 = b"\x03o2\x00"
 _WALL = b"\x09wall\x00"

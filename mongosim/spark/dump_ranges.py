@@ -38,6 +38,7 @@ from typing import Iterator
 from bson.raw_bson import RawBSONDocument
 
 from mongosim.oplog.bsonutil import RAW_CODEC
+from mongosim.oplog.layout import entry_head
 
 SAMPLE_EVERY = 256  # entries between two samples of the sparse index
 _LEN = struct.Struct("<i")
@@ -48,9 +49,8 @@ def _key(ts) -> int:
 
 
 def entry_meta(raw: bytes) -> tuple[int, str, str]:
-    """(ts key, op, ns) of an oplog entry, reading its top-level fields only (subdocuments stay raw)."""
-    d = RawBSONDocument(raw, RAW_CODEC)
-    return _key(d["ts"]), d["op"], d.get("ns", "")
+    """(ts key, op, ns) of an oplog entry, reading its top-level fields only (`layout.entry_head`)."""
+    return entry_head(raw)
 
 
 def walk(data: bytes | memoryview, path: str, start: int = 0) -> Iterator[tuple[int, int]]:
@@ -98,6 +98,50 @@ def index_dump(shard: str, path: str | os.PathLike, sample_every: int = SAMPLE_E
             idx.keys.append(entry_meta(data[pos:pos + size])[0])
         idx.count = n + 1
     return idx
+
+
+# -- the index beside a dump ---------------------------------------------------------------------
+# `write_dump` knows every entry's offset and ts as it writes them, so it leaves the sparse index
+# beside the dump (`<dump>.idx`, JSON) and a job reads that instead of walking the dump again.  The
+# file records the dump's size and modification time: a dump changed since (or another sampling)
+# is walked as before.
+INDEX_SUFFIX = ".idx"
+_INDEX_VERSION = 1
+
+
+def index_path(path: str | os.PathLike) -> str:
+    return str(path) + INDEX_SUFFIX
+
+
+def write_index(idx: DumpIndex, sample_every: int) -> None:
+    """Leave `idx` beside its dump (written whole: a temporary file renamed over the old one)."""
+    import json
+
+    st = os.stat(idx.path)
+    body = {"version": _INDEX_VERSION, "sampleEvery": sample_every, "dumpSize": st.st_size,
+            "dumpMtimeNs": st.st_mtime_ns, "count": idx.count, "offsets": idx.offsets, "keys": idx.keys}
+    tmp = index_path(idx.path) + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(body, f)
+    os.replace(tmp, index_path(idx.path))
+
+
+def read_index(shard: str, path: str | os.PathLike, sample_every: int = SAMPLE_EVERY) -> DumpIndex | None:
+    """The index left beside the dump, if it still describes it (same size and modification time, same
+    sampling); None otherwise."""
+    import json
+
+    try:
+        st = os.stat(path)
+        with open(index_path(path)) as f:
+            body = json.load(f)
+    except (OSError, ValueError):
+        return None
+    if (not isinstance(body, dict) or body.get("version") != _INDEX_VERSION
+            or body.get("sampleEvery") != sample_every or body.get("dumpSize") != st.st_size
+            or body.get("dumpMtimeNs") != st.st_mtime_ns):
+        return None
+    return DumpIndex(shard, str(path), st.st_size, body["count"], list(body["offsets"]), list(body["keys"]))
 
 
 @dataclass

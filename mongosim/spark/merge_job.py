@@ -3,17 +3,20 @@
 The batch counterpart of the router's merge, as a Spark job whose every
 per-event step runs on the executors:
 
-1. **Plan** — one task per dump walks its length chain and keeps a sparse
-   index (`dump_ranges.index_dump`); the driver cuts the dumps at common times
-   into time slices from those few samples (`dump_ranges.plan_slices`: slice k
-   is, in every dump, the entries with ts in `[B_k, B_k+1)`).
+1. **Plan** — each dump's sparse index: the one `write_dump` left beside it
+   (`<dump>.idx`, while the dump is unchanged), else one task per dump walks
+   its length chain (`dump_ranges.index_dump`); the driver cuts the dumps at
+   common times into time slices from those few samples
+   (`dump_ranges.plan_slices`: slice k is, in every dump, the entries with ts
+   in `[B_k, B_k+1)`).
 2. **Shard stages and merge** — one partition per slice (`mongodb-oplog` with
    the option `ranges`): it replays each dump's range of the slice through the
    shard's own change-stream stages (`oplog_source.range_events`; the
    transaction chains that began before the range are carried in) and merges
    the shards' events by token (`oplog_source.slice_events`, `heapq.merge`),
-   emitting rows with the sort key, the shard's order, the operation type and
-   the `_id` check beside them.  A token starts with its event's clusterTime,
+   emitting Arrow record batches built column by column, with the merge
+   columns the job needs beside them (the operation type; the sort key, the
+   shard's order, the `_id` check only where a filter or sort reads them).  A token starts with its event's clusterTime,
    so every event of slice k sorts before every event of slice k+1: the
    partitions, in order, are the merged stream.
 3. **What the router drops**, as filters: `migrateChunkToNewShard` topology
@@ -48,7 +51,9 @@ Command line:
         [--pipeline JSON] [--show-expanded-events] [--start-after TOKEN | --start-at-operation-time S[,I]]
         [--end-before-operation-time S[,I]] [--partitions N] [--output-partitions N] [--master local[2]]
 
-In Python: `merge_dumps(spark, "dumps/", database="shop").write.parquet(...)`.
+In Python: `write_parquet(merge_dumps(spark, "dumps/", database="shop"), "out.parquet")` (or any
+DataFrame writer; `write_parquet` leaves parquet's dictionary off for the columns whose values are
+all different, which would otherwise be most of the JVM's work).
 """
 
 from __future__ import annotations
@@ -61,7 +66,7 @@ import sys
 import time
 from typing import Any
 
-from mongosim.spark.dump_ranges import SAMPLE_EVERY, DumpIndex, index_dump, plan_slices
+from mongosim.spark.dump_ranges import SAMPLE_EVERY, DumpIndex, index_dump, plan_slices, read_index
 from mongosim.spark.offsets import token_kind
 from mongosim.spark.oplog_source import MERGE_COLUMNS, NAME, dump_files
 from mongosim.spark.options import StreamOptions
@@ -106,8 +111,13 @@ class MergeJob:
         self.opts = StreamOptions.parse(self.options)  # bad options fail here, before any job
         files = sorted((k, str(v)) for k, v in dump_files(path).items())
         sc = spark.sparkContext
-        indexes = sc.parallelize(files, len(files)).map(lambda item: _index_task(item, sample_every)).collect()
-        indexes = [DumpIndex.from_json(d) for d in indexes]
+        # the index beside each dump when it still holds; the others are walked by a Spark job
+        known = {shard: read_index(shard, p, sample_every) for shard, p in files}
+        walk = [item for item in files if known[item[0]] is None]
+        if walk:
+            walked = sc.parallelize(walk, len(walk)).map(lambda item: _index_task(item, sample_every)).collect()
+            known.update((d["shard"], DumpIndex.from_json(d)) for d in walked)
+        indexes = [known[shard] for shard, _p in files]
         total = sum(i.size for i in indexes)
         want = partitions or max(sc.defaultParallelism, math.ceil(total / RANGE_BYTES))
         self.slices = plan_slices(indexes, want)
@@ -126,13 +136,31 @@ class MergeJob:
         token = self.opts.start_after
         return bool((token and token_kind(token) != "hwm") or self.opts.level != "cluster" or self.opts.pipeline)
 
+    def _token_filter(self) -> str | None:
+        """The `startAfter` event token the stream starts after (None for a high-water mark or none)."""
+        token = self.opts.start_after
+        return token if token and token_kind(token) != "hwm" else None
+
+    def _merge_columns(self) -> list[str]:
+        """The merge columns `dataframe` reads (each crosses from Python into the JVM for every event):
+        the operation type always; the sort key for a start token's filter or the stream-wide points;
+        the shard order for a sort into other partitions; `_id` intact for the user's stages."""
+        cols = ["__op"]
+        if self._token_filter() is not None or self._needs_facts():
+            cols.append("__key")
+        if self.output_partitions != len(self.slices):
+            cols.append("__order")
+        if self.opts.pipeline:
+            cols.append("__intact")
+        return cols
+
     def events(self, persist: bool = True):
         """The time slices' rows, one partition per slice, each in the merged order, the slices in
         order (with the merge columns); persisted (`persist`) when read more than once."""
         if self._events is None:
             plan = {"dumps": self.samples, "slices": [[r.to_json() for r in sl] for sl in self.slices]}
             reader = (self.spark.read.format(NAME).option("merge", "false").option("ranges", json.dumps(plan))
-                      .option("mergeColumns", "true"))
+                      .option("mergeColumns", ",".join(self._merge_columns())))
             for k, v in self.options.items():
                 reader = reader.option(k, v)
             self._events = reader.load()
@@ -155,7 +183,7 @@ class MergeJob:
         df = self.events(persist=reshuffle or self._needs_facts())
         key, op = F.col("__key"), F.col("__op")
         kept = op != "migrateChunkToNewShard"
-        token = self.opts.start_after if self.opts.start_after and token_kind(self.opts.start_after) != "hwm" else None
+        token = self._token_filter()
         if token is not None:
             kept = kept & (key > token)
         aggs = []
@@ -210,6 +238,22 @@ def merge_dumps_single_partition(spark: Any, path: Any, **options: Any):
     return reader.load(str(path))
 
 
+# The event columns whose values are (nearly) all different: parquet's dictionary encoding, on by
+# default, hashes and compares every such value until the dictionary outgrows its page and then
+# writes them all again plainly -- most of the JVM's work in writing the job's output (measured).
+UNIQUE_COLUMNS = ("token", "clusterTime.t", "clusterTime.i", "wallTime", "documentKey", "fullDocument",
+                  "fullDocumentBeforeChange", "updateDescription", "lsid", "extra", "rawEvent")
+
+
+def write_parquet(df: Any, out: Any, mode: str = "overwrite") -> None:
+    """Write the merged stream (`MergeJob.dataframe()`, or the single-partition job's) as parquet, the
+    columns of `UNIQUE_COLUMNS` without a dictionary (the others -- operationType, ns -- keep theirs)."""
+    writer = df.write.mode(mode)
+    for col in UNIQUE_COLUMNS:
+        writer = writer.option(f"parquet.enable.dictionary#{col}", "false")
+    writer.parquet(str(out))
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m mongosim.spark.merge_job", description=__doc__.split("\n\n")[0])
     p.add_argument("dumps", help="directory of <shard>.bson oplog dumps (or comma-separated files)")
@@ -241,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
                        show_expanded_events=args.show_expanded_events or None, start_after=args.start_after,
                        start_at_operation_time=args.start_at_operation_time,
                        end_before_operation_time=args.end_before_operation_time)
-        job.dataframe().write.mode("overwrite").parquet(args.out)
+        write_parquet(job.dataframe(), args.out)
         job.close()
         n = spark.read.parquet(args.out).count()
         print(f"{n} events -> {args.out} ({len(job.ranges)} ranges, {job.output_partitions} ordered partitions) "

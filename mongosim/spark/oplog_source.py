@@ -49,7 +49,8 @@ router, `migrateChunkToNewShard` included), one partition per dump, with a
 `shard` column.  With `ranges` (the plan `merge_job` makes: the dumps' sparse
 indexes and their ranges, as JSON) it is one partition per range instead; the
 internal option `mergeColumns` adds the columns the distributed merge sorts
-and filters on (`__key`, `__order`, `__op`, `__intact`).
+and filters on (`true`: `__key`, `__order`, `__op`, `__intact`; or a
+comma-separated list of those the job needs, in that order).
 
 Options: `path` (a directory of `*.bson` dumps, one file, or a comma-separated
 list; the shard's name is the file's stem), `merge`, `endBeforeOperationTime`,
@@ -63,10 +64,12 @@ pre-images, so `fullDocument: updateLookup | whenAvailable | required` and
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import os
 import struct
 from pathlib import Path
+from itertools import islice
 from typing import Any, Iterable, Iterator
 
 from mongosim.spark.dump_ranges import DumpRange
@@ -79,13 +82,23 @@ _LEN = struct.Struct("<i")
 
 # -- dumps ----------------------------------------------------------------------------------------
 def write_dump(raws: Iterable[bytes], path: str | os.PathLike) -> int:
-    """Write raw BSON entries as one concatenated-BSON file; return the number written."""
-    n = 0
+    """Write raw BSON oplog entries as one concatenated-BSON file, its sparse index beside it
+    (`dump_ranges.write_index`); return the number written."""
+    from mongosim.oplog.layout import entry_head
+    from mongosim.spark.dump_ranges import SAMPLE_EVERY, DumpIndex, write_index
+
+    idx = DumpIndex("", str(path), 0, 0)
+    pos = 0
     with open(path, "wb") as f:
         for raw in raws:
+            if idx.count % SAMPLE_EVERY == 0:
+                idx.offsets.append(pos)
+                idx.keys.append(entry_head(raw)[0])
             f.write(raw)
-            n += 1
-    return n
+            pos += len(raw)
+            idx.count += 1
+    write_index(idx, SAMPLE_EVERY)
+    return idx.count
 
 
 def iter_dump(path: str | os.PathLike) -> Iterator[bytes]:
@@ -349,6 +362,18 @@ def with_samples(plan: dict | list) -> list:
 MERGE_COLUMNS = (("__key", "STRING"), ("__order", "INT"), ("__op", "STRING"), ("__intact", "BOOLEAN"))
 
 
+def merge_column_names(value: Any) -> tuple[str, ...]:
+    """The merge columns the option `mergeColumns` asks for: all of them (`true`), none (absent or
+    `false`), or the comma-separated names given (kept in MERGE_COLUMNS's order)."""
+    if value is None or str(value).strip().lower() in ("", "true", "false"):
+        return tuple(n for n, _t in MERGE_COLUMNS) if parse_bool("mergeColumns", value) else ()
+    asked = {v.strip() for v in str(value).split(",")}
+    known = {n for n, _t in MERGE_COLUMNS}
+    if not asked <= known:
+        raise ValueError(f"{NAME}: mergeColumns: unknown columns {sorted(asked - known)}")
+    return tuple(n for n, _t in MERGE_COLUMNS if n in asked)
+
+
 class DumpPartition(InputPartition):
     """The merged replay of whole dumps, in one partition."""
 
@@ -408,8 +433,8 @@ class MongoOplogDataSource(DataSource):
         o = StreamOptions.parse(self.options)
         ddl = schema_ddl(full_document_schema=o.full_document_schema, include_raw=o.include_raw,
                          shard_column=not self._merge())
-        if parse_bool("mergeColumns", self._opt("mergeColumns")):
-            ddl += "".join(f", `{n}` {t}" for n, t in MERGE_COLUMNS)
+        names = merge_column_names(self._opt("mergeColumns"))
+        ddl += "".join(f", `{n}` {t}" for n, t in MERGE_COLUMNS if n in names)
         return ddl
 
     def reader(self, schema: Any) -> "MongoOplogReader":
@@ -431,7 +456,7 @@ class MongoOplogReader(DataSourceReader):
         self.opts = StreamOptions.parse(options)
         _check_replayable(self.opts)
         self.merge = merge
-        self.merge_columns = parse_bool("mergeColumns", options.get("mergecolumns"))
+        self.merge_columns = merge_column_names(options.get("mergecolumns"))
         ranges = options.get("ranges")
         if ranges is not None:
             if merge:
@@ -457,24 +482,52 @@ class MongoOplogReader(DataSourceReader):
             return [SlicePartition(p) if isinstance(p, list) else RangePartition(p) for p in with_samples(self.ranges)]
         return [RangePartition(whole_dump(k, v, i).to_json()) for i, (k, v) in enumerate(sorted(self.files.items()))]
 
-    def read(self, partition: DumpPartition | RangePartition) -> Iterator[tuple]:
+    def read(self, partition: DumpPartition | RangePartition) -> Iterator[Any]:
         if isinstance(partition, DumpPartition):
             files = {k: Path(v) for k, v in partition.files.items()}
-            yield from self.rows.batches(
-                self.rows.row(raw, shard)
-                for shard, raw in replay_dumps(files, self.opts, merge=True, end_before=self.end_before))
+            replay = replay_dumps(files, self.opts, merge=True, end_before=self.end_before)
+            if self.rows.arrow_schema is None:
+                yield from (self.rows.row(raw, shard) for shard, raw in replay)
+            else:
+                yield from self.rows.event_batches(_chunked((raw for _shard, raw in replay), BATCH_ROWS))
         elif isinstance(partition, SlicePartition):
             ranges = [DumpRange.from_json(r) for r in partition.ranges]
             shards = {r.order: r.shard for r in ranges}
-            yield from self.rows.batches(self._rows(slice_events(ranges, self.opts), shards))
+            yield from self._batches(slice_events(ranges, self.opts), shards)
         else:
             rng = DumpRange.from_json(partition.rng)
-            yield from self.rows.batches(self._rows(_ordered(rng, self.opts), {rng.order: rng.shard}))
+            yield from self._batches(_ordered(rng, self.opts), {rng.order: rng.shard})
 
-    def _rows(self, events: Iterator[tuple[str, int, bytes, str, bool]], shards: dict[int, str]) -> Iterator[tuple]:
-        rows, end_key, extra = self.rows, _end_key(self.end_before), self.merge_columns
-        for key, order, raw, op, intact in events:
-            if end_key is not None and key >= end_key:
+    def _batches(self, events: Iterator[tuple[str, int, bytes, str, bool]], shards: dict[int, str]) -> Iterator[Any]:
+        """The events (in sort-key order) as record batches of BATCH_ROWS rows, built column by column,
+        the merge columns asked for after the schema's own (row tuples without an Arrow schema);
+        nothing from `endBeforeOperationTime` on."""
+        rows, end_key, names = self.rows, _end_key(self.end_before), self.merge_columns
+        if rows.arrow_schema is None:
+            for key, order, raw, op, intact in events:
+                if end_key is not None and key >= end_key:
+                    return
+                extra = {"__key": key, "__order": order, "__op": op, "__intact": intact}
+                yield rows.row(raw, shards[order]) + tuple(extra[n] for n in names)
+            return
+        for chunk in _chunked(events, BATCH_ROWS):
+            keys, orders, raws, ops, intacts = map(list, zip(*chunk))
+            cut = len(keys) if end_key is None or keys[-1] < end_key else bisect.bisect_left(keys, end_key)
+            if cut < len(keys):
+                keys, orders, raws, ops, intacts = keys[:cut], orders[:cut], raws[:cut], ops[:cut], intacts[:cut]
+            if keys:
+                columns = {"__key": keys, "__order": orders, "__op": ops, "__intact": intacts}
+                yield rows.record_batch_of(raws, list(map(shards.__getitem__, orders)),
+                                           tuple(columns[n] for n in names))
+            if cut < len(chunk):
                 return
-            row = rows.row(raw, shards[order])
-            yield row + (key, order, op, intact) if extra else row
+
+
+BATCH_ROWS = 2048  # rows per record batch a partition yields
+
+
+def _chunked(items: Iterable, size: int) -> Iterator[list]:
+    """`items` as lists of `size` (the last one shorter)."""
+    it = iter(items)
+    while chunk := list(islice(it, size)):
+        yield chunk

@@ -307,18 +307,21 @@ class RowBuilder:
         if pending:
             yield self.record_batch_of(pending, shard)
 
-    def record_batch_of(self, raws: list[bytes], shard: str | None = None) -> Any:
+    def record_batch_of(self, raws: list[bytes], shard: str | list | None = None, extra: tuple = ()) -> Any:
         """The rows of `raws` (`row` of each) as one `pyarrow.RecordBatch`, built column by column: the
         events decoded in one call, each column one pass over them, each document column's JSON by the
-        C encoder (`_column_encode`), no row tuples.  An event the columns cannot take as they are (a
-        non-finite float, a value of the wrong type for its column) sends the batch through `row`,
-        which gives its exact value or its error."""
+        C encoder (`_column_encode`), no row tuples.  `shard` is every row's shard, or a list of each
+        row's; `extra` columns (lists as long as `raws`) follow the schema's own.  An event the columns
+        cannot take as they are (a non-finite float, a value of the wrong type for its column) sends
+        the batch through `row`, which gives its exact value or its error."""
         try:
-            return self._record_batch_of(raws, shard)
+            return self._record_batch_of(raws, shard, extra)
         except (ValueError, TypeError):  # (pyarrow's ArrowInvalid / ArrowTypeError are these)
-            return self.record_batch([self.row(raw, shard) for raw in raws])
+            shards = shard if isinstance(shard, list) else [shard] * len(raws)
+            return self.record_batch([self.row(raw, sh) + tuple(col[i] for col in extra)
+                                      for i, (raw, sh) in enumerate(zip(raws, shards))])
 
-    def _record_batch_of(self, raws: list[bytes], shard: str | None) -> Any:
+    def _record_batch_of(self, raws: list[bytes], shard: str | list | None, extra: tuple) -> Any:
         columns: list[list] = [[] for _ in BASE_COLUMNS]
         with _collector_paused():
             for k in range(0, len(raws), DECODE_RUN):
@@ -326,7 +329,8 @@ class RowBuilder:
         if self.include_raw:
             columns.append([bytes(raw) for raw in raws])
         if self.shard_column:
-            columns.append([shard] * len(raws))
+            columns.append(shard if isinstance(shard, list) else [shard] * len(raws))
+        columns.extend(extra)
         return self._arrow(columns)
 
     def batches(self, rows: Iterator[tuple], size: int = 2048) -> Iterator[Any]:

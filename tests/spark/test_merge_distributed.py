@@ -11,9 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mongosim.spark.dump_ranges import DumpRange, entry_meta, index_dump, load_range, plan_ranges, plan_slices, walk
+from mongosim.spark.dump_ranges import (DumpRange, entry_meta, index_dump, index_path, load_range, plan_ranges, plan_slices,
+                                        read_index, walk)
 from mongosim.spark.merge_job import MergeJob, main, merge_dumps_single_partition
-from mongosim.spark.oplog_source import dump_files, dump_oplogs, range_events, slice_events, whole_dump
+from mongosim.spark.oplog_source import dump_files, dump_oplogs, iter_dump, range_events, slice_events, whole_dump, write_dump
 from mongosim.spark.options import StreamOptions
 from mongosim.spark.schema import decode_event
 from tests.spark.helpers import drain, shard_across, transactions
@@ -50,6 +51,26 @@ def _chain_cuts(idx) -> tuple[set[int], int]:
                 cuts.update(range(first + 1, n + 1))
                 partial += "applyOps" in ev["o"]
     return cuts, partial
+
+
+def test_the_index_left_beside_a_dump_is_the_walked_one_while_the_dump_is_unchanged(recorded, tmp_path):
+    """`write_dump` leaves the sparse index a walk of the dump gives; a job does not trust it once the
+    dump was rewritten (size and modification time recorded), nor for another sampling."""
+    _start, dumps, _ = recorded
+    for shard, path in dump_files(dumps).items():
+        assert read_index(shard, path) == index_dump(shard, path)
+        assert read_index(shard, path, sample_every=7) is None
+    shard, path = sorted(dump_files(dumps).items())[0]
+    copy = tmp_path / f"{shard}.bson"
+    raws = list(iter_dump(path))
+    write_dump(raws, copy)
+    assert read_index(shard, copy) == index_dump(shard, copy)
+    with open(copy, "wb") as f:  # rewritten without its index: one entry fewer
+        f.write(b"".join(raws[:-1]))
+    assert read_index(shard, copy) is None
+    with open(index_path(copy), "w") as f:
+        f.write("{not json")
+    assert read_index(shard, copy) is None
 
 
 @pytest.mark.parametrize("name,options", OPTIONS, ids=[o[0] for o in OPTIONS])
@@ -245,3 +266,13 @@ def test_property_distributed_merge_is_the_router_stream(spark, shards, partitio
         assert got == router
         assert [bytes(r.rawEvent) for r in single.select("rawEvent").collect()] == router
         client.close()
+
+
+def test_the_merge_columns_option_names_known_columns_only():
+    from mongosim.spark.oplog_source import merge_column_names
+
+    assert merge_column_names("true") == ("__key", "__order", "__op", "__intact")
+    assert merge_column_names(None) == () and merge_column_names("false") == ()
+    assert merge_column_names("__intact,__op") == ("__op", "__intact")
+    with pytest.raises(ValueError, match="unknown columns"):
+        merge_column_names("__op,__nope")
