@@ -276,3 +276,41 @@ def test_the_merge_columns_option_names_known_columns_only():
     assert merge_column_names("__intact,__op") == ("__op", "__intact")
     with pytest.raises(ValueError, match="unknown columns"):
         merge_column_names("__op,__nope")
+
+
+@pytest.mark.parametrize("fd_schema", [None, "_id INT, n INT"])
+def test_a_slice_gives_its_events_rows_column_by_column_up_to_the_end_time(spark, recorded, fd_schema):
+    """A slice partition's record batches (built column by column) hold exactly the rows `RowBuilder.row`
+    gives its merged events, the merge columns after them, none from `endBeforeOperationTime` on;
+    with a `fullDocumentSchema` (no Arrow schema) the same rows come as tuples."""
+    import json
+
+    from bson import Timestamp
+
+    from mongosim.spark.oplog_source import MongoOplogDataSource, _end_key
+
+    _start, dumps, _ = recorded
+    job = MergeJob(spark, str(dumps), partitions=3)
+    plan = {"dumps": job.samples, "slices": [[r.to_json() for r in sl] for sl in job.slices]}
+    opts = StreamOptions.parse({"showexpandedevents": "true"})
+    every = [key for sl in job.slices for key, *_rest in slice_events(sl, opts)]
+    middle = every[len(every) // 2]  # an event's time: the end cuts the stream there
+    end = Timestamp(int(middle[2:10], 16), int(middle[10:18], 16))
+    options = {"merge": "false", "ranges": json.dumps(plan), "mergeColumns": "true",
+               "endBeforeOperationTime": f"{end.time},{end.inc}", "showExpandedEvents": "true"}
+    if fd_schema:
+        options["fullDocumentSchema"] = fd_schema
+    ds = MongoOplogDataSource(options)
+    reader = ds.reader(spark.createDataFrame([], ds.schema()).schema)
+    rows, end_key = reader.rows, _end_key(end)
+    got, expected = [], []
+    for part in reader.partitions():
+        for out in reader.read(part):
+            got.extend(out.to_pylist() if fd_schema is None else [out])
+        shards = {r["order"]: r["shard"] for r in part.ranges}
+        mine = [rows.row(raw, shards[order]) + (key, order, op, intact)
+                for key, order, raw, op, intact in slice_events([DumpRange.from_json(r) for r in part.ranges], opts)
+                if key < end_key]
+        expected.extend(rows.record_batch(mine).to_pylist() if fd_schema is None and mine else mine)
+    assert got == expected
+    assert 0 < len(got) < len(every)
