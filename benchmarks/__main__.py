@@ -88,7 +88,7 @@ QUICK = Settings(read_events=20_000, batch_sizes=(100, 1000), read_reps=2,
                  startup_runs=3, memory_entries=250_000, ops_seconds=0.5, ops_reps=2,
                  mongomock_sizes=(20_000,), mongomock_seconds=0.5,
                  reset_rounds=20,
-                 spark_merge_events=40_000, spark_stream_events=20_000, spark_reps=2, spark_partitions=8,
+                 spark_merge_events=40_000, spark_stream_events=20_000, spark_reps=2, spark_partitions=2,
                  index_docs=50_000, index_seconds=0.5, index_reps=2,
                  replset_seconds=0.5, replset_events=10_000, replset_reps=2)
 FULL = Settings(read_events=50_000, batch_sizes=(100, 1000), read_reps=3,
@@ -98,7 +98,7 @@ FULL = Settings(read_events=50_000, batch_sizes=(100, 1000), read_reps=3,
                 startup_runs=5, memory_entries=1_000_000, ops_seconds=1.5, ops_reps=3,
                 mongomock_sizes=(20_000, 100_000), mongomock_seconds=1.0,
                 reset_rounds=50,
-                spark_merge_events=120_000, spark_stream_events=50_000, spark_reps=3, spark_partitions=8)
+                spark_merge_events=120_000, spark_stream_events=50_000, spark_reps=3, spark_partitions=2)
 
 # figure -> (goal text, passes?)
 GOALS: dict[str, tuple[str, Callable[[float], bool]]] = {
@@ -177,9 +177,11 @@ def _raw_text(name: str, r: dict) -> str:
                 f" {r['failover_kill_s']} s (election timeout {r['failover_election_timeout_ms']} ms)")
     if name == "spark_merge_scaling" and "spark_merge_events_per_s_local1" in r:
         return (f"{r['spark_merge_events_per_s_local2']} / {r['spark_merge_events_per_s_local1']} ev/s,"
-                f" {r['spark_merge_events']} events; single-partition job at local[2]"
-                f" {r['spark_merge_single_events_per_s_local2']} ev/s (distributed / single"
-                f" {r['spark_merge_vs_single']})")
+                f" {r['spark_merge_events']} events, {r.get('spark_merge_partitions', '?')} slices; with"
+                f" {r.get('spark_merge_fine_partitions', '?')} slices {r.get('spark_merge_scaling_fine', '?')}"
+                f" ({r.get('spark_merge_fine_events_per_s_local2', '?')} / {r.get('spark_merge_fine_events_per_s_local1', '?')});"
+                f" single-partition job at local[2] {r['spark_merge_single_events_per_s_local2']} ev/s"
+                f" (distributed / single {r['spark_merge_vs_single']})")
     if name == "spark_stream_router_ratio" and "spark_stream_direct_events_per_s" in r:
         return (f"{r['spark_stream_router_events_per_s']} / {r['spark_stream_direct_events_per_s']} ev/s"
                 f" (pymongo watch()), {r['spark_stream_events']} events, 4 shards")

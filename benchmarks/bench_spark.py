@@ -14,9 +14,14 @@ shard stages, filters, sort) and the single-partition job
 (``merge_dumps_single_partition``), each writing parquet as the job's command line does
 (``merge_job.write_parquet``), timed from the job's
 creation to the written output; each figure is the median.  The distributed
-job cuts the dumps into the same time slices on both masters.
+job cuts the dumps into the same time slices on both masters: as many as
+`MergeJob` plans by default at ``local[2]`` (``partitions``, 2: one per core);
+it also runs with ``fine_partitions`` (8) slices, reported beside (each slice
+is a Spark task, and a Python task costs Spark ~50 ms of CPU of its own, which
+on two busy cores is taken from the job).
 
 - spark_merge_scaling = distributed events/s at local[2] / at local[1] (goal >= 1.6)
+- spark_merge_scaling_fine = the same with ``fine_partitions`` slices
 - spark_merge_vs_single = distributed / single-partition events/s, both at local[2]
 
 Streaming.  Setup: ``mongosim serve --shards 4 --instant-hwm`` in its own
@@ -95,9 +100,9 @@ def merge_worker(master: str, dumps: str, warm: str, partitions: int) -> None:
     spark.sparkContext.setLogLevel("ERROR")
     out = tempfile.mkdtemp(prefix="bench-merge-")
 
-    def distributed(path: str) -> tuple[int, float]:
+    def distributed(path: str, slices: int = partitions) -> tuple[int, float]:
         t0 = time.perf_counter()
-        job = MergeJob(spark, path, partitions=partitions, output_partitions=partitions)
+        job = MergeJob(spark, path, partitions=slices, output_partitions=slices)
         write_parquet(job.dataframe(), f"{out}/d")
         t = time.perf_counter() - t0
         job.close()
@@ -115,11 +120,11 @@ def merge_worker(master: str, dumps: str, warm: str, partitions: int) -> None:
         fn(dumps)  # and once on the whole dumps, untimed: the first full run is always slower
     print("ready", flush=True)
     for line in sys.stdin:
-        name = line.strip()
+        name, _, slices = line.strip().partition(":")  # "distributed:N": N slices instead of --partitions
         if name not in jobs:
             break
-        n, t = jobs[name](dumps)
-        print(json.dumps({"job": name, "events": n, "seconds": t}), flush=True)
+        n, t = jobs[name](dumps, int(slices)) if slices else jobs[name](dumps)
+        print(json.dumps({"job": line.strip(), "events": n, "seconds": t}), flush=True)
     spark.stop()
 
 
@@ -159,9 +164,9 @@ class _Worker:
             self.proc.kill()
 
 
-def run_merge_job(n: int, reps: int, partitions: int, results: dict) -> None:
-    H.say(f"spark merge job: 4 shards, {n} inserts + {n // 4} updates dumped, {partitions} time slices,"
-          f" local[1] vs local[2], {reps} runs each, alternating")
+def run_merge_job(n: int, reps: int, partitions: int, results: dict, fine_partitions: int = 8) -> None:
+    H.say(f"spark merge job: 4 shards, {n} inserts + {n // 4} updates dumped, {partitions} time slices"
+          f" (and {fine_partitions}), local[1] vs local[2], {reps} runs each, alternating")
     with tempfile.TemporaryDirectory() as tmp:
         t = time.perf_counter()
         dumps, warm = Path(tmp) / "dumps", Path(tmp) / "warm"
@@ -178,7 +183,7 @@ def run_merge_job(n: int, reps: int, partitions: int, results: dict) -> None:
             H.say(f"  both masters up and warm in {time.perf_counter() - t:.1f}s")
             n_events = 0
             for _ in range(reps):  # side by side: one run of each job on each master in turn
-                for job in ("distributed", "single"):
+                for job in ("distributed", "single", f"distributed:{fine_partitions}"):
                     for master, w in workers.items():
                         r = w.run(job)
                         n_events = r["events"]
@@ -192,13 +197,19 @@ def run_merge_job(n: int, reps: int, partitions: int, results: dict) -> None:
               f" (runs {[round(x) for x in runs[(master, 'distributed')]]}), single-partition"
               f" {med[(master, 'single')]:>7.0f} ev/s (runs {[round(x) for x in runs[(master, 'single')]]})")
     d1, d2 = med[("local[1]", "distributed")], med[("local[2]", "distributed")]
+    f1, f2 = med[("local[1]", f"distributed:{fine_partitions}")], med[("local[2]", f"distributed:{fine_partitions}")]
+    H.say(f"  with {fine_partitions} slices: local[1] {f1:.0f}, local[2] {f2:.0f} ev/s, scaling {f2 / f1:.3f}")
     s2 = med[("local[2]", "single")]
     results.update({
         "spark_merge_events": n_events,
         "spark_merge_events_per_s_local1": round(d1), "spark_merge_events_per_s_local2": round(d2),
         "spark_merge_single_events_per_s_local1": round(med[("local[1]", "single")]),
         "spark_merge_single_events_per_s_local2": round(s2),
+        "spark_merge_partitions": partitions,
         "spark_merge_scaling": round(d2 / d1, 3),
+        "spark_merge_fine_partitions": fine_partitions,
+        "spark_merge_fine_events_per_s_local1": round(f1), "spark_merge_fine_events_per_s_local2": round(f2),
+        "spark_merge_scaling_fine": round(f2 / f1, 3),
         "spark_merge_vs_single": round(d2 / s2, 3),
     })
     H.say(f"  spark_merge_scaling {d2 / d1:.3f} (goal >= 1.6); distributed / single-partition at local[2]:"
