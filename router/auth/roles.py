@@ -51,6 +51,7 @@ from bson.decimal128 import Decimal128
 
 from mongosim.oplog.errors import MongoError
 from mongosim.router.auth import bsonrepr
+from mongosim.router.auth.restrictions import validated
 from mongosim.router.auth.names import (
     GENERIC_ARGUMENTS,
     RoleName,
@@ -328,7 +329,7 @@ def parse_role_command(db: str, cmd: Mapping[str, Any]) -> RoleCommand:
         elif name == "authenticationRestrictions" and name in known:
             if not isinstance(value, (list, tuple)):
                 raise wrong_type(f"{command}.{name}", value, "array")
-            out.restrictions = list(value)
+            out.restrictions = validated(value)
         elif name not in GENERIC_ARGUMENTS and not name.startswith("$"):
             raise unknown_field(command, name)
     for name in required:

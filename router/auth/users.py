@@ -58,6 +58,7 @@ from mongosim.router.auth.names import (
     parse_role_names,
 )
 from mongosim.router.auth.privileges import Privilege as _Privilege
+from mongosim.router.auth.restrictions import validated
 from mongosim.router.auth.roles import ROLE_COMMANDS, RoleStore
 from mongosim.router.auth.saslprep import SASLprepError
 from mongosim.router.auth.scram import MECHANISMS, ScramCredential, make_credential
@@ -304,6 +305,8 @@ class UserStore:
         pwd = _opt(command, cmd, "pwd", str, "string")
         custom = _opt(command, cmd, "customData", dict, "object")
         restrictions = _opt(command, cmd, "authenticationRestrictions", (list, tuple), "array")
+        if restrictions is not None:
+            restrictions = validated(restrictions)
         mechs = _mechanism_list(command, cmd)
         _opt_bool(command, cmd, "digestPassword", True)
         stored = cmd.get("credentials")  # mongosim extension for --users files
@@ -374,6 +377,8 @@ class UserStore:
         pwd = _opt(command, cmd, "pwd", str, "string")
         custom = _opt(command, cmd, "customData", dict, "object")
         restrictions = _opt(command, cmd, "authenticationRestrictions", (list, tuple), "array")
+        if restrictions is not None:
+            restrictions = validated(restrictions)
         mechs = _mechanism_list(command, cmd)
         _opt_bool(command, cmd, "digestPassword", True)
         roles = parse_role_names(command, "roles", cmd["roles"], db) if "roles" in cmd else None

@@ -10,7 +10,8 @@ import pytest
 from pymongo.errors import OperationFailure
 
 from mongosim import Cluster
-from mongosim.router.auth.restrictions import address_of, restrictions_met
+from mongosim.oplog.errors import MongoError
+from mongosim.router.auth.restrictions import address_of, parse_cidr, restrictions_met, validated
 
 HERE, THERE = "127.0.0.1:50000", "127.0.0.1:27017"
 
@@ -30,6 +31,37 @@ HERE, THERE = "127.0.0.1:50000", "127.0.0.1:27017"
 ])
 def test_how_restrictions_combine(arrays, met):
     assert restrictions_met(arrays, HERE, THERE) is met
+
+
+@pytest.mark.parametrize("value, code, errmsg", [
+    ([1], 12, "'authenticationRestrictions' array sub-documents must be address restriction objects"),
+    ([{}], 162, "At least one of 'clientSource' and/or 'serverAddress' must be set"),
+    ([{"clientSource": ["1.2.3.4"], "x": 1}], 2, "BSON field 'address restriction.x' is an unknown field."),
+    ([{"clientSource": "1.2.3.4"}], 2,
+     "BSON field 'address restriction.clientSource' is the wrong type 'string', expected type 'array'"),
+    ([{"serverAddress": ["::1", 5]}], 2,
+     "BSON field 'address restriction.serverAddress.1' is the wrong type 'int', expected type 'string'"),
+    ([{"clientSource": ["1.2.3"]}], 2, "Invalid IP address in CIDR string"),
+    ([{"clientSource": ["fe80::1%eth0"]}], 2, "Invalid IP address in CIDR string"),
+    ([{"clientSource": ["10.0.0.0/33"]}], 2, "Invalid length in CIDR string"),
+    ([{"clientSource": ["::/-1"]}], 2, "Invalid length in CIDR string"),
+    ([{"clientSource": ["10.0.0.0/99999999999"]}], 2, "Invalid length in CIDR string"),
+    ([{"clientSource": ["10.0.0.0/"]}], 2, "Non-numeric length in CIDR string"),
+    ([{"clientSource": ["10.0.0.0/8 "]}], 2, "Non-numeric length in CIDR string"),
+    ([{"clientSource": ["127.0.0.1"]}, {"serverAddress": ["x"]}], 2, "Invalid IP address in CIDR string"),
+])
+def test_restrictions_are_refused_as_the_server_refuses_them(value, code, errmsg):
+    """getRawAuthenticationRestrictions (address_restriction.cpp) and the CIDR parser (cidr.cpp)."""
+    with pytest.raises(MongoError) as info:
+        validated(value)
+    assert (info.value.code, info.value.errmsg) == (code, errmsg)
+
+
+def test_restrictions_are_stored_as_the_server_reserializes_them():
+    assert validated([{"serverAddress": ["::1"], "clientSource": ["10.0.0.0/ 8", "127.0.0.1/+32"]}]) == [
+        {"clientSource": ["10.0.0.0/ 8", "127.0.0.1/+32"], "serverAddress": ["::1"]}]
+    assert str(parse_cidr("10.1.2.3/ 8")) == "10.0.0.0/8"  # std::stoi's leading blanks; host bits allowed
+    assert str(parse_cidr("::1")) == "::1/128"
 
 
 def test_addresses_of_endpoints():
@@ -54,6 +86,26 @@ def _cannot_log_in(c, user: str, pwd: str) -> None:
     with _client(c, user, pwd) as client, pytest.raises(OperationFailure) as info:
         client.admin.command("ping")
     assert (info.value.code, info.value.details["errmsg"]) == (18, "Authentication failed.")
+
+
+def test_invalid_restrictions_are_refused_when_stored(cluster):
+    with _client(cluster, "admin", "s3cret") as admin:
+        db = admin["r"]
+        bad = [{"clientSource": ["300.1.2.3"]}]
+        for command, args in (("createUser", {"pwd": "p", "roles": []}), ("createRole", {"privileges": [], "roles": []})):
+            with pytest.raises(OperationFailure) as info:
+                db.command(command, "badrestr", authenticationRestrictions=bad, **args)
+            assert (info.value.code, info.value.details["errmsg"]) == (2, "Invalid IP address in CIDR string")
+        assert db.command("usersInfo", "badrestr")["users"] == []
+        assert db.command("rolesInfo", "badrestr")["roles"] == []
+        db.command("createUser", "okrestr", pwd="p", roles=[],
+                   authenticationRestrictions=[{"serverAddress": ["127.0.0.1"], "clientSource": ["127.0.0.0/8"]}])
+        with pytest.raises(OperationFailure) as info:
+            db.command("updateUser", "okrestr", authenticationRestrictions=[{"clientSource": []}, {}])
+        assert info.value.code == 162  # CollectionIsEmpty
+        user = db.command("usersInfo", "okrestr", showAuthenticationRestrictions=True)["users"][0]
+        assert user["authenticationRestrictions"] == [[{"clientSource": ["127.0.0.0/8"], "serverAddress": ["127.0.0.1"]}]]
+        db.command("dropUser", "okrestr")
 
 
 def test_a_users_and_its_roles_restrictions(cluster):
