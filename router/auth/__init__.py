@@ -221,8 +221,11 @@ class AuthManager:
         return {"ok": 1.0}
 
     def connection_status(self, db: str, cmd: Mapping[str, Any], conn: ConnState) -> dict[str, Any]:
+        """The user and every role it holds, directly or by inheritance (the server lists the user's
+        indirect roles: AuthorizationSession's _buildAuthenticatedRolesVector), and with
+        showPrivileges the privileges they grant."""
         user = self.authenticated_user(conn)
-        roles = self.store.roles_of(user) if user is not None else []
+        roles = self.store.roles.graph.resolve(self.store.roles_of(user)).roles if user is not None else []
         info: dict[str, Any] = {
             "authenticatedUsers": [user.to_doc()] if user is not None else [],
             "authenticatedUserRoles": [r.to_doc() for r in roles],

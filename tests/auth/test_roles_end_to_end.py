@@ -95,6 +95,12 @@ def test_inherited_roles(cluster, admin):
     _denied(lambda: user.inv.items.find_one())
     admin.inv.command("grantRolesToRole", "top", roles=["base"])
     assert user.inv.items.find_one() == {"_id": 1}
+    # connectionStatus lists every role the user holds, inherited ones too (its indirect roles)
+    status = user.admin.command("connectionStatus", showPrivileges=True)["authInfo"]
+    assert status["authenticatedUserRoles"] == [{"role": "top", "db": "inv"}, {"role": "base", "db": "inv"},
+                                                {"role": "read", "db": "inv"}]
+    assert any(p["resource"] == {"db": "inv", "collection": ""} and "find" in p["actions"]
+               for p in status["authenticatedUserPrivileges"])
     # a role's own description needs no viewRole privilege
     (top,) = user.inv.command("rolesInfo", "top")["roles"]
     assert top["inheritedRoles"] == [{"role": "base", "db": "inv"}, {"role": "read", "db": "inv"}]
