@@ -84,10 +84,10 @@ from mongosim.shardsim import planner_wildcard_helpers as W
 from mongosim.shardsim.query import index_bounds as B
 from mongosim.shardsim.geo.geo_near import GeoNear, find_geo_index
 from mongosim.shardsim.query.document_metadata import GEO_NEAR_DISTANCE, GEO_NEAR_POINT, TEXT_SCORE, unavailable
-from mongosim.shardsim.query.collation.comparison_keys import collatable
+from mongosim.shardsim.query.collation.comparison_keys import collatable, compare_for
 from mongosim.shardsim.query.paths import split
 from mongosim.shardsim.query.sorting import meta_sorts, parse_sort
-from mongosim.shardsim.query.values import hashable
+from mongosim.shardsim.query.values import TYPE_ALIASES, canonical_rank, hashable
 
 MAX_SCANS_TO_EXPLODE = 200  # internalQueryMaxScansToExplode
 
@@ -236,42 +236,177 @@ def _excludes_missing(lf: Leaf) -> bool:
     return b is not None and not B.contains_null(b[0])
 
 
-def _implies(cq: CanonicalQuery, partial: dict) -> bool:
-    """Whether every document the query matches matches the partial filter (expression::isSubsetOf,
-    for conjunctions of simple predicates)."""
-    leaves: list[Leaf] = []
-    residual: list[dict] = []
-    extract_leaves(partial, leaves, residual)
-    if residual:
-        return False
-    for p in leaves:
-        pb = B.predicate_bounds(p.op, p.value)
-        ok = False
-        for q in _field_leaves(cq, p.path):
-            if q.derived:
-                continue
-            if p.op == "$exists":
-                if p.value in (False, 0, None):
-                    break
-                # (a null negation on a dotted path does not: {b: []} matches {"b.a": {$ne: null}}, not
-                # {"b.a": {$exists: true}}, and a partial index without it never learns "b" holds arrays)
-                if _excludes_missing(q) and not (B.is_null_negation(q) and "." in q.path):
-                    ok = True
-                    break
-                continue
-            if pb is None or not pb[1]:
-                if q.op == p.op and hashable(q.value if q.op != "$regex" else q.value[:2]) == \
-                        hashable(p.value if p.op != "$regex" else p.value[:2]):
-                    ok = True
-                    break
-                continue
-            qb = B.predicate_bounds(q.op, q.value)
-            if qb is not None and q.op not in ("$ne", "$nin") and B.oil_within(qb[0], pb[0]):
-                ok = True
-                break
-        if not ok:
+# -- partial indexes: does the query imply the filter? ---------------------------------------------
+_CMP = frozenset({"$eq", "$lt", "$lte", "$gt", "$gte"})
+_LE = frozenset({"$lt", "$lte"})
+_GE = frozenset({"$gt", "$gte"})
+_EQUALITY_LIKE = frozenset({"$lte", "$eq", "$gte"})  # (supportsEquality: what NaN may be a subset of)
+# query leaves a matched document always holds a value at the path for (_isSubsetOf(..., ExistsMatchExpression))
+_EXISTS_IMPLIED = frozenset({"$elemMatch", "$geoWithin", "$within", "$geoIntersects", "$mod", "$regex", "$size",
+                             "$type"})
+
+
+def _implies(cq: CanonicalQuery, partial: dict, index_collator=None) -> bool:
+    """Whether the query implies a partial index's filter: expression::isSubsetOf(query, filter)
+    (expression_algo.cpp) over the query's top-level conjuncts.
+
+    The filter's `$and` needs every clause, its `$or` one branch; a filter leaf needs one query
+    conjunct that is a subset of it (`_leaf_subset`).  A query `$or` implies nothing here."""
+    conj = _subset_conjuncts(cq)
+    return _filter_implied(conj, partial, cq.collator, index_collator)
+
+
+def _subset_conjuncts(cq: CanonicalQuery) -> list[Leaf]:
+    """The query's conjuncts as isSubsetOf sees them once optimized: its leaves, `$all` as its
+    equalities (an AND of them), and the `$not`, object `$elemMatch` and geo clauses kept residual."""
+    out: list[Leaf] = []
+    for lf in cq.leaves:
+        if lf.derived:
+            continue
+        if lf.op == "$all" and isinstance(lf.value, list):
+            for v in lf.value:
+                if isinstance(v, dict) and len(v) == 1 and "$elemMatch" in v:
+                    out.append(Leaf(lf.path, "$elemMatch", v["$elemMatch"]))
+                else:
+                    out.append(Leaf(lf.path, "$eq", v))
+            continue
+        out.append(lf)
+    for r in cq.residual:
+        if len(r) != 1:
+            continue
+        path, val = next(iter(r.items()))
+        if path.startswith("$") or not isinstance(val, dict) or len(val) != 1:
+            continue
+        op, arg = next(iter(val.items()))
+        if op in ("$not", "$elemMatch", "$geoWithin", "$within", "$geoIntersects"):
+            out.append(Leaf(path, op, arg))
+    return out
+
+
+def _filter_implied(conj: list[Leaf], flt: dict, qcoll, icoll) -> bool:
+    for key, val in flt.items():
+        if key == "$and":
+            if not all(_filter_implied(conj, sub, qcoll, icoll) for sub in val):
+                return False
+        elif key == "$or":
+            if not any(_filter_implied(conj, sub, qcoll, icoll) for sub in val):
+                return False
+        elif key.startswith("$"):
             return False
+        else:
+            leaves: list[Leaf] = []
+            residual: list[dict] = []
+            extract_leaves({key: val}, leaves, residual)
+            if residual or not all(any(_leaf_subset(q, p, qcoll, icoll) for q in conj) for p in leaves):
+                return False
     return True
+
+
+def _type_set(arg) -> frozenset:
+    names = arg if isinstance(arg, list) else [arg]
+    return frozenset(next((k for k, c in TYPE_ALIASES.items() if c == n), n)
+                     if isinstance(n, (int, float)) and not isinstance(n, bool) else n for n in names)
+
+
+def _equivalent(q: Leaf, p: Leaf) -> bool:
+    """MatchExpression::equivalent of two leaves on one path."""
+    if q.op != p.op:
+        return False
+    try:
+        if q.op == "$type":
+            return _type_set(q.value) == _type_set(p.value)
+        if q.op == "$in":
+            return isinstance(q.value, list) and isinstance(p.value, list) and \
+                sorted(set(map(hashable, q.value))) == sorted(set(map(hashable, p.value)))
+        if q.op == "$regex":
+            return q.value[:2] == p.value[:2]
+        return hashable(q.value) == hashable(p.value)
+    except TypeError:
+        return False
+
+
+def _leaf_subset(q: Leaf, p: Leaf, qcoll, icoll) -> bool:
+    """expression::isSubsetOf(q, p) for a query conjunct `q` and a filter leaf `p`: only on the same
+    path (a dotted one included: paths are compared as strings, arrays along them are not considered)."""
+    if q.path != p.path:
+        return False
+    if _equivalent(q, p):
+        return True
+    if p.op in _CMP:
+        return _subset_of_comparison(q, p.op, p.value, qcoll, icoll)
+    if p.op == "$in":
+        vals = p.value if isinstance(p.value, list) else []
+        if any(isinstance(v, (Regex, re.Pattern)) for v in vals):
+            return False
+        return any(_subset_of_comparison(q, "$eq", v, qcoll, icoll) for v in vals)
+    if p.op == "$exists" and p.value not in (False, 0, None):
+        return _subset_of_exists(q)
+    if p.op.startswith("$_internalExpr") and q.op == p.op:
+        # (_isSubsetOfInternalExpr: the same operator with a narrower value; either collation)
+        if qcoll != icoll and collatable(q.value):
+            return False
+        c = compare_for(icoll)(q.value, p.value)
+        return c < 0 if p.op in ("$_internalExprLt", "$_internalExprLte") else \
+            c > 0 if p.op in ("$_internalExprGt", "$_internalExprGte") else False
+    return False
+
+
+def _subset_of_comparison(q: Leaf, rop: str, rv, qcoll, icoll) -> bool:
+    """_isSubsetOf(q, ComparisonMatchExpression): q a comparison (or an `$in` of equalities, each
+    one) of the same canonical type, ordered inside the filter's range."""
+    if q.op in _CMP:
+        return _cmp_subset(q.op, q.value, rop, rv, qcoll, icoll)
+    if q.op == "$in" and isinstance(q.value, list):
+        vals = q.value
+        if not vals or any(isinstance(v, (Regex, re.Pattern)) for v in vals):
+            return False  # (an empty $in is $alwaysFalse once optimized)
+        return all(_cmp_subset("$eq", v, rop, rv, qcoll, icoll) for v in vals)
+    return False
+
+
+def _cmp_subset(lop: str, lv, rop: str, rv, qcoll, icoll) -> bool:
+    if canonical_rank(lv) != canonical_rank(rv):
+        return False
+    if B._is_nan(lv) or B._is_nan(rv):  # NaN compares equal only to itself
+        return lop in _EQUALITY_LIKE and rop in _EQUALITY_LIKE and B._is_nan(lv) and B._is_nan(rv)
+    if qcoll != icoll and collatable(lv):
+        return False
+    c = compare_for(icoll)(lv, rv)
+    if lop == rop and c == 0:
+        return True
+    if rop in _LE and lop in (_LE | {"$eq"}):
+        return c <= 0 if rop == "$lte" else c < 0
+    if rop in _GE and lop in (_GE | {"$eq"}):
+        return c >= 0 if rop == "$gte" else c > 0
+    return False
+
+
+def _subset_of_exists(q: Leaf) -> bool:
+    """_isSubsetOf(q, {path: {$exists: true}}): a comparison to anything but null; `$in` without null;
+    `$ne: null`, `$nin` with null, `$not: {$eq: null}` / `$not: {$in: [.., null]}`; `$exists: true`,
+    `$elemMatch`, `$type` (even "null"), `$size`, `$mod`, `$regex`, geo.  Not the bit tests, `$ne`/`$nin`
+    of non-null values, `$exists: false`, `$eq: null`.  (On a dotted path too: {b: []} matches
+    {"b.a": {$ne: null}} and not {"b.a": {$exists: true}}, but the server claims the subset anyway.)"""
+    op, v = q.op, q.value
+    if op in _CMP:
+        return v is not None
+    if op == "$exists":
+        return v not in (False, 0, None)
+    if op in _EXISTS_IMPLIED:
+        return True
+    if op == "$in":
+        return isinstance(v, list) and bool(v) and not any(x is None for x in v)
+    if op == "$ne":
+        return v is None
+    if op == "$nin":
+        return isinstance(v, list) and any(x is None for x in v)
+    if op == "$not" and isinstance(v, dict) and len(v) == 1:
+        (nop, arg), = v.items()
+        if nop == "$eq":
+            return arg is None
+        if nop == "$in":
+            return isinstance(arg, list) and any(x is None for x in arg)
+    return False
 
 
 def _eligible(ix: IndexAccessMethod, cq: CanonicalQuery) -> bool:
@@ -279,7 +414,7 @@ def _eligible(ix: IndexAccessMethod, cq: CanonicalQuery) -> bool:
         return False
     if ix.sparse and _can_match_missing(ix, cq):
         return False
-    if ix.partial is not None and not _implies(cq, ix.partial.filter):
+    if ix.partial is not None and not _implies(cq, ix.partial.filter, ix.collator):
         return False
     return True
 
@@ -569,7 +704,7 @@ def _index_candidates(coll, cq: CanonicalQuery, sort, view_changed: bool) -> lis
             order += 1
             if not ix0.usable or ix0.hidden or ix0.sparse or ix0.hashed_pos == 0:
                 continue
-            if ix0.partial is not None and not _implies(cq, ix0.partial.filter):
+            if ix0.partial is not None and not _implies(cq, ix0.partial.filter, ix0.collator):
                 continue
             ix = coll.index_access(ix0.name)
             whole = [B.ALL() for _ in ix.paths]
@@ -672,7 +807,7 @@ def _choose(candidates: list[IndexPlan], cq: CanonicalQuery, sort, sharded: bool
 def _eligible_wildcard(ix: IndexAccessMethod, cq: CanonicalQuery) -> bool:
     if ix.hidden:
         return False
-    return ix.partial is None or _implies(cq, ix.partial.filter)
+    return ix.partial is None or _implies(cq, ix.partial.filter, ix.collator)
 
 
 def _wildcard_candidates(ix: IndexAccessMethod, cq: CanonicalQuery, sort, view_changed: bool, order: int,
