@@ -98,7 +98,7 @@ FULL = Settings(read_events=50_000, batch_sizes=(100, 1000), read_reps=3,
                 startup_runs=5, memory_entries=1_000_000, ops_seconds=1.5, ops_reps=3,
                 mongomock_sizes=(20_000, 100_000), mongomock_seconds=1.0,
                 reset_rounds=50,
-                spark_merge_events=120_000, spark_stream_events=50_000, spark_reps=3, spark_partitions=2)
+                spark_merge_events=120_000, spark_stream_events=50_000, spark_reps=5, spark_partitions=2)
 
 # figure -> (goal text, passes?)
 GOALS: dict[str, tuple[str, Callable[[float], bool]]] = {
