@@ -133,8 +133,7 @@ class MergeJob:
 
     def _needs_facts(self) -> bool:
         """Whether the stream may have stream-wide points to find (see `dataframe`)."""
-        token = self.opts.start_after
-        return bool((token and token_kind(token) != "hwm") or self.opts.level != "cluster" or self.opts.pipeline)
+        return bool(self._token_filter() is not None or self.opts.level != "cluster" or self.opts.pipeline)
 
     def _token_filter(self) -> str | None:
         """The `startAfter` event token the stream starts after (None for a high-water mark or none)."""
@@ -146,7 +145,7 @@ class MergeJob:
         the operation type always; the sort key for a start token's filter or the stream-wide points;
         the shard order for a sort into other partitions; `_id` intact for the user's stages."""
         cols = ["__op"]
-        if self._token_filter() is not None or self._needs_facts():
+        if self._needs_facts():  # (a start token's filter among them)
             cols.append("__key")
         if self.output_partitions != len(self.slices):
             cols.append("__order")

@@ -68,8 +68,8 @@ import bisect
 import heapq
 import os
 import struct
-from pathlib import Path
 from itertools import islice
+from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from mongosim.spark.dump_ranges import DumpRange
