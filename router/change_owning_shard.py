@@ -12,6 +12,11 @@ events carry `lsid: {id, uid, txnNumber, txnUUID}`, `txnNumber: 0`), which first
 statement again, so a write that changed the document in between is seen, not
 lost. Two shards took part, so it commits with two-phase commit. A change
 stream therefore shows a `delete` and an `insert`, not an `update`.
+
+The delete and the insert carry the shard versions this router routes them by,
+as every targeted statement does: a shard that no longer owns the post-image's
+range (another router moved the chunk) answers StaleConfig instead of keeping
+an orphan, and the internal transaction runs again on the refreshed routing.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from bson import Binary, Int64
 from mongosim.oplog.error_codes import CODES
 from mongosim.oplog.errors import MongoError
 from mongosim.router.request import Request
+from mongosim.router.shard_versioning import is_stale, with_versions
 
 if TYPE_CHECKING:
     from mongosim.router.mongos import Router
@@ -67,8 +73,11 @@ async def change_owning_shard(router: Router, req: Request, db: str, coll: str, 
             return await _in_internal_transaction(router, req, db, coll, ns, source, info, rerun, answer, stmt_id)
         except MongoError as err:
             # the transactions API runs the whole body again after a transient error (a write
-            # that changed the document after the re-run read it: WriteConflict)
-            if err.code != WRITE_CONFLICT and "TransientTransactionError" not in err.labels:
+            # that changed the document after the re-run read it: WriteConflict; a stale routing,
+            # after the refresh)
+            if is_stale(err):
+                router.refresh_catalog()
+            elif err.code != WRITE_CONFLICT and "TransientTransactionError" not in err.labels:
                 raise
     return await _in_internal_transaction(router, req, db, coll, ns, source, info, rerun, answer, stmt_id)
 
@@ -118,14 +127,16 @@ async def _delete_and_insert(router: Router, txn_req: Request, db: str, coll: st
     # (a time-series collection's: the measurement deleted from its bucket, its new bucket inserted as is)
     flag = {"isTimeseriesNamespace": True} if routing.timeseries_fields is not None else {}
     deleted = await router.txns.run_in_transaction(
-        txn_req, source, db, {"delete": coll, "deletes": [{"q": pre, "limit": 1}], **flag})
+        txn_req, source, db, with_versions(router, txn_req, db, {"delete": coll, "deletes": [{"q": pre, "limit": 1}],
+                                                                 **flag}, source))
     _raise_write_error(deleted)
     if upsert and deleted.get("n"):
         raise MongoError("ConflictingOperationInProgress", "Delete matched a document when it should not have.")
     if not upsert and deleted.get("n") != 1:
         return False
     target = routing.shard_for(routing.pattern.extract(post))  # (a time-series one's post-image: its new bucket)
-    inserted = await router.txns.run_in_transaction(txn_req, target, db, {"insert": coll, "documents": [post]})
+    inserted = await router.txns.run_in_transaction(
+        txn_req, target, db, with_versions(router, txn_req, db, {"insert": coll, "documents": [post]}, target))
     _raise_write_error(inserted)
     return True
 

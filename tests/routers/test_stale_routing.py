@@ -46,6 +46,29 @@ async def test_a_router_that_missed_a_migration_is_refused_then_refreshes_and_wr
         assert _placement(b) == _placement(a)  # it refreshed
 
 
+async def test_a_document_moved_by_a_stale_router_lands_on_its_owner(autojump_clock):
+    """An update or upsert whose new shard key belongs to another shard (WouldChangeOwningShard): the
+    router inserts the post-image where its routing says, with that routing's shard version, so a
+    shard that no longer owns the range (another router moved it) refuses it, and the internal
+    transaction runs again on the refreshed routing: no orphan, and the next update finds the
+    document.  (Found by the stateful machine's nightly profile: the insert went unversioned.)"""
+    async with await _two_routers() as core:
+        ca = AsyncClient(core.router)
+        await _sharded(ca)
+        cb = AsyncClient(core.routers[1])
+        await cb.admin({"moveChunk": "db.c", "find": {"k": 100}, "to": "shard02"})  # the first router does not know
+        lsid = {"id": __import__("bson").Binary(b"\x01" * 16, 4)}
+        await ca.command("db", {"update": "c", "updates": [{"q": {"_id": 7, "k": 50}, "u": {"$set": {"k": 150}},
+                                                            "upsert": True}], "lsid": lsid, "txnNumber": 1})
+        held = {s: n.catalog.collection("db", "c").get(7) for s, n in core.shards.items()}
+        assert held == {"shard00": None, "shard01": None, "shard02": {"_id": 7, "k": 150}}
+        reply = await ca.command("db", {"update": "c", "updates": [{"q": {"_id": 7, "k": 150}, "u": {"$set": {"k": 5}}}],
+                                        "lsid": lsid, "txnNumber": 2})
+        assert (reply["n"], reply["nModified"]) == (1, 1)
+        held = {s: n.catalog.collection("db", "c").get(7) for s, n in core.shards.items()}
+        assert held == {"shard00": {"_id": 7, "k": 5}, "shard01": None, "shard02": None}
+
+
 async def test_the_shard_answers_stale_config_with_the_versions(autojump_clock):
     async with await _two_routers() as core:
         ca = AsyncClient(core.router)
