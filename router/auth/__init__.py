@@ -168,7 +168,7 @@ class AuthManager:
         user = self.authenticated_user(conn)
         granted: dict[Resource, frozenset[str]] = {}
         if user is not None:
-            resolved = self.store.roles.graph.resolve(self.store.roles_of(user))
+            resolved = self.store.resolved(user)
             granted.update(resolved.privileges)
             if _ROOT in resolved.roles:
                 # mongosim only: root may run commands commands.py does not list (see UNKNOWN_COMMAND_REQUIREMENT)
@@ -225,13 +225,13 @@ class AuthManager:
         indirect roles: AuthorizationSession's _buildAuthenticatedRolesVector), and with
         showPrivileges the privileges they grant."""
         user = self.authenticated_user(conn)
-        roles = self.store.roles.graph.resolve(self.store.roles_of(user)).roles if user is not None else []
+        resolved = self.store.resolved(user) if user is not None else None
         info: dict[str, Any] = {
             "authenticatedUsers": [user.to_doc()] if user is not None else [],
-            "authenticatedUserRoles": [r.to_doc() for r in roles],
+            "authenticatedUserRoles": [r.to_doc() for r in resolved.roles] if resolved is not None else [],
         }
         if cmd.get("showPrivileges"):
-            granted = self.store.roles.graph.privileges(roles)
+            granted = resolved.privileges if resolved is not None else {}
             info["authenticatedUserPrivileges"] = [Privilege(r, a).to_doc() for r, a in granted.items()]
         return {"authInfo": info, "ok": 1.0}
 

@@ -58,6 +58,7 @@ from mongosim.router.auth.names import (
     parse_role_names,
 )
 from mongosim.router.auth.privileges import Privilege as _Privilege
+from mongosim.router.auth.privileges import Resolved
 from mongosim.router.auth.restrictions import validated
 from mongosim.router.auth.roles import ROLE_COMMANDS, RoleStore
 from mongosim.router.auth.saslprep import SASLprepError
@@ -195,8 +196,7 @@ class UserStore:
         if doc is None:
             return []
         own = doc.get("authenticationRestrictions")
-        resolved = self.roles.graph.resolve(self.roles_of(name)).roles
-        return [*([own] if own else []), *self.roles.inherited_restrictions(resolved)]
+        return [*([own] if own else []), *self.roles.inherited_restrictions(self.resolved(name).roles)]
 
     def system_users(self) -> list[dict[str, Any]]:
         """The ``admin.system.users`` documents, ordered by ``_id``."""
@@ -237,9 +237,14 @@ class UserStore:
         if changed:
             self._bump()
 
+    def resolved(self, name: UserName) -> Resolved:
+        """The user's roles with every role they inherit, and the privileges they grant (the role
+        graph's resolveRoles, cached there per change)."""
+        return self.roles.graph.resolve(self.roles_of(name))
+
     def effective_privileges(self, name: UserName) -> dict[Any, frozenset[str]]:
         """What the user may do: its roles' privileges and every inherited role's, transitively."""
-        return self.roles.graph.privileges(self.roles_of(name))
+        return self.resolved(name).privileges
 
     def _build_credentials(self, command: str, name: UserName, cmd: Mapping[str, Any]) -> dict[str, Any]:
         pwd = cmd["pwd"]
