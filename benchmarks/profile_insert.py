@@ -1,10 +1,12 @@
 """The server's CPU per inserted document, in process: the write benchmark's requests through the wire.
 
-    python -m benchmarks.profile_insert [--docs N] [--batch B] [--shards S] [--members M] [--profile] [--top K]
+    python -m benchmarks.profile_insert [--docs N] [--batch B] [--shards S] [--members M] [--ordered] [--profile] [--top K]
     valgrind --tool=callgrind python -m benchmarks.profile_insert --callgrind [...]
 
 A 4-shard cluster (``--shards``, ``--members``: bench_replset's is 2 shards of 3 members) (``open_cluster``, listening on a free port, hashed ``_id``) in this process;
-a raw trio socket sends the OP_MSG bytes pymongo sends for ``insert_many(ordered=False)`` (a
+a raw trio socket sends the OP_MSG bytes pymongo sends for ``insert_many(ordered=False)`` (``--ordered``:
+pymongo's default, which mongos sends a run of consecutive documents at a time to one shard, as the
+server's BatchWriteOp does; with a hashed ``_id`` that is a shard command per one or two documents) (a
 retryable write: ``lsid``, ``txnNumber``; the documents as a kind-1 sequence), built before the
 clock starts, and reads each reply.  The client side costs next to nothing, so the CPU time
 measured (``time.process_time``) is the server's: wire decode, router, shards, reply, with the
@@ -43,9 +45,9 @@ from mongosim.router.wire.messages import encode_op_msg
 DB, COLL = "bench", "orders"
 
 
-def op_msg_insert(docs: list[dict], request_id: int, lsid: Binary, txn: int) -> bytes:
+def op_msg_insert(docs: list[dict], request_id: int, lsid: Binary, txn: int, ordered: bool = False) -> bytes:
     """The OP_MSG pymongo sends for one insert_many batch."""
-    body = bsonutil.encode({"insert": COLL, "ordered": False, "lsid": {"id": lsid}, "txnNumber": Int64(txn),
+    body = bsonutil.encode({"insert": COLL, "ordered": ordered, "lsid": {"id": lsid}, "txnNumber": Int64(txn),
                             "$db": DB})
     seq = b"".join(bsonutil.encode(d) for d in docs)
     name = b"documents\x00"
@@ -92,7 +94,7 @@ def _dumped_instructions(tag: str, *, pid: int | None = None, where: str = ".") 
 
 
 async def measure(n: int, batch: int, profile: bool, top: int, start: int = 0, *, shards: int = 4,
-                  members: int = 1, callgrind: bool = False) -> dict:
+                  members: int = 1, callgrind: bool = False, ordered: bool = False) -> dict:
     async with open_cluster(shards=shards, members=members, instant_hwm=True, port=0) as core:
         stream = await trio.open_tcp_stream("127.0.0.1", core.port)
         buf = bytearray()
@@ -111,7 +113,7 @@ async def measure(n: int, batch: int, profile: bool, top: int, start: int = 0, *
         # warm up
         r = await call(op_msg_insert(H.make_docs(10**9, batch), 1, lsid, 1))
         assert r.get("n") == batch, r
-        msgs = [op_msg_insert(H.make_docs(start + k, batch), 2 + k, lsid, 2 + k // batch)
+        msgs = [op_msg_insert(H.make_docs(start + k, batch), 2 + k, lsid, 2 + k // batch, ordered)
                 for k in range(0, n, batch)]
         prof = cProfile.Profile(time.process_time) if profile else None
         gc_cpu = [0.0, 0.0]
@@ -157,12 +159,14 @@ def main() -> None:
     p.add_argument("--top", type=int, default=30)
     p.add_argument("--shards", type=int, default=4)
     p.add_argument("--members", type=int, default=1)
+    p.add_argument("--ordered", action="store_true", help="ordered inserts (pymongo's default): mongos sends a "
+                   "run of documents to one shard at a time")
     p.add_argument("--callgrind", action="store_true", help="run under callgrind: count the timed part's instructions")
     a = p.parse_args()
     keep_freed_memory()  # the memory settings of `mongosim serve`
     collect_less_often()
     print(trio.run(partial(measure, a.docs, a.batch, a.profile, a.top, shards=a.shards, members=a.members,
-                           callgrind=a.callgrind)))
+                           callgrind=a.callgrind, ordered=a.ordered)))
 
 
 if __name__ == "__main__":

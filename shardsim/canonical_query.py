@@ -23,9 +23,11 @@ from mongosim.shardsim.fts.text_match_expression import check_text
 from mongosim.shardsim.geo.geo_expression import GeoNearExpression, find_near, parse_near
 from mongosim.shardsim.query.extensions_callback import TextParams
 from mongosim.shardsim.query.fmt import bson_str
-from mongosim.shardsim.query.matcher import Matcher
+from mongosim.shardsim.query import or_to_in
+from mongosim.shardsim.query.matcher import Matcher, truthy_arg
 from mongosim.shardsim.query.paths import is_array_index, split
 from mongosim.shardsim.query.regex import regex_from
+from mongosim.shardsim.query.values import bson_equal, sort_key
 
 
 _NEAR_PARTS = frozenset({"$near", "$nearSphere", "$minDistance", "$maxDistance"})
@@ -128,6 +130,9 @@ class CanonicalQuery:
     near: GeoNearExpression | None = None  # the filter's $near / $nearSphere (shardsim.geo)
 
     def __post_init__(self) -> None:
+        optimized = or_to_in.rewrite(self.filter)  # what the server plans and shows (its optimizer's $or -> $in)
+        if optimized is not self.filter:
+            self.filter, self.matcher = optimized, self.matcher.shown_as(optimized)
         extract_leaves(self.filter, self.leaves, self.residual)
         f = self.filter
         if "$text" in f or "$and" in f or "$or" in f or "$nor" in f:
@@ -153,15 +158,92 @@ def parsed_query(flt: dict, text: dict | None = None) -> dict:
     leaves: list[Leaf] = []
     residual: list[dict] = []
     extract_leaves(flt, leaves, residual)
-    parts = [{lf.path: {lf.op: lf.value if lf.op != "$regex" else lf.value[2]}} for lf in leaves if not lf.derived]
-    parts.extend(residual)
-    if text is not None:
-        parts.append(text)
+    return shown_filter(leaves, residual, [text] if text is not None else []) or {}
+
+
+def shown_filter(leaves: list[Leaf], residual: list[dict], extra: list[dict] = ()) -> dict | None:
+    """Predicates as explain shows them (a stage's `filter`, the `parsedQuery`): each leaf and residual
+    clause serialized as the server serializes its match expression, several under one `$and` in the
+    order of the server's sortTree; None when there are none."""
+    parts = [shown for lf in leaves if not lf.derived for shown in _shown_leaf(lf)]
+    parts.extend(_shown_clause(r) for r in residual)
+    parts.extend(extra)
     if not parts:
-        return {}
+        return None
     if len(parts) == 1:
         return parts[0]
-    return {"$and": parts}
+    return {"$and": sorted(parts, key=_tree_key)}
+
+
+# MatchExpression::MatchType, in the enum's order: the first key of sortTree's comparator
+_MATCH_TYPE = {op: rank for rank, ops in enumerate([
+    ("$and",), ("$or",), ("$elemMatch:object",), ("$elemMatch:value",), ("$size",),
+    ("$eq",), ("$lte",), ("$lt",), ("$gt",), ("$gte",), ("$regex",), ("$mod",), ("$exists",), ("$in",),
+    ("$bitsAllSet",), ("$bitsAllClear",), ("$bitsAnySet",), ("$bitsAnyClear",), ("$encryptedBetween",),
+    ("$not",), ("$nor",), ("$type",), ("$geoWithin", "$within", "$geoIntersects"), ("$where",), ("$expr",),
+    ("$alwaysFalse",), ("$alwaysTrue",), ("$near", "$nearSphere", "$geoNear"), ("$text",),
+]) for op in ops}
+
+
+def _tree_key(shown: dict) -> tuple:
+    """sortTree's order of a shown clause (the server sorts the parsed query before it plans and shows it):
+    by match type, then path, then the children's own order (fewer first when one list is a prefix of the
+    other).  A NOT has no path of its own: its child decides."""
+    key, val = next(iter(shown.items())) if shown else ("$and", [])
+    if key in ("$and", "$or", "$nor"):
+        children = val if isinstance(val, list) else []
+        return (_MATCH_TYPE[key], "", tuple(_tree_key(c) for c in children if isinstance(c, dict)))
+    if key.startswith("$"):
+        return (_MATCH_TYPE.get(key, len(_MATCH_TYPE)), "", ())
+    op = next(iter(val)) if isinstance(val, dict) and val else "$eq"
+    if op == "$not":
+        inner = val["$not"]
+        return (_MATCH_TYPE["$not"], "", (_tree_key({key: inner if isinstance(inner, dict) else {"$regex": inner}}),))
+    if op == "$elemMatch":
+        arg = val[op]
+        op = "$elemMatch:value" if isinstance(arg, dict) and arg and next(iter(arg)).startswith("$") else \
+            "$elemMatch:object"
+    return (_MATCH_TYPE.get(op, len(_MATCH_TYPE)), key, ())
+
+
+def _shown_in(values: list) -> list:
+    """An `$in`'s values as the server serializes them: in BSON order, each once, the regular expressions
+    after them (InMatchExpression keeps its equalities sorted and distinct)."""
+    plain = [v for v in values if not isinstance(v, (Regex, re.Pattern))]
+    distinct: list = []
+    for v in sorted(plain, key=sort_key):
+        if not distinct or not bson_equal(distinct[-1], v):
+            distinct.append(v)
+    return distinct + [v for v in values if isinstance(v, (Regex, re.Pattern))]
+
+
+def _shown_leaf(lf: Leaf) -> list[dict]:
+    """A leaf as the server serializes its match expressions: the negative operators are a NOT over the
+    positive one (`$ne` is `{$not: {$eq: v}}`, `$nin` `{$not: {$in: [...]}}`, `$exists: false`
+    `{$not: {$exists: true}}`), and `$all` of values is an equality per value (an AND the query's own
+    absorbs)."""
+    path, op, v = lf.path, lf.op, lf.value
+    if op == "$regex":
+        return [{path: {op: v[2]}}]
+    if op in ("$in", "$nin") and isinstance(v, list):
+        return [{path: {"$in": _shown_in(v)} if op == "$in" else {"$not": {"$in": _shown_in(v)}}}]
+    if op == "$ne":
+        return [{path: {"$not": {"$eq": v}}}]
+    if op == "$exists":
+        return [{path: {"$exists": True} if truthy_arg(v) else {"$not": {"$exists": True}}}]
+    if op == "$all" and isinstance(v, list) and v and not any(
+            isinstance(x, dict) and "$elemMatch" in x for x in v):
+        return [{path: {"$regex": x} if isinstance(x, (Regex, re.Pattern)) else {"$eq": x}} for x in v]
+    return [{path: {op: v}}]
+
+
+def _shown_clause(clause: dict) -> dict:
+    """A residual clause: the branches of an `$or` / `$nor` each shown as a parsed query."""
+    if len(clause) == 1:
+        key, val = next(iter(clause.items()))
+        if key in ("$or", "$nor") and isinstance(val, list) and all(isinstance(b, dict) for b in val):
+            return {key: sorted((parsed_query(b) for b in val), key=_tree_key)}
+    return clause
 
 
 def bad_hint(cq: CanonicalQuery) -> MongoError:

@@ -76,6 +76,7 @@ from mongosim.shardsim.canonical_query import (
     check_hint,
     extract_leaves,
     planner_error,
+    shown_filter,
 )
 from mongosim.shardsim.fts.text_stages import build_text_plan
 from mongosim.shardsim.query.matcher import Matcher
@@ -251,16 +252,18 @@ def _implies(cq: CanonicalQuery, partial: dict, index_collator=None) -> bool:
     (expression_algo.cpp) over the query's top-level conjuncts.
 
     The filter's `$and` needs every clause, its `$or` one branch; a filter leaf needs one query
-    conjunct that is a subset of it (`_leaf_subset`).  A query `$or` implies nothing here."""
-    conj = _subset_conjuncts(cq)
+    conjunct that is a subset of it (`_leaf_subset`), and a query `$or` is one when each of its
+    branches is (isSubsetOf's OR on the query side: every child a subset)."""
+    conj = _subset_conjuncts(cq.leaves, cq.residual)
     return _filter_implied(conj, partial, cq.collator, index_collator)
 
 
-def _subset_conjuncts(cq: CanonicalQuery) -> list[Leaf]:
+def _subset_conjuncts(leaves: list[Leaf], residual: list[dict]) -> list[Leaf]:
     """The query's conjuncts as isSubsetOf sees them once optimized: its leaves, `$all` as its
-    equalities (an AND of them), and the `$not`, object `$elemMatch` and geo clauses kept residual."""
+    equalities (an AND of them), the `$not`, object `$elemMatch` and geo clauses kept residual, and
+    each `$or` as a Leaf `("", "$or", [each branch's conjuncts])`."""
     out: list[Leaf] = []
-    for lf in cq.leaves:
+    for lf in leaves:
         if lf.derived:
             continue
         if lf.op == "$all" and isinstance(lf.value, list):
@@ -271,10 +274,19 @@ def _subset_conjuncts(cq: CanonicalQuery) -> list[Leaf]:
                     out.append(Leaf(lf.path, "$eq", v))
             continue
         out.append(lf)
-    for r in cq.residual:
+    for r in residual:
         if len(r) != 1:
             continue
         path, val = next(iter(r.items()))
+        if path == "$or" and isinstance(val, list) and val and all(isinstance(b, dict) for b in val):
+            branches = []
+            for b in val:
+                b_leaves: list[Leaf] = []
+                b_residual: list[dict] = []
+                extract_leaves(b, b_leaves, b_residual)
+                branches.append(_subset_conjuncts(b_leaves, b_residual))
+            out.append(Leaf("", "$or", branches))
+            continue
         if path.startswith("$") or not isinstance(val, dict) or len(val) != 1:
             continue
         op, arg = next(iter(val.items()))
@@ -327,7 +339,10 @@ def _equivalent(q: Leaf, p: Leaf) -> bool:
 
 def _leaf_subset(q: Leaf, p: Leaf, qcoll, icoll) -> bool:
     """expression::isSubsetOf(q, p) for a query conjunct `q` and a filter leaf `p`: only on the same
-    path (a dotted one included: paths are compared as strings, arrays along them are not considered)."""
+    path (a dotted one included: paths are compared as strings, arrays along them are not considered);
+    a query `$or` when each branch has a conjunct that is."""
+    if q.op == "$or" and not q.path:
+        return all(any(_leaf_subset(bq, p, qcoll, icoll) for bq in branch) for branch in q.value)
     if q.path != p.path:
         return False
     if _equivalent(q, p):
@@ -601,9 +616,7 @@ def _text_solution(coll, cq: CanonicalQuery, sharded: bool) -> Solution:
         raise MongoError("BadValue", "text and hint not allowed in same query")
     if cq.sort and "$natural" in cq.sort:
         raise MongoError("BadValue", "text expression not allowed with $natural sort order")
-    rest = [{lf.path: {lf.op: lf.value if lf.op != "$regex" else lf.value[2]}} for lf in cq.leaves if not lf.derived]
-    rest += cq.residual
-    shown = None if not rest else (rest[0] if len(rest) == 1 else {"$and": rest})
+    shown = shown_filter(cq.leaves, cq.residual)
     want_score = cq.want_text_score or TEXT_SCORE in _metadata_needed(cq)
     root = build_text_plan(coll, cq, cq.text, want_score, shown)
     cq.text_shown = cq.text.to_bson(root.query.language.name)
@@ -620,9 +633,7 @@ def _near_solution(coll, cq: CanonicalQuery, sharded: bool) -> Solution:
     spec = find_geo_index(coll, cq.near)
     if spec is None:
         raise planner_error(cq, "unable to find index for $geoNear query", "NoQueryExecutionPlans")
-    rest = [{lf.path: {lf.op: lf.value if lf.op != "$regex" else lf.value[2]}} for lf in cq.leaves if not lf.derived]
-    rest += cq.residual
-    shown = None if not rest else (rest[0] if len(rest) == 1 else {"$and": rest})
+    shown = shown_filter(cq.leaves, cq.residual)
     root = GeoNear(spec, cq.near, cq.matcher, shown)
     if cq.has_sort:  # (a sort given with $near orders the documents instead of the distance)
         return Solution(_finish(root, cq, False, sharded))
@@ -857,10 +868,7 @@ def _min_max_plan(ix: IndexAccessMethod, cq: CanonicalQuery) -> IndexPlan:
 def _shown_filter(plan: IndexPlan, cq: CanonicalQuery) -> dict | None:
     """The FETCH's filter as explain shows it: the predicates the bounds do not answer exactly."""
     exact_ids = {id(lf) for lf in plan.exact}
-    rest = [{lf.path: {lf.op: lf.value if lf.op != "$regex" else lf.value[2]}}
-            for lf in cq.leaves if id(lf) not in exact_ids and not lf.derived]
-    rest += cq.residual
-    return None if not rest else (rest[0] if len(rest) == 1 else {"$and": rest})
+    return shown_filter([lf for lf in cq.leaves if id(lf) not in exact_ids], cq.residual)
 
 
 def _build(plan: IndexPlan, cq: CanonicalQuery, sharded: bool, view_changed: bool = False) -> PlanStage:

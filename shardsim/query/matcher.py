@@ -84,6 +84,13 @@ class Matcher:
         fn = self._fn
         self.matches: Callable[[dict], bool] = lambda doc: fn(doc, None)
 
+    def shown_as(self, filter: dict) -> "Matcher":
+        """This compiled filter, shown (explain's stages, `parsedQuery`) as `filter`, an optimized form of
+        the same predicate (`or_to_in`)."""
+        twin = object.__new__(Matcher)
+        twin.filter, twin._fn, twin.matches = filter, self._fn, self.matches
+        return twin
+
     def match_position(self, doc) -> tuple[bool, int | None]:
         """(matched, index of the array element that matched or None)."""
         details = [None]
@@ -265,7 +272,7 @@ def _op_test(op: str, arg, ops: dict):
             raise MongoError("BadValue", "$nin needs an array")
         return _in_test(arg), True, True, False
     if op == "$exists":
-        return (lambda v: v is not MISSING), False, not _truthy_arg(arg), False
+        return (lambda v: v is not MISSING), False, not truthy_arg(arg), False
     if op == "$type":
         return _type_test(arg), True, False, False
     if op == "$size":
@@ -324,7 +331,8 @@ def _value_test(ops: dict) -> Callable[[Any], bool]:
     return lambda v: all(t(v) for t in tests)
 
 
-def _truthy_arg(arg) -> bool:
+def truthy_arg(arg) -> bool:
+    """An `$exists`-style boolean argument: null, false and zero are false; anything else is true."""
     if arg is None or arg is MISSING:
         return False
     if isinstance(arg, bool):

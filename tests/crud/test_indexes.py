@@ -193,6 +193,18 @@ def test_partial_index_used_only_when_the_query_implies_its_filter(coll):
     assert [d["_id"] for d in coll.find({"b": 8})] == [8]
 
 
+def test_a_query_or_implies_a_partial_filter_when_every_branch_does(coll):
+    """isSubsetOf's OR on the query side: {b: 8, $or: [{a: 3}, {a: {$gt: 5}, c: 1}]} is within
+    {a: {$gte: 3}} (each branch is); with one branch outside it ({a: 1}) the index is not usable."""
+    coll.create_index("b", partialFilterExpression={"a": {"$gte": 3}}, name="b_partial")
+    inside = {"b": 8, "$or": [{"a": 3}, {"a": {"$gt": 5}, "c": 1}, {"$and": [{"a": {"$in": [4, 9]}}]}]}
+    outside = {"b": 8, "$or": [{"a": 3}, {"a": 1}, {"a": {"$gt": 5}}]}
+    assert ixscan(plan_of(coll.find(inside).explain()))["indexName"] == "b_partial"
+    assert stages(plan_of(coll.find(outside).explain())) == ["COLLSCAN"]
+    for q in (inside, outside):
+        assert sorted(d["_id"] for d in coll.find(q)) == sorted(d["_id"] for d in coll.find(q).hint([("$natural", 1)]))
+
+
 _IMPLIED, _NOT_IMPLIED = "IXSCAN", "COLLSCAN"
 
 
