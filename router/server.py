@@ -102,12 +102,14 @@ async def _answer(service: Service, db: str, cmd: dict, conn: ConnState) -> dict
 
 def _encode_reply(reply: dict, response_to: int, flags: int = 0) -> bytes:
     try:
-        body = bsonutil.encode_reply(reply)
+        parts, size = bsonutil.encode_reply_parts(reply)
     except Exception as exc:
         body = bsonutil.encode(MongoError("InternalError", f"failed to encode reply: {exc}").to_reply())
-    if len(body) > bsonutil.MAX_BSON_OBJECT_SIZE + 16 * 1024:
+        parts, size = [body], len(body)
+    if size > bsonutil.MAX_BSON_OBJECT_SIZE + 16 * 1024:
         body = bsonutil.encode(MongoError("BSONObjectTooLarge", "reply too large").to_reply())
-    return wire.encode_op_msg_raw(body, next(_request_ids), response_to, flags)
+        parts, size = [body], len(body)
+    return wire.encode_op_msg_parts(parts, size, next(_request_ids), response_to, flags)
 
 
 class DirectSocket:

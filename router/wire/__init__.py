@@ -18,6 +18,7 @@ from mongosim.router.wire.messages import (  # noqa: F401
     UnsupportedRequest,
     WireConnection,
     encode_op_msg,
+    encode_op_msg_parts,
     encode_op_msg_raw,
     encode_op_reply,
     parse_message,

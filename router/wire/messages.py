@@ -393,6 +393,13 @@ def encode_op_msg_raw(body: bytes, request_id: int, response_to: int, flags: int
     return b"".join((_header(length, request_id, response_to, OP_MSG), _UINT32.pack(flags), b"\x00", body))
 
 
+def encode_op_msg_parts(parts: list, body_len: int, request_id: int, response_to: int, flags: int = 0) -> bytes:
+    """An OP_MSG with one kind-0 section whose BSON comes in pieces (`bsonutil.encode_reply_parts`):
+    the message is built by one join, the only copy of the pieces."""
+    length = 16 + 4 + 1 + body_len
+    return b"".join([_header(length, request_id, response_to, OP_MSG), _UINT32.pack(flags), b"\x00", *parts])
+
+
 def encode_op_msg(doc: dict, request_id: int, response_to: int, flags: int = 0) -> bytes:
     return encode_op_msg_raw(bsonutil.encode(doc), request_id, response_to, flags)
 
