@@ -22,6 +22,7 @@ from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.fts.text_match_expression import check_text
 from mongosim.shardsim.geo.geo_expression import GeoNearExpression, find_near, parse_near
 from mongosim.shardsim.query.extensions_callback import TextParams
+from mongosim.shardsim.query.index_bounds import NEGATABLE
 from mongosim.shardsim.query.fmt import bson_str
 from mongosim.shardsim.query import or_to_in
 from mongosim.shardsim.query.matcher import Matcher, truthy_arg
@@ -92,7 +93,10 @@ def extract_leaves(flt: dict, out: list[Leaf], residual: list[dict], derived: bo
                     out.extend(sub)
                     residual.append({key: {op: arg}})
                 elif op == "$not":
-                    residual.append({key: {op: arg}})
+                    if isinstance(arg, dict) and len(arg) == 1 and next(iter(arg)) in NEGATABLE:
+                        out.append(Leaf(key, op, arg, derived))  # (bounds: its child's, complemented)
+                    else:
+                        residual.append({key: {op: arg}})
                 else:
                     out.append(Leaf(key, op, arg, derived))
         elif isinstance(val, (Regex, re.Pattern)):

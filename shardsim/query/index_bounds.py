@@ -231,6 +231,12 @@ def _null_bounds() -> list[Interval]:
     return [point(UNDEFINED), point(None)]
 
 
+# what a `$not` may negate and still bound an index: a comparison or an `$in` of plain values (not a regex,
+# `$mod`, `$type`, `$elemMatch`, ...: planner_ixselect.cpp's negation rules; arrays and documents as values
+# compare as wholes, which a complement of their bounds would not answer)
+NEGATABLE = frozenset({"$eq", "$lt", "$lte", "$gt", "$gte", "$in"})
+
+
 def is_null_negation(lf) -> bool:
     """`{$ne: null}`, or `$nin` with null (a predicate leaf: `op`, `value`): no index multikey on the
     field's path may bound it (planner_ixselect.cpp notEqualsNullCanUseIndex).  Through arrays a
@@ -239,6 +245,10 @@ def is_null_negation(lf) -> bool:
     (null, MaxKey] leave out; a sparse or wildcard index may have no key for it at all.  (Under
     `$elemMatch` the server has exceptions; the leaves mongosim bounds there are the $elemMatch's own.)"""
     op, value = lf.op, lf.value
+    if op == "$not" and isinstance(value, dict) and len(value) == 1:  # {$not: {$eq: null}} and its kin
+        op, value = next(iter(value.items()))
+        return (op in ("$eq", "$gte", "$lte") and value is None) or \
+            (op == "$in" and isinstance(value, list) and None in value)
     return (op == "$ne" and value is None) or (op == "$nin" and isinstance(value, list) and None in value)
 
 
@@ -421,6 +431,19 @@ def predicate_bounds(op: str, value, *, hashed=None) -> tuple[list[Interval], bo
             return None
         # (the planner keeps a null negation off an index multikey on its path: query_planner
         # not_equals_null_can_use_index)
+        return [iv for iv in complement(inner[0]) if not _between_undefined_and_null(iv)], False
+    if op == "$not":  # a NOT is indexed by its child's bounds, complemented (IndexBoundsBuilder::translate)
+        if not (isinstance(value, dict) and len(value) == 1):
+            return None
+        inner_op, inner_v = next(iter(value.items()))
+        if inner_op not in NEGATABLE:
+            return None
+        operands = inner_v if inner_op == "$in" else [inner_v]
+        if not isinstance(operands, list) or any(isinstance(v, (dict, list, Regex, re.Pattern)) for v in operands):
+            return None
+        inner = predicate_bounds(inner_op, inner_v)
+        if inner is None:
+            return None
         return [iv for iv in complement(inner[0]) if not _between_undefined_and_null(iv)], False
     if op == "$all":
         if isinstance(value, list) and value and not (isinstance(value[0], dict) and "$elemMatch" in value[0]):

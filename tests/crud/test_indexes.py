@@ -6,6 +6,8 @@ plan against the server's: the stage names, the index chosen, `indexBounds` as s
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from bson import Int64, MaxKey, MinKey
 from pymongo.errors import DuplicateKeyError, OperationFailure, WriteError
@@ -203,6 +205,35 @@ def test_a_query_or_implies_a_partial_filter_when_every_branch_does(coll):
     assert stages(plan_of(coll.find(outside).explain())) == ["COLLSCAN"]
     for q in (inside, outside):
         assert sorted(d["_id"] for d in coll.find(q)) == sorted(d["_id"] for d in coll.find(q).hint([("$natural", 1)]))
+
+
+@pytest.mark.parametrize("q,bounds", [
+    ({"b": {"$not": {"$gt": 5}}}, ["[MinKey, 5]", "(inf.0, MaxKey]"]),
+    ({"b": {"$not": {"$lte": 20}}}, ["[MinKey, -inf.0)", "(20, MaxKey]"]),
+    ({"b": {"$not": {"$in": [3, 1]}}}, ["[MinKey, 1)", "(1, 3)", "(3, MaxKey]"]),
+    ({"b": {"$not": {"$eq": 7}}}, ["[MinKey, 7)", "(7, MaxKey]"]),
+])
+def test_a_negated_comparison_scans_its_complement(coll, q, bounds):
+    """IndexBoundsBuilder::translate indexes a NOT by its child's bounds, complemented; the FETCH
+    keeps the predicate (an array on the path may still match the child)."""
+    coll.create_index("b")
+    p = plan_of(coll.find(q).explain())
+    assert stages(p) == ["FETCH", "IXSCAN"] and ixscan(p)["indexBounds"] == {"b": bounds}
+    assert sorted(d["_id"] for d in coll.find(q)) == sorted(d["_id"] for d in coll.find(q).hint([("$natural", 1)]))
+
+
+def test_negations_an_index_cannot_answer(coll):
+    """A negated regex, $mod or $type, a negated comparison to an array, and a negated null on a
+    multikey path (notEqualsNullCanUseIndex) scan the collection; so does a sparse index (the missing
+    field matches a negation)."""
+    coll.create_index("b")
+    coll.create_index("tags")
+    coll.create_index("s", sparse=True)
+    for q in ({"b": {"$not": re.compile("^1")}}, {"b": {"$not": {"$mod": [2, 0]}}}, {"b": {"$not": {"$type": "int"}}},
+              {"b": {"$not": {"$eq": [1, 2]}}}, {"tags": {"$not": {"$eq": None}}}, {"s": {"$not": {"$gt": "x1"}}}):
+        assert stages(plan_of(coll.find(q).explain())) == ["COLLSCAN"], q
+        assert sorted(d["_id"] for d in coll.find(q)) == sorted(d["_id"] for d in coll.find(q).hint([("$natural", 1)]))
+    assert ixscan(plan_of(coll.find({"tags": {"$not": {"$gt": 5}}}).explain()))["indexName"] == "tags_1"
 
 
 _IMPLIED, _NOT_IMPLIED = "IXSCAN", "COLLSCAN"

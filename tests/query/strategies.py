@@ -6,6 +6,8 @@ often, so array traversal, numeric components and conflicts are exercised.
 
 from __future__ import annotations
 
+import re
+
 from bson import Int64
 from hypothesis import strategies as st
 
@@ -78,8 +80,13 @@ def leaf_conditions(draw):
             st.builds(lambda v: {"$gt": v}, ints),
             st.builds(lambda k, v: {k: v}, st.sampled_from(["a", "b"]), ints),
         ))}
-    if kind == "$not":
-        return {kind: {draw(st.sampled_from(["$gt", "$lt", "$eq"])): draw(ints)}}
+    if kind == "$not":  # (the indexed negations: a comparison or an $in, null included; and a regex)
+        inner = draw(st.sampled_from(["$gt", "$lt", "$eq", "$gte", "$lte", "$in", "$regex"]))
+        if inner == "$in":
+            return {kind: {inner: draw(st.lists(cmp_values, max_size=3))}}
+        if inner == "$regex":
+            return {kind: re.compile(draw(st.sampled_from(["^x", "y"])))}
+        return {kind: {inner: draw(st.one_of(ints, cmp_values))}}
     if kind == "$mod":
         return {kind: [draw(st.integers(1, 3)), draw(st.integers(0, 2))]}
     raise AssertionError(kind)
