@@ -688,6 +688,11 @@ def plan_query(coll, cq: CanonicalQuery, *, view_changed: bool = False, sharded:
     if branches is not None:
         return _subplan_solution(coll, cq, branches, sharded, view_changed)
     candidates = _index_candidates(coll, cq, sort, view_changed)
+    contained = _contained_or(coll, cq, view_changed) if hinted is None and not (cq.min or cq.max) else None
+    if contained is not None:
+        ranked = _ranked(candidates, cq, sort) if candidates else []
+        if not ranked or contained[1] < ranked[0].keys:
+            return _contained_or_solution(cq, contained, ranked, sort, sharded, view_changed)
     if not candidates:
         return Solution(_finish(CollScan(cq.matcher, 1), cq, False, sharded))
     return _choose(candidates, cq, sort, sharded, view_changed)
@@ -773,24 +778,12 @@ def _subplan_solution(coll, cq: CanonicalQuery, branches: list[dict], sharded: b
                       view_changed: bool) -> Solution:
     """Each branch planned as a query of its own (its best index plan); an OR of them under a FETCH of
     the whole filter, or — when a branch has no index — a collection scan; SUBPLAN on top."""
-    chosen: list[tuple[IndexPlan, CanonicalQuery]] = []
-    for br in branches:
-        bcq = CanonicalQuery(cq.ns, br, Matcher(br, cq.variables, cq.collator), variables=cq.variables,
-                             collator=cq.collator)
-        candidates = _index_candidates(coll, bcq, [], view_changed)
-        if not candidates:
-            chosen = []
-            break
-        chosen.append((_ranked(candidates, bcq, [])[0], bcq))
+    chosen = _branch_plans(coll, cq, branches, view_changed) or []
     plans = [p for p, _q in chosen]
     if not chosen:
         root = _finish(CollScan(cq.matcher, 1), cq, False, sharded)
     else:
-        children: list[PlanStage] = []
-        for best, bcq in _merge_branches(chosen):
-            scan = IndexScan(best.ix, best.bounds, best.direction, *scan_ranges(best.ix, best.bounds))
-            shown = _shown_filter(best, bcq)
-            children.append(BranchFetch(scan, bcq.matcher, shown) if shown else scan)
+        children = _or_children(chosen)
         if len(children) == 1 and not isinstance(children[0], Fetch):
             root = Fetch(children[0], cq.matcher, None)  # (an OR of one scan is that scan)
         else:
@@ -803,6 +796,62 @@ def _subplan_solution(coll, cq: CanonicalQuery, branches: list[dict], sharded: b
     else:
         root = SubplanStage(root)
     return Solution(root, or_plans=plans)
+
+
+def _branch_plans(coll, cq: CanonicalQuery, branches: list[dict], view_changed: bool
+                  ) -> list[tuple[IndexPlan, CanonicalQuery]] | None:
+    """Each `$or` branch planned as a query of its own: its cheapest index plan (None: a branch has none)."""
+    chosen: list[tuple[IndexPlan, CanonicalQuery]] = []
+    for br in branches:
+        bcq = CanonicalQuery(cq.ns, br, Matcher(br, cq.variables, cq.collator), variables=cq.variables,
+                             collator=cq.collator)
+        candidates = _index_candidates(coll, bcq, [], view_changed)
+        if not candidates:
+            return None
+        chosen.append((_ranked(candidates, bcq, [])[0], bcq))
+    return chosen
+
+
+def _contained_or(coll, cq: CanonicalQuery, view_changed: bool):
+    """An `$or` beside other clauses of the filter (`{a: {$gt: 4}, $or: [{b: 1}, {c: 2}]}`) whose every
+    branch can scan an index: the planner may answer the AND through that OR (an indexed OR under an
+    AND: its access planner's OR of the branches' scans, the AND's other clauses filtered above it).
+    Returns (the branches' plans, the keys they examine in all, the `$or` clause), the cheapest such
+    `$or`; None when there is none."""
+    best = None
+    for clause in cq.residual:
+        branches = clause.get("$or") if len(clause) == 1 else None
+        if not isinstance(branches, list) or not branches or not all(isinstance(b, dict) for b in branches):
+            continue
+        chosen = _branch_plans(coll, cq, branches, view_changed)
+        if chosen is None:
+            continue
+        keys = sum(p.keys for p, _q in chosen)
+        if best is None or keys < best[1]:
+            best = (chosen, keys, clause)
+    return best
+
+
+def _or_children(chosen: list[tuple[IndexPlan, CanonicalQuery]]) -> list[PlanStage]:
+    """The OR's inputs: each (merged) branch's index scan, under a FETCH of its own filter where its bounds
+    do not answer it exactly."""
+    children: list[PlanStage] = []
+    for best, bcq in _merge_branches(chosen):
+        scan = IndexScan(best.ix, best.bounds, best.direction, *scan_ranges(best.ix, best.bounds))
+        shown = _shown_filter(best, bcq)
+        children.append(BranchFetch(scan, bcq.matcher, shown) if shown else scan)
+    return children
+
+
+def _contained_or_solution(cq: CanonicalQuery, contained, ranked: list[IndexPlan], sort, sharded: bool,
+                           view_changed: bool) -> Solution:
+    """FETCH (the whole filter applied; shown: the AND's other clauses) over the OR of the branches' scans;
+    the single-index candidates are the rejected plans."""
+    chosen, _keys, clause = contained
+    rest = shown_filter(cq.leaves, [r for r in cq.residual if r is not clause])
+    root = _finish(OrFetch(OrStage(_or_children(chosen)), cq.matcher, hidden=False, shown_filter=rest), cq, False,
+                   sharded)
+    return Solution(root, [_build(p, cq, sharded, view_changed) for p in ranked], or_plans=[p for p, _q in chosen])
 
 
 def _ranked(candidates: list[IndexPlan], cq: CanonicalQuery, sort) -> list[IndexPlan]:

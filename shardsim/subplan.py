@@ -97,10 +97,11 @@ class BranchFetch(Fetch):
 
 class OrFetch(Fetch):
     """The FETCH above an OR: documents of its records, the whole filter applied; `hidden` when every branch
-    fetched already (the server's plan then has no FETCH here)."""
+    fetched already (the server's plan then has no FETCH here); `shown_filter`: what it shows it applies
+    (an OR under an AND: the AND's other clauses)."""
 
-    def __init__(self, child: OrStage, matcher, hidden: bool) -> None:
-        super().__init__(child, matcher, None)
+    def __init__(self, child: OrStage, matcher, hidden: bool, shown_filter: dict | None = None) -> None:
+        super().__init__(child, matcher, shown_filter)
         self.hidden = hidden
 
     def explain(self, stats: bool = False) -> dict:

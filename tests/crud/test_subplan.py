@@ -104,3 +104,25 @@ def test_writes_with_an_or_filter_use_the_branches(coll):
     assert ids(coll.find()) == [2, 3, 4, 5, 6, 7]
     ex = coll.database.command("explain", {"delete": "c", "deletes": [{"q": {"$or": [{"a": 3}, {"c": 8}]}, "limit": 0}]})
     assert "OR" in stage_counts(plan_of(ex))
+
+
+@pytest.mark.parametrize("q,counts,want", [
+    # the other clause has no index: the OR of the branches' scans, the clause filtered above it
+    ({"noIndex": {"$gte": 3}, "$or": [{"a": 1}, {"a": 4}, {"c": {"$gt": 14}}]},
+     {"FETCH": 1, "OR": 1, "IXSCAN": 2}, [4, 8, 9]),
+    # cheaper through the OR than through the other clause's index
+    ({"_id": {"$gte": 1}, "$or": [{"a": 2}, {"c": 18}]}, {"FETCH": 1, "OR": 1, "IXSCAN": 2}, [2, 9]),
+    # a branch without an index: no OR plan
+    ({"noIndex": {"$gte": 3}, "$or": [{"a": 1}, {"noIndex": 4}]}, {"COLLSCAN": 1}, [4]),
+])
+def test_an_or_beside_other_clauses_scans_its_branches(coll, q, counts, want):
+    """An indexed OR under an AND: no SUBPLAN (the $or is not the whole filter), a FETCH applying the
+    AND's other clauses over the OR."""
+    p = plan_of(coll.find(q).explain())
+    assert {k: v for k, v in stage_counts(p).items() if k != "SHARDING_FILTER"} == counts
+    if "OR" in counts:
+        fetch = p if p["stage"] == "FETCH" else p["inputStage"]
+        assert "$or" not in str(fetch.get("filter"))
+    assert ids(coll.find(q)) == want == ids(coll.find(q).hint([("$natural", 1)]))
+    assert coll.count_documents(q) == len(want)
+    assert ids(coll.find(q).sort("c", -1)) == want
