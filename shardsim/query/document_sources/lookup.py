@@ -38,7 +38,7 @@ from mongosim.shardsim.query.fmt import bson_str, element_str
 from mongosim.shardsim.query.pipeline_context import PipelineContext
 from mongosim.shardsim.query.stage_registry import register
 from mongosim.shardsim.query.stages import compile_pipeline
-from mongosim.shardsim.query.values import type_name
+from mongosim.shardsim.query.values import MISSING, type_name
 from mongosim.shardsim.query.variables import check_references, check_user_variable_name
 
 __all__ = ["parse_lookup", "parse_from"]
@@ -166,6 +166,10 @@ class _Lookup:
                     self.documents = compile_pipeline(rest[:1], self.sub)
                     rest = rest[1:]
                 self.suffix = compile_pipeline(rest, self.sub) if rest else None
+        # the correlated sub-pipeline's leading $match on `{$expr: {$eq: ["$field", "$$var"]}}`: read
+        # through an index on the field (see `_probe`)
+        self.probe = _expr_equality(pipeline[0], [name for name, _f in self.lets]) \
+            if pipeline and self.prefix is None and local_parts is None and not self.source_from_documents else None
         self.table: LookupHashTable | None = None
         if db is not None and pctx.process is not None:
             pctx.process.check_foreign("$lookup", db, coll)
@@ -201,6 +205,23 @@ class _Lookup:
             self.table = LookupHashTable(self._foreign_docs(), foreign, self.pctx.collator)
         return self.table.matching(flt, values, self.vars)
 
+    def _probe(self) -> list[dict] | None:
+        """The foreign documents whose field equals the variable's value, by an index leading with the field
+        (None: no such index, or a value an equality cannot look up).  They are a superset of what the
+        `$expr` equality keeps (an array holding the value, a missing field for null), which the sub-
+        pipeline's `$match` then applies as written: the server rewrites that `$expr` into
+        `{field: {$_internalExprEq: value}}`, an index's bounds, in the same way (RewriteExpr)."""
+        path, name = self.probe
+        value = self.vars.get(name, MISSING)
+        if value is MISSING:
+            return None
+        try:
+            found = self.pctx.require_process("$lookup").equality_matches(
+                self.db, self.coll, path, [value], {path: {"$eq": value}}, self.pctx)
+        except MongoError:
+            return None
+        return found
+
     def _results(self, doc: dict) -> list[dict]:
         if self.lets:
             self._set_lets(doc)
@@ -218,7 +239,9 @@ class _Lookup:
         if self.local_parts is not None:
             source = self._matched(doc, source)
         elif source is None:
-            source = self._foreign_docs()
+            source = self._probe() if self.probe is not None else None
+            if source is None:
+                source = self._foreign_docs()
         if self.suffix is not None:
             return list(self.suffix(iter(source)))
         return list(source)
@@ -226,6 +249,26 @@ class _Lookup:
     def run(self, stream: Iterable[dict]) -> Iterator[dict]:
         for doc in stream:
             yield set_nested(doc, self.as_parts, self._results(doc))
+
+
+def _expr_equality(stage: Any, names: list[str]) -> tuple[str, str] | None:
+    """(field path, variable) of a `$match` stage whose filter is, or has among its top-level `$and`,
+    `{$expr: {$eq: ["$<field>", "$$<variable>"]}}` (either order) with a `let` variable."""
+    if not isinstance(stage, dict) or len(stage) != 1 or not isinstance(stage.get("$match"), dict):
+        return None
+    flt = stage["$match"]
+    conjuncts = flt.get("$and")
+    clauses = [flt, *(c for c in conjuncts if isinstance(c, dict))] if isinstance(conjuncts, list) else [flt]
+    for clause in clauses:
+        expr = clause.get("$expr")
+        eq = expr.get("$eq") if isinstance(expr, dict) and len(expr) == 1 else None
+        if not (isinstance(eq, list) and len(eq) == 2 and all(isinstance(x, str) for x in eq)):
+            continue
+        for field, var in (eq, eq[::-1]):
+            if field.startswith("$") and not field.startswith("$$") and var.startswith("$$") and var[2:] in names \
+                    and all(part and not part.startswith("$") for part in field[1:].split(".")):
+                return field[1:], var[2:]
+    return None
 
 
 def _uses(stage: Any, names: list[str]) -> bool:
