@@ -90,7 +90,11 @@ from mongosim.shardsim.query.paths import split
 from mongosim.shardsim.query.sorting import meta_sorts, parse_sort
 from mongosim.shardsim.query.values import TYPE_ALIASES, canonical_rank, hashable
 
-MAX_SCANS_TO_EXPLODE = 200  # internalQueryMaxScansToExplode
+# The seeks an index scan plans: one key range per combination of the leading fields' point intervals
+# and the next field's intervals, as the server's IndexBoundsChecker seeks from interval to interval
+# (an `$in` of 500 values is 500 seeks, not a walk of the whole index with every key checked against
+# 500 intervals).  Past this many, the rest of the fields are checked key by key (memory, not speed).
+MAX_SEEK_RANGES = 100_000
 
 
 def _hinted_index(coll, cq: CanonicalQuery) -> IndexAccessMethod | str | None:
@@ -485,13 +489,13 @@ def scan_ranges(ix: IndexAccessMethod, bounds: list[list[B.Interval]]) -> tuple[
     prefixes: list[tuple] = [()]
     k = 0
     n = len(ix.paths)
-    while k < n and B.is_point_oil(bounds[k]) and len(prefixes) * len(bounds[k]) <= MAX_SCANS_TO_EXPLODE:
+    while k < n and B.is_point_oil(bounds[k]) and len(prefixes) * len(bounds[k]) <= MAX_SEEK_RANGES:
         prefixes = [p + (_enc(ix, k, iv.start),) for p in prefixes for iv in _ordered(ix, k, bounds[k])]
         k += 1
     ranges = []
     if k < n:
         ivs = _ordered(ix, k, bounds[k])
-        if len(prefixes) * len(ivs) <= MAX_SCANS_TO_EXPLODE:
+        if len(prefixes) * len(ivs) <= MAX_SEEK_RANGES:
             for p in prefixes:
                 for iv in ivs:
                     if ix.descending[k]:

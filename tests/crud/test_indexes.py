@@ -454,3 +454,17 @@ def test_coll_mod_converts_an_index_to_unique(coll):
     coll.insert_one({"a": 77})
     assert db.command("collMod", "c", index={"name": "a_1", "hidden": True})["hidden_new"] is True
     assert stages(plan_of(coll.find({"a": 77}).explain())) == ["COLLSCAN"]  # a hidden index is not used
+
+
+def test_an_in_of_many_values_seeks_each_one(client):
+    """An $in of 300 values is 300 seeks (more than the 200 scans the server explodes for a sort): the scan
+    examines the keys in its intervals, not the whole index."""
+    coll = client.ix_in_many.c
+    coll.drop()
+    coll.insert_many([{"_id": i, "a": i} for i in range(3000)])
+    coll.create_index("a")
+    q = {"a": {"$in": list(range(0, 3000, 10))}}
+    stats = client.ix_in_many.command("explain", {"find": "c", "filter": q}, verbosity="executionStats")
+    stats = stats["executionStats"]
+    assert stats["nReturned"] == 300 and stats["totalKeysExamined"] <= 2 * 300
+    assert sorted(d["_id"] for d in coll.find(q)) == list(range(0, 3000, 10))
