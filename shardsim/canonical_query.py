@@ -24,7 +24,7 @@ from mongosim.shardsim.geo.geo_expression import GeoNearExpression, find_near, p
 from mongosim.shardsim.query.extensions_callback import TextParams
 from mongosim.shardsim.query.index_bounds import NEGATABLE
 from mongosim.shardsim.query.fmt import bson_str
-from mongosim.shardsim.query import or_to_in
+from mongosim.shardsim.query import or_to_in, rewrite_expr
 from mongosim.shardsim.query.matcher import Matcher, truthy_arg
 from mongosim.shardsim.query.paths import is_array_index, split
 from mongosim.shardsim.query.regex import regex_from
@@ -134,7 +134,9 @@ class CanonicalQuery:
     near: GeoNearExpression | None = None  # the filter's $near / $nearSphere (shardsim.geo)
 
     def __post_init__(self) -> None:
-        optimized = or_to_in.rewrite(self.filter)  # what the server plans and shows (its optimizer's $or -> $in)
+        # what the server plans and shows: its optimizer's $or -> $in, and RewriteExpr's index-boundable
+        # comparisons beside an $expr (bounds only: the matcher keeps the filter as written)
+        optimized = rewrite_expr.rewrite(or_to_in.rewrite(self.filter))
         if optimized is not self.filter:
             self.filter, self.matcher = optimized, self.matcher.shown_as(optimized)
         extract_leaves(self.filter, self.leaves, self.residual)

@@ -175,6 +175,8 @@ def _bounds_of(ix: IndexAccessMethod, i: int, lf: Leaf, collator=None):
     hashed = ix._hash64 if ix.hashed_pos == i else None
     if B.is_null_negation(lf) and ix.multikey_paths[i] and lf.op != "$elemMatch":
         return None  # (notEqualsNullCanUseIndex: see index_bounds.is_null_negation)
+    if lf.op.startswith("$_internalExpr") and ix.multikey_paths[i]:
+        return None  # (an $expr compares an array whole, the keys are its elements: rewrite_expr)
     return B.predicate_bounds(lf.op, lf.value, hashed=hashed)
 
 

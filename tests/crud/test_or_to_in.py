@@ -224,3 +224,23 @@ def test_parsed_query_siblings_are_in_sort_tree_order(coll):
         {"k": {"$in": [1, 2]}}, {"n": {"$not": {"$eq": 2}}}]}
     assert _parsed(coll.find({"b": {"$ne": 1}, "a": {"$exists": False}, "c": {"$all": [3]}}).explain()) == {
         "$and": [{"c": {"$eq": 3}}, {"b": {"$not": {"$eq": 1}}}, {"a": {"$not": {"$exists": True}}}]}
+
+
+def test_an_expr_comparison_bounds_an_index_and_still_decides(coll):
+    """RewriteExpr: {$expr: {$eq: ["$f1", 3]}} plans as {f1: {$_internalExprEq: 3}} beside the $expr (an
+    IXSCAN on f1), and the $expr still decides (an array holding 3 is not equal to 3); not on a multikey
+    path, and not for $lt with the field first (a missing field is less than anything to $expr)."""
+    coll.create_index("f1")
+    coll.create_index("f2")
+    q = {"$expr": {"$eq": ["$f1", 3]}}
+    explain = coll.find(q).explain()
+    assert _parsed(explain) == {"$and": [{"$expr": {"$eq": ["$f1", 3]}}, {"f1": {"$_internalExprEq": 3}}]}
+    scan = plan_of(explain)["inputStage"]
+    assert scan["stage"] == "IXSCAN" and scan["indexBounds"] == {"f1": ["[3, 3]"]}
+    assert [d["_id"] for d in coll.find(q)] == [0]
+    q = {"$expr": {"$lt": [40, "$f2"]}}  # f2 > 40, f2 multikey: no bounds from the rewrite
+    assert plan_of(coll.find(q).explain())["stage"] == "COLLSCAN"
+    assert sorted(d["_id"] for d in coll.find(q)) == sorted(d["_id"] for d in coll.find(q).hint([("$natural", 1)]))
+    q = {"$expr": {"$lt": ["$f1", 2]}}
+    assert plan_of(coll.find(q).explain())["stage"] == "COLLSCAN"
+    assert 8 in [d["_id"] for d in coll.find(q)]  # (the document without f1)

@@ -93,6 +93,12 @@ def queries(draw):
         flt[draw(st.sampled_from(FIELDS + ["_id"]))] = draw(leaf_conditions())
     if draw(st.integers(0, 4)) == 0:
         flt.update(draw(filters(depth=1)))
+    if draw(st.integers(0, 3)) == 0:  # an $expr comparison (the planner bounds its rewrite: rewrite_expr)
+        field = "$" + draw(st.sampled_from(FIELDS))
+        const = draw(st.one_of(st.integers(-2, 3), st.sampled_from([None, "x", 1.5, True, [1], {"a": 1}])))
+        op = draw(st.sampled_from(["$eq", "$gt", "$gte", "$lt", "$lte"]))
+        cmp = {op: [field, const] if draw(st.booleans()) else [const, field]}
+        flt["$expr"] = cmp if draw(st.booleans()) else {"$and": [cmp, {"$ne": [field, 0]}]}
     if draw(st.integers(0, 2)) == 0:  # a rooted $or, planned branch by branch
         flt["$or"] = [{draw(st.sampled_from(FIELDS + ["_id"])): draw(leaf_conditions())}
                       for _ in range(draw(st.integers(1, 3)))]
