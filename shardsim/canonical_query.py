@@ -28,7 +28,7 @@ from mongosim.shardsim.query import or_to_in, rewrite_expr
 from mongosim.shardsim.query.matcher import Matcher, truthy_arg
 from mongosim.shardsim.query.paths import is_array_index, split
 from mongosim.shardsim.query.regex import regex_from
-from mongosim.shardsim.query.values import bson_equal, sort_key
+from mongosim.shardsim.query.values import TYPE_ALIASES, bson_equal, sort_key
 
 
 _NEAR_PARTS = frozenset({"$near", "$nearSphere", "$minDistance", "$maxDistance"})
@@ -229,8 +229,10 @@ def _shown_leaf(lf: Leaf) -> list[dict]:
     `{$not: {$exists: true}}`), and `$all` of values is an equality per value (an AND the query's own
     absorbs)."""
     path, op, v = lf.path, lf.op, lf.value
-    if op == "$regex":
-        return [{path: {op: v[2]}}]
+    if op == "$regex":  # (RegexMatchExpression: the pattern and the options as strings)
+        return [{path: {"$regex": v[0], "$options": v[1]} if v[1] else {"$regex": v[0]}}]
+    if op == "$type":
+        return [{path: {"$type": _shown_types(v)}}]
     if op in ("$in", "$nin") and isinstance(v, list):
         return [{path: {"$in": _shown_in(v)} if op == "$in" else {"$not": {"$in": _shown_in(v)}}}]
     if op == "$ne":
@@ -241,6 +243,24 @@ def _shown_leaf(lf: Leaf) -> list[dict]:
             isinstance(x, dict) and "$elemMatch" in x for x in v):
         return [{path: {"$regex": x} if isinstance(x, (Regex, re.Pattern)) else {"$eq": x}} for x in v]
     return [{path: {op: v}}]
+
+
+def _shown_types(value: Any) -> Any:
+    """A `$type` operand as MatcherTypeSet serializes it: "number" first when given, then the type codes,
+    in order."""
+    names = value if isinstance(value, list) else [value]
+    codes: set = set()
+    number = False
+    for n in names:
+        if n == "number":
+            number = True
+        elif isinstance(n, str) and n in TYPE_ALIASES:
+            codes.add(TYPE_ALIASES[n])
+        elif isinstance(n, (int, float)) and not isinstance(n, bool) and n == int(n):
+            codes.add(int(n))
+        else:
+            return value  # (not a type set: shown as given)
+    return (["number"] if number else []) + sorted(codes)
 
 
 def _shown_clause(clause: dict) -> dict:

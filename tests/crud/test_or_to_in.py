@@ -244,3 +244,12 @@ def test_an_expr_comparison_bounds_an_index_and_still_decides(coll):
     q = {"$expr": {"$lt": ["$f1", 2]}}
     assert plan_of(coll.find(q).explain())["stage"] == "COLLSCAN"
     assert 8 in [d["_id"] for d in coll.find(q)]  # (the document without f1)
+
+
+def test_regex_and_type_are_shown_as_the_server_serializes_them(coll):
+    """RegexMatchExpression: `$regex` and `$options` as strings; MatcherTypeSet: "number" first, then the
+    type codes in order."""
+    assert _parsed(coll.find({"f1": Regex("^x", "i")}).explain()) == {"f1": {"$regex": "^x", "$options": "i"}}
+    assert _parsed(coll.find({"f1": {"$regex": "b"}}).explain()) == {"f1": {"$regex": "b"}}
+    assert _parsed(coll.find({"f1": {"$type": ["string", "number", 16]}}).explain()) == {
+        "f1": {"$type": ["number", 2, 16]}}
