@@ -301,7 +301,10 @@ class AsyncResultsMerger:
 
         Every remote's buffer is sorted, so the releasable events of a remote are a prefix of its
         buffer (those at or below minPromisedSortKey); the prefixes are merged by one stable sort
-        on the keys (ties: the lower remote index, as `next_ready`)."""
+        on the keys (ties: the lower remote index, as `next_ready`).  No remote gives more than
+        `limit` events, so each prefix is cut there first: a small batch sorts what it may take, not
+        everything the read-ahead buffered (a special event past the cut comes after the first
+        `limit` events of its own remote, hence after every event released)."""
         m = self.min_promised_key()
         if m is None:
             return None
@@ -312,7 +315,7 @@ class AsyncResultsMerger:
             h = buf.head
             if h == len(buf.keys):
                 continue
-            end = bisect_right(buf.keys, m, h)
+            end = min(bisect_right(buf.keys, m, h), h + limit)  # (no remote gives more than the batch)
             if buf.special:
                 s = buf.special[0] - buf.base
                 if s < end:
