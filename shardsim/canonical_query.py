@@ -2,8 +2,10 @@
 
 The filter's top-level conjunction (`{a: 1, b: {$gt: 2}}`, `$and` flattened)
 becomes leaf predicates `(path, operator, value)` the planner can bound an
-index with; clauses no index serves (`$or`, `$nor`, `$expr`, `$where`, `$not`,
-paths with a numeric component) stay in the residual filter.  An
+index with (a `$not` of a comparison or `$in` among them); clauses no index
+serves (`$or`, `$nor`, `$expr`, `$where`, other `$not`s, paths with a numeric
+component) stay in the residual filter.  Before that, the filter is optimized
+as the server's is for planning (`or_to_in`, `rewrite_expr`).  An
 `$elemMatch` object also gives leaves on its sub-paths (`derived`: they bound
 an index, the `$elemMatch` itself stays a filter).  Also here: the hint's
 parsing (IndexHint::parse), explain's `parsedQuery`, and the server's

@@ -693,15 +693,13 @@ def plan_query(coll, cq: CanonicalQuery, *, view_changed: bool = False, sharded:
     branches = _rooted_or(cq) if hinted is None and not (cq.min or cq.max) else None
     if branches is not None:
         return _subplan_solution(coll, cq, branches, sharded, view_changed)
-    candidates = _index_candidates(coll, cq, sort, view_changed)
+    ranked = _ranked(_index_candidates(coll, cq, sort, view_changed), cq, sort)
     contained = _contained_or(coll, cq, view_changed) if hinted is None and not (cq.min or cq.max) else None
-    if contained is not None:
-        ranked = _ranked(candidates, cq, sort) if candidates else []
-        if not ranked or contained[1] < ranked[0].keys:
-            return _contained_or_solution(cq, contained, ranked, sort, sharded, view_changed)
-    if not candidates:
+    if contained is not None and (not ranked or contained[1] < ranked[0].keys):
+        return _contained_or_solution(cq, contained, ranked, sharded, view_changed)
+    if not ranked:
         return Solution(_finish(CollScan(cq.matcher, 1), cq, False, sharded))
-    return _choose(candidates, cq, sort, sharded, view_changed)
+    return _chosen(ranked, cq, sharded, view_changed)
 
 
 def _index_candidates(coll, cq: CanonicalQuery, sort, view_changed: bool) -> list[IndexPlan]:
@@ -849,7 +847,7 @@ def _or_children(chosen: list[tuple[IndexPlan, CanonicalQuery]]) -> list[PlanSta
     return children
 
 
-def _contained_or_solution(cq: CanonicalQuery, contained, ranked: list[IndexPlan], sort, sharded: bool,
+def _contained_or_solution(cq: CanonicalQuery, contained, ranked: list[IndexPlan], sharded: bool,
                            view_changed: bool) -> Solution:
     """FETCH (the whole filter applied; shown: the AND's other clauses) over the OR of the branches' scans;
     the single-index candidates are the rejected plans."""
@@ -875,9 +873,13 @@ def _ranked(candidates: list[IndexPlan], cq: CanonicalQuery, sort) -> list[Index
 
 def _choose(candidates: list[IndexPlan], cq: CanonicalQuery, sort, sharded: bool, view_changed: bool) -> Solution:
     """The cheapest candidate wins; the others are the rejected plans."""
-    candidates = _ranked(candidates, cq, sort)
-    best = candidates[0]
-    return Solution(_build(best, cq, sharded, view_changed), [_build(p, cq, sharded, view_changed) for p in candidates[1:]],
+    return _chosen(_ranked(candidates, cq, sort), cq, sharded, view_changed)
+
+
+def _chosen(ranked: list[IndexPlan], cq: CanonicalQuery, sharded: bool, view_changed: bool) -> Solution:
+    """The first of the ranked candidates, the others rejected."""
+    best = ranked[0]
+    return Solution(_build(best, cq, sharded, view_changed), [_build(p, cq, sharded, view_changed) for p in ranked[1:]],
                     index_plan=best)
 
 
