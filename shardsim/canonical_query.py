@@ -231,8 +231,8 @@ def _shown_leaf(lf: Leaf) -> list[dict]:
     `{$not: {$exists: true}}`), and `$all` of values is an equality per value (an AND the query's own
     absorbs)."""
     path, op, v = lf.path, lf.op, lf.value
-    if op == "$regex":  # (RegexMatchExpression: the pattern and the options as strings)
-        return [{path: {"$regex": v[0], "$options": v[1]} if v[1] else {"$regex": v[0]}}]
+    if op == "$regex":
+        return [{path: _shown_regex(v[0], v[1])}]
     if op == "$type":
         return [{path: {"$type": _shown_types(v)}}]
     if op in ("$in", "$nin") and isinstance(v, list):
@@ -243,8 +243,14 @@ def _shown_leaf(lf: Leaf) -> list[dict]:
         return [{path: {"$exists": True} if truthy_arg(v) else {"$not": {"$exists": True}}}]
     if op == "$all" and isinstance(v, list) and v and not any(
             isinstance(x, dict) and "$elemMatch" in x for x in v):
-        return [{path: {"$regex": x} if isinstance(x, (Regex, re.Pattern)) else {"$eq": x}} for x in v]
+        return [{path: _shown_regex(*regex_from(x)[1:]) if isinstance(x, (Regex, re.Pattern)) else {"$eq": x}}
+                for x in v]
     return [{path: {op: v}}]
+
+
+def _shown_regex(pattern: str, flags: str) -> dict:
+    """RegexMatchExpression's serialization: the pattern and the options as strings."""
+    return {"$regex": pattern, "$options": flags} if flags else {"$regex": pattern}
 
 
 def _shown_types(value: Any) -> Any:

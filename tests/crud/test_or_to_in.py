@@ -253,3 +253,4 @@ def test_regex_and_type_are_shown_as_the_server_serializes_them(coll):
     assert _parsed(coll.find({"f1": {"$regex": "b"}}).explain()) == {"f1": {"$regex": "b"}}
     assert _parsed(coll.find({"f1": {"$type": ["string", "number", 16]}}).explain()) == {
         "f1": {"$type": ["number", 2, 16]}}
+    assert _parsed(coll.find({"f1": {"$all": [Regex("^a", "i")]}}).explain()) == {"f1": {"$regex": "^a", "$options": "i"}}
