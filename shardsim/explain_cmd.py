@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from mongosim.oplog import bsonutil
 from mongosim.oplog.errors import MongoError
-from mongosim.shardsim import get_executor, views
+from mongosim.shardsim import get_executor, plan_ranker, views
 from mongosim.shardsim.build_info import GIT_VERSION, SERVER_VERSION
 from mongosim.shardsim.collation import command_collator
 from mongosim.shardsim.command_registry import command
@@ -125,12 +125,9 @@ def planner_info(ns: str, cq: CanonicalQuery, sol: Solution) -> dict:
 
 
 def _score(root: PlanStage) -> float:
-    """The multi-planner's score: 1 + productivity (advanced / works) + EOF bonus + tie-breakers
-    (no FETCH, no SORT, no index intersection: 1e-4 each)."""
-    works = max(1, root.advanced + root.need_time + (1 if root.eof else 0))
-    stages = {s.stage for s in root.walk()}
-    bonus = (1 if root.eof else 0) + 1e-4 * (("FETCH" not in stages) + ("SORT" not in stages) + 1)
-    return round(1 + root.advanced / works + bonus, 4)
+    """The multi-planner's score of a plan that has run (`plan_ranker.score`)."""
+    works = root.advanced + root.need_time + (1 if root.eof else 0)
+    return plan_ranker.score(root.advanced, works, root.eof, {s.stage for s in root.walk()})
 
 
 def _run(root: PlanStage, ctx: ExecContext) -> None:

@@ -41,12 +41,13 @@ SORT_MEM_LIMIT = 104857600  # internalQueryMaxBlockingSortMemoryUsageBytes
 class ExecContext:
     """What a plan reads: the collection, through a view (None: committed data)."""
 
-    __slots__ = ("coll", "view", "changed", "explain")
+    __slots__ = ("coll", "view", "changed", "explain", "trial")
 
-    def __init__(self, coll, view=None, explain: bool = False) -> None:
+    def __init__(self, coll, view=None, explain: bool = False, trial: "Trial | None" = None) -> None:
         self.coll = coll
         self.view = view
         self.explain = explain
+        self.trial = trial  # a multi-planner trial: its works are counted and bounded
         changed = getattr(view, "changed_ids", None) if view is not None else None
         self.changed = changed(coll) if (changed is not None and coll is not None) else ()
 
@@ -67,6 +68,32 @@ def view_changes(coll, view) -> bool:
         return False
     changed = getattr(view, "changed_ids", None)
     return bool(changed(coll)) if changed is not None else False
+
+
+class TrialOver(Exception):
+    """A plan used up its trial period's works (`Trial`)."""
+
+
+class Trial:
+    """The works a candidate plan may do during the multi-planner's trial period, and those it did.
+
+    A work is a unit of a plan's progress, as the server's `PlanStage::work`: one index key examined,
+    or one document a blocking SORT returns.  The stages that do them pass them through `metered`,
+    which counts each and raises `TrialOver` past the budget.
+    """
+
+    __slots__ = ("budget", "spent")
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self.spent = 0
+
+    def metered(self, items: Iterator[Any]) -> Iterator[Any]:
+        for item in items:
+            if self.spent >= self.budget:
+                raise TrialOver
+            self.spent += 1
+            yield item
 
 
 class PlanStage:
@@ -259,9 +286,11 @@ class IndexScan(PlanStage):
             ranges = list(reversed(ranges))
         multikey = ix.is_multikey or ix.should_dedup
         seen: set = set()
+        trial = ctx.trial
         for lo, lo_incl, hi, hi_incl in ranges:
             self.seeks += 1
-            for entry in ix.scan(lo, lo_incl, hi, hi_incl, reverse):
+            entries = ix.scan(lo, lo_incl, hi, hi_incl, reverse)
+            for entry in (entries if trial is None else trial.metered(entries)):
                 self.keys_examined += 1
                 if checks and not _in_checks(entry, checks):
                     self.need_time += 1
@@ -496,7 +525,7 @@ class Sort(PlanStage):
         docs.sort(key=sort_key_fn(self.pattern, self.collator))
         if self.limit:
             docs = docs[: self.limit]
-        return iter(docs)
+        return iter(docs) if ctx.trial is None else ctx.trial.metered(iter(docs))
 
 
 class SortKeyGenerator(PlanStage):

@@ -28,8 +28,11 @@ indexes do:
    SUBPLAN above; a branch without an index makes it a collection scan.
 5. Candidates are ranked by the number of keys they would examine (counted on
    the index, O(log n) per interval), then by whether they avoid a blocking
-   SORT and a residual filter.  The server races candidates for a trial period
-   instead; with exact key counts the cheapest plan is the one it picks too.
+   SORT and a residual filter.  With more than one, the multi-planner's trial
+   (`multi_plan`, as the server's MultiPlanStage) then runs them and picks the
+   most productive: the plan whose index gives the sort wins a sort + limit
+   even when it examines more keys in all.  (Equal scores keep the ranking by
+   keys; a count, and an `$or`'s branches, keep the ranking alone.)
 6. No candidate: a collection scan.
 
 The plan is a tree of stages (`plan_executor`): IXSCAN under FETCH, or
@@ -51,6 +54,7 @@ from typing import Any
 from bson import Regex
 
 from mongosim.oplog.errors import MongoError
+from mongosim.shardsim import multi_plan
 from mongosim.shardsim.index_access_method import IndexAccessMethod
 from mongosim.shardsim.plan_executor import (
     CollScan,
@@ -680,7 +684,7 @@ def plan_query(coll, cq: CanonicalQuery, *, view_changed: bool = False, sharded:
             plans = _wildcard_candidates(hinted, cq, sort, view_changed, 0, hinted=True)
             if not plans:
                 raise planner_error(cq, "No query solutions", "NoQueryExecutionPlans")
-            return _choose(plans, cq, sort, sharded, view_changed)
+            return _choose(coll, plans, cq, sort, sharded, view_changed)
         if cq.min or cq.max:
             plan = _min_max_plan(hinted, cq)
         else:
@@ -699,7 +703,7 @@ def plan_query(coll, cq: CanonicalQuery, *, view_changed: bool = False, sharded:
         return _contained_or_solution(cq, contained, ranked, sharded, view_changed)
     if not ranked:
         return Solution(_finish(CollScan(cq.matcher, 1), cq, False, sharded))
-    return _chosen(ranked, cq, sharded, view_changed)
+    return _chosen(coll, ranked, cq, sharded, view_changed)
 
 
 def _index_candidates(coll, cq: CanonicalQuery, sort, view_changed: bool) -> list[IndexPlan]:
@@ -871,16 +875,21 @@ def _ranked(candidates: list[IndexPlan], cq: CanonicalQuery, sort) -> list[Index
     return sorted(candidates, key=rank)
 
 
-def _choose(candidates: list[IndexPlan], cq: CanonicalQuery, sort, sharded: bool, view_changed: bool) -> Solution:
-    """The cheapest candidate wins; the others are the rejected plans."""
-    return _chosen(_ranked(candidates, cq, sort), cq, sharded, view_changed)
+def _choose(coll, candidates: list[IndexPlan], cq: CanonicalQuery, sort, sharded: bool, view_changed: bool
+            ) -> Solution:
+    """The best candidate wins; the others are the rejected plans."""
+    return _chosen(coll, _ranked(candidates, cq, sort), cq, sharded, view_changed)
 
 
-def _chosen(ranked: list[IndexPlan], cq: CanonicalQuery, sharded: bool, view_changed: bool) -> Solution:
-    """The first of the ranked candidates, the others rejected."""
-    best = ranked[0]
-    return Solution(_build(best, cq, sharded, view_changed), [_build(p, cq, sharded, view_changed) for p in ranked[1:]],
-                    index_plan=best)
+def _chosen(coll, ranked: list[IndexPlan], cq: CanonicalQuery, sharded: bool, view_changed: bool) -> Solution:
+    """The winner of the ranked candidates, the others rejected: with more than one, the multi-planner's
+    trial decides (a count keeps the ranking by keys)."""
+    roots = [_build(p, cq, sharded, view_changed) for p in ranked]
+    if len(ranked) > 1 and not cq.count:
+        order = multi_plan.ranked(roots, coll, cq.limit)
+        ranked = [ranked[i] for i, _score in order]
+        roots = [_build(p, cq, sharded, view_changed) for p in ranked]  # (the trial ran the others)
+    return Solution(roots[0], roots[1:], index_plan=ranked[0])
 
 
 def _eligible_wildcard(ix: IndexAccessMethod, cq: CanonicalQuery) -> bool:
