@@ -138,8 +138,16 @@ def _run(root: PlanStage, ctx: ExecContext) -> None:
             pass
 
 
+def _plan_execution(r: PlanStage, score: float) -> dict:
+    """One candidate's entry of allPlansExecution."""
+    rs = summary(r)
+    return {"nReturned": rs["nReturned"], "executionTimeMillisEstimate": 0, "totalKeysExamined": rs["totalKeysExamined"],
+            "totalDocsExamined": rs["totalDocsExamined"], "score": score, "executionStages": winning_plan(r, True)}
+
+
 def execution_info(sol: Solution, ctx_factory, verbosity: str, millis: int, extra_root: Any = None) -> dict:
-    """executionStats (and allPlansExecution): the winning plan has run; the others run now."""
+    """executionStats (and allPlansExecution): the winning plan has run; the multi-planner's candidates
+    show their trial (the others — an `$or`'s, a count's — run now)."""
     root = sol.root
     s = summary(root)
     es: dict[str, Any] = {"executionSuccess": True, "nReturned": s["nReturned"], "executionTimeMillis": millis,
@@ -147,14 +155,13 @@ def execution_info(sol: Solution, ctx_factory, verbosity: str, millis: int, extr
                           "executionStages": winning_plan(root, True) if extra_root is None else extra_root}
     if verbosity == "allPlansExecution":
         plans = []
-        if sol.rejected:
+        if sol.trial is not None:  # the multi-planner's candidates: their trial's counters and scores
+            plans = [_plan_execution(r, score) for r, score in sol.trial()]
+        elif sol.rejected:
             for r in [root, *sol.rejected]:
                 if r is not root:
                     _run(r, ctx_factory())
-                rs = summary(r)
-                plans.append({"nReturned": rs["nReturned"], "executionTimeMillisEstimate": 0,
-                              "totalKeysExamined": rs["totalKeysExamined"], "totalDocsExamined": rs["totalDocsExamined"],
-                              "score": _score(r), "executionStages": winning_plan(r, True)})
+                plans.append(_plan_execution(r, _score(r)))
         es["allPlansExecution"] = plans
     return es
 

@@ -28,6 +28,7 @@ Source: src/mongo/db/exec/multi_plan.cpp, trial_period_utils.cpp, plan_ranker.h.
 from __future__ import annotations
 
 from bisect import bisect_right
+from typing import Callable
 
 from mongosim.oplog.errors import MongoError
 from mongosim.shardsim import plan_ranker
@@ -48,10 +49,13 @@ def num_to_return(limit: int | None) -> int:
     return min(limit, MAX_RESULTS) if limit else MAX_RESULTS
 
 
-def _trial(root: PlanStage, coll, budget: int, want: int) -> tuple[list[int], int | None, int]:
+def _trial(root: PlanStage, coll, budget: int, want: int, limit: int | None = None
+           ) -> tuple[list[int], int | None, int]:
     """Run `root` within `budget` works: (the work count at each document it returned, the work count at
-    its EOF or None, where it stopped: its `want`-th document, its EOF or the budget).  An error (a
-    MongoError, e.g. from an `$expr`) propagates: the candidate failed."""
+    its EOF or None, where it stopped: its `want`-th document, its EOF or the budget).  A plan that has
+    returned the query's `limit` is at EOF with its last document (its LIMIT, or its SORT's top `limit`,
+    has nothing more: isEOF).  An error (a MongoError, e.g. from an `$expr`) propagates: the candidate
+    failed."""
     trial = Trial(budget)
     at: list[int] = []
     eof = None
@@ -59,6 +63,8 @@ def _trial(root: PlanStage, coll, budget: int, want: int) -> tuple[list[int], in
     try:
         for _ in rows:
             at.append(trial.spent)
+            if limit and len(at) >= limit:
+                eof = trial.spent
             if len(at) >= want:
                 break
         else:
@@ -72,19 +78,15 @@ def _trial(root: PlanStage, coll, budget: int, want: int) -> tuple[list[int], in
     return at, eof, min(eof, budget) if eof is not None else budget
 
 
-def ranked(roots: list[PlanStage], coll, limit: int | None) -> list[tuple[int, float]]:
-    """The candidates' (index in `roots`, score), best first; equal scores keep the order of `roots`; a
-    candidate that failed (an error in its trial) scores 0, below all others.
-
-    Each root is run by the trial, which leaves its counters as it stopped: build fresh stage trees
-    for the plan that runs the query."""
+def _race(roots: list[PlanStage], coll, limit: int | None) -> tuple[list[tuple[int, float]], int]:
+    """The candidates' (index in `roots`, score), best first, and the works each did (the rounds)."""
     want = num_to_return(limit)
     works = max_works(coll)
     traces: list[tuple[list[int], int | None] | None] = []
     failed: MongoError | None = None
     for root in roots:
         try:
-            at, eof, stop = _trial(root, coll, works, want)
+            at, eof, stop = _trial(root, coll, works, want, limit)
         except MongoError as e:  # a failed candidate: ranked last, as the server drops it
             failed = failed or e
             traces.append(None)
@@ -102,4 +104,27 @@ def ranked(roots: list[PlanStage], coll, limit: int | None) -> list[tuple[int, f
         advanced = bisect_right(at, works)
         ended = eof is not None and eof <= works
         scores.append((i, plan_ranker.score(advanced, works, ended, {s.stage for s in root.walk()})))
-    return sorted(scores, key=lambda s: -s[1])
+    return sorted(scores, key=lambda s: -s[1]), works
+
+
+def ranked(roots: list[PlanStage], coll, limit: int | None) -> list[tuple[int, float]]:
+    """The candidates' (index in `roots`, score), best first; equal scores keep the order of `roots`; a
+    candidate that failed (an error in its trial) scores 0, below all others.
+
+    Each root is run by the trial, which leaves its counters as it stopped: build fresh stage trees
+    for the plan that runs the query."""
+    return _race(roots, coll, limit)[0]
+
+
+def trial_plans(build: Callable[[], list[PlanStage]], coll, limit: int | None) -> list[tuple[PlanStage, float]]:
+    """Each candidate as the trial left it, with its score, best first (explain's allPlansExecution):
+    `build` makes the candidates' stage trees; each is run again for the trial's rounds alone, so its
+    counters are those of the round-robin's end."""
+    order, works = _race(build(), coll, limit)
+    roots = build()
+    for root in roots:
+        try:
+            _trial(root, coll, works, num_to_return(limit), limit)
+        except MongoError:
+            pass
+    return [(roots[i], score) for i, score in order]

@@ -49,7 +49,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from functools import partial
+from typing import Any, Callable
 
 from bson import Regex
 
@@ -541,6 +542,7 @@ class Solution:
     express: bool = False
     index_plan: IndexPlan | None = None
     or_plans: list[IndexPlan] = field(default_factory=list)  # a subplanned $or's branch plans
+    trial: Callable[[], list[tuple[PlanStage, float]]] | None = None  # the candidates as the trial left them
 
 
 def _express_id(cq: CanonicalQuery) -> Any:
@@ -885,11 +887,14 @@ def _chosen(coll, ranked: list[IndexPlan], cq: CanonicalQuery, sharded: bool, vi
     """The winner of the ranked candidates, the others rejected: with more than one, the multi-planner's
     trial decides (a count keeps the ranking by keys)."""
     roots = [_build(p, cq, sharded, view_changed) for p in ranked]
-    if len(ranked) > 1 and not cq.count:
-        order = multi_plan.ranked(roots, coll, cq.limit)
-        ranked = [ranked[i] for i, _score in order]
-        roots = [_build(p, cq, sharded, view_changed) for p in ranked]  # (the trial ran the others)
-    return Solution(roots[0], roots[1:], index_plan=ranked[0])
+    if len(ranked) < 2 or cq.count:
+        return Solution(roots[0], roots[1:], index_plan=ranked[0])
+    order = multi_plan.ranked(roots, coll, cq.limit)
+    ranked = [ranked[i] for i, _score in order]
+    roots = [_build(p, cq, sharded, view_changed) for p in ranked]  # (the trial ran the others)
+    trial = partial(multi_plan.trial_plans, lambda: [_build(p, cq, sharded, view_changed) for p in ranked], coll,
+                    cq.limit)
+    return Solution(roots[0], roots[1:], index_plan=ranked[0], trial=trial)
 
 
 def _eligible_wildcard(ix: IndexAccessMethod, cq: CanonicalQuery) -> bool:

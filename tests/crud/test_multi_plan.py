@@ -139,3 +139,19 @@ def test_rejected_plans_come_in_score_order(db):
     assert ixscan(plan_of(e))["indexName"] == "z_1"
     scores = [p["score"] for p in plans]
     assert scores == sorted(scores, reverse=True)
+
+
+def test_all_plans_execution_shows_the_trial(db):
+    """allPlansExecution lists every candidate as the trial left it: the `_id` plan stopped at its third
+    document (the limit), after as many works as the `tags` plan had by then (none of its documents yet),
+    with their scores; executionStats is the winner run to its end."""
+    db.c.insert_many([{"_id": i, "tags": i % 7} for i in range(700)])
+    db.c.create_index("tags")
+    e = db.c.find({"tags": 3}).sort("_id", 1).limit(3).explain()
+    winner, loser = _all_plans(e)
+    assert winner["nReturned"] == 3 and winner["totalKeysExamined"] == 18  # _ids 0..17: 3, 10, 17 match
+    assert ixscan(winner["executionStages"])["indexName"] == "_id_"
+    assert loser["nReturned"] == 0 and loser["totalKeysExamined"] == 18
+    assert ixscan(loser["executionStages"])["indexName"] == "tags_1"
+    # 1 + productivity 3/18 + EOF (the LIMIT ended it) + no SORT bonus; the loser: 1 + no FETCH-less bonus
+    assert winner["score"] == round(1 + 3 / 18 + 1 + 2e-4, 4) and loser["score"] == round(1 + 1e-4, 4)

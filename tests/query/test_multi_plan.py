@@ -28,13 +28,14 @@ from tests.query.strategies import leaf_conditions
 from tests.query.test_index_plans import _collection, _valid, docs_, index_specs, queries
 
 
-def _trace(root, coll) -> tuple[list[int], int]:
-    """The work count at each document `root` returns, and at its EOF, run to its end."""
+def _trace(root, coll, limit) -> tuple[list[int], int]:
+    """The work count at each document `root` returns, and at its EOF, run to its end (a plan that has
+    returned the limit is at EOF with it)."""
     trial = Trial(budget=10**9)
     at = []
     for _ in root.run(ExecContext(coll, trial=trial)):
         at.append(trial.spent)
-    return at, trial.spent + 1
+    return at, at[-1] if limit and len(at) == limit else trial.spent + 1
 
 
 def _round_robin(traces, want: int, max_works: int) -> list[tuple[int, int, bool] | None]:
@@ -44,9 +45,9 @@ def _round_robin(traces, want: int, max_works: int) -> list[tuple[int, int, bool
     return [None if t is None else (bisect_right(t[0], rounds), rounds, t[1] <= rounds) for t in traces]
 
 
-def _trace_or_none(root, coll):
+def _trace_or_none(root, coll, limit):
     try:
-        return _trace(root, coll)
+        return _trace(root, coll, limit)
     except MongoError:
         return None
 
@@ -73,7 +74,7 @@ def test_ranked_equals_the_round_robin(docs, specs, q, a, b, works, extra):
     assume(len(candidates) > 1)
     ranked = QP._ranked(candidates, cq, QP._sort_fields(cq))
     build = lambda: [QP._build(p, cq, False) for p in ranked]  # noqa: E731
-    if not any(_trace_or_none(r, coll) for r in build()):
+    if not any(_trace_or_none(r, coll, limit) for r in build()):
         assume(False)  # (every candidate fails: the query's error, nothing ranked)
     saved, multi_plan.EVALUATION_WORKS = multi_plan.EVALUATION_WORKS, works  # (a cut the small collections reach)
     try:
@@ -82,7 +83,7 @@ def test_ranked_equals_the_round_robin(docs, specs, q, a, b, works, extra):
     finally:
         multi_plan.EVALUATION_WORKS = saved
     roots = build()
-    traces = [_trace_or_none(r, coll) for r in roots]
+    traces = [_trace_or_none(r, coll, limit) for r in roots]
     stats = _round_robin(traces, multi_plan.num_to_return(limit), max_works)
     scores = [(i, 0.0 if st_ is None else plan_ranker.score(st_[0], st_[1], st_[2], {s.stage for s in roots[i].walk()}))
               for i, st_ in enumerate(stats)]
