@@ -167,11 +167,13 @@ def execution_info(sol: Solution, ctx_factory, verbosity: str, millis: int, extr
 
 
 def explain_query(node: Node, ctx: OpCtx, ns: str, coll, cq: CanonicalQuery, verbosity: str,
-                  wrap=None) -> dict:
-    """queryPlanner (+ executionStats) of one planned query; `wrap(root_explain, stats)` adds a write stage."""
+                  wrap=None, sol: Solution | None = None) -> dict:
+    """queryPlanner (+ executionStats) of one planned query (`sol`: planned already); `wrap(root_explain,
+    stats)` adds a write stage."""
     t0 = time.perf_counter()
     sharded = coll is not None and bool(coll.shard_key)
-    sol = plan_query(coll, cq, view_changed=view_changes(coll, ctx.view), sharded=sharded)
+    if sol is None:
+        sol = plan_query(coll, cq, view_changed=view_changes(coll, ctx.view), sharded=sharded)
     out: dict[str, Any] = {"explainVersion": "1", "queryPlanner": planner_info(ns, cq, sol)}
     if wrap is not None:
         out["queryPlanner"]["winningPlan"] = wrap(out["queryPlanner"]["winningPlan"], False, None)
@@ -269,7 +271,8 @@ def _distinct(node: Node, ctx: OpCtx, inner: dict, verbosity: str) -> dict:
     coll = node.catalog.collection(ctx.db, name)
     collator = command_collator(inner.get("collation"), coll, "distinct.collation")
     cq = CanonicalQuery(ns, q, Matcher(q, None, collator), hint=check_hint(inner.get("hint")), collator=collator)
-    return explain_query(node, ctx, ns, coll, cq, verbosity)
+    fast = get_executor.fast_distinct(coll, inner["key"], q, cq.hint, ctx.view, collator)
+    return explain_query(node, ctx, ns, coll, cq, verbosity, sol=Solution(fast) if fast is not None else None)
 
 
 def _write_stage(kind: str, counters) -> Any:

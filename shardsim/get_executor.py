@@ -13,12 +13,14 @@ from __future__ import annotations
 from typing import Any
 
 from mongosim.oplog.errors import MongoError
-from mongosim.shardsim.plan_executor import Count, ExecContext, view_changes
+from mongosim.shardsim.distinct_scan import distinct_plan, from_query_plan
+from mongosim.shardsim.index_access_method import IndexAccessMethod
+from mongosim.shardsim.plan_executor import Count, ExecContext, PlanStage, view_changes
 from mongosim.shardsim.query.extensions_callback import NEAR_OPS, check_pipeline, mentions, near_not_allowed
 from mongosim.shardsim.query.idl_errors import wrong_type
 from mongosim.shardsim.query.matcher import Matcher
 from mongosim.shardsim.canonical_query import CanonicalQuery, check_hint
-from mongosim.shardsim.query_planner import Solution, plan_query
+from mongosim.shardsim.query_planner import Solution, hinted_index, plan_query
 
 
 def _obj_arg(cmd: dict, name: str) -> dict | None:
@@ -89,6 +91,27 @@ def matching(coll, flt: dict, matcher: Matcher | None, view: Any = None, *, hint
     cq = CanonicalQuery(coll.ns, flt, matcher or Matcher(flt, None, collator), sort=sort or None, limit=limit,
                         hint=hint, collator=collator)
     return execute(coll, cq, view)[0]
+
+
+def fast_distinct(coll, key: str, query: dict, hint: Any, view: Any, collator) -> PlanStage | None:
+    """The DISTINCT_SCAN plan of a `distinct` (None: read the documents the query plan gives).
+
+    An empty query: getExecutorForSimpleDistinct (`distinct_scan.distinct_plan`; a hint restricts it to
+    the hinted index).  Otherwise the query is planned, and its plan's index scan becomes a DISTINCT_SCAN
+    where nothing else filters its keys (`distinct_scan.from_query_plan`).  A view with changes of its own
+    (a transaction's writes) is read by the query plan, which merges them."""
+    if coll is None or view_changes(coll, view):
+        return None
+    cq = CanonicalQuery(coll.ns, query, Matcher(query, None, collator), hint=hint, collator=collator)
+    sharded = bool(coll.shard_key)
+    if query:
+        return from_query_plan(plan_query(coll, cq, sharded=sharded).root, key)
+    hinted = None
+    if hint is not None:
+        hinted = hinted_index(coll, cq)
+        if not isinstance(hinted, IndexAccessMethod):
+            return None
+    return distinct_plan(coll, key, collator, sharded, hinted)
 
 
 def count(coll, flt: dict, view: Any = None, *, hint: Any = None, skip: int = 0, limit: int | None = None,

@@ -292,7 +292,7 @@ class IndexScan(PlanStage):
             entries = ix.scan(lo, lo_incl, hi, hi_incl, reverse)
             for entry in (entries if trial is None else trial.metered(entries)):
                 self.keys_examined += 1
-                if checks and not _in_checks(entry, checks):
+                if checks and not in_checks(entry, checks):
                     self.need_time += 1
                     continue
                 if multikey:
@@ -312,7 +312,8 @@ def _TOP():
     return TOP
 
 
-def _in_checks(entry: tuple, checks) -> bool:
+def in_checks(entry: tuple, checks) -> bool:
+    """Whether the entry's key is within the bounds of each checked field (`IndexScan._checks`)."""
     for j, ivs in checks:
         k = entry[j]
         if type(k) is Desc:
@@ -670,7 +671,7 @@ def _key_in_bounds(scan: IndexScan, doc: dict) -> tuple:
     checks = [(j, [(iv.lo, iv.start_incl, iv.hi, iv.end_incl) for iv in oil]) for j, oil in enumerate(scan.bounds)]
     ordered = sorted(keys, key=scan.ix.encode, reverse=scan.direction < 0)
     for key in ordered:
-        if _in_checks(scan.ix.encode(key), checks):
+        if in_checks(scan.ix.encode(key), checks):
             return key
     return ordered[0] if ordered else ()
 

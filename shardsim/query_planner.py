@@ -102,7 +102,7 @@ from mongosim.shardsim.query.values import TYPE_ALIASES, canonical_rank, hashabl
 MAX_SEEK_RANGES = 100_000
 
 
-def _hinted_index(coll, cq: CanonicalQuery) -> IndexAccessMethod | str | None:
+def hinted_index(coll, cq: CanonicalQuery) -> IndexAccessMethod | str | None:
     """The hinted index, "natural" for {$natural: ±1}, None without a hint."""
     hint = check_hint(cq.hint)
     if hint is None:
@@ -661,7 +661,7 @@ def plan_query(coll, cq: CanonicalQuery, *, view_changed: bool = False, sharded:
         if coll is None:
             return Solution(_finish(EOFStage(), cq, False, sharded))
         return _near_solution(coll, cq, sharded)
-    hinted = _hinted_index(coll, cq) if (coll is not None and cq.hint is not None) else None  # (no collection: EOF)
+    hinted = hinted_index(coll, cq) if (coll is not None and cq.hint is not None) else None  # (no collection: EOF)
     if cq.min or cq.max:
         if not isinstance(hinted, IndexAccessMethod):
             if coll is None:

@@ -33,6 +33,8 @@ from mongosim.shardsim.query.variables import for_command
 from mongosim.shardsim import get_executor
 from mongosim.shardsim.canonical_query import check_hint
 from mongosim.shardsim.get_executor import execute, find_query
+from mongosim.shardsim.distinct_scan import field_values
+from mongosim.shardsim.plan_executor import ExecContext
 from mongosim.shardsim.geo.geo_near_stage import GeoNearStage
 from mongosim.shardsim.timeseries_predicates import pushdown
 from mongosim.shardsim.query.document_metadata import strip, to_wire
@@ -178,40 +180,29 @@ def cmd_distinct(node: Node, ctx: OpCtx) -> dict:
     if not isinstance(query, dict):
         raise MongoError("TypeMismatch", "BSON field 'distinct.query' is the wrong type, expected type 'object'")
     hint = check_hint(cmd.get("hint"))
-    docs = get_executor.matching(coll, query, Matcher(query, None, collator), ctx.view, hint=hint, collator=collator)
+    matcher = Matcher(query, None, collator)
+    fast = get_executor.fast_distinct(coll, key, query, hint, ctx.view, collator)
+    if fast is not None:
+        return {"values": _distinct_of(fast.run(ExecContext(coll, ctx.view)), collator), "ok": 1.0}
+    docs = get_executor.matching(coll, query, matcher, ctx.view, hint=hint, collator=collator)
     return {"values": distinct_values(docs, key, collator), "ok": 1.0}
 
 
 def distinct_values(docs, key: str, collator=None) -> list:
     """The distinct values at `key` (the first of each set equal under `collator`), in BSON order."""
+    parts = key.split(".")
+    return _distinct_of((v for doc in docs for v in field_values(doc, parts)), collator)
+
+
+def _distinct_of(values, collator) -> list:
+    """The first of each set of `values` equal under `collator`, in BSON order."""
     from mongosim.shardsim.query.collation import hashable_for, sort_key_for
 
     same = hashable_for(collator)
     seen: dict[Any, Any] = {}
-    for doc in docs:
-        for v in _distinct_values(doc, key.split(".")):
-            seen.setdefault(same(v), v)
+    for v in values:
+        seen.setdefault(same(v), v)
     return sorted(seen.values(), key=sort_key_for(collator))
-
-
-def _distinct_values(value: Any, parts: list[str]) -> Iterator[Any]:
-    """The values `distinct` collects at a dotted path: arrays along the way and at the end are expanded."""
-    if not parts:
-        if isinstance(value, list):
-            yield from value
-        else:
-            yield value
-        return
-    head, rest = parts[0], parts[1:]
-    if isinstance(value, dict):
-        if head in value:
-            yield from _distinct_values(value[head], rest)
-    elif isinstance(value, list):
-        if head.isdigit() and int(head) < len(value):
-            yield from _distinct_values(value[int(head)], rest)
-        for elem in value:
-            if isinstance(elem, dict):
-                yield from _distinct_values(elem, parts)
 
 
 @command("aggregate")
