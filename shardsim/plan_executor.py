@@ -596,15 +596,34 @@ def projection_stage_name(spec: dict) -> str:
     return "PROJECTION_SIMPLE" if simple else "PROJECTION_DEFAULT"
 
 
+class CoveredFetch(Fetch):
+    """The documents of a covered plan's index scan (`query_planner._covers`): the server builds the
+    projection from the index keys and reads no document; mongosim reads them to build it (the values are
+    the documents', key for key), and shows no FETCH and no documents examined."""
+
+    stage = "FETCH_COVERED"  # (never shown: not a FETCH for the multi-planner's no-FETCH bonus)
+
+    @property
+    def docs_examined(self) -> int:
+        return 0
+
+    @docs_examined.setter
+    def docs_examined(self, _n: int) -> None:
+        pass
+
+    def explain(self, stats: bool = False) -> dict:
+        return self.child.explain(stats)
+
+
 class Projection(PlanStage):
     def __init__(self, child: PlanStage, spec: dict | None, matcher=None, show_record_id: bool = False,
-                 variables: dict | None = None) -> None:
+                 variables: dict | None = None, covered: bool = False) -> None:
         super().__init__(child)
         self.spec = spec
         self.matcher = matcher
         self.show_record_id = show_record_id
         self.variables = variables
-        self.stage = projection_stage_name(spec) if spec else "PROJECTION_SIMPLE"
+        self.stage = "PROJECTION_COVERED" if covered else projection_stage_name(spec) if spec else "PROJECTION_SIMPLE"
 
     def explain(self, stats: bool = False) -> dict:
         if not self.spec:  # (only tags $recordId: no stage in the server's plan)

@@ -61,6 +61,7 @@ from mongosim.shardsim.plan_executor import (
     CollScan,
     Count,
     CountScan,
+    CoveredFetch,
     EOFStage,
     ExpressIxscan,
     Fetch,
@@ -953,11 +954,47 @@ def _build(plan: IndexPlan, cq: CanonicalQuery, sharded: bool, view_changed: boo
             and not plan.ix.should_dedup and ranges is not None \
             and len(ranges) == 1 and all(B.is_all(b) for b in plan.bounds[pinned:]):
         return Count(CountScan(plan.ix, plan.bounds, ranges, pinned), cq)
+    if not shown and not sharded and not view_changed and _covers(plan, cq):
+        return _finish(CoveredFetch(scan, cq.matcher, None), cq, plan.provides_sort, sharded, covered=True)
     fetch = Fetch(scan, cq.matcher, shown)
     return _finish(fetch, cq, plan.provides_sort, sharded)
 
 
-def _finish(root: PlanStage, cq: CanonicalQuery, sorted_by_index: bool, sharded: bool) -> PlanStage:
+def _covers(plan: IndexPlan, cq: CanonicalQuery) -> bool:
+    """Whether the index answers the query without its documents (a covered plan: PROJECTION_COVERED over
+    the IXSCAN, no FETCH), as QueryPlannerAnalysis decides: the bounds answer every predicate (the caller
+    checks), the projection includes only fields the index holds (`_id` too unless excluded), none of them
+    hashed or an array in some document (multikey), and a blocking sort's fields are in the index.  Not
+    with a collated index (its strings are collation keys), a wildcard index, returnKey or showRecordId."""
+    spec = cq.projection
+    ix = plan.ix
+    if (not spec or cq.count or cq.return_key or cq.show_record_id or not isinstance(ix, IndexAccessMethod)
+            or ix.wildcard is not None or ix.type not in ("btree", "hashed") or ix.collator is not None):
+        return False
+    fields = []
+    for k, v in spec.items():
+        if isinstance(v, (dict, str, list)) or "$" in k:
+            return False
+        if not v:
+            if k != "_id":
+                return False  # (an exclusion projection keeps fields the index does not hold)
+            continue
+        fields.append(k)
+    if spec.get("_id", True):
+        fields.append("_id")
+    if cq.has_sort and not plan.provides_sort:
+        fields += [f for f, _d in _sort_fields(cq)]
+    for f in fields:
+        if f not in ix.paths:
+            return False
+        i = ix.paths.index(f)
+        if i == ix.hashed_pos or ix.multikey_paths[i]:
+            return False
+    return True
+
+
+def _finish(root: PlanStage, cq: CanonicalQuery, sorted_by_index: bool, sharded: bool, covered: bool = False
+            ) -> PlanStage:
     if sharded and not isinstance(root, EOFStage):
         root = ShardingFilter(root)
     if cq.count:
@@ -972,7 +1009,7 @@ def _finish(root: PlanStage, cq: CanonicalQuery, sorted_by_index: bool, sharded:
     if cq.return_key:
         root = ReturnKey(root, cq.show_record_id)
     elif cq.projection or cq.show_record_id:
-        root = Projection(root, cq.projection, cq.matcher, cq.show_record_id, cq.variables)
+        root = Projection(root, cq.projection, cq.matcher, cq.show_record_id, cq.variables, covered=covered)
     if cq.limit and not (cq.has_sort and not sorted_by_index):
         root = Limit(root, cq.limit)
     return root

@@ -1,0 +1,174 @@
+"""Covered queries: the index answers without reading documents (PROJECTION_COVERED over IXSCAN, no FETCH,
+totalDocsExamined 0), through pymongo, both topologies — the cases of the server's
+jstests/core/index/covered/covered_index_*.js and dbtests/plan_ranking.cpp's PlanRankingPreferCovered.
+Each answer is compared with the one a collection scan gives.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import assume, event, given
+from hypothesis import strategies as st
+
+from mongosim.shardsim.canonical_query import CanonicalQuery
+from mongosim.shardsim.get_executor import execute
+from mongosim.shardsim.plan_executor import Projection
+from mongosim.shardsim.query.matcher import Matcher
+from mongosim.shardsim.query.projection import compile_projection
+from tests.crud.test_indexes import ixscan, plan_of, stages
+from tests.query._settings import QUERY_SETTINGS
+from tests.query.strategies import leaf_conditions
+from tests.query.test_index_plans import _collection, _valid, docs_, index_specs, queries
+
+
+def _stats(e: dict) -> dict:
+    es = e["executionStats"]
+    return es["executionStages"]["shards"][0] if "shards" in es["executionStages"] else es
+
+
+def _same(coll, flt, proj, sort=None):
+    got = list(coll.find(flt, proj, sort=sort))
+    want = list(coll.find(flt, proj, sort=sort, hint=[("$natural", 1)]))
+    if sort is None:
+        key = repr
+        got.sort(key=key)
+        want.sort(key=key)
+    assert got == want
+    return got
+
+
+@pytest.fixture
+def db(client, request):
+    db = client[f"cov_{request.node.name.split('[')[0][-24:]}"]
+    client.drop_database(db.name)
+    return db
+
+
+def test_an_inclusion_of_index_fields_is_covered(db):
+    db.c.insert_many([{"_id": i, "foo": i % 7, "bar": -i, "x": "y"} for i in range(70)])
+    db.c.create_index([("foo", 1), ("bar", 1)])
+    e = db.c.find({"foo": 3}, {"_id": 0, "foo": 1, "bar": 1}).explain()
+    plan = plan_of(e)
+    assert stages(plan) == ["PROJECTION_COVERED", "IXSCAN"]
+    assert plan["transformBy"] == {"_id": 0, "foo": 1, "bar": 1}
+    assert _stats(e)["totalDocsExamined"] == 0 and _stats(e)["totalKeysExamined"] == 10
+    assert len(_same(db.c, {"foo": 3}, {"_id": 0, "foo": 1, "bar": 1})) == 10
+    # sorted by the index, limited, skipped: still covered
+    cur = db.c.find({"foo": {"$gte": 5}}, {"_id": 0, "bar": 1}).sort([("foo", -1), ("bar", -1)]).skip(2).limit(3)
+    assert stages(plan_of(cur.explain())) == ["LIMIT", "PROJECTION_COVERED", "SKIP", "IXSCAN"]
+    assert list(cur) == [{"bar": -20}, {"bar": -27}, {"bar": -34}]  # foo 6: _ids 6, 13, 20, ...; two skipped
+    # a blocking sort on an index field: covered too, the SORT over the IXSCAN
+    plan = plan_of(db.c.find({"foo": {"$in": [1, 2]}}, {"_id": 0, "foo": 1, "bar": 1}).sort("bar", 1).explain())
+    assert stages(plan) == ["PROJECTION_COVERED", "SORT", "IXSCAN"]
+    _same(db.c, {"foo": {"$in": [1, 2]}}, {"_id": 0, "foo": 1, "bar": 1}, [("bar", 1), ("foo", 1)])
+
+
+@pytest.mark.parametrize("flt,proj,why", [
+    ({"foo": 3}, {"foo": 1}, "_id is returned and not in the index"),
+    ({"foo": 3}, {"_id": 0, "foo": 1, "x": 1}, "x is not in the index"),
+    ({"foo": 3}, {"x": 0}, "an exclusion projection"),
+    ({"foo": 3, "x": "y"}, {"_id": 0, "foo": 1}, "x needs the documents"),
+    ({"foo": {"$regex": "^a|b"}}, {"_id": 0, "foo": 1}, "an inexact regex is filtered on the documents"),
+    ({"foo": 3}, {"_id": 0, "foo": {"$add": [1, 1]}}, "a computed field"),
+])
+def test_not_covered(db, flt, proj, why):
+    db.c.insert_many([{"_id": i, "foo": i % 7, "bar": -i, "x": "y"} for i in range(70)])
+    db.c.create_index([("foo", 1), ("bar", 1)])
+    e = db.c.find(flt, proj).explain()
+    assert "FETCH" in stages(plan_of(e)), why
+    _same(db.c, flt, proj)
+
+
+def test_a_multikey_field_is_not_covered(db):
+    db.c.insert_many([{"_id": 1, "a": [1, 2], "b": 1}, {"_id": 2, "a": 3, "b": 2}])
+    db.c.create_index([("a", 1), ("b", 1)])
+    assert "FETCH" in stages(plan_of(db.c.find({"a": 1}, {"_id": 0, "a": 1}).explain()))
+    # the multikey path is `a`: `b` alone is covered (path-level multikey information)
+    plan = plan_of(db.c.find({"a": 1}, {"_id": 0, "b": 1}).explain())
+    assert stages(plan) == ["PROJECTION_COVERED", "IXSCAN"]
+    assert _same(db.c, {"a": 1}, {"_id": 0, "b": 1}) == [{"b": 1}]
+
+
+def test_id_index_covers_id(db):
+    db.c.insert_many([{"_id": i, "v": i} for i in range(20)])
+    plan = plan_of(db.c.find({"_id": {"$gt": 15}}, {"_id": 1}).explain())
+    assert stages(plan) == ["PROJECTION_COVERED", "IXSCAN"] and ixscan(plan)["indexName"] == "_id_"
+    assert _same(db.c, {"_id": {"$gt": 15}}, {"_id": 1}) == [{"_id": i} for i in range(16, 20)]
+
+
+def test_prefer_covered(db):
+    """PlanRankingPreferCovered: two plans reach EOF together; the covered one has the no-FETCH bonus."""
+    db.c.insert_many([{"a": i, "b": i} for i in range(500)])
+    db.c.create_index("a")
+    db.c.create_index([("a", 1), ("b", 1)])
+    e = db.c.find({"a": 27}, {"_id": 0, "a": 1, "b": 1}).explain()
+    plan = plan_of(e)
+    assert stages(plan) == ["PROJECTION_COVERED", "IXSCAN"] and ixscan(plan)["indexName"] == "a_1_b_1"
+    assert list(db.c.find({"a": 27}, {"_id": 0, "a": 1, "b": 1})) == [{"a": 27, "b": 27}]
+
+
+@QUERY_SETTINGS
+@given(docs=docs_(), specs=index_specs(), q=queries(),
+       fields=st.one_of(st.lists(st.sampled_from(["a", "b"]), min_size=1, max_size=2, unique=True),
+                        st.lists(st.sampled_from(["a", "b", "c", "a.b", "_id"]), min_size=1, max_size=3, unique=True)),
+       simple=st.one_of(st.none(), leaf_conditions()))
+def test_covered_answers_equal_the_documents(docs, specs, q, fields, simple):
+    """Whichever plan runs (covered or not), the projected answer is the projection of the matching
+    documents.  (An index on {a, b} and, half the time, a filter on `a` alone: covered plans come up.)"""
+    flt, sort, skip, limit = q
+    if simple is not None:
+        flt = {"a": simple}
+    specs = [{"v": 2, "key": {"a": 1, "b": 1}, "name": "a_b"}, *specs]
+    m = _valid(flt, sort)
+    assume(m is not None)
+    coll = _collection(docs, specs)
+    assume(coll is not None)
+    proj = {f: 1 for f in fields}
+    if "_id" not in fields:
+        proj["_id"] = 0
+    try:
+        project = compile_projection(proj)
+    except Exception:  # noqa: BLE001 - (a path collision such as a and a.b: refused, nothing to compare)
+        assume(False)
+    cq = CanonicalQuery("db.c", flt, m, sort=sort, skip=skip, limit=limit, projection=proj)
+    got, sol, _ctx = execute(coll, cq)
+    plain, _sol, _ctx = execute(coll, CanonicalQuery("db.c", flt, m, sort=sort, skip=skip, limit=limit))
+    assert len(got) == len(plain)
+    if not skip and not limit:
+        assert sorted(map(repr, got)) == sorted(repr(project(d)) for d in plain)
+    covered = any(isinstance(s, Projection) and s.stage == "PROJECTION_COVERED" for s in sol.root.walk())
+    event("covered" if covered else "documents read")
+    if covered:
+        assert not any(s.stage == "FETCH" for s in sol.root.walk())
+
+
+scalar = st.one_of(st.integers(-2, 3), st.sampled_from([None, "x", 1.5, True]))
+
+
+@QUERY_SETTINGS
+@given(rows=st.lists(st.fixed_dictionaries({}, optional={"a": scalar, "b": scalar, "c": scalar}), max_size=12),
+       op=st.sampled_from(["$eq", "$gt", "$gte", "$lt", "$in", "$ne"]), v=scalar,
+       fields=st.lists(st.sampled_from(["a", "b"]), min_size=1, max_size=2, unique=True),
+       sort=st.sampled_from([None, {"a": 1}, {"b": -1}, {"a": -1, "b": -1}]), limit=st.sampled_from([0, 2]))
+def test_covered_plans_over_scalars(rows, op, v, fields, sort, limit):
+    """Documents of scalars (no multikey): most plans are covered; the answers are the projections of the
+    documents a collection scan matches (missing fields stay missing)."""
+    from mongosim.shardsim.catalog import Collection
+
+    coll = Collection("db", "c")
+    coll.add_index({"v": 2, "key": {"a": 1, "b": 1}, "name": "a_b"})
+    for i, r in enumerate(rows):
+        coll.insert({"_id": i, **r})
+    flt = {"a": {op: [v, 1] if op == "$in" else v}}
+    proj = {"_id": 0, **{f: 1 for f in fields}}
+    m = Matcher(flt)
+    cq = CanonicalQuery("db.c", flt, m, sort=sort, limit=limit or None, projection=proj)
+    got, sol, _ctx = execute(coll, cq)
+    plain, _sol, _ctx = execute(coll, CanonicalQuery("db.c", flt, m, sort=sort, limit=limit or None))
+    project = compile_projection(proj)
+    if sort is not None or not limit:
+        assert got == [project(d) for d in plain]
+    covered = any(s.stage == "PROJECTION_COVERED" for s in sol.root.walk())
+    event("covered" if covered else "documents read")
+    if op in ("$eq", "$gt", "$gte", "$lt", "$in") and v is not None:
+        assert covered  # (exact bounds, index fields only; a null equality also matches a missing field: FETCH)
