@@ -497,6 +497,29 @@ class ClusterMachine(RuleBasedStateMachine):
         assert sorted(d["_id"] for d in by_or) == sorted(i for i, k in self.docs.items()
                                                          if lo <= k < lo + span or k == other)
 
+    @rule(lo=st.integers(0, 399), limit=st.integers(1, 5))
+    def planner_choices_read(self, lo: int, limit: int) -> None:
+        """Reads whose plan the multi-planner's trial picks (the `k` index or the `_id` index for a sort on
+        `_id` with a limit), a covered read (the projection of `k` from the `k` index, no document read)
+        and `distinct("k")` by a DISTINCT_SCAN of the shard-key index see what the model holds, whatever
+        wrote it."""
+        flt = {"k": {"$gte": lo}}
+
+        async def read():
+            first = await self.client.find("db", "c", flt, sort={"_id": 1}, limit=limit)
+            keys = await self.client.find("db", "c", flt, projection={"_id": 0, "k": 1}, sort={"k": 1})
+            values = (await self.client.command("db", {"distinct": "c", "key": "k"}))["values"]
+            return first, keys, values
+
+        try:
+            first, keys, values = self.portal.call(read)
+        except CommandError:
+            return  # an injected fault
+        matching = sorted(i for i, k in self.docs.items() if k >= lo)
+        assert [d["_id"] for d in first] == matching[:limit]
+        assert [d["k"] for d in keys] == sorted(k for k in self.docs.values() if k >= lo)
+        assert values == sorted(set(self.docs.values()))
+
     # -- faults ---------------------------------------------------------------------------
     @rule(shard=st.sampled_from(["shard00", "shard01", "shard02"]), seconds=st.sampled_from([0.0, 0.2, 1.5]))
     def delay(self, shard: str, seconds: float) -> None:
