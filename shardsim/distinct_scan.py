@@ -212,7 +212,8 @@ def from_query_plan(root: PlanStage, key: str) -> PlanStage | None:
         return None
     scan = node.child
     ix = scan.ix
-    if (key not in ix.paths or scan.min_max is not None or scan.direction != 1 or ix.wildcard is not None
+    if (key not in ix.paths or scan.min_max is not None or scan.direction != 1 or scan.key_filter is not None
+            or ix.wildcard is not None
             or ix.type not in ("btree", "hashed")):
         return None
     field_no = ix.paths.index(key)

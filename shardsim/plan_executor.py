@@ -229,8 +229,10 @@ class IndexScan(PlanStage):
     stage = "IXSCAN"
 
     def __init__(self, ix: IndexAccessMethod, bounds, direction: int, ranges, pinned: int, *,
-                 min_max=None, min_doc=None, max_doc=None) -> None:
+                 min_max=None, min_doc=None, max_doc=None, key_filter: dict | None = None, key_matcher=None) -> None:
         super().__init__()
+        self.key_filter = key_filter  # (explain's `filter`: what the scan checks on each key in bounds)
+        self.key_matcher = key_matcher
         self.ix = ix
         self.bounds = bounds
         self.direction = direction
@@ -242,6 +244,10 @@ class IndexScan(PlanStage):
         self.seeks = 0
         self.dups_tested = 0
         self.dups_dropped = 0
+
+    def _before_stats(self, out: dict) -> None:
+        if self.key_filter:
+            out["filter"] = self.key_filter
 
     def _fields(self, out: dict, stats: bool) -> None:
         index_fields(self.ix, out)
@@ -287,6 +293,7 @@ class IndexScan(PlanStage):
         multikey = ix.is_multikey or ix.should_dedup
         seen: set = set()
         trial = ctx.trial
+        key_matches = self.key_matcher.matches if self.key_matcher is not None else None
         for lo, lo_incl, hi, hi_incl in ranges:
             self.seeks += 1
             entries = ix.scan(lo, lo_incl, hi, hi_incl, reverse)
@@ -303,6 +310,13 @@ class IndexScan(PlanStage):
                         self.need_time += 1
                         continue
                     seen.add(rid)
+                if key_matches is not None:
+                    # the key decides (a field that is not multikey holds one value: the key's), read here
+                    # from the document, which holds the same value
+                    doc = ctx.fetch(entry[n + 1])
+                    if doc is None or not key_matches(doc):
+                        self.need_time += 1
+                        continue
                 yield entry[n + 1]
 
 

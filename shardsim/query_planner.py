@@ -947,17 +947,57 @@ def _build(plan: IndexPlan, cq: CanonicalQuery, sharded: bool, view_changed: boo
     """IXSCAN (+ FETCH) for an index plan, then the rest of the plan."""
     mm = plan.min_max
     ranges, pinned = scan_ranges(plan.ix, plan.bounds) if mm is None else (None, 0)
-    scan = IndexScan(plan.ix, plan.bounds, plan.direction, ranges, pinned, min_max=mm, min_doc=cq.min,
-                     max_doc=cq.max)
     shown = _shown_filter(plan, cq)
     if cq.count and not shown and mm is None and not sharded and not view_changed and not plan.ix.is_multikey \
             and not plan.ix.should_dedup and ranges is not None \
             and len(ranges) == 1 and all(B.is_all(b) for b in plan.bounds[pinned:]):
         return Count(CountScan(plan.ix, plan.bounds, ranges, pinned), cq)
-    if not shown and not sharded and not view_changed and _covers(plan, cq):
+    on_keys, rest = _key_filters(plan, cq)
+    key_filter = shown_filter(on_keys, [])
+    scan = IndexScan(plan.ix, plan.bounds, plan.direction, ranges, pinned, min_max=mm, min_doc=cq.min,
+                     max_doc=cq.max, key_filter=key_filter,
+                     key_matcher=Matcher(key_filter, cq.variables, cq.collator) if key_filter else None)
+    fetch_filter = shown_filter(rest, cq.residual)
+    if not fetch_filter and not sharded and not view_changed and (cq.count or _covers(plan, cq)):
         return _finish(CoveredFetch(scan, cq.matcher, None), cq, plan.provides_sort, sharded, covered=True)
-    fetch = Fetch(scan, cq.matcher, shown)
+    fetch = Fetch(scan, cq.matcher, fetch_filter)
     return _finish(fetch, cq, plan.provides_sort, sharded)
+
+
+# Predicates whose bounds are a superset of their matches but which the index keys can decide
+# (IndexBoundsBuilder's INEXACT_COVERED): the IXSCAN applies them to each key in bounds.
+_ON_KEYS = frozenset({"$regex", "$mod", "$bitsAllSet", "$bitsAnySet", "$bitsAllClear", "$bitsAnyClear"})
+
+
+def _key_filters(plan: IndexPlan, cq: CanonicalQuery) -> tuple[list[Leaf], list[Leaf]]:
+    """The predicates the bounds do not answer exactly, split into those the IXSCAN checks on the keys
+    (its `filter`: an INEXACT_COVERED predicate on a field of the index that is not multikey, hashed or
+    collated) and those the FETCH checks on the documents.  A whole-index scan (for a sort, a hint, min/max)
+    checks nothing on the keys."""
+    exact_ids = {id(lf) for lf in plan.exact}
+    loose = [lf for lf in cq.leaves if id(lf) not in exact_ids and not lf.derived]
+    ix = plan.ix
+    if plan.whole or plan.min_max is not None or not isinstance(ix, IndexAccessMethod) or ix.wildcard is not None \
+            or ix.collator is not None or ix.type != "btree" and ix.type != "hashed":
+        return [], loose
+    on_keys, rest = [], []
+    for lf in loose:
+        i = ix.paths.index(lf.path) if lf.path in ix.paths else None
+        if i is not None and i != ix.hashed_pos and not ix.multikey_paths[i] and _decided_by_keys(lf):
+            on_keys.append(lf)
+        else:
+            rest.append(lf)
+    return on_keys, rest
+
+
+def _decided_by_keys(lf: Leaf) -> bool:
+    """INEXACT_COVERED: a regex, `$mod`, a bit test, or an `$in` of values and regexes (no null, array or
+    document: those need the documents)."""
+    if lf.op in _ON_KEYS:
+        return True
+    if lf.op == "$in" and isinstance(lf.value, list):
+        return all(v is not None and not isinstance(v, (list, dict)) for v in lf.value)
+    return False
 
 
 def _covers(plan: IndexPlan, cq: CanonicalQuery) -> bool:

@@ -68,7 +68,7 @@ def test_an_inclusion_of_index_fields_is_covered(db):
     ({"foo": 3}, {"_id": 0, "foo": 1, "x": 1}, "x is not in the index"),
     ({"foo": 3}, {"x": 0}, "an exclusion projection"),
     ({"foo": 3, "x": "y"}, {"_id": 0, "foo": 1}, "x needs the documents"),
-    ({"foo": {"$regex": "^a|b"}}, {"_id": 0, "foo": 1}, "an inexact regex is filtered on the documents"),
+    ({"foo": 3, "bar": {"$exists": True}}, {"_id": 0, "foo": 1}, "$exists needs the documents (INEXACT_FETCH)"),
     ({"foo": 3}, {"_id": 0, "foo": {"$add": [1, 1]}}, "a computed field"),
 ])
 def test_not_covered(db, flt, proj, why):
@@ -77,6 +77,27 @@ def test_not_covered(db, flt, proj, why):
     e = db.c.find(flt, proj).explain()
     assert "FETCH" in stages(plan_of(e)), why
     _same(db.c, flt, proj)
+
+
+def test_a_filter_on_the_keys_keeps_a_plan_covered(db):
+    """A regex or `$mod` on an index field is checked on the keys (the IXSCAN's `filter`, INEXACT_COVERED):
+    no FETCH is needed for it, so the plan is still covered; the documents a FETCH reads are those whose
+    keys passed."""
+    db.c.insert_many([{"_id": i, "foo": f"f{i % 7}", "bar": i} for i in range(70)])
+    db.c.create_index([("foo", 1), ("bar", 1)])
+    e = db.c.find({"foo": {"$regex": "3|5"}, "bar": {"$mod": [2, 0]}}, {"_id": 0, "foo": 1, "bar": 1}).explain()
+    plan = plan_of(e)
+    assert stages(plan) == ["PROJECTION_COVERED", "IXSCAN"]
+    assert plan["inputStage"]["filter"] == {"$and": [{"foo": {"$regex": "3|5"}}, {"bar": {"$mod": [2, 0]}}]}
+    assert _stats(e)["totalDocsExamined"] == 0 and _stats(e)["nReturned"] == 10
+    got = _same(db.c, {"foo": {"$regex": "3|5"}, "bar": {"$mod": [2, 0]}}, {"_id": 0, "foo": 1, "bar": 1})
+    assert len(got) == 10
+    # without the projection: FETCH (no filter) over the filtered IXSCAN, one document per passing key
+    e = db.c.find({"foo": {"$regex": "3|5"}}).explain()
+    plan = plan_of(e)
+    assert stages(plan) == ["FETCH", "IXSCAN"] and "filter" not in plan
+    assert plan["inputStage"]["filter"] == {"foo": {"$regex": "3|5"}}
+    assert _stats(e)["totalDocsExamined"] == 20 and _stats(e)["totalKeysExamined"] == 70
 
 
 def test_a_multikey_field_is_not_covered(db):
@@ -172,3 +193,23 @@ def test_covered_plans_over_scalars(rows, op, v, fields, sort, limit):
     event("covered" if covered else "documents read")
     if op in ("$eq", "$gt", "$gte", "$lt", "$in") and v is not None:
         assert covered  # (exact bounds, index fields only; a null equality also matches a missing field: FETCH)
+
+
+def test_a_count_reads_no_document(db):
+    """A count needs no document when the bounds (and the keys' filter) answer its query: COUNT over the
+    IXSCAN, no FETCH (COUNT_SCAN for a single interval of a non-multikey index, as before)."""
+    db.c.insert_many([{"_id": i, "a": i % 5, "t": [i, i + 1], "s": f"s{i}"} for i in range(30)])
+    db.c.create_index("a")
+    db.c.create_index("t")
+    db.c.create_index("s")
+
+    def count_plan(q):
+        e = db.command("explain", {"count": "c", "query": q}, verbosity="executionStats")
+        return stages(plan_of(e)), _stats(e)
+
+    for q, n in [({"a": {"$in": [1, 2]}}, 12), ({"t": 5}, 2), ({"s": {"$regex": "1$"}}, 3)]:
+        shape, stats = count_plan(q)
+        assert shape == ["COUNT", "IXSCAN"] and stats["totalDocsExamined"] == 0, q
+        assert db.c.count_documents(q) == n
+    assert count_plan({"a": 1})[0] == ["COUNT", "COUNT_SCAN"]
+    assert count_plan({"a": 1, "x": None})[0] == ["COUNT", "FETCH", "IXSCAN"]
