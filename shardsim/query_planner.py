@@ -32,7 +32,8 @@ indexes do:
    (`multi_plan`, as the server's MultiPlanStage) then runs them and picks the
    most productive: the plan whose index gives the sort wins a sort + limit
    even when it examines more keys in all.  (Equal scores keep the ranking by
-   keys; a count, and an `$or`'s branches, keep the ranking alone.)
+   keys; a count keeps the ranking alone.  Each branch of a subplanned `$or`
+   is multi-planned as a query of its own.)
 6. No candidate: a collection scan.
 
 The plan is a tree of stages (`plan_executor`): IXSCAN under FETCH, or
@@ -819,7 +820,11 @@ def _branch_plans(coll, cq: CanonicalQuery, branches: list[dict], view_changed: 
         candidates = _index_candidates(coll, bcq, [], view_changed)
         if not candidates:
             return None
-        chosen.append((_ranked(candidates, bcq, [])[0], bcq))
+        ranked = _ranked(candidates, bcq, [])
+        if len(ranked) > 1:  # (SubplanStage multi-plans each branch as a query of its own)
+            order = multi_plan.ranked([_build(p, bcq, False, view_changed) for p in ranked], coll, None)
+            ranked = [ranked[order[0][0]]]
+        chosen.append((ranked[0], bcq))
     return chosen
 
 

@@ -155,3 +155,21 @@ def test_all_plans_execution_shows_the_trial(db):
     assert ixscan(loser["executionStages"])["indexName"] == "tags_1"
     # 1 + productivity 3/18 + EOF (the LIMIT ended it) + no SORT bonus; the loser: 1 + no FETCH-less bonus
     assert winner["score"] == round(1 + 3 / 18 + 1 + 2e-4, 4) and loser["score"] == round(1 + 1e-4, 4)
+
+
+def test_each_or_branch_is_multi_planned(db):
+    """SubplanStage multi-plans each `$or` branch as a query of its own: the branch `{a: 1, b: {$gte: 1}}`
+    has 2200 keys on `a` and 1200 on `b`, but the `a` plan returns 101 documents from its first 101 keys
+    while the `b` plan's first 1000 keys fail `a: 1`, so the trial picks `a`."""
+    docs = ([{"_id": i, "a": 1, "b": 1000} for i in range(200)]
+            + [{"_id": i, "a": 0, "b": i - 199} for i in range(200, 1200)]
+            + [{"_id": i, "a": 1, "b": 0} for i in range(1200, 3200)])
+    db.c.insert_many(docs)
+    for f in ("a", "b", "c"):
+        db.c.create_index(f)
+    flt = {"$or": [{"a": 1, "b": {"$gte": 1}}, {"c": 5}]}
+    plan = plan_of(db.c.find(flt).explain())
+    assert stages(plan)[:3] == ["SUBPLAN", "FETCH", "OR"]
+    branches = sorted(ixscan(p)["indexName"] for p in plan["inputStage"]["inputStage"]["inputStages"])
+    assert branches == ["a_1", "c_1"]
+    assert len(_same_answer(db.c, flt)) == 200
