@@ -179,6 +179,9 @@ def _collation_allows(ix: IndexAccessMethod, lf: Leaf, collator) -> bool:
 def _bounds_of(ix: IndexAccessMethod, i: int, lf: Leaf, collator=None):
     if not _collation_allows(ix, lf, collator):
         return None
+    if lf.op == "$type" and ix.collator is not None and {"string", "object"} & set(B._type_names(lf.value)):
+        b = B.predicate_bounds(lf.op, lf.value)
+        return None if b is None else (b[0], False)  # (collation keys: the documents decide)
     hashed = ix._hash64 if ix.hashed_pos == i else None
     if B.is_null_negation(lf) and ix.multikey_paths[i] and lf.op != "$elemMatch":
         return None  # (notEqualsNullCanUseIndex: see index_bounds.is_null_negation)
@@ -996,10 +999,12 @@ def _key_filters(plan: IndexPlan, cq: CanonicalQuery) -> tuple[list[Leaf], list[
 
 
 def _decided_by_keys(lf: Leaf) -> bool:
-    """INEXACT_COVERED: a regex, `$mod`, a bit test, or an `$in` of values and regexes (no null, array or
-    document: those need the documents)."""
+    """INEXACT_COVERED: a regex, `$mod`, a bit test, a `$type` of some number types, or an `$in` of values
+    and regexes (no null, array or document: those need the documents)."""
     if lf.op in _ON_KEYS:
         return True
+    if lf.op == "$type":
+        return B.type_tightness(lf.value) == "keys"
     if lf.op == "$in" and isinstance(lf.value, list):
         return all(v is not None and not isinstance(v, (list, dict)) for v in lf.value)
     return False

@@ -364,19 +364,41 @@ def _cmp_bounds(op: str, v) -> tuple[list[Interval], bool] | None:
     return ([] if iv.empty else [iv]), _exact_value(v)
 
 
-def _type_bounds(arg) -> tuple[list[Interval], bool]:
-    names = arg if isinstance(arg, list) else [arg]
+def _type_names(arg) -> list:
+    """A `$type` operand's type names (codes read as their aliases; None for an unknown one)."""
     out = []
-    exact = len(names) == 1
-    for n in names:
+    for n in (arg if isinstance(arg, list) else [arg]):
         if isinstance(n, (int, float)) and not isinstance(n, bool):
             n = next((k for k, code in TYPE_ALIASES.items() if code == n), None)
+        out.append(n)
+    return out
+
+
+_NUMBER_TYPES = frozenset({"int", "long", "double", "decimal"})
+
+
+def type_tightness(arg) -> str:
+    """computeTightnessForTypeSet: "exact" when the type brackets are the matches, "keys" when the keys
+    in them decide (some but not all number types: INEXACT_COVERED), "documents" when only the documents
+    do (an array, null or undefined, or a type mongosim's brackets do not tell apart)."""
+    names = _type_names(arg)
+    if any(n == "array" or n not in _TYPE_RANKS or n in ("null", "undefined") for n in names):
+        return "documents"
+    numbers = _NUMBER_TYPES & set(names)
+    if numbers and "number" not in names and numbers != _NUMBER_TYPES:
+        return "keys"
+    if all(n in _EXACT_TYPES or n in _NUMBER_TYPES for n in names):
+        return "exact"
+    return "documents"
+
+
+def _type_bounds(arg) -> tuple[list[Interval], bool]:
+    out = []
+    for n in _type_names(arg):
         if n == "array" or n not in _TYPE_RANKS:
             return ALL(), False
-        if n not in _EXACT_TYPES:
-            exact = False
         out.extend(_bracket(_TYPE_RANKS[n]))
-    return union(out), exact
+    return union(out), type_tightness(arg) == "exact"
 
 
 _INTERNAL_EXPR = {"$_internalExprEq": (None, None), "$_internalExprGt": (None, MAX_KEY),

@@ -213,3 +213,24 @@ def test_a_count_reads_no_document(db):
         assert db.c.count_documents(q) == n
     assert count_plan({"a": 1})[0] == ["COUNT", "COUNT_SCAN"]
     assert count_plan({"a": 1, "x": None})[0] == ["COUNT", "FETCH", "IXSCAN"]
+
+
+@pytest.mark.parametrize("types,where", [
+    ("int", "IXSCAN"),  # some number types: the keys decide (INEXACT_COVERED)
+    (["int", "long"], "IXSCAN"),
+    ("number", None),  # all numbers: the bracket is the answer (EXACT)
+    (["int", "long", "double", "decimal"], None),
+    (["string", "bool"], None),
+    ("null", "FETCH"),  # null and missing share the null key: the documents decide
+    (["int", "array"], "FETCH"),
+])
+def test_type_tightness(db, types, where):
+    """computeTightnessForTypeSet: where a `$type` on an index field is checked."""
+    db.c.insert_many([{"_id": i, "a": 2, "b": v} for i, v in enumerate([1, 2.5, "s", True, None, 7, "t"])]
+                     + [{"_id": 99, "a": 2}])
+    db.c.create_index([("a", 1), ("b", 1)])
+    flt = {"a": 2, "b": {"$type": types}}
+    plan = plan_of(db.c.find(flt).explain())
+    shown = {"IXSCAN": "filter" in plan["inputStage"], "FETCH": "filter" in plan}
+    assert shown == {"IXSCAN": where == "IXSCAN", "FETCH": where == "FETCH"}, plan
+    _same(db.c, flt, None)
