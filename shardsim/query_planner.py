@@ -179,7 +179,9 @@ def _collation_allows(ix: IndexAccessMethod, lf: Leaf, collator) -> bool:
 def _bounds_of(ix: IndexAccessMethod, i: int, lf: Leaf, collator=None):
     if not _collation_allows(ix, lf, collator):
         return None
-    if lf.op == "$type" and ix.collator is not None and {"string", "object"} & set(B._type_names(lf.value)):
+    if lf.op == "$exists" and lf.value and ix.sparse and len(ix.paths) == 1 and ix.type == "btree":
+        return B.ALL(), True  # (a single-field sparse index holds exactly the documents with the field)
+    if lf.op == "$type" and ix.collator is not None and {"string", "object"} & set(B.type_names(lf.value)):
         b = B.predicate_bounds(lf.op, lf.value)
         return None if b is None else (b[0], False)  # (collation keys: the documents decide)
     hashed = ix._hash64 if ix.hashed_pos == i else None

@@ -364,7 +364,7 @@ def _cmp_bounds(op: str, v) -> tuple[list[Interval], bool] | None:
     return ([] if iv.empty else [iv]), _exact_value(v)
 
 
-def _type_names(arg) -> list:
+def type_names(arg) -> list:
     """A `$type` operand's type names (codes read as their aliases; None for an unknown one)."""
     out = []
     for n in (arg if isinstance(arg, list) else [arg]):
@@ -381,7 +381,7 @@ def type_tightness(arg) -> str:
     """computeTightnessForTypeSet: "exact" when the type brackets are the matches, "keys" when the keys
     in them decide (some but not all number types: INEXACT_COVERED), "documents" when only the documents
     do (an array, null or undefined, or a type mongosim's brackets do not tell apart)."""
-    names = _type_names(arg)
+    names = type_names(arg)
     if any(n == "array" or n not in _TYPE_RANKS or n in ("null", "undefined") for n in names):
         return "documents"
     numbers = _NUMBER_TYPES & set(names)
@@ -394,7 +394,7 @@ def type_tightness(arg) -> str:
 
 def _type_bounds(arg) -> tuple[list[Interval], bool]:
     out = []
-    for n in _type_names(arg):
+    for n in type_names(arg):
         if n == "array" or n not in _TYPE_RANKS:
             return ALL(), False
         out.extend(_bracket(_TYPE_RANKS[n]))

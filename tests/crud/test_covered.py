@@ -234,3 +234,20 @@ def test_type_tightness(db, types, where):
     shown = {"IXSCAN": "filter" in plan["inputStage"], "FETCH": "filter" in plan}
     assert shown == {"IXSCAN": where == "IXSCAN", "FETCH": where == "FETCH"}, plan
     _same(db.c, flt, None)
+
+
+def test_exists_on_a_sparse_index(db):
+    """{$exists: true} is exact on a single-field sparse index (it holds exactly the documents with the
+    field, null included), so a count reads no document; on a compound sparse index or a plain one the
+    documents decide."""
+    db.c.insert_many([{"_id": 1, "a": 1}, {"_id": 2, "a": None}, {"_id": 3}, {"_id": 4, "a": [1, 2]}, {"_id": 5, "a": []}])
+    db.c.create_index("a", sparse=True)
+    e = db.command("explain", {"count": "c", "query": {"a": {"$exists": True}}}, verbosity="executionStats")
+    assert stages(plan_of(e)) == ["COUNT", "IXSCAN"] and _stats(e)["totalDocsExamined"] == 0
+    assert db.command("count", "c", query={"a": {"$exists": True}})["n"] == 4
+    assert sorted(d["_id"] for d in db.c.find({"a": {"$exists": True}})) == [1, 2, 4, 5]
+    db.c.drop_indexes()
+    db.c.create_index([("a", 1), ("b", 1)], sparse=True)
+    plan = plan_of(db.c.find({"a": {"$exists": True}}).explain())
+    assert stages(plan) == ["FETCH", "IXSCAN"] and plan["filter"] == {"a": {"$exists": True}}
+    assert sorted(d["_id"] for d in db.c.find({"a": {"$exists": True}})) == [1, 2, 4, 5]

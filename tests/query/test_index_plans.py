@@ -289,3 +289,19 @@ def test_key_generation_follows_the_server(doc, paths, keys):
     from mongosim.shardsim.query.index_keys import btree_keys
 
     assert btree_keys(doc, paths)[0] == keys
+
+
+@QUERY_SETTINGS
+@given(docs=docs_(), specs=index_specs(), q=queries())
+def test_counts_equal_a_collection_scan(docs, specs, q):
+    """A count reads no document when the bounds answer its query (COUNT_SCAN, or COUNT over the IXSCAN):
+    every bound the planner calls exact must be, or these counts would differ from the matches."""
+    from mongosim.shardsim.get_executor import count
+
+    flt, _sort, skip, limit = q
+    m = _valid(flt, None)
+    assume(m is not None)
+    coll = _collection(docs, specs)
+    assume(coll is not None)
+    want = _reference(list(coll.docs.values()), flt, None, skip, limit)
+    assert count(coll, flt, skip=skip, limit=limit) == len(want)
