@@ -39,7 +39,11 @@ indexes do:
 The plan is a tree of stages (`plan_executor`): IXSCAN under FETCH, or
 COLLSCAN, then SHARDING_FILTER (sharded collections), SORT (unless the index
 provides the order), SKIP, a projection, LIMIT — the server's
-QueryPlannerAnalysis::analyzeDataAccess order.
+QueryPlannerAnalysis::analyzeDataAccess order.  Each predicate the bounds do
+not answer exactly is checked by the IXSCAN on its keys where the keys decide
+it (a regex, `$mod`...: its `filter`), else by the FETCH on the documents; with
+no FETCH filter left, a count or a projection of index fields needs no FETCH
+at all (COUNT / PROJECTION_COVERED over the IXSCAN: a covered plan).
 
 Source: src/mongo/db/query/query_planner.cpp, planner_ixselect.cpp,
 planner_analysis.cpp, planner_wildcard_helpers.cpp, query_utils.h (express eligibility),
