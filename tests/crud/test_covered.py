@@ -15,26 +15,11 @@ from mongosim.shardsim.get_executor import execute
 from mongosim.shardsim.plan_executor import Projection
 from mongosim.shardsim.query.matcher import Matcher
 from mongosim.shardsim.query.projection import compile_projection
-from tests.crud.test_indexes import ixscan, plan_of, stages
+from tests.crud.test_indexes import ixscan, plan_of, stages, stats_of
+from tests.crud.test_multi_plan import same_answer
 from tests.query._settings import QUERY_SETTINGS
 from tests.query.strategies import leaf_conditions
 from tests.query.test_index_plans import _collection, _valid, docs_, index_specs, queries
-
-
-def _stats(e: dict) -> dict:
-    es = e["executionStats"]
-    return es["executionStages"]["shards"][0] if "shards" in es["executionStages"] else es
-
-
-def _same(coll, flt, proj, sort=None):
-    got = list(coll.find(flt, proj, sort=sort))
-    want = list(coll.find(flt, proj, sort=sort, hint=[("$natural", 1)]))
-    if sort is None:
-        key = repr
-        got.sort(key=key)
-        want.sort(key=key)
-    assert got == want
-    return got
 
 
 @pytest.fixture
@@ -51,8 +36,8 @@ def test_an_inclusion_of_index_fields_is_covered(db):
     plan = plan_of(e)
     assert stages(plan) == ["PROJECTION_COVERED", "IXSCAN"]
     assert plan["transformBy"] == {"_id": 0, "foo": 1, "bar": 1}
-    assert _stats(e)["totalDocsExamined"] == 0 and _stats(e)["totalKeysExamined"] == 10
-    assert len(_same(db.c, {"foo": 3}, {"_id": 0, "foo": 1, "bar": 1})) == 10
+    assert stats_of(e)["totalDocsExamined"] == 0 and stats_of(e)["totalKeysExamined"] == 10
+    assert len(same_answer(db.c, {"foo": 3}, projection={"_id": 0, "foo": 1, "bar": 1})) == 10
     # sorted by the index, limited, skipped: still covered
     cur = db.c.find({"foo": {"$gte": 5}}, {"_id": 0, "bar": 1}).sort([("foo", -1), ("bar", -1)]).skip(2).limit(3)
     assert stages(plan_of(cur.explain())) == ["LIMIT", "PROJECTION_COVERED", "SKIP", "IXSCAN"]
@@ -60,7 +45,7 @@ def test_an_inclusion_of_index_fields_is_covered(db):
     # a blocking sort on an index field: covered too, the SORT over the IXSCAN
     plan = plan_of(db.c.find({"foo": {"$in": [1, 2]}}, {"_id": 0, "foo": 1, "bar": 1}).sort("bar", 1).explain())
     assert stages(plan) == ["PROJECTION_COVERED", "SORT", "IXSCAN"]
-    _same(db.c, {"foo": {"$in": [1, 2]}}, {"_id": 0, "foo": 1, "bar": 1}, [("bar", 1), ("foo", 1)])
+    same_answer(db.c, {"foo": {"$in": [1, 2]}}, [("bar", 1), ("foo", 1)], projection={"_id": 0, "foo": 1, "bar": 1})
 
 
 @pytest.mark.parametrize("flt,proj,why", [
@@ -76,7 +61,7 @@ def test_not_covered(db, flt, proj, why):
     db.c.create_index([("foo", 1), ("bar", 1)])
     e = db.c.find(flt, proj).explain()
     assert "FETCH" in stages(plan_of(e)), why
-    _same(db.c, flt, proj)
+    same_answer(db.c, flt, projection=proj)
 
 
 def test_a_filter_on_the_keys_keeps_a_plan_covered(db):
@@ -89,15 +74,16 @@ def test_a_filter_on_the_keys_keeps_a_plan_covered(db):
     plan = plan_of(e)
     assert stages(plan) == ["PROJECTION_COVERED", "IXSCAN"]
     assert plan["inputStage"]["filter"] == {"$and": [{"foo": {"$regex": "3|5"}}, {"bar": {"$mod": [2, 0]}}]}
-    assert _stats(e)["totalDocsExamined"] == 0 and _stats(e)["nReturned"] == 10
-    got = _same(db.c, {"foo": {"$regex": "3|5"}, "bar": {"$mod": [2, 0]}}, {"_id": 0, "foo": 1, "bar": 1})
+    assert stats_of(e)["totalDocsExamined"] == 0 and stats_of(e)["nReturned"] == 10
+    got = same_answer(db.c, {"foo": {"$regex": "3|5"}, "bar": {"$mod": [2, 0]}},
+                      projection={"_id": 0, "foo": 1, "bar": 1})
     assert len(got) == 10
     # without the projection: FETCH (no filter) over the filtered IXSCAN, one document per passing key
     e = db.c.find({"foo": {"$regex": "3|5"}}).explain()
     plan = plan_of(e)
     assert stages(plan) == ["FETCH", "IXSCAN"] and "filter" not in plan
     assert plan["inputStage"]["filter"] == {"foo": {"$regex": "3|5"}}
-    assert _stats(e)["totalDocsExamined"] == 20 and _stats(e)["totalKeysExamined"] == 70
+    assert stats_of(e)["totalDocsExamined"] == 20 and stats_of(e)["totalKeysExamined"] == 70
 
 
 def test_a_multikey_field_is_not_covered(db):
@@ -107,14 +93,14 @@ def test_a_multikey_field_is_not_covered(db):
     # the multikey path is `a`: `b` alone is covered (path-level multikey information)
     plan = plan_of(db.c.find({"a": 1}, {"_id": 0, "b": 1}).explain())
     assert stages(plan) == ["PROJECTION_COVERED", "IXSCAN"]
-    assert _same(db.c, {"a": 1}, {"_id": 0, "b": 1}) == [{"b": 1}]
+    assert same_answer(db.c, {"a": 1}, projection={"_id": 0, "b": 1}) == [{"b": 1}]
 
 
 def test_id_index_covers_id(db):
     db.c.insert_many([{"_id": i, "v": i} for i in range(20)])
     plan = plan_of(db.c.find({"_id": {"$gt": 15}}, {"_id": 1}).explain())
     assert stages(plan) == ["PROJECTION_COVERED", "IXSCAN"] and ixscan(plan)["indexName"] == "_id_"
-    assert _same(db.c, {"_id": {"$gt": 15}}, {"_id": 1}) == [{"_id": i} for i in range(16, 20)]
+    assert same_answer(db.c, {"_id": {"$gt": 15}}, projection={"_id": 1}) == [{"_id": i} for i in range(16, 20)]
 
 
 def test_prefer_covered(db):
@@ -205,7 +191,7 @@ def test_a_count_reads_no_document(db):
 
     def count_plan(q):
         e = db.command("explain", {"count": "c", "query": q}, verbosity="executionStats")
-        return stages(plan_of(e)), _stats(e)
+        return stages(plan_of(e)), stats_of(e)
 
     for q, n in [({"a": {"$in": [1, 2]}}, 12), ({"t": 5}, 2), ({"s": {"$regex": "1$"}}, 3)]:
         shape, stats = count_plan(q)
@@ -233,7 +219,7 @@ def test_type_tightness(db, types, where):
     plan = plan_of(db.c.find(flt).explain())
     shown = {"IXSCAN": "filter" in plan["inputStage"], "FETCH": "filter" in plan}
     assert shown == {"IXSCAN": where == "IXSCAN", "FETCH": where == "FETCH"}, plan
-    _same(db.c, flt, None)
+    same_answer(db.c, flt)
 
 
 def test_exists_on_a_sparse_index(db):
@@ -243,7 +229,7 @@ def test_exists_on_a_sparse_index(db):
     db.c.insert_many([{"_id": 1, "a": 1}, {"_id": 2, "a": None}, {"_id": 3}, {"_id": 4, "a": [1, 2]}, {"_id": 5, "a": []}])
     db.c.create_index("a", sparse=True)
     e = db.command("explain", {"count": "c", "query": {"a": {"$exists": True}}}, verbosity="executionStats")
-    assert stages(plan_of(e)) == ["COUNT", "IXSCAN"] and _stats(e)["totalDocsExamined"] == 0
+    assert stages(plan_of(e)) == ["COUNT", "IXSCAN"] and stats_of(e)["totalDocsExamined"] == 0
     assert db.command("count", "c", query={"a": {"$exists": True}})["n"] == 4
     assert sorted(d["_id"] for d in db.c.find({"a": {"$exists": True}})) == [1, 2, 4, 5]
     db.c.drop_indexes()

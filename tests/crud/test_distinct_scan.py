@@ -17,7 +17,7 @@ from mongosim.shardsim.distinct_scan import field_values
 from mongosim.shardsim.get_executor import fast_distinct, matching
 from mongosim.shardsim.plan_executor import ExecContext
 from mongosim.shardsim.reads import _distinct_of, distinct_values
-from tests.crud.test_indexes import plan_of
+from tests.crud.test_indexes import plan_of, stages, stats_of
 from tests.query._settings import QUERY_SETTINGS
 
 
@@ -32,19 +32,6 @@ def _explain(db, key, query=None, hint=None, collation=None):
     return db.command("explain", cmd, verbosity="executionStats")
 
 
-def _stages(plan):
-    out = []
-    while plan:
-        out.append(plan["stage"])
-        plan = plan.get("inputStage")
-    return out
-
-
-def _shard_stats(e):
-    es = e["executionStats"]
-    return es["executionStages"]["shards"][0] if "shards" in es["executionStages"] else es
-
-
 @pytest.fixture
 def db(client, request):
     db = client[f"ds_{request.node.name.split('[')[0][-24:]}"]
@@ -55,16 +42,16 @@ def db(client, request):
 def test_an_empty_query_reads_one_key_per_value(db):
     db.c.insert_many([{"_id": i, "b": i % 50} for i in range(2000)])
     assert db.c.distinct("b") == list(range(50))
-    assert _stages(plan_of(_explain(db, "b"))) == ["COLLSCAN"]
+    assert stages(plan_of(_explain(db, "b"))) == ["COLLSCAN"]
     db.c.create_index("b")
     e = _explain(db, "b")
     plan = plan_of(e)
-    assert _stages(plan) == ["PROJECTION_COVERED", "DISTINCT_SCAN"]
+    assert stages(plan) == ["PROJECTION_COVERED", "DISTINCT_SCAN"]
     assert plan["transformBy"] == {"_id": 0, "b": 1}
     scan = plan["inputStage"]
     assert scan["indexName"] == "b_1" and scan["indexBounds"] == {"b": ["[MinKey, MaxKey]"]}
     assert scan["direction"] == "forward" and scan["isMultiKey"] is False
-    stats = _shard_stats(e)
+    stats = stats_of(e)
     assert stats["nReturned"] == 50 and stats["totalKeysExamined"] == 50 and stats["totalDocsExamined"] == 0
     assert db.c.distinct("b") == list(range(50))
     # `_id`: its own index, projection {_id: 1}
@@ -82,7 +69,7 @@ def test_a_missing_field_is_null_once_an_index_holds_it(db):
     db.c.drop_index("g_1")
     db.c.create_index("g", sparse=True)  # a sparse index holds no key for them
     assert db.c.distinct("g") == ["x", "y"]
-    assert _stages(plan_of(_explain(db, "g"))) == ["PROJECTION_COVERED", "DISTINCT_SCAN"]
+    assert stages(plan_of(_explain(db, "g"))) == ["PROJECTION_COVERED", "DISTINCT_SCAN"]
 
 
 def test_multikey_fields(db):
@@ -91,13 +78,13 @@ def test_multikey_fields(db):
     want_t, want_ab = db.c.distinct("t"), db.c.distinct("a.b")
     db.c.create_index("t")
     db.c.create_index("a.b")
-    assert _stages(plan_of(_explain(db, "t"))) == ["PROJECTION_COVERED", "DISTINCT_SCAN"]
+    assert stages(plan_of(_explain(db, "t"))) == ["PROJECTION_COVERED", "DISTINCT_SCAN"]
     assert plan_of(_explain(db, "t"))["inputStage"]["isMultiKey"] is True
     # the elements are the index's keys; the documents without `t` add null, the empty array nothing
     assert db.c.distinct("t") == [None, *want_t]
     assert want_t == [1, 2, 3, [5]]
     # a dotted field the index is multikey on: not a DISTINCT_SCAN (its projection could not be covered)
-    assert "DISTINCT_SCAN" not in _stages(plan_of(_explain(db, "a.b")))
+    assert "DISTINCT_SCAN" not in stages(plan_of(_explain(db, "a.b")))
     assert db.c.distinct("a.b") == want_ab == [1, 2, 3]
 
 
@@ -108,8 +95,8 @@ def test_the_index_with_the_fewest_fields_wins_and_a_hint_restricts_it(db):
     db.c.create_index([("b", 1), ("a", 1)])
     assert plan_of(_explain(db, "a"))["inputStage"]["indexName"] == "a_-1"
     assert plan_of(_explain(db, "a", hint="a_1_b_1"))["inputStage"]["indexName"] == "a_1_b_1"
-    assert _stages(plan_of(_explain(db, "a", hint={"$natural": 1}))) == ["COLLSCAN"]
-    assert "DISTINCT_SCAN" not in _stages(plan_of(_explain(db, "a", hint="b_1_a_1")))
+    assert stages(plan_of(_explain(db, "a", hint={"$natural": 1}))) == ["COLLSCAN"]
+    assert "DISTINCT_SCAN" not in stages(plan_of(_explain(db, "a", hint="b_1_a_1")))
     for hint in (None, "a_1_b_1", "b_1_a_1", {"$natural": 1}):
         assert db.c.distinct("a") == [0, 1, 2, 3]
         assert db.command("distinct", "c", key="a", **({"hint": hint} if hint else {}))["values"] == [0, 1, 2, 3]
@@ -123,13 +110,13 @@ def test_a_query_answered_by_the_bounds(db):
     db.c.create_index([("region", 1), ("status", 1)])
     e = _explain(db, "status", {"region": "eu"})
     plan = plan_of(e)
-    assert _stages(plan) == ["PROJECTION_COVERED", "DISTINCT_SCAN"]
+    assert stages(plan) == ["PROJECTION_COVERED", "DISTINCT_SCAN"]
     assert plan["inputStage"]["indexBounds"] == {"region": ['["eu", "eu"]'], "status": ["[MinKey, MaxKey]"]}
-    assert _shard_stats(e)["totalKeysExamined"] == 5
+    assert stats_of(e)["totalKeysExamined"] == 5
     assert db.c.distinct("status", {"region": "eu"}) == ["s0", "s1", "s2", "s3", "s4"]
     assert db.c.distinct("status", {"region": {"$in": ["eu", "us"]}, "status": {"$gte": "s3"}}) == ["s3", "s4"]
     # a filter the bounds do not answer: the documents are read
-    assert "DISTINCT_SCAN" not in _stages(plan_of(_explain(db, "status", {"region": "eu", "n": {"$lt": 10}})))
+    assert "DISTINCT_SCAN" not in stages(plan_of(_explain(db, "status", {"region": "eu", "n": {"$lt": 10}})))
     assert db.c.distinct("status", {"region": "eu", "n": {"$lt": 10}}) == ["s0", "s1", "s3", "s4"]  # _ids 0, 3, 6, 9
 
 
@@ -139,10 +126,10 @@ def test_collated_index(db):
     db.c.create_index("w", collation={"locale": "en", "strength": 2})
     coll = {"locale": "en", "strength": 2}
     plan = plan_of(_explain(db, "w", collation=coll))
-    assert _stages(plan) == ["PROJECTION_SIMPLE", "FETCH", "DISTINCT_SCAN"]
+    assert stages(plan) == ["PROJECTION_SIMPLE", "FETCH", "DISTINCT_SCAN"]
     assert db.c.distinct("w", collation=coll) == ["A", "b"]  # the first of each group, as a scan keeps
     # another collation: the index's keys do not compare as the query does
-    assert "DISTINCT_SCAN" not in _stages(plan_of(_explain(db, "w")))
+    assert "DISTINCT_SCAN" not in stages(plan_of(_explain(db, "w")))
     assert db.c.distinct("w") == ["A", "B", "a", "b"]
 
 

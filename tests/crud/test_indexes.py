@@ -19,6 +19,12 @@ def plan_of(explain: dict) -> dict:
     return wp["shards"][0]["winningPlan"] if "shards" in wp else wp
 
 
+def stats_of(explain: dict) -> dict:
+    """The executionStats (of the first shard through mongos)."""
+    es = explain["executionStats"]
+    return es["executionStages"]["shards"][0] if "shards" in es["executionStages"] else es
+
+
 def stages(plan: dict) -> list[str]:
     out = []
     while plan:

@@ -25,12 +25,14 @@ def _all_plans(explain: dict) -> list[dict]:
     return shards[0]["allPlansExecution"] if shards else es["allPlansExecution"]
 
 
-def _same_answer(coll, flt, sort=None, limit=0):
-    got = list(coll.find(flt, sort=sort, limit=limit))
-    want = list(coll.find(flt, sort=sort, limit=limit, hint=[("$natural", 1)]))
+def same_answer(coll, flt, sort=None, limit=0, projection=None):
+    """The answer of the planned query, checked against a collection scan's (`$natural` hint); without a
+    sort both are compared in one order."""
+    got = list(coll.find(flt, projection, sort=sort, limit=limit))
+    want = list(coll.find(flt, projection, sort=sort, limit=limit, hint=[("$natural", 1)]))
     if sort is None:
-        got.sort(key=lambda d: d["_id"])
-        want.sort(key=lambda d: d["_id"])
+        got.sort(key=repr)
+        want.sort(key=repr)
     assert got == want
     return got
 
@@ -63,7 +65,7 @@ def test_prefer_immediate_eof(db):
     for flt in ({"a": n + 1, "b": 1}, {"a": {"$gte": n + 1}, "b": 1}):
         plan = plan_of(db.c.find(flt).explain())
         assert ixscan(plan)["indexName"] == "a_1", flt
-        assert _same_answer(db.c, flt) == []
+        assert same_answer(db.c, flt) == []
 
 
 def test_no_collscan_beside_an_index(db):
@@ -87,7 +89,7 @@ def test_sort_and_limit_use_the_index_in_the_sort_order(db):
     assert [stages(r) for r in rejected] == [["SORT", "FETCH", "IXSCAN"]]
     assert ixscan(rejected[0])["indexName"] == "tags_1"
     assert e["executionStats"]["totalKeysExamined"] < 30
-    assert [d["_id"] for d in _same_answer(db.c, {"tags": 3}, [("_id", 1)], 3)] == [3, 10, 17]
+    assert [d["_id"] for d in same_answer(db.c, {"tags": 3}, [("_id", 1)], 3)] == [3, 10, 17]
     # the candidates' scores (allPlansExecution, explain's default verbosity): the winner's first
     scores = [p["score"] for p in _all_plans(e)]
     assert scores == sorted(scores, reverse=True) and scores[0] > scores[1]
@@ -102,13 +104,13 @@ def test_an_unselective_range_sorted_by_another_index(db):
     flt = {"a": {"$lt": 50}}
     plan = plan_of(db.c.find(flt).sort("b", 1).explain())
     assert stages(plan) == ["FETCH", "IXSCAN"] and ixscan(plan)["indexName"] == "b_1"
-    got = _same_answer(db.c, flt, [("b", 1), ("_id", 1)])
+    got = same_answer(db.c, flt, [("b", 1), ("_id", 1)])
     assert len(got) == 2000
     # selective enough to finish within the trial: the `a` plan reaches EOF first and wins
     flt = {"a": {"$lt": 2}}
     plan = plan_of(db.c.find(flt).sort("b", 1).explain())
     assert stages(plan) == ["SORT", "FETCH", "IXSCAN"] and ixscan(plan)["indexName"] == "a_1"
-    assert len(_same_answer(db.c, flt, [("b", 1), ("_id", 1)])) == 80
+    assert len(same_answer(db.c, flt, [("b", 1), ("_id", 1)])) == 80
 
 
 def test_a_limit_ends_the_trial_early(db):
@@ -125,8 +127,8 @@ def test_a_limit_ends_the_trial_early(db):
     flt = {"a": 1, "b": {"$gte": 1}}
     assert ixscan(plan_of(db.c.find(flt).limit(1).explain()))["indexName"] == "a_1"
     assert ixscan(plan_of(db.c.find(flt).explain()))["indexName"] == "b_1"
-    assert len(_same_answer(db.c, flt)) == 100
-    assert len(_same_answer(db.c, flt, limit=1)) == 1
+    assert len(same_answer(db.c, flt)) == 100
+    assert len(same_answer(db.c, flt, limit=1)) == 1
 
 
 def test_rejected_plans_come_in_score_order(db):
@@ -172,4 +174,4 @@ def test_each_or_branch_is_multi_planned(db):
     assert stages(plan)[:3] == ["SUBPLAN", "FETCH", "OR"]
     branches = sorted(ixscan(p)["indexName"] for p in plan["inputStage"]["inputStage"]["inputStages"])
     assert branches == ["a_1", "c_1"]
-    assert len(_same_answer(db.c, flt)) == 200
+    assert len(same_answer(db.c, flt)) == 200

@@ -167,6 +167,16 @@ def _valid(flt: dict, sort: dict | None) -> Matcher | None:
     return m
 
 
+def _setup(docs, specs, flt, sort):
+    """The filter's matcher and the collection of `docs` with `specs` (the example rejected when either is
+    refused)."""
+    m = _valid(flt, sort)
+    assume(m is not None)
+    coll = _collection(docs, specs)
+    assume(coll is not None)
+    return m, coll
+
+
 @QUERY_SETTINGS
 @given(docs=docs_(), specs=index_specs(), q=queries())
 # a partial index on {$exists: true} answers the null negations and comparisons on its path (isSubsetOf)
@@ -181,10 +191,7 @@ def _valid(flt: dict, sort: dict | None) -> Matcher | None:
          q=({"a": {"$gt": 5}}, None, 0, None))
 def test_indexes_do_not_change_results(docs, specs, q):
     flt, sort, skip, limit = q
-    m = _valid(flt, sort)
-    assume(m is not None)
-    coll = _collection(docs, specs)
-    assume(coll is not None)
+    m, coll = _setup(docs, specs, flt, sort)
     want = _reference(list(coll.docs.values()), flt, sort, skip, limit)
     cq = CanonicalQuery("db.c", flt, m, sort=sort, skip=skip, limit=limit)
     got, _sol, _ctx = execute(coll, cq)
@@ -299,9 +306,6 @@ def test_counts_equal_a_collection_scan(docs, specs, q):
     from mongosim.shardsim.get_executor import count
 
     flt, _sort, skip, limit = q
-    m = _valid(flt, None)
-    assume(m is not None)
-    coll = _collection(docs, specs)
-    assume(coll is not None)
+    _m, coll = _setup(docs, specs, flt, None)
     want = _reference(list(coll.docs.values()), flt, None, skip, limit)
     assert count(coll, flt, skip=skip, limit=limit) == len(want)
