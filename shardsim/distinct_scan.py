@@ -31,6 +31,7 @@ from mongosim.shardsim.index_access_method import Desc, IndexAccessMethod
 from mongosim.shardsim.plan_executor import (ExecContext, Fetch, IndexScan, PlanStage, ShardingFilter, bounds_doc,
                                              in_checks, index_fields)
 from mongosim.shardsim.query import index_bounds as B
+from mongosim.shardsim.query_planner import shard_key_covered
 from mongosim.shardsim.query.index_keys import UNDEFINED
 
 
@@ -185,15 +186,16 @@ class DistinctFetch(PlanStage):
             yield row
 
 
-def distinct_plan(coll, key: str, collator, sharded: bool, hinted: IndexAccessMethod | None = None
-                  ) -> PlanStage | None:
+def distinct_plan(coll, key: str, collator, hinted: IndexAccessMethod | None = None) -> PlanStage | None:
     """The fast distinct's plan for `key` (None: no index serves it): PROJECTION over DISTINCT_SCAN, with
-    a FETCH for a collated index and a SHARDING_FILTER on a sharded collection."""
+    a SHARDING_FILTER on a sharded collection, and a FETCH for a collated index or a shard key the index
+    does not hold."""
     ix = distinct_index(coll, key, collator, hinted)
     if ix is None:
         return None
+    sharded = bool(coll.shard_key)
     node: PlanStage = DistinctScan(ix)
-    fetched = ix.collator is not None
+    fetched = ix.collator is not None or (sharded and not shard_key_covered(ix, coll.shard_key))
     if fetched:
         node = DistinctFetch(node)
     if sharded:
@@ -201,13 +203,16 @@ def distinct_plan(coll, key: str, collator, sharded: bool, hinted: IndexAccessMe
     return DistinctProjection(node, key, "PROJECTION_SIMPLE" if fetched else "PROJECTION_COVERED")
 
 
-def from_query_plan(root: PlanStage, key: str) -> PlanStage | None:
+def from_query_plan(root: PlanStage, key: str, shard_key: dict | None = None) -> PlanStage | None:
     """turnIxscanIntoDistinctIxscan: a query's plan FETCH (no filter: its bounds answer the query) over an
     IXSCAN of an index holding `key` becomes the same scan as a DISTINCT_SCAN on that field (None: it
     cannot).  Not over a field the index is multikey on, a hashed or wildcard key, a min/max scan or a
-    backward scan; the projection is covered unless the index has a collation (then the FETCH stays)."""
+    backward scan, nor on a sharded collection whose shard key the index does not hold; the projection is
+    covered unless the index has a collation (then the FETCH stays)."""
     sharding = isinstance(root, ShardingFilter)
     node = root.child if sharding else root
+    if sharding and not shard_key_covered(getattr(node.child, "ix", None), shard_key):
+        return None  # (the SHARDING_FILTER would need the documents: the query plan reads them)
     if type(node) is not Fetch or node.shown_filter or type(node.child) is not IndexScan:
         return None
     scan = node.child

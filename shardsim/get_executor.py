@@ -105,13 +105,13 @@ def fast_distinct(coll, key: str, query: dict, hint: Any, view: Any, collator) -
     cq = CanonicalQuery(coll.ns, query, Matcher(query, None, collator), hint=hint, collator=collator)
     sharded = bool(coll.shard_key)
     if query:
-        return from_query_plan(plan_query(coll, cq, sharded=sharded).root, key)
+        return from_query_plan(plan_query(coll, cq, sharded=sharded).root, key, coll.shard_key)
     hinted = None
     if hint is not None:
         hinted = hinted_index(coll, cq)
         if not isinstance(hinted, IndexAccessMethod):
             return None
-    return distinct_plan(coll, key, collator, sharded, hinted)
+    return distinct_plan(coll, key, collator, hinted)
 
 
 def count(coll, flt: dict, view: Any = None, *, hint: Any = None, skip: int = 0, limit: int | None = None,

@@ -664,8 +664,11 @@ def _near_solution(coll, cq: CanonicalQuery, sharded: bool) -> Solution:
 
 
 def plan_query(coll, cq: CanonicalQuery, *, view_changed: bool = False, sharded: bool = False) -> Solution:
-    """The winning plan for `cq` on `coll` (None: the collection does not exist)."""
+    """The winning plan for `cq` on `coll` (None: the collection does not exist).  On a sharded
+    collection, `sharded` is carried down as its shard key pattern (truthy: the SHARDING_FILTER reads it)."""
     _check_metadata(cq)
+    if sharded and coll is not None and coll.shard_key:
+        sharded = coll.shard_key
     if cq.text is not None:
         return _text_solution(coll, cq, sharded)
     if cq.near is not None:
@@ -972,7 +975,8 @@ def _build(plan: IndexPlan, cq: CanonicalQuery, sharded: bool, view_changed: boo
                      max_doc=cq.max, key_filter=key_filter,
                      key_matcher=Matcher(key_filter, cq.variables, cq.collator) if key_filter else None)
     fetch_filter = shown_filter(rest, cq.residual)
-    if not fetch_filter and not sharded and not view_changed and (cq.count or _covers(plan, cq)):
+    if not fetch_filter and not view_changed and (not sharded or shard_key_covered(plan.ix, sharded)) \
+            and (cq.count or _covers(plan, cq)):
         return _finish(CoveredFetch(scan, cq.matcher, None), cq, plan.provides_sort, sharded, covered=True)
     fetch = Fetch(scan, cq.matcher, fetch_filter)
     return _finish(fetch, cq, plan.provides_sort, sharded)
@@ -1014,6 +1018,21 @@ def _decided_by_keys(lf: Leaf) -> bool:
     if lf.op == "$in" and isinstance(lf.value, list):
         return all(v is not None and not isinstance(v, (list, dict)) for v in lf.value)
     return False
+
+
+def shard_key_covered(ix, shard_key) -> bool:
+    """Whether a SHARDING_FILTER can read the shard key from the index's keys (no FETCH for it): every
+    shard-key field is a field of the index that is not multikey, and not hashed unless the shard key
+    hashes it too (a hash cannot be undone; a value can be hashed)."""
+    if not isinstance(shard_key, dict) or not isinstance(ix, IndexAccessMethod) or ix.wildcard is not None:
+        return False
+    for f, kind in shard_key.items():
+        if f not in ix.paths:
+            return False
+        i = ix.paths.index(f)
+        if ix.multikey_paths[i] or (i == ix.hashed_pos and kind != "hashed"):
+            return False
+    return True
 
 
 def _covers(plan: IndexPlan, cq: CanonicalQuery) -> bool:

@@ -237,3 +237,30 @@ def test_exists_on_a_sparse_index(db):
     plan = plan_of(db.c.find({"a": {"$exists": True}}).explain())
     assert stages(plan) == ["FETCH", "IXSCAN"] and plan["filter"] == {"a": {"$exists": True}}
     assert sorted(d["_id"] for d in db.c.find({"a": {"$exists": True}})) == [1, 2, 4, 5]
+
+
+def test_sharded_collections(sharded_client):
+    """On a sharded collection the SHARDING_FILTER reads the shard key: from the index's keys when the index
+    holds it (still covered, no FETCH), else from the documents (FETCH below it).  The same for a count and
+    for a DISTINCT_SCAN."""
+    c = sharded_client
+    c.admin.command("enableSharding", "covsh")
+    c.admin.command("shardCollection", "covsh.c", key={"cust": 1})
+    coll = c.covsh.c
+    coll.insert_many([{"_id": i, "cust": i % 10, "total": i} for i in range(100)])
+    coll.create_index([("cust", 1), ("total", 1)])
+    coll.create_index([("total", 1)])
+    proj = {"_id": 0, "cust": 1, "total": 1}
+    assert stages(plan_of(coll.find({"cust": 5}, proj).explain())) == ["PROJECTION_COVERED", "SHARDING_FILTER", "IXSCAN"]
+    got = same_answer(coll, {"cust": 5}, projection=proj)
+    assert sorted(d["total"] for d in got) == list(range(5, 100, 10)) and all(d["cust"] == 5 for d in got)
+    plan = plan_of(coll.find({"total": {"$gt": 5}}, {"_id": 0, "total": 1}).explain())
+    assert stages(plan) == ["PROJECTION_SIMPLE", "SHARDING_FILTER", "FETCH", "IXSCAN"]
+    count = c.covsh.command("explain", {"count": "c", "query": {"cust": {"$in": [1, 2]}}})
+    assert stages(plan_of(count)) == ["COUNT", "SHARDING_FILTER", "IXSCAN"]
+    assert stages(plan_of(c.covsh.command("explain", {"distinct": "c", "key": "cust"}))) == [
+        "PROJECTION_COVERED", "SHARDING_FILTER", "DISTINCT_SCAN"]
+    assert stages(plan_of(c.covsh.command("explain", {"distinct": "c", "key": "total"}))) == [
+        "PROJECTION_SIMPLE", "SHARDING_FILTER", "FETCH", "DISTINCT_SCAN"]
+    assert coll.distinct("total") == list(range(100)) and coll.distinct("cust") == list(range(10))
+    c.drop_database("covsh")
