@@ -715,11 +715,9 @@ def plan_query(coll, cq: CanonicalQuery, *, view_changed: bool = False, sharded:
         return _subplan_solution(coll, cq, branches, sharded, view_changed)
     ranked = _ranked(_index_candidates(coll, cq, sort, view_changed), cq, sort)
     contained = _contained_or(coll, cq, view_changed) if hinted is None and not (cq.min or cq.max) else None
-    if contained is not None and (not ranked or contained[1] < ranked[0].keys):
-        return _contained_or_solution(cq, contained, ranked, sharded, view_changed)
-    if not ranked:
+    if not ranked and contained is None:
         return Solution(_finish(CollScan(cq.matcher, 1), cq, False, sharded))
-    return _chosen(coll, ranked, cq, sharded, view_changed)
+    return _chosen(coll, ranked, cq, sharded, view_changed, contained)
 
 
 def _index_candidates(coll, cq: CanonicalQuery, sort, view_changed: bool) -> list[IndexPlan]:
@@ -871,15 +869,12 @@ def _or_children(chosen: list[tuple[IndexPlan, CanonicalQuery]]) -> list[PlanSta
     return children
 
 
-def _contained_or_solution(cq: CanonicalQuery, contained, ranked: list[IndexPlan], sharded: bool,
-                           view_changed: bool) -> Solution:
-    """FETCH (the whole filter applied; shown: the AND's other clauses) over the OR of the branches' scans;
-    the single-index candidates are the rejected plans."""
+def _contained_or_root(cq: CanonicalQuery, contained, sharded: bool) -> PlanStage:
+    """FETCH (the whole filter applied; shown: the AND's other clauses) over the OR of the branches' scans."""
     chosen, _keys, clause = contained
     rest = shown_filter(cq.leaves, [r for r in cq.residual if r is not clause])
-    root = _finish(OrFetch(OrStage(_or_children(chosen)), cq.matcher, hidden=False, shown_filter=rest), cq, False,
+    return _finish(OrFetch(OrStage(_or_children(chosen)), cq.matcher, hidden=False, shown_filter=rest), cq, False,
                    sharded)
-    return Solution(root, [_build(p, cq, sharded, view_changed) for p in ranked], or_plans=[p for p, _q in chosen])
 
 
 def _ranked(candidates: list[IndexPlan], cq: CanonicalQuery, sort) -> list[IndexPlan]:
@@ -901,18 +896,34 @@ def _choose(coll, candidates: list[IndexPlan], cq: CanonicalQuery, sort, sharded
     return _chosen(coll, _ranked(candidates, cq, sort), cq, sharded, view_changed)
 
 
-def _chosen(coll, ranked: list[IndexPlan], cq: CanonicalQuery, sharded: bool, view_changed: bool) -> Solution:
-    """The winner of the ranked candidates, the others rejected: with more than one, the multi-planner's
-    trial decides (a count keeps the ranking by keys)."""
-    roots = [_build(p, cq, sharded, view_changed) for p in ranked]
-    if len(ranked) < 2 or cq.count:
+def _chosen(coll, ranked: list[IndexPlan], cq: CanonicalQuery, sharded: bool, view_changed: bool,
+            contained=None) -> Solution:
+    """The winner of the ranked candidates, and of a contained `$or`'s plan beside them, the others rejected.
+
+    With more than one, the multi-planner's trial decides.  A count keeps the ranking by keys (the `$or`
+    plan wins when it examines fewer keys than the best single index)."""
+    or_plans = [p for p, _q in contained[0]] if contained is not None else []
+
+    def build() -> list[PlanStage]:
+        roots = [_build(p, cq, sharded, view_changed) for p in ranked]
+        if contained is not None:
+            roots.append(_contained_or_root(cq, contained, sharded))
+        return roots
+
+    if cq.count or len(ranked) + (contained is not None) < 2:
+        if contained is not None and (not ranked or contained[1] < ranked[0].keys):
+            root = _contained_or_root(cq, contained, sharded)
+            return Solution(root, [_build(p, cq, sharded, view_changed) for p in ranked], or_plans=or_plans)
+        roots = [_build(p, cq, sharded, view_changed) for p in ranked]
         return Solution(roots[0], roots[1:], index_plan=ranked[0])
-    order = multi_plan.ranked(roots, coll, cq.limit)
-    ranked = [ranked[i] for i, _score in order]
-    roots = [_build(p, cq, sharded, view_changed) for p in ranked]  # (the trial ran the others)
-    trial = partial(multi_plan.trial_plans, lambda: [_build(p, cq, sharded, view_changed) for p in ranked], coll,
-                    cq.limit)
-    return Solution(roots[0], roots[1:], index_plan=ranked[0], trial=trial)
+    order = multi_plan.ranked(build(), coll, cq.limit)
+    roots = build()  # (the trial ran the others)
+    best = order[0][0]
+    trial = partial(multi_plan.trial_plans, build, coll, cq.limit)
+    ordered = [roots[i] for i, _score in order]
+    if best == len(ranked):  # the contained `$or`'s plan
+        return Solution(ordered[0], ordered[1:], or_plans=or_plans, trial=trial)
+    return Solution(ordered[0], ordered[1:], index_plan=ranked[best], trial=trial)
 
 
 def _eligible_wildcard(ix: IndexAccessMethod, cq: CanonicalQuery) -> bool:

@@ -175,3 +175,20 @@ def test_each_or_branch_is_multi_planned(db):
     branches = sorted(ixscan(p)["indexName"] for p in plan["inputStage"]["inputStage"]["inputStages"])
     assert branches == ["a_1", "c_1"]
     assert len(same_answer(db.c, flt)) == 200
+
+
+def test_a_contained_or_races_the_single_index_plans(db):
+    """`{x: {$gte: 0}, $or: [{b: 1}, {c: 2}]}`: the OR of the `b` and `c` scans examines 5/6 of the keys a
+    whole `x` range does; without a sort it wins, but sorted by `x` with a limit the `x` plan has its
+    document at the second key (then EOF: LIMIT) while the OR plan must fill a SORT first."""
+    db.c.insert_many([{"_id": i, "x": i, "b": i % 2, "c": i % 3} for i in range(600)])
+    for f in ("x", "b", "c"):
+        db.c.create_index(f)
+    flt = {"x": {"$gte": 0}, "$or": [{"b": 1}, {"c": 2}]}
+    assert stages(plan_of(db.c.find(flt).explain()))[:2] == ["FETCH", "OR"]
+    e = db.c.find(flt).sort("x", 1).limit(1).explain()
+    plan = plan_of(e)
+    assert stages(plan) == ["LIMIT", "FETCH", "IXSCAN"] and ixscan(plan)["indexName"] == "x_1"
+    assert any(stages(r)[:3] == ["SORT", "FETCH", "OR"] for r in _planner(e)["rejectedPlans"])
+    assert [d["_id"] for d in same_answer(db.c, flt, [("x", 1)], 1)] == [1]
+    assert len(same_answer(db.c, flt)) == 400
