@@ -1066,7 +1066,9 @@ def _covers(plan: IndexPlan, cq: CanonicalQuery) -> bool:
                 return False  # (an exclusion projection keeps fields the index does not hold)
             continue
         fields.append(k)
-    if spec.get("_id", True):
+    if not fields:
+        return False  # (`{_id: 0}` alone excludes: every other field is returned)
+    if spec.get("_id", True) and "_id" not in fields:
         fields.append("_id")
     if cq.has_sort and not plan.provides_sort:
         fields += [f for f, _d in _sort_fields(cq)]
