@@ -32,8 +32,9 @@ indexes do:
    (`multi_plan`, as the server's MultiPlanStage) then runs them and picks the
    most productive: the plan whose index gives the sort wins a sort + limit
    even when it examines more keys in all.  (Equal scores keep the ranking by
-   keys; a count keeps the ranking alone.  Each branch of a subplanned `$or`
-   is multi-planned as a query of its own.)
+   keys; a count keeps the ranking alone.  An `$or` beside other clauses
+   races as one more candidate, its OR of the branches' scans; each branch
+   of a subplanned `$or` is multi-planned as a query of its own.)
 6. No candidate: a collection scan.
 
 The plan is a tree of stages (`plan_executor`): IXSCAN under FETCH, or
