@@ -271,8 +271,8 @@ def _distinct(node: Node, ctx: OpCtx, inner: dict, verbosity: str) -> dict:
     coll = node.catalog.collection(ctx.db, name)
     collator = command_collator(inner.get("collation"), coll, "distinct.collation")
     cq = CanonicalQuery(ns, q, Matcher(q, None, collator), hint=check_hint(inner.get("hint")), collator=collator)
-    fast = get_executor.fast_distinct(coll, inner["key"], q, cq.hint, ctx.view, collator)
-    return explain_query(node, ctx, ns, coll, cq, verbosity, sol=Solution(fast) if fast is not None else None)
+    sol, _fast = get_executor.distinct_plan_of(coll, inner["key"], q, cq.hint, ctx.view, collator)
+    return explain_query(node, ctx, ns, coll, cq, verbosity, sol=sol)
 
 
 def _write_stage(kind: str, counters) -> Any:

@@ -13,14 +13,14 @@ from __future__ import annotations
 from typing import Any
 
 from mongosim.oplog.errors import MongoError
-from mongosim.shardsim.distinct_scan import distinct_plan, from_query_plan
+from mongosim.shardsim.distinct_scan import DistinctScan, distinct_plan, from_query_plan
 from mongosim.shardsim.index_access_method import IndexAccessMethod
 from mongosim.shardsim.plan_executor import Count, ExecContext, PlanStage, view_changes
 from mongosim.shardsim.query.extensions_callback import NEAR_OPS, check_pipeline, mentions, near_not_allowed
 from mongosim.shardsim.query.idl_errors import wrong_type
 from mongosim.shardsim.query.matcher import Matcher
 from mongosim.shardsim.canonical_query import CanonicalQuery, check_hint
-from mongosim.shardsim.query_planner import Solution, hinted_index, plan_query
+from mongosim.shardsim.query_planner import IndexPlan, Solution, hinted_index, plan_query
 
 
 def _obj_arg(cmd: dict, name: str) -> dict | None:
@@ -63,8 +63,16 @@ def find_query(ns: str, cmd: dict, flt: dict, matcher: Matcher, *, skip: int = 0
 
 def execute(coll, cq: CanonicalQuery, view: Any = None, *, explain: bool = False) -> tuple[list, Solution, ExecContext]:
     """Plan `cq` on `coll` (as `view` sees it) and run the plan to the end."""
+    return run(coll, _plan(coll, cq, view), view, explain=explain)
+
+
+def _plan(coll, cq: CanonicalQuery, view: Any) -> Solution:
     sharded = coll is not None and bool(coll.shard_key)
-    sol = plan_query(coll, cq, view_changed=view_changes(coll, view), sharded=sharded)
+    return plan_query(coll, cq, view_changed=view_changes(coll, view), sharded=sharded)
+
+
+def run(coll, sol: Solution, view: Any = None, *, explain: bool = False) -> tuple[list, Solution, ExecContext]:
+    """Run a planned query to the end (counting the index it used, unless explained)."""
     if not explain and coll is not None:
         if sol.express:
             used = [sol.root.ix.name if sol.root.ix is not None else "_id_"]
@@ -93,25 +101,36 @@ def matching(coll, flt: dict, matcher: Matcher | None, view: Any = None, *, hint
     return execute(coll, cq, view)[0]
 
 
-def fast_distinct(coll, key: str, query: dict, hint: Any, view: Any, collator) -> PlanStage | None:
-    """The DISTINCT_SCAN plan of a `distinct` (None: read the documents the query plan gives).
+def distinct_plan_of(coll, key: str, query: dict, hint: Any, view: Any, collator) -> tuple[Solution, bool]:
+    """The plan of a `distinct`: (a solution, whether it is a DISTINCT_SCAN, whose rows are the values;
+    otherwise its rows are the matching documents).
 
     An empty query: getExecutorForSimpleDistinct (`distinct_scan.distinct_plan`; a hint restricts it to
     the hinted index).  Otherwise the query is planned, and its plan's index scan becomes a DISTINCT_SCAN
     where nothing else filters its keys (`distinct_scan.from_query_plan`).  A view with changes of its own
     (a transaction's writes) is read by the query plan, which merges them."""
+    cq = CanonicalQuery(coll.ns if coll is not None else "", query, Matcher(query, None, collator), hint=hint,
+                        collator=collator)
     if coll is None or view_changes(coll, view):
-        return None
-    cq = CanonicalQuery(coll.ns, query, Matcher(query, None, collator), hint=hint, collator=collator)
-    sharded = bool(coll.shard_key)
-    if query:
-        return from_query_plan(plan_query(coll, cq, sharded=sharded).root, key, coll.shard_key)
-    hinted = None
-    if hint is not None:
-        hinted = hinted_index(coll, cq)
-        if not isinstance(hinted, IndexAccessMethod):
-            return None
-    return distinct_plan(coll, key, collator, hinted)
+        return _plan(coll, cq, view), False
+    if not query:
+        hinted = hinted_index(coll, cq) if hint is not None else None
+        if hint is None or isinstance(hinted, IndexAccessMethod):
+            fast = distinct_plan(coll, key, collator, hinted)
+            if fast is not None:
+                return Solution(fast, index_plan=_scanned(fast)), True
+        return _plan(coll, cq, view), False
+    sol = _plan(coll, cq, view)
+    fast = from_query_plan(sol.root, key, coll.shard_key)
+    if fast is None:
+        return sol, False
+    return Solution(fast, index_plan=sol.index_plan), True
+
+
+def _scanned(root: PlanStage) -> IndexPlan:
+    """The index a DISTINCT_SCAN reads, as the plan that used it (for the index usage counters)."""
+    scan = next(s for s in root.walk() if isinstance(s, DistinctScan))
+    return IndexPlan(scan.ix, scan.bounds, [])
 
 
 def count(coll, flt: dict, view: Any = None, *, hint: Any = None, skip: int = 0, limit: int | None = None,

@@ -34,7 +34,6 @@ from mongosim.shardsim import get_executor
 from mongosim.shardsim.canonical_query import check_hint
 from mongosim.shardsim.get_executor import execute, find_query
 from mongosim.shardsim.distinct_scan import field_values
-from mongosim.shardsim.plan_executor import ExecContext
 from mongosim.shardsim.geo.geo_near_stage import GeoNearStage
 from mongosim.shardsim.timeseries_predicates import pushdown
 from mongosim.shardsim.query.document_metadata import strip, to_wire
@@ -180,12 +179,12 @@ def cmd_distinct(node: Node, ctx: OpCtx) -> dict:
     if not isinstance(query, dict):
         raise MongoError("TypeMismatch", "BSON field 'distinct.query' is the wrong type, expected type 'object'")
     hint = check_hint(cmd.get("hint"))
-    matcher = Matcher(query, None, collator)
-    fast = get_executor.fast_distinct(coll, key, query, hint, ctx.view, collator)
-    if fast is not None:
-        return {"values": _distinct_of(fast.run(ExecContext(coll, ctx.view)), collator), "ok": 1.0}
-    docs = get_executor.matching(coll, query, matcher, ctx.view, hint=hint, collator=collator)
-    return {"values": distinct_values(docs, key, collator), "ok": 1.0}
+    if coll is None:
+        Matcher(query, None, collator)  # (a bad query is an error even on a missing collection)
+        return {"values": [], "ok": 1.0}
+    sol, fast = get_executor.distinct_plan_of(coll, key, query, hint, ctx.view, collator)
+    rows = get_executor.run(coll, sol, ctx.view)[0]
+    return {"values": _distinct_of(rows, collator) if fast else distinct_values(rows, key, collator), "ok": 1.0}
 
 
 def distinct_values(docs, key: str, collator=None) -> list:

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from mongosim.shardsim.catalog import Collection
 from mongosim.shardsim.distinct_scan import field_values
-from mongosim.shardsim.get_executor import fast_distinct, matching
+from mongosim.shardsim.get_executor import distinct_plan_of, matching
 from mongosim.shardsim.plan_executor import ExecContext
 from mongosim.shardsim.reads import _distinct_of, distinct_values
 from tests.crud.test_indexes import plan_of, stages, stats_of
@@ -172,11 +172,11 @@ def test_a_distinct_scan_answers_as_the_index_holds(docs, key, compound, sparse,
     parts = key.split(".")
     matched = matching(coll, query, None)
     plain = distinct_values(matched, key)
-    plan = fast_distinct(coll, key, query, None, None, None)
-    event("DISTINCT_SCAN" if plan is not None else "documents read")
-    if plan is None:
+    sol, fast = distinct_plan_of(coll, key, query, None, None, None)
+    event("DISTINCT_SCAN" if fast else "documents read")
+    if not fast:
         return
-    got = _distinct_of(plan.run(ExecContext(coll)), None)
+    got = _distinct_of(sol.root.run(ExecContext(coll)), None)
     missing = [d for d in matched if not list(field_values(d, parts)) and not _empty_array_at(d, parts)]
     if missing and not (sparse and not compound):
         want = _distinct_of([*plain, None], None)
@@ -192,3 +192,17 @@ def _empty_array_at(doc, parts) -> bool:
             return False
         v = v[p]
     return v == []
+
+
+def test_index_stats_count_a_distinct_scan(db):
+    """`$indexStats`: a DISTINCT_SCAN is an access of its index, as any plan's index is."""
+    db.c.insert_many([{"_id": i, "b": i % 3} for i in range(30)])
+    db.c.create_index("b")
+
+    def ops():
+        return {s["name"]: s["accesses"]["ops"] for s in db.c.aggregate([{"$indexStats": {}}])}
+
+    before = ops()
+    db.c.distinct("b")
+    db.c.distinct("b", {"b": {"$gte": 1}})
+    assert ops()["b_1"] == before["b_1"] + 2
