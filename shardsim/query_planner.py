@@ -976,12 +976,12 @@ def _build(plan: IndexPlan, cq: CanonicalQuery, sharded: bool, view_changed: boo
     """IXSCAN (+ FETCH) for an index plan, then the rest of the plan."""
     mm = plan.min_max
     ranges, pinned = scan_ranges(plan.ix, plan.bounds) if mm is None else (None, 0)
-    shown = _shown_filter(plan, cq)
-    if cq.count and not shown and mm is None and not sharded and not view_changed and not plan.ix.is_multikey \
+    on_keys, rest = _key_filters(plan, cq)
+    exact = not (on_keys or rest or cq.residual)
+    if cq.count and exact and mm is None and not sharded and not view_changed and not plan.ix.is_multikey \
             and not plan.ix.should_dedup and ranges is not None \
             and len(ranges) == 1 and all(B.is_all(b) for b in plan.bounds[pinned:]):
         return Count(CountScan(plan.ix, plan.bounds, ranges, pinned), cq)
-    on_keys, rest = _key_filters(plan, cq)
     key_filter = shown_filter(on_keys, [])
     scan = IndexScan(plan.ix, plan.bounds, plan.direction, ranges, pinned, min_max=mm, min_doc=cq.min,
                      max_doc=cq.max, key_filter=key_filter,
@@ -1007,17 +1007,28 @@ def _key_filters(plan: IndexPlan, cq: CanonicalQuery) -> tuple[list[Leaf], list[
     exact_ids = {id(lf) for lf in plan.exact}
     loose = [lf for lf in cq.leaves if id(lf) not in exact_ids and not lf.derived]
     ix = plan.ix
-    if plan.whole or plan.min_max is not None or not isinstance(ix, IndexAccessMethod) or ix.wildcard is not None \
-            or ix.collator is not None or ix.type != "btree" and ix.type != "hashed":
+    if plan.whole or plan.min_max is not None or not _keys_hold_values(ix):
         return [], loose
     on_keys, rest = [], []
     for lf in loose:
-        i = ix.paths.index(lf.path) if lf.path in ix.paths else None
-        if i is not None and i != ix.hashed_pos and not ix.multikey_paths[i] and _decided_by_keys(lf):
-            on_keys.append(lf)
-        else:
-            rest.append(lf)
+        (on_keys if _value_field(ix, lf.path) is not None and _decided_by_keys(lf) else rest).append(lf)
     return on_keys, rest
+
+
+def _keys_hold_values(ix) -> bool:
+    """Whether the index's keys are its fields' values (a plain index without a collation: not a wildcard
+    expansion, text or geo index, nor collation keys)."""
+    return (isinstance(ix, IndexAccessMethod) and ix.wildcard is None and ix.type in ("btree", "hashed")
+            and ix.collator is None)
+
+
+def _value_field(ix: IndexAccessMethod, path: str) -> int | None:
+    """The position of `path` in the index when its key is the path's one value (not hashed, not multikey);
+    None otherwise."""
+    if path not in ix.paths:
+        return None
+    i = ix.paths.index(path)
+    return None if i == ix.hashed_pos or ix.multikey_paths[i] else i
 
 
 def _decided_by_keys(lf: Leaf) -> bool:
@@ -1039,12 +1050,15 @@ def shard_key_covered(ix, shard_key) -> bool:
     if not isinstance(shard_key, dict) or not isinstance(ix, IndexAccessMethod) or ix.wildcard is not None:
         return False
     for f, kind in shard_key.items():
-        if f not in ix.paths:
-            return False
-        i = ix.paths.index(f)
-        if ix.multikey_paths[i] or (i == ix.hashed_pos and kind != "hashed"):
+        if _value_field(ix, f) is None and not (kind == "hashed" and _hashed_field(ix, f)):
             return False
     return True
+
+
+def _hashed_field(ix: IndexAccessMethod, path: str) -> bool:
+    """Whether `path` is the index's hashed field, not multikey (its key is the value's hash)."""
+    i = ix.hashed_pos
+    return i is not None and ix.paths[i] == path and not ix.multikey_paths[i]
 
 
 def _covers(plan: IndexPlan, cq: CanonicalQuery) -> bool:
@@ -1055,8 +1069,7 @@ def _covers(plan: IndexPlan, cq: CanonicalQuery) -> bool:
     with a collated index (its strings are collation keys), a wildcard index, returnKey or showRecordId."""
     spec = cq.projection
     ix = plan.ix
-    if (not spec or cq.count or cq.return_key or cq.show_record_id or not isinstance(ix, IndexAccessMethod)
-            or ix.wildcard is not None or ix.type not in ("btree", "hashed") or ix.collator is not None):
+    if not spec or cq.count or cq.return_key or cq.show_record_id or not _keys_hold_values(ix):
         return False
     fields = []
     for k, v in spec.items():
@@ -1073,13 +1086,7 @@ def _covers(plan: IndexPlan, cq: CanonicalQuery) -> bool:
         fields.append("_id")
     if cq.has_sort and not plan.provides_sort:
         fields += [f for f, _d in _sort_fields(cq)]
-    for f in fields:
-        if f not in ix.paths:
-            return False
-        i = ix.paths.index(f)
-        if i == ix.hashed_pos or ix.multikey_paths[i]:
-            return False
-    return True
+    return all(_value_field(ix, f) is not None for f in fields)
 
 
 def _finish(root: PlanStage, cq: CanonicalQuery, sorted_by_index: bool, sharded: bool, covered: bool = False
