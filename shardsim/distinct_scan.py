@@ -31,7 +31,7 @@ from mongosim.shardsim.index_access_method import Desc, IndexAccessMethod
 from mongosim.shardsim.plan_executor import (ExecContext, Fetch, IndexScan, PlanStage, ShardingFilter, bounds_doc,
                                              in_checks, index_fields)
 from mongosim.shardsim.query import index_bounds as B
-from mongosim.shardsim.query_planner import shard_key_covered
+from mongosim.shardsim.query_planner import shard_key_covered, value_field
 from mongosim.shardsim.query.index_keys import UNDEFINED
 
 
@@ -221,8 +221,8 @@ def from_query_plan(root: PlanStage, key: str, shard_key: dict | None = None) ->
             or ix.wildcard is not None
             or ix.type not in ("btree", "hashed")):
         return None
-    field_no = ix.paths.index(key)
-    if field_no == ix.hashed_pos or ix.multikey_paths[field_no] or any(p.isdigit() for p in key.split(".")[1:]):
+    field_no = value_field(ix, key)
+    if field_no is None or any(p.isdigit() for p in key.split(".")[1:]):
         return None
     out: PlanStage = DistinctScan(ix, scan.bounds, scan.ranges, scan.pinned, field_no)
     if sharding:

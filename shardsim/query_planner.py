@@ -1011,7 +1011,7 @@ def _key_filters(plan: IndexPlan, cq: CanonicalQuery) -> tuple[list[Leaf], list[
         return [], loose
     on_keys, rest = [], []
     for lf in loose:
-        (on_keys if _value_field(ix, lf.path) is not None and _decided_by_keys(lf) else rest).append(lf)
+        (on_keys if value_field(ix, lf.path) is not None and _decided_by_keys(lf) else rest).append(lf)
     return on_keys, rest
 
 
@@ -1022,7 +1022,7 @@ def _keys_hold_values(ix) -> bool:
             and ix.collator is None)
 
 
-def _value_field(ix: IndexAccessMethod, path: str) -> int | None:
+def value_field(ix: IndexAccessMethod, path: str) -> int | None:
     """The position of `path` in the index when its key is the path's one value (not hashed, not multikey);
     None otherwise."""
     if path not in ix.paths:
@@ -1050,7 +1050,7 @@ def shard_key_covered(ix, shard_key) -> bool:
     if not isinstance(shard_key, dict) or not isinstance(ix, IndexAccessMethod) or ix.wildcard is not None:
         return False
     for f, kind in shard_key.items():
-        if _value_field(ix, f) is None and not (kind == "hashed" and _hashed_field(ix, f)):
+        if value_field(ix, f) is None and not (kind == "hashed" and _hashed_field(ix, f)):
             return False
     return True
 
@@ -1086,7 +1086,7 @@ def _covers(plan: IndexPlan, cq: CanonicalQuery) -> bool:
         fields.append("_id")
     if cq.has_sort and not plan.provides_sort:
         fields += [f for f, _d in _sort_fields(cq)]
-    return all(_value_field(ix, f) is not None for f in fields)
+    return all(value_field(ix, f) is not None for f in fields)
 
 
 def _finish(root: PlanStage, cq: CanonicalQuery, sorted_by_index: bool, sharded: bool, covered: bool = False
