@@ -30,11 +30,11 @@ from benchmarks import harness as H
 from mongosim.core import open_cluster
 from mongosim.oplog.clock import key_ts
 from mongosim.malloc_tuning import keep_freed_memory
-from mongosim.router.server import ConnState, _encode_reply
+from mongosim.router.server import ConnState, _encode_reply, run_after_reply
 from mongosim.shardsim.changestream.cursor import ChangeStreamCursor
 
 DB, COLL = "bench", "events"
-BATCH = 1000
+BATCH = int(__import__("os").environ.get("BREAKDOWN_BATCH", 1000))
 
 
 async def _measure(n: int) -> dict:
@@ -43,7 +43,9 @@ async def _measure(n: int) -> dict:
         conn = ConnState(1, "bench")
 
         async def run(db: str, cmd: dict) -> dict:
-            return await router.run_command(db, cmd, conn)
+            reply = await router.run_command(db, cmd, conn)
+            run_after_reply(conn)  # (as the server does once the reply is sent: the router reads ahead)
+            return reply
 
         await run("admin", {"enableSharding": DB})
         await run("admin", {"shardCollection": f"{DB}.{COLL}", "key": {"_id": "hashed"}})

@@ -34,7 +34,7 @@ from mongosim.router.failpoints import (
     fail_get_more_after_checkout,
 )
 from mongosim.router.remote import ShardRemote, begin_request, end_request, merge_write_concern_errors
-from mongosim.router.request import Request
+from mongosim.router.request import AFTER_REPLY, Request
 from mongosim.router.server import ConnState
 from mongosim.router.sharding_catalog_manager import ShardingCatalogManager
 from mongosim.router.sharding import critical_sections
@@ -237,6 +237,7 @@ class Router:
         # read preference and the time left out, the shards' writeConcernErrors back
         max_time_ms = generic_max_time_ms(cmd) if "maxTimeMS" in cmd and name != "getMore" else None
         shard_request = begin_request(cmd, max_time_ms)
+        after_reply = AFTER_REPLY.set(conn.after_reply)  # (what waits for this reply to leave: request.after_reply)
         js_deadline = None  # (scripts run for this command stop at its maxTimeMS: shardsim.javascript.engine)
         if max_time_ms:
             js_deadline = js_engine.COMMAND_DEADLINE.set(time.monotonic() + max_time_ms / 1000.0)
@@ -265,6 +266,7 @@ class Router:
             raise err from None
         finally:
             wces = end_request(shard_request)
+            AFTER_REPLY.reset(after_reply)
             if js_deadline is not None:
                 js_engine.COMMAND_DEADLINE.reset(js_deadline)
         if wces and reply.get("ok") and "writeConcernError" not in reply:

@@ -8,8 +8,9 @@ server's generic_argument.idl), which handlers do not treat as options.
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from mongosim.router.server import ConnState
 
@@ -33,3 +34,17 @@ class Request:
 
     def arg(self, key: str, default: Any = None) -> Any:
         return self.cmd.get(key, default)
+
+
+# The callables to run once the reply to the client command being answered has left (its
+# connection's `after_reply`); set by the router for each command it answers.
+AFTER_REPLY: ContextVar[list | None] = ContextVar("mongosim_after_reply", default=None)
+
+
+def after_reply(fn: Callable[[], None]) -> None:
+    """Run `fn` once the current command's reply has been sent; outside a client command, now."""
+    hooks = AFTER_REPLY.get()
+    if hooks is None:
+        fn()
+    else:
+        hooks.append(fn)

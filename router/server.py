@@ -259,9 +259,13 @@ async def _exhaust_get_more(stream: trio.abc.Stream, service: Service, conn: Con
     while reply.get("ok") and (reply.get("cursor") or {}).get("id"):
         rid = next(_request_ids)
         await stream.send_all(wire.encode_op_msg_raw(bsonutil.encode_reply(reply), rid, response_to, MORE_TO_COME))
+        if conn.after_reply:
+            run_after_reply(conn)
         response_to = rid
         reply = await _answer(service, db, cmd, conn)
     await stream.send_all(_encode_reply(reply, response_to))
+    if conn.after_reply:
+        run_after_reply(conn)
 
 
 async def serve_tcp(service: Service, host: str, port: int, *, task_status=trio.TASK_STATUS_IGNORED,

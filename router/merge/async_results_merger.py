@@ -14,7 +14,7 @@ released only if its key is <= that minimum (`_readySortedTailable`): no
 remote can still send anything smaller.  Otherwise the merge waits for the
 lagging remote — the one holding the minimum.
 
-Releasing runs (`next_run`): everything at or below the minimum may go, and
+Releasing runs (`next_run`, or `peek_run` then `take`): everything at or below the minimum may go, and
 each buffer is sorted, so the releasable events of each remote are a prefix
 of its buffer, found by bisection; the prefixes are merged in one step (a
 stable sort over the keys).  Events the merge part must look at one by one
@@ -294,10 +294,28 @@ class AsyncResultsMerger:
         return key, tok, raw, ok, op, rc
 
     def next_run(self, limit: int, budget: int, first: bool) -> tuple[list, dict] | None:
-        """Release, in one step, the longest run of events in merged order that the gate allows,
+        """Release the run `peek_run` finds: (the events' BSON, the last one's token), or None."""
+        run = self.peek_run(limit, budget, first)
+        if run is None:
+            return None
+        raws, tok, counts = run
+        self.take(counts)
+        return raws, tok
+
+    def take(self, counts: list[tuple[RemoteBuffer, int]]) -> None:
+        """Release a run `peek_run` found: pass over its events in their buffers."""
+        for buf, k in counts:
+            if k:
+                buf.advance(k)
+
+    def peek_run(self, limit: int, budget: int, first: bool) -> tuple[list, dict, list] | None:
+        """Find, in one step, the longest run of events in merged order that the gate allows,
         stopping before a special event, after `limit` events or `budget` bytes (the first event of
         a batch always goes, whatever its size, when `first`).  Returns (the events' BSON, the last
-        one's token), or None when no event can go this way (the caller takes `next_ready`).
+        one's token, how many events each buffer gives: for `take`), or None when no event can go
+        this way (the caller takes `next_ready`).  Nothing is released before `take`; meanwhile
+        the run stays a prefix of what the gate allows (buffers grow only at their ends, promises
+        only rise), so it can be found ahead of the getMore that releases it.
 
         Every remote's buffer is sorted, so the releasable events of a remote are a prefix of its
         buffer (those at or below minPromisedSortKey); the prefixes are merged by one stable sort
@@ -370,10 +388,7 @@ class AsyncResultsMerger:
         del raws[n:]
         key = last_buf.keys[last]
         tok = make_token(key, last_buf.bits.get(last_buf.base + last))
-        for buf, k in counts:
-            if k:
-                buf.advance(k)
-        return raws, tok
+        return raws, tok, counts
 
     def returned(self, tok: dict) -> None:
         """An event went to the client: the high-water mark is its token.

@@ -21,6 +21,22 @@ remotes with empty buffers for more (concurrently, each bounded to 1 s, each
 for its ask: AsyncResultsMerger.size_requests) and
 waits until something is releasable or the client's maxTimeMS runs out — then
 returns an empty batch whose PBRT is the high-water mark.
+
+Reading ahead: once a batch carrying events has left for the client (not
+before: a reply larger than the socket's buffer would wait for the shards'
+work), the router asks every remote holding less than its ask for more
+(AsyncResultsMerger.needs_fetch), so the shards compute the next batches while
+the client decodes this one — after a batch released at once and after one
+that had to wait for a remote alike.
+
+Preparing the next batch: once the reply has left, and again as each
+read-ahead reply lands, the router merges ahead the run of plain events the
+gate allows, up to the client's last batch size (`_prepare`:
+AsyncResultsMerger.peek_run, which releases nothing).  The next getMore
+releases that run (`take`) and goes on as usual: the run is a prefix of what
+it would release itself, so its reply is the same, only the merge is off the
+client's round trip.  A getMore asking for fewer events drops the run and
+merges for itself.
 """
 
 from __future__ import annotations
@@ -37,7 +53,7 @@ from mongosim.router.merge.async_results_merger import AsyncResultsMerger, Remot
 from mongosim.router.merge.ensure_resume_token_present import EnsureResumeTokenPresent
 from mongosim.router.merge.handle_topology_change import HandleTopologyChange
 from mongosim.router.merge.split_pipeline import shard_command
-from mongosim.router.request import Request
+from mongosim.router.request import Request, after_reply
 from mongosim.shardsim.changestream.cursor import BATCH_BYTES, ID_MODIFIED_MSG, OVERHEAD
 from mongosim.shardsim.changestream.spec import parse_spec, validate
 from mongosim.shardsim.changestream.token_version import regenerate_high_water_mark
@@ -89,6 +105,11 @@ class ClusterChangeStreamCursor:
         self.last_used = 0.0
         self._scopes: set[trio.CancelScope] = set()
         self.pbrt: dict | None = None
+        self._ahead: tuple[int, int | None] | None = None  # the read-ahead to start once the reply has left
+        self._ahead_queued = False
+        self._ahead_limit: int | None = None  # the client batch size the next batch is prepared for
+        self._prepared: tuple | None = None  # a run merged ahead (peek_run), for the next getMore
+        self._answering = False  # inside a getMore: it merges for itself
 
     # -- establishing -----------------------------------------------------------------------
     @staticmethod
@@ -174,14 +195,16 @@ class ClusterChangeStreamCursor:
                 rc.pending = False
                 self._scopes.discard(scope)
                 self.changed.set()
+        self._prepare()
 
     # -- the merge part -----------------------------------------------------------------------
-    async def _release(self, out: list, limit: int) -> None:
+    async def _release(self, out: list, limit: int, size: int | None = None) -> None:
         """Move what the merger may release into `out` (up to `limit` events, ~16 MB): runs of plain
         events in one step each; special events, and every event while the client's token has not
         been passed or a trace is on, one by one through the merge part's stages."""
         arm = self.arm
-        size = sum(map(_nbytes, out)) + OVERHEAD * len(out)
+        if size is None:  # (the bytes `out` holds, with their array overhead)
+            size = sum(map(_nbytes, out)) + OVERHEAD * len(out)
         # remotes fail only while we await (their fetch tasks run then): check now and after awaits
         for rc in arm.errors():
             raise self._shard_error(rc)
@@ -235,30 +258,73 @@ class ClusterChangeStreamCursor:
         self.close()
         return err
 
+    def _prepare(self) -> None:
+        """Between getMores: merge ahead the run of plain events the gate allows now (unless the
+        one merged already is a whole batch)."""
+        limit = self._ahead_limit
+        if limit is None or self._answering or self.exhausted or self.trace is not None or \
+                (self.ensure is not None and not self.ensure.done):
+            return
+        if self._prepared is not None and len(self._prepared[0]) >= limit:
+            return
+        self._prepared = self.arm.peek_run(limit, BATCH_BYTES, True)
+
+    def _take_prepared(self, out: list, limit: int) -> int:
+        """Release the run merged ahead into the (empty) batch; its bytes.  0 if it does not fit
+        the getMore's batch size: then the getMore merges for itself."""
+        raws, tok, counts = self._prepared
+        self._prepared = None
+        if len(raws) > limit:
+            return 0
+        self.arm.take(counts)
+        out += raws
+        self.pbrt = tok
+        self.arm.returned(tok)
+        return sum(map(len, raws)) + OVERHEAD * len(raws)
+
     async def next_batch(self, limit: int, await_ms: int | None) -> list:
         out: list = RawBatch()
         batch = limit if limit < 2**31 else None
-        await self._release(out, limit)
-        if await_ms is None or out or self.exhausted:
-            if out and not self.exhausted:
-                # Keep requests outstanding while the client consumes this batch (the ARM does):
-                # the shards compute their next batches while the client decodes this one.
-                if batch:
-                    self.arm.size_requests(batch)
-                self._schedule(await_ms or DEFAULT_AWAIT_MS, batch, batch or 1, read_ahead=True)
-            return out
-        deadline = trio.current_time() + await_ms / 1000.0
-        while not out and not self.exhausted:
-            self.changed = trio.Event()
-            self._schedule(await_ms, batch)
-            with trio.move_on_at(deadline) as scope:
-                await self.changed.wait()
-            await self._release(out, limit)
-            if scope.cancelled_caught:
-                break
-        if out and batch:
-            self.arm.size_requests(batch)
+        self._answering = True
+        try:
+            size = 0
+            if self._prepared is not None and not self.arm.errors():  # (a remote's error comes first)
+                size = self._take_prepared(out, limit)
+            self._prepared = None
+            await self._release(out, limit, size)
+            if not (await_ms is None or out or self.exhausted):
+                deadline = trio.current_time() + await_ms / 1000.0
+                while not out and not self.exhausted:
+                    self.changed = trio.Event()
+                    self._schedule(await_ms, batch)
+                    with trio.move_on_at(deadline) as scope:
+                        await self.changed.wait()
+                    await self._release(out, limit)
+                    if scope.cancelled_caught:
+                        break
+        finally:
+            self._answering = False
+        if out and not self.exhausted:
+            # Keep requests outstanding while the client consumes this batch (the ARM does): the
+            # shards compute their next batches while the client decodes this one — also after a
+            # batch that had to wait for a remote, or the stream would go on waiting remote by remote.
+            if batch:
+                self.arm.size_requests(batch)
+            self._ahead = (await_ms or DEFAULT_AWAIT_MS, batch)
+            if not self._ahead_queued:
+                self._ahead_queued = True
+                after_reply(self._read_ahead)
         return out
+
+    def _read_ahead(self) -> None:
+        """The reply has left: ask the remotes below their ask for more (see the module doc)."""
+        self._ahead_queued = False
+        if self._ahead is not None and not self.exhausted:
+            await_ms, batch = self._ahead
+            self._schedule(await_ms, batch, batch or 1, read_ahead=True)
+            self._ahead_limit = batch
+            self._prepare()
+        self._ahead = None
 
     def current_pbrt(self) -> dict:
         hwm = self.arm.advance_high_water_mark()
@@ -294,6 +360,7 @@ class ClusterChangeStreamCursor:
             return
         self._closed = True
         self.exhausted = True
+        self._prepared = None
         for scope in list(self._scopes):
             scope.cancel()
         for rc in self.arm.remotes:

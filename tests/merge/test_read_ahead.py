@@ -76,3 +76,36 @@ def test_then_four_times_what_it_gave_to_the_last_client_batch_within_bounds():
     assert [arm.ask_for(rc, 20) for rc in arm.remotes] == [20] * 4
     arm.size_requests(20)
     assert [rc.ask for rc in arm.remotes] == [20] * 4
+
+
+def test_the_router_reads_ahead_after_a_batch_it_had_to_wait_for():
+    """A getMore that found the buffers empty waits for the remotes; once its batch is out, the
+    router asks again every remote holding less than its ask, as after a batch released at once
+    (without it the stream would go on waiting remote by remote, one shard round trip per batch)."""
+    import trio
+    import trio.testing
+
+    from mongosim.core import open_cluster
+    from mongosim.testing import AsyncClient
+    from tests.reliability.test_slow_consumer import _four_shards
+
+    async def main() -> None:
+        async with open_cluster(shards=4, listen=False, epoch=1_700_000_000, instant_hwm=True) as core:
+            client = AsyncClient(core.router)
+            await _four_shards(client)
+            opened = await client.command("b", {"aggregate": "c", "pipeline": [{"$changeStream": {}}],
+                                                "cursor": {"batchSize": 50}})
+            cid = opened["cursor"]["id"]
+            assert opened["cursor"]["firstBatch"] == []
+            await client.insert("b", "c", [{"k": (i % 4) * 1000 + i // 4} for i in range(400)])
+            cur = core.router.cursors._cursors[cid]
+            assert all(len(rc.buffer) == 0 for rc in cur.arm.remotes)  # nothing buffered: this getMore waits
+            reply = await client.command("b", {"getMore": cid, "collection": "c", "batchSize": 50})
+            assert 0 < len(reply["cursor"]["nextBatch"]) <= 50
+            await trio.testing.wait_all_tasks_blocked()
+            shards = [rc for rc in cur.arm.remotes if not rc.is_config]
+            assert all(len(rc.buffer) >= rc.ask for rc in shards), \
+                [(len(rc.buffer), rc.ask) for rc in shards]  # each refilled while the client reads
+            assert cur.arm.needs_fetch(50, read_ahead=True) == []
+
+    trio.run(main)

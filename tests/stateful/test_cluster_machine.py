@@ -568,6 +568,13 @@ class ClusterMachine(RuleBasedStateMachine):
         self.watchers.append(Watcher(level, cs, len(self.log)))
 
     @precondition(lambda self: self.watchers)
+    @rule(which=st.integers(0, 2**16), batch=st.sampled_from([None, 1, 2, 5]))
+    def change_batch_size(self, which: int, batch) -> None:
+        """A watcher's next getMores ask for another batch size (the router may have merged the next
+        batch ahead for the old one: a smaller ask merges for itself)."""
+        self.watchers[which % len(self.watchers)].stream.batch_size = batch
+
+    @precondition(lambda self: self.watchers)
     @rule(which=st.integers(0, 2**16), pick=st.integers(0, 2**16))
     def resume_check(self, which: int, pick: int) -> None:
         """Resuming from any token a watcher saw yields exactly the rest of its stream.
