@@ -34,7 +34,7 @@ from mongosim.router.server import ConnState, _encode_reply, run_after_reply
 from mongosim.shardsim.changestream.cursor import ChangeStreamCursor
 
 DB, COLL = "bench", "events"
-BATCH = int(__import__("os").environ.get("BREAKDOWN_BATCH", 1000))
+BATCH = 1000
 
 
 async def _measure(n: int) -> dict:

@@ -12,7 +12,8 @@ sequence), ``find_one({"_id": ...})`` (``limit: 1, singleBatch: true``) and ``up
 ``$clusterTime`` pymongo gossips, built before the clock starts, and reads each reply (checked after the
 timed part).  The client's side is a write and a read on the socket: the CPU time (``time.process_time``)
 is the server's: wire decode, router, shard, reply.  ``--profile``: each kind's timed part under cProfile,
-the top functions by own time (cProfile slows Python code ~2x: compare the shares).  ``--callgrind`` (the
+the top functions by own time (cProfile slows Python code ~2x: compare the shares; ``PROFILE_SORT=cumulative``
+sorts otherwise, ``PROFILE_CALLERS=<regex>`` also prints who calls the functions it matches).  ``--callgrind`` (the
 process run under valgrind's callgrind): the counters are zeroed before each kind's timed part and dumped
 after it, and the instructions per command printed; ``callgrind_annotate`` reads each dump per function.
 
@@ -233,7 +234,9 @@ async def measure(n: int, kinds: list[str], preload: int, profile: bool, top: in
                 counter.report(n, top)
             if prof:
                 print(f"--- {kind}: {n} commands")
-                pstats.Stats(prof).sort_stats("tottime").print_stats(top)
+                pstats.Stats(prof).sort_stats(os.environ.get("PROFILE_SORT", "tottime")).print_stats(top)
+                if os.environ.get("PROFILE_CALLERS"):
+                    pstats.Stats(prof).print_callers(os.environ["PROFILE_CALLERS"])
         await client.stream.aclose()
         return out
 

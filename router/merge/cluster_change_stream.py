@@ -106,7 +106,6 @@ class ClusterChangeStreamCursor:
         self._scopes: set[trio.CancelScope] = set()
         self.pbrt: dict | None = None
         self._ahead: tuple[int, int | None] | None = None  # the read-ahead to start once the reply has left
-        self._ahead_queued = False
         self._ahead_limit: int | None = None  # the client batch size the next batch is prepared for
         self._prepared: tuple | None = None  # a run merged ahead (peek_run), for the next getMore
         self._answering = False  # inside a getMore: it merges for itself
@@ -311,14 +310,11 @@ class ClusterChangeStreamCursor:
             if batch:
                 self.arm.size_requests(batch)
             self._ahead = (await_ms or DEFAULT_AWAIT_MS, batch)
-            if not self._ahead_queued:
-                self._ahead_queued = True
-                after_reply(self._read_ahead)
+            after_reply(self._read_ahead)
         return out
 
     def _read_ahead(self) -> None:
         """The reply has left: ask the remotes below their ask for more (see the module doc)."""
-        self._ahead_queued = False
         if self._ahead is not None and not self.exhausted:
             await_ms, batch = self._ahead
             self._schedule(await_ms, batch, batch or 1, read_ahead=True)
