@@ -51,6 +51,14 @@ remotes, one remote carrying the stream, or client batches of at most
 MIN_ASK, that is the client's batch, as the server asks.  Read ahead while it
 holds less than its ask, a remote holds a few client batches' worth: the next
 client batch seldom has to wait for a reply.
+
+How many remotes one read-ahead asks (`read_ahead_round`): the most depleted
+first (the smallest part of its ask held), as long as their asks add up to at
+most READ_AHEAD_BATCHES client batches (one remote at least).  The remotes of a
+stream are drained at the same pace, so they fall below their asks together:
+64 remotes asked at once would render 64 asks (16,000 events) in one go while
+the client's next getMore waits behind them.  Within the budget the shards
+render, after each client batch, about what the client takes per batch.
 """
 
 from __future__ import annotations
@@ -81,6 +89,7 @@ _COMPACT = 4096  # consumed events a buffer keeps before it drops them
 MIN_ASK = 256  # the fewest events a remote is asked for after the first client batch (a shard getMore's fixed
 # cost), unless the client's batch is smaller
 ASK_BATCHES = 4  # a remote is asked for that many times its part of a client batch
+READ_AHEAD_BATCHES = 2  # one read-ahead asks remotes for at most that many client batches in all
 
 
 class RemoteBuffer:
@@ -183,6 +192,43 @@ class RemoteCursor:
     @property
     def collection(self) -> str:
         return self.ns.split(".", 1)[1]
+
+
+def _candidates(spans: list[tuple[RemoteBuffer, int, int, int]], limit: int) -> list:
+    """The spans (buffer, remote index, head, end) cut to what can be among the first `limit`
+    events in merged order.
+
+    Take the first c = limit / (number of spans) keys of every span, doubling c until they are at
+    least `limit` keys (or are the spans whole); the limit-th smallest of them, `cut`, has at least
+    `limit` keys at or below it, so the first `limit` events of the merge all sort at or below
+    `cut`: every span is cut after its last key <= `cut` (by bisection).  Balanced remotes leave
+    about `limit` keys to sort, not all they hold."""
+    if sum(end - h for _b, _i, h, end in spans) <= limit:
+        return spans
+    c = -(-limit // len(spans))
+    while True:
+        heads: list[str] = []
+        whole = True
+        for buf, _idx, h, end in spans:
+            e = h + c
+            if e < end:
+                whole = False
+            else:
+                e = end
+            heads += buf.keys[h:e]
+        if whole:
+            return spans
+        if len(heads) >= limit:
+            break
+        c *= 2
+    heads.sort()
+    cut = heads[limit - 1]
+    cut_spans = []
+    for buf, idx, h, end in spans:
+        e = bisect_right(buf.keys, cut, h, end)
+        if e > h:
+            cut_spans.append((buf, idx, h, e))
+    return cut_spans
 
 
 class AsyncResultsMerger:
@@ -322,7 +368,9 @@ class AsyncResultsMerger:
         on the keys (ties: the lower remote index, as `next_ready`).  No remote gives more than
         `limit` events, so each prefix is cut there first: a small batch sorts what it may take, not
         everything the read-ahead buffered (a special event past the cut comes after the first
-        `limit` events of its own remote, hence after every event released)."""
+        `limit` events of its own remote, hence after every event released).  Nor do the remotes
+        together give more than about `limit` to the sort (`_candidates`): 64 remotes holding a
+        few hundred events each would otherwise sort them all for a batch of 1000."""
         m = self.min_promised_key()
         if m is None:
             return None
@@ -349,6 +397,8 @@ class AsyncResultsMerger:
             spans = [sp for sp in spans if sp[3] > sp[2]]
         if not spans:
             return None
+        if len(spans) > 1:
+            spans = _candidates(spans, limit)
         if len(spans) == 1:
             buf, _idx, h, end = spans[0]
             raws = buf.raws[h:end]
@@ -427,6 +477,24 @@ class AsyncResultsMerger:
                     and not rc.exhausted and rc.error is None]
         return [i for i, rc in enumerate(self.remotes)
                 if len(rc.buffer) < low_water and not rc.pending and not rc.exhausted and rc.error is None]
+
+    def read_ahead_round(self, limit: int) -> list[int]:
+        """The remotes one read-ahead asks (client batch `limit`): those below their ask
+        (`needs_fetch`), the most depleted first, while their asks add up to at most
+        READ_AHEAD_BATCHES client batches (one at least).  See the module doc."""
+        wanted = self.needs_fetch(limit, read_ahead=True)
+        if len(wanted) < 2:
+            return wanted
+        remotes = self.remotes
+        chosen = [i for i in wanted if remotes[i].is_config]  # (its stream is a trickle: outside the budget)
+        asks = {i: self.ask_for(remotes[i], limit) for i in wanted if not remotes[i].is_config}
+        budget = READ_AHEAD_BATCHES * limit
+        for i in sorted(asks, key=lambda i: (len(remotes[i].buffer) / asks[i], i)):
+            if asks[i] > budget and len(chosen) > len(wanted) - len(asks):
+                break
+            budget -= asks[i]
+            chosen.append(i)
+        return chosen
 
     def even_share(self, limit: int) -> int:
         """ASK_BATCHES times a remote's part of a client batch of `limit` events, every live

@@ -29,8 +29,9 @@ work), the router asks every remote holding less than its ask for more
 the client decodes this one — after a batch released at once and after one
 that had to wait for a remote alike.
 
-Preparing the next batch: once the reply has left, and again as each
-read-ahead reply lands, the router merges ahead the run of plain events the
+Preparing the next batch: once the reply has left, and again when the
+read-ahead's last reply lands (not at each: 64 remotes would merge 64 times),
+the router merges ahead the run of plain events the
 gate allows, up to the client's last batch size (`_prepare`:
 AsyncResultsMerger.peek_run, which releases nothing).  The next getMore
 releases that run (`take`) and goes on as usual: the run is a prefix of what
@@ -107,6 +108,7 @@ class ClusterChangeStreamCursor:
         self.pbrt: dict | None = None
         self._ahead: tuple[int, int | None] | None = None  # the read-ahead to start once the reply has left
         self._ahead_limit: int | None = None  # the client batch size the next batch is prepared for
+        self._round: set[int] = set()  # the remotes the last read-ahead asked, until they answer
         self._prepared: tuple | None = None  # a run merged ahead (peek_run), for the next getMore
         self._answering = False  # inside a getMore: it merges for itself
 
@@ -166,9 +168,13 @@ class ClusterChangeStreamCursor:
         """Ask the remotes that need it for more (`needs_fetch`), each for its ask out of a client
         batch of `batch_size` (AsyncResultsMerger.size_requests)."""
         arm = self.arm
-        for idx in arm.needs_fetch(low_water, read_ahead):
+        wanted = arm.read_ahead_round(batch_size) if read_ahead and batch_size else \
+            arm.needs_fetch(low_water, read_ahead)
+        for idx in wanted:
             rc = arm.remotes[idx]
             rc.pending = True
+            if read_ahead:
+                self._round.add(idx)
             self.router.nursery.start_soon(self._fetch, idx, min(await_ms, SHARD_AWAIT_CAP_MS),
                                            arm.ask_for(rc, batch_size) if batch_size else None)
 
@@ -194,7 +200,10 @@ class ClusterChangeStreamCursor:
                 rc.pending = False
                 self._scopes.discard(scope)
                 self.changed.set()
-        self._prepare()
+        if idx in self._round:  # the last of a read-ahead's replies: merge the next batch ahead again
+            self._round.discard(idx)
+            if not self._round:
+                self._prepare()
 
     # -- the merge part -----------------------------------------------------------------------
     async def _release(self, out: list, limit: int, size: int | None = None) -> None:

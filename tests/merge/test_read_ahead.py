@@ -78,14 +78,30 @@ def test_then_four_times_what_it_gave_to_the_last_client_batch_within_bounds():
     assert [rc.ask for rc in arm.remotes] == [20] * 4
 
 
+def test_one_read_ahead_asks_the_most_depleted_remotes_for_two_client_batches_at_most():
+    from mongosim.router.merge.async_results_merger import READ_AHEAD_BATCHES
+
+    arm = _merger([10 * (i % 7) for i in range(64)])  # 64 remotes below their ask, drained alike
+    for rc in arm.remotes:
+        rc.ask = 256
+    chosen = arm.read_ahead_round(1000)
+    assert len(chosen) == READ_AHEAD_BATCHES * 1000 // 256  # not all 64 (16,000 events) at once
+    held = [len(arm.remotes[i].buffer) for i in chosen]
+    assert max(held) <= min(len(rc.buffer) for i, rc in enumerate(arm.remotes) if i not in chosen)
+    assert _merger([5, 0, 3]).read_ahead_round(4) == [1, 2]  # (no ask yet: the even share, 4 each)
+
+
 def test_the_router_reads_ahead_after_a_batch_it_had_to_wait_for():
-    """A getMore that found the buffers empty waits for the remotes; once its batch is out, the
-    router asks again every remote holding less than its ask, as after a batch released at once
-    (without it the stream would go on waiting remote by remote, one shard round trip per batch)."""
+    """A getMore that found the buffers empty waits for the remotes; once its reply has left, the
+    router asks again the remotes holding less than their ask, as after a batch released at once
+    (without it the stream would go on waiting remote by remote, one shard round trip per batch):
+    the most depleted first, within READ_AHEAD_BATCHES client batches."""
     import trio
     import trio.testing
 
     from mongosim.core import open_cluster
+    from mongosim.router.merge.async_results_merger import READ_AHEAD_BATCHES
+    from mongosim.router.server import ConnState, run_after_reply
     from mongosim.testing import AsyncClient
     from tests.reliability.test_slow_consumer import _four_shards
 
@@ -93,19 +109,31 @@ def test_the_router_reads_ahead_after_a_batch_it_had_to_wait_for():
         async with open_cluster(shards=4, listen=False, epoch=1_700_000_000, instant_hwm=True) as core:
             client = AsyncClient(core.router)
             await _four_shards(client)
-            opened = await client.command("b", {"aggregate": "c", "pipeline": [{"$changeStream": {}}],
-                                                "cursor": {"batchSize": 50}})
+            conn = ConnState(99, "test")
+            opened = await core.router.run_command("b", {"aggregate": "c", "pipeline": [{"$changeStream": {}}],
+                                                         "cursor": {"batchSize": 50}}, conn)
+            run_after_reply(conn)
             cid = opened["cursor"]["id"]
             assert opened["cursor"]["firstBatch"] == []
             await client.insert("b", "c", [{"k": (i % 4) * 1000 + i // 4} for i in range(400)])
             cur = core.router.cursors._cursors[cid]
-            assert all(len(rc.buffer) == 0 for rc in cur.arm.remotes)  # nothing buffered: this getMore waits
-            reply = await client.command("b", {"getMore": cid, "collection": "c", "batchSize": 50})
+            shards = [rc for rc in cur.arm.remotes if not rc.is_config]
+            assert all(len(rc.buffer) == 0 for rc in shards)  # nothing buffered: this getMore waits
+            reply = await core.router.run_command("b", {"getMore": cid, "collection": "c", "batchSize": 50}, conn)
             assert 0 < len(reply["cursor"]["nextBatch"]) <= 50
             await trio.testing.wait_all_tasks_blocked()
-            shards = [rc for rc in cur.arm.remotes if not rc.is_config]
-            assert all(len(rc.buffer) >= rc.ask for rc in shards), \
-                [(len(rc.buffer), rc.ask) for rc in shards]  # each refilled while the client reads
+            before = [len(rc.buffer) for rc in shards]
+            assert not any(rc.pending for rc in shards)  # the read-ahead waits for the reply to leave
+            run_after_reply(conn)  # the reply has left
+            await trio.testing.wait_all_tasks_blocked()
+            grew = [len(rc.buffer) - b for rc, b in zip(shards, before)]
+            asked = [i for i, g in enumerate(grew) if g]
+            assert asked and sum(grew) <= READ_AHEAD_BATCHES * 50
+            depleted = sorted(range(4), key=lambda i: (before[i] / shards[i].ask, i))
+            assert asked == sorted(depleted[:len(asked)]), (before, grew)  # the most depleted first
+            for _ in range(6):  # and the others at the next getMores
+                await client.command("b", {"getMore": cid, "collection": "c", "batchSize": 50})
+                await trio.testing.wait_all_tasks_blocked()
             assert cur.arm.needs_fetch(50, read_ahead=True) == []
 
     trio.run(main)

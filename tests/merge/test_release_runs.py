@@ -78,3 +78,25 @@ def test_runs_release_what_single_events_release(remotes, batches, limits):
     for limit, budget in limits:
         assert _by_runs(a, limit, budget) == _one_by_one(b, limit, budget)
     assert [list(rc.buffer) for rc in a.remotes] == [list(rc.buffer) for rc in b.remotes]
+
+
+@given(spans=st.lists(st.lists(st.integers(0, 300), max_size=60).map(sorted), min_size=2, max_size=70),
+       limit=st.integers(1, 200))
+@settings(max_examples=400)
+def test_the_candidates_hold_the_first_limit_events_of_the_merge(spans, limit):
+    """`_candidates` cuts each remote's span to what can be among the first `limit` events of the merge
+    (ties included): the merge of the cut spans begins as the merge of the whole ones."""
+    from mongosim.router.merge.async_results_merger import RemoteBuffer, _candidates
+
+    whole = []
+    for idx, keys in enumerate(spans):
+        buf = RemoteBuffer()
+        buf.append([f"{k:04X}" for k in keys], [b""] * len(keys), ["insert"] * len(keys), {}, [], False)
+        whole.append((buf, idx, 0, len(keys)))
+
+    def first(sp):  # the stable merge (ties: the lower remote index), as peek_run sorts
+        return sorted(((buf.keys[j], idx) for buf, idx, h, end in sp for j in range(h, end)))[:limit]
+
+    cut = _candidates([s for s in whole if s[3] > s[2]], limit)
+    assert first(cut) == first(whole)
+    assert all(h < end for _b, _i, h, end in cut)
