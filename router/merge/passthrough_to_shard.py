@@ -91,5 +91,6 @@ async def open_passthrough(router: Router, req: Request) -> dict:
     req.op_time_key = router.clock.key
     cursor_id = int(cur["id"])
     if cursor_id:  # mongos's cursor in front of the shard's (the server's storePossibleCursor)
-        cursor_id = router.cursors.register(ShardPassthroughCursor(remote, req.db, cursor_id, ns, is_change_stream=True))
+        cursor_id = router.cursors.register(ShardPassthroughCursor(remote, req.db, cursor_id, ns, is_change_stream=True,
+                                                                   nursery=router.nursery))
     return cursor_reply(cur.get("firstBatch", []), cursor_id, ns, first=True, fields=fields)
