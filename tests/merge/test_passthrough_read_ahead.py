@@ -21,6 +21,7 @@ from mongosim.oplog.bsonutil import plain
 from mongosim.router.store_possible_cursor import ShardPassthroughCursor
 from mongosim.testing import AsyncClient
 from tests.merge.test_merge_properties import shard_coll
+from tests.merge.test_prepared_batches import collection_uuid, play
 
 EPOCH = 1_700_000_000
 
@@ -44,27 +45,16 @@ async def _read(upfront: list[int], plan: list, ahead: bool) -> tuple[list, list
         if not ahead:
             cur.nursery = None
         start = opened["cursor"]["postBatchResumeToken"]
-        replies = []
         if upfront:
             await c.insert("db", "c", [{"_id": next(serial), "k": k} for k in upfront])
-        for writes, batch_size in plan:
-            await trio.testing.wait_all_tasks_blocked()  # (the read-ahead has run)
-            if writes:
-                await c.insert("db", "c", [{"_id": next(serial), "k": k} for k in writes])
-            gm = {"getMore": cid, "collection": "c", "maxTimeMS": 10}
-            if batch_size is not None:
-                gm["batchSize"] = batch_size
-            cursor = (await c.command("db", gm))["cursor"]
-            replies.append(([plain(d)["_id"]["_data"] for d in cursor["nextBatch"]],
-                            cursor["postBatchResumeToken"]["_data"]))
+        replies = await play(c, cid, plan, serial)
         whole = await c.command("db", {"aggregate": "c", "pipeline": [{"$changeStream": {"resumeAfter": start}}],
                                        "cursor": {"batchSize": 10_000}, "$_passthroughToShard": {"shard": "shard00"}})
         stream = [plain(d)["_id"]["_data"] for d in whole["cursor"]["firstBatch"]]
         if not stream:
             gm = await c.command("db", {"getMore": whole["cursor"]["id"], "collection": "c", "maxTimeMS": 10})
             stream = [plain(d)["_id"]["_data"] for d in gm["cursor"]["nextBatch"]]
-        info = await c.command("db", {"listCollections": 1, "filter": {"name": "c"}})
-        uuid = info["cursor"]["firstBatch"][0]["info"]["uuid"].hex().upper()  # (random: named alike in both runs)
+        uuid = await collection_uuid(c)
         norm = lambda k: k.replace(uuid, "UUID")  # noqa: E731
         return [([norm(k) for k in b], norm(p)) for b, p in replies], [norm(k) for k in stream]
 

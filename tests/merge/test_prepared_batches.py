@@ -50,19 +50,31 @@ async def _replies(n_shards: int, upfront: list[int], plan: list, first_batch: i
                     opened["cursor"]["postBatchResumeToken"]["_data"])]
         if upfront:
             await c.insert("db", "c", [{"_id": next(serial), "k": k} for k in upfront])
-        for writes, batch_size in plan:
-            await trio.testing.wait_all_tasks_blocked()  # the read-ahead (and the preparing) has run
-            if writes:
-                await c.insert("db", "c", [{"_id": next(serial), "k": k} for k in writes])
-            gm = {"getMore": cid, "collection": "c", "maxTimeMS": 10}
-            if batch_size is not None:
-                gm["batchSize"] = batch_size
-            cursor = (await c.command("db", gm))["cursor"]
-            replies.append(([plain(d)["_id"]["_data"] for d in cursor["nextBatch"]],
-                            cursor["postBatchResumeToken"]["_data"]))
-        info = await c.command("db", {"listCollections": 1, "filter": {"name": "c"}})
-        uuid = info["cursor"]["firstBatch"][0]["info"]["uuid"].hex().upper()  # (random: named alike in both runs)
+        replies += await play(c, cid, plan, serial)
+        uuid = await collection_uuid(c)
         return [([k.replace(uuid, "UUID") for k in batch], pbrt.replace(uuid, "UUID")) for batch, pbrt in replies]
+
+
+async def play(c: AsyncClient, cid: int, plan: list, serial) -> list:
+    """Each step of `plan`: its writes (shard-key values; `_id`s from `serial`), then a getMore of its
+    batchSize, once the read-ahead has run; every reply as (events' _data, PBRT)."""
+    replies = []
+    for writes, batch_size in plan:
+        await trio.testing.wait_all_tasks_blocked()  # the read-ahead (and the preparing) has run
+        if writes:
+            await c.insert("db", "c", [{"_id": next(serial), "k": k} for k in writes])
+        gm = {"getMore": cid, "collection": "c", "maxTimeMS": 10}
+        if batch_size is not None:
+            gm["batchSize"] = batch_size
+        cursor = (await c.command("db", gm))["cursor"]
+        replies.append(([plain(d)["_id"]["_data"] for d in cursor["nextBatch"]], cursor["postBatchResumeToken"]["_data"]))
+    return replies
+
+
+async def collection_uuid(c: AsyncClient) -> str:
+    """db.c's UUID as the hex in its tokens (random: tests name it alike in both runs)."""
+    info = await c.command("db", {"listCollections": 1, "filter": {"name": "c"}})
+    return info["cursor"]["firstBatch"][0]["info"]["uuid"].hex().upper()
 
 
 @given(n_shards=st.integers(1, 4), upfront=st.lists(st.integers(0, 399), max_size=40), plan=steps,
