@@ -486,15 +486,16 @@ class AsyncResultsMerger:
         if len(wanted) < 2:
             return wanted
         remotes = self.remotes
-        chosen = [i for i in wanted if remotes[i].is_config]  # (its stream is a trickle: outside the budget)
+        config = [i for i in wanted if remotes[i].is_config]  # (its stream is a trickle: outside the budget)
         asks = {i: self.ask_for(remotes[i], limit) for i in wanted if not remotes[i].is_config}
         budget = READ_AHEAD_BATCHES * limit
+        chosen: list[int] = []
         for i in sorted(asks, key=lambda i: (len(remotes[i].buffer) / asks[i], i)):
-            if asks[i] > budget and len(chosen) > len(wanted) - len(asks):
+            if chosen and asks[i] > budget:
                 break
             budget -= asks[i]
             chosen.append(i)
-        return chosen
+        return config + chosen
 
     def even_share(self, limit: int) -> int:
         """ASK_BATCHES times a remote's part of a client batch of `limit` events, every live

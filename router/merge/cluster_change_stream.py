@@ -206,13 +206,12 @@ class ClusterChangeStreamCursor:
                 self._prepare()
 
     # -- the merge part -----------------------------------------------------------------------
-    async def _release(self, out: list, limit: int, size: int | None = None) -> None:
-        """Move what the merger may release into `out` (up to `limit` events, ~16 MB): runs of plain
-        events in one step each; special events, and every event while the client's token has not
-        been passed or a trace is on, one by one through the merge part's stages."""
+    async def _release(self, out: list, limit: int, size: int = 0) -> None:
+        """Move what the merger may release into `out` (up to `limit` events, ~16 MB; `out` holds
+        `size` bytes with their array overhead): runs of plain events in one step each; special
+        events, and every event while the client's token has not been passed or a trace is on,
+        one by one through the merge part's stages."""
         arm = self.arm
-        if size is None:  # (the bytes `out` holds, with their array overhead)
-            size = sum(map(_nbytes, out)) + OVERHEAD * len(out)
         # remotes fail only while we await (their fetch tasks run then): check now and after awaits
         for rc in arm.errors():
             raise self._shard_error(rc)
@@ -277,11 +276,10 @@ class ClusterChangeStreamCursor:
             return
         self._prepared = self.arm.peek_run(limit, BATCH_BYTES, True)
 
-    def _take_prepared(self, out: list, limit: int) -> int:
+    def _take_prepared(self, prepared: tuple, out: list, limit: int) -> int:
         """Release the run merged ahead into the (empty) batch; its bytes.  0 if it does not fit
         the getMore's batch size: then the getMore merges for itself."""
-        raws, tok, counts = self._prepared
-        self._prepared = None
+        raws, tok, counts = prepared
         if len(raws) > limit:
             return 0
         self.arm.take(counts)
@@ -295,10 +293,10 @@ class ClusterChangeStreamCursor:
         batch = limit if limit < 2**31 else None
         self._answering = True
         try:
+            prepared, self._prepared = self._prepared, None
             size = 0
-            if self._prepared is not None and not self.arm.errors():  # (a remote's error comes first)
-                size = self._take_prepared(out, limit)
-            self._prepared = None
+            if prepared is not None and not self.arm.errors():  # (a remote's error comes first)
+                size = self._take_prepared(prepared, out, limit)
             await self._release(out, limit, size)
             if not (await_ms is None or out or self.exhausted):
                 deadline = trio.current_time() + await_ms / 1000.0
