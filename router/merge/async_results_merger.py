@@ -42,15 +42,17 @@ every remote the client's batch size.  All of mongosim's shards share one
 process, and nothing can be released before every remote has answered; asked
 for a whole client batch each, 64 shards would render 64 batches before the
 first event goes out, with the consumer idle.  So a remote is asked for
-ASK_BATCHES times what it gave to the last client batch (before the first one:
-that many times its even share, batch / remotes), then never fewer than
+ASK_BATCHES times what it gave to the last client batch, never fewer than
 MIN_ASK events (a shard getMore has a fixed cost); never more than the
 client's batch, so the router holds at most about two client batches per
-remote (tests/reliability/test_slow_consumer.py).  With up to ASK_BATCHES
-remotes, one remote carrying the stream, or client batches of at most
-MIN_ASK, that is the client's batch, as the server asks.  Read ahead while it
-holds less than its ask, a remote holds a few client batches' worth: the next
-client batch seldom has to wait for a reply.
+remote (tests/reliability/test_slow_consumer.py).  Before the first client
+batch, when the client waits for every remote's first reply, it is asked for
+FIRST_ASK_BATCHES times its even share (batch / remotes): enough for the
+merge to release a whole batch when the events interleave evenly.  With up to
+FIRST_ASK_BATCHES remotes, one remote carrying the stream, or client batches
+of at most MIN_ASK, that is the client's batch, as the server asks.  Read
+ahead while it holds less than its ask, a remote holds a few client batches'
+worth: the next client batch seldom has to wait for a reply.
 
 How many remotes one read-ahead asks (`read_ahead_round`): the most depleted
 first (the smallest part of its ask held), as long as their asks add up to at
@@ -58,11 +60,19 @@ most READ_AHEAD_BATCHES client batches (one remote at least).  The remotes of a
 stream are drained at the same pace, so they fall below their asks together:
 64 remotes asked at once would render 64 asks (16,000 events) in one go while
 the client's next getMore waits behind them.  Within the budget the shards
-render, after each client batch, about what the client takes per batch.
+render, after each client batch, about what the client takes per batch.  But
+a remote about to run dry (it holds fewer than RUNWAY_BATCHES client batches
+at the pace of the last one) is asked whatever the budget: after the first
+batches every remote is in that state at once, and those left for later
+rounds would hold the gate, every getMore going out short until all had been
+asked: in full while the budget lasts (those that can wait longest for their
+replies), the others for a runway's worth only.  The whole asks go to a few
+remotes per round, so the remotes' refills spread out over the rounds.
 """
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_left, bisect_right
 from collections import deque
 from dataclasses import dataclass, field
@@ -89,7 +99,9 @@ _COMPACT = 4096  # consumed events a buffer keeps before it drops them
 MIN_ASK = 256  # the fewest events a remote is asked for after the first client batch (a shard getMore's fixed
 # cost), unless the client's batch is smaller
 ASK_BATCHES = 4  # a remote is asked for that many times its part of a client batch
+FIRST_ASK_BATCHES = 2  # before the first client batch: that many times its even share
 READ_AHEAD_BATCHES = 2  # one read-ahead asks remotes for at most that many client batches in all
+RUNWAY_BATCHES = 2  # a remote holding fewer client batches than that (at its last pace) is asked at once
 
 
 class RemoteBuffer:
@@ -188,6 +200,7 @@ class RemoteCursor:
     batches: int = 0
     ask: int | None = None  # how many events to ask for next (size_requests); None: an even share
     released_mark: int = 0  # events released from it when the asks were last sized
+    took: int = 0  # events it gave to the last client batch (size_requests)
 
     @property
     def collection(self) -> str:
@@ -478,30 +491,53 @@ class AsyncResultsMerger:
         return [i for i, rc in enumerate(self.remotes)
                 if len(rc.buffer) < low_water and not rc.pending and not rc.exhausted and rc.error is None]
 
-    def read_ahead_round(self, limit: int) -> list[int]:
-        """The remotes one read-ahead asks (client batch `limit`): those below their ask
-        (`needs_fetch`), the most depleted first, while their asks add up to at most
-        READ_AHEAD_BATCHES client batches (one at least).  See the module doc."""
+    def read_ahead_round(self, limit: int) -> list[tuple[int, int]]:
+        """The remotes one read-ahead asks (client batch `limit`), each with its ask: those below
+        their ask (`needs_fetch`).
+
+        First every one that would run dry within RUNWAY_BATCHES client batches (it holds fewer
+        than RUNWAY_BATCHES times its pace: what it gave to the last batch, or the remotes' mean
+        if that is more — one batch's count is a rough guess of a remote's share), fewest batches
+        left first: left out, it would hold the gate and the next getMores would go out short.
+        Those with the most batches left get their whole ask while the asks add up to at most
+        READ_AHEAD_BATCHES client batches; the more urgent rest, RUNWAY_BATCHES batches at their
+        pace (a top-up: small, it lands soonest, and goes first in the round).
+        Then the others, the most depleted first, while the asks add up to at most the budget
+        (one remote at least).  See the module doc."""
         wanted = self.needs_fetch(limit, read_ahead=True)
-        if len(wanted) < 2:
-            return wanted
         remotes = self.remotes
-        config = [i for i in wanted if remotes[i].is_config]  # (its stream is a trickle: outside the budget)
-        asks = {i: self.ask_for(remotes[i], limit) for i in wanted if not remotes[i].is_config}
+        asks = {i: self.ask_for(remotes[i], limit) for i in wanted}
+        if len(wanted) < 2:
+            return list(asks.items())
+        config = [(i, asks.pop(i)) for i in wanted if remotes[i].is_config]  # (a trickle: outside the budget)
+        live = [rc.took for rc in remotes if not rc.is_config and not rc.exhausted and rc.error is None]
+        mean = sum(live) / len(live) if live else 0
+        pace = {i: max(remotes[i].took, mean) for i in asks}
+        urgent = sorted((i for i in asks if len(remotes[i].buffer) < RUNWAY_BATCHES * pace[i]),
+                        key=lambda i: (len(remotes[i].buffer) / pace[i], i))
         budget = READ_AHEAD_BATCHES * limit
-        chosen: list[int] = []
-        for i in sorted(asks, key=lambda i: (len(remotes[i].buffer) / asks[i], i)):
-            if chosen and asks[i] > budget:
+        whole: list[tuple[int, int]] = []
+        for i in reversed(urgent):  # whole asks to the ones that can wait longest for them
+            if asks[i] > budget:
                 break
             budget -= asks[i]
-            chosen.append(i)
-        return config + chosen
+            whole.append((i, asks.pop(i)))
+        top_ups = [(i, min(asks.pop(i), math.ceil(RUNWAY_BATCHES * pace[i])))
+                   for i in urgent if i in asks]
+        budget -= sum(ask for _i, ask in top_ups)
+        chosen = whole[::-1]
+        for i in sorted(asks, key=lambda i: (len(remotes[i].buffer) / asks[i], i)):
+            if (chosen or top_ups) and asks[i] > budget:
+                break
+            budget -= asks[i]
+            chosen.append((i, asks[i]))
+        return config + top_ups + chosen
 
     def even_share(self, limit: int) -> int:
-        """ASK_BATCHES times a remote's part of a client batch of `limit` events, every live
+        """FIRST_ASK_BATCHES times a remote's part of a client batch of `limit` events, every live
         shard's remote giving as much (the ask before the first client batch)."""
         live = sum(1 for rc in self.remotes if not rc.is_config and not rc.exhausted and rc.error is None)
-        return min(limit, max(1, -(-ASK_BATCHES * limit // max(1, live))))
+        return min(limit, max(1, -(-FIRST_ASK_BATCHES * limit // max(1, live))))
 
     def ask_for(self, rc: RemoteCursor, limit: int) -> int:
         """How many events to ask `rc` for, the client's batch being `limit`."""
@@ -514,8 +550,8 @@ class AsyncResultsMerger:
         for rc in self.remotes:
             buf = rc.buffer
             released = buf.base + buf.head
-            took, rc.released_mark = released - rc.released_mark, released
-            rc.ask = min(limit, max(low, ASK_BATCHES * took))
+            rc.took, rc.released_mark = released - rc.released_mark, released
+            rc.ask = min(limit, max(low, ASK_BATCHES * rc.took))
 
     def errors(self) -> list[RemoteCursor]:
         return [rc for rc in self.remotes if rc.error is not None]

@@ -168,15 +168,19 @@ class ClusterChangeStreamCursor:
         """Ask the remotes that need it for more (`needs_fetch`), each for its ask out of a client
         batch of `batch_size` (AsyncResultsMerger.size_requests)."""
         arm = self.arm
-        wanted = arm.read_ahead_round(batch_size) if read_ahead and batch_size else \
-            arm.needs_fetch(low_water, read_ahead)
-        for idx in wanted:
+        if read_ahead and batch_size:
+            wanted = arm.read_ahead_round(batch_size)
+        else:
+            wanted = [(i, arm.ask_for(arm.remotes[i], batch_size) if batch_size else None)
+                      for i in arm.needs_fetch(low_water, read_ahead)]
+        for idx, ask in wanted:
             rc = arm.remotes[idx]
             rc.pending = True
-            if read_ahead:
+            # (not the config server's: its stream is a trickle, its getMore waits for its await time,
+            # and the round would not land before it)
+            if read_ahead and not rc.is_config:
                 self._round.add(idx)
-            self.router.nursery.start_soon(self._fetch, idx, min(await_ms, SHARD_AWAIT_CAP_MS),
-                                           arm.ask_for(rc, batch_size) if batch_size else None)
+            self.router.nursery.start_soon(self._fetch, idx, min(await_ms, SHARD_AWAIT_CAP_MS), ask)
 
     async def _fetch(self, idx: int, await_ms: int, batch_size: int | None = None) -> None:
         rc = self.arm.remotes[idx]

@@ -29,6 +29,7 @@ both over random workloads: tests/changestream/test_batch_render.py).
 
 from __future__ import annotations
 
+from functools import lru_cache
 from struct import Struct
 
 from mongosim.oplog import bsonutil
@@ -111,12 +112,18 @@ class OpTemplate:
         self.ns_key = R.ns_elem(ns) + R.DOCUMENT_KEY
         op_type = {"i": "insert", "u": "update", "d": "delete"}[op]
         # the token (None when its prefix has type bits); after it: its end, operationType, clusterTime's name
-        prefix = crud_token_prefix(ui, op_type)
-        self.token = TokenTemplate(prefix) if prefix is not None else None
+        self.token = _token_template(ui, op_type)
         self.after = b"\x00\x00" + R.OP_TYPE[op_type] + R.CLUSTER_TIME
-        prefix = crud_token_prefix(ui, "replace")
-        self.replace_token = TokenTemplate(prefix) if prefix is not None else None
+        self.replace_token = _token_template(ui, "replace")
         self.replace_after = b"\x00\x00" + R.OP_TYPE["replace"] + R.CLUSTER_TIME
+
+
+@lru_cache(maxsize=1024)
+def _token_template(ui: bytes, op_type: str) -> TokenTemplate | None:
+    """The TokenTemplate of a collection's events of `op_type` (None when the prefix has type bits);
+    shared by every stream's renderer (it is never changed), so opening a stream builds none anew."""
+    prefix = crud_token_prefix(ui, op_type)
+    return TokenTemplate(prefix) if prefix is not None else None
 
 
 class Namespace:
@@ -183,16 +190,19 @@ class RunRenderer:
         return what
 
     def _template(self, op: str, ns: str, raw: bytes) -> object:
-        """The template for a CRUD entry of `ns` that the current one (if any) does not fit: the
-        collection has a new UUID; or, with the same UUID, the entry is laid out otherwise (the pipeline's)."""
+        """The template for a CRUD entry of `ns` that the current ones do not fit: the collection
+        has a new UUID, or its first entry of this kind; with the same UUID, an entry laid out
+        otherwise than the template of its kind is the pipeline's."""
         ui = crud_layout(raw)[3]
-        old = self._ns.get(ns)
-        if ui is None or (old is not None and old.ui == ui):
+        if ui is None:
             return TO_PIPELINE
-        space = self._ns[ns] = Namespace(ui)
-        for o in "iud":
-            space.ops[o] = OpTemplate(o, ns, ui, self.expanded)
-        return space.ops[op]
+        space = self._ns.get(ns)
+        if space is None or space.ui != ui:
+            space = self._ns[ns] = Namespace(ui)
+        elif op in space.ops:
+            return TO_PIPELINE
+        t = space.ops[op] = OpTemplate(op, ns, ui, self.expanded)
+        return t
 
     def fill(self, batch: EventBatch, limit: int) -> int:
         """Render events into `batch` until it holds `limit`; return FULL, END or PIPELINE."""

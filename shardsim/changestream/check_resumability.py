@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from enum import Enum
 
+from mongosim.oplog.clock import ts_key
 from mongosim.oplog.errors import MongoError
 from mongosim.oplog.resume_token import ResumeTokenData, decode_resume_token
 from mongosim.shardsim.changestream.context import PAUSE, ChangeStreamContext, Stage
@@ -65,6 +66,7 @@ class CheckResumability(Stage):
     def __init__(self, source: Stage, ctx: ChangeStreamContext, client_token: ResumeTokenData) -> None:
         super().__init__(source, ctx)
         self.client_token = client_token
+        self.client_key = ts_key(client_token.cluster_time)
         self.status = ResumeStatus.CHECK_NEXT
 
     def skippable(self) -> bool:
@@ -78,6 +80,13 @@ class CheckResumability(Stage):
                 raise MongoError("ChangeStreamHistoryLost", HISTORY_LOST) from None
             raise
 
+    def _compare(self, ev) -> ResumeStatus:
+        """`compare_against_client_token` for `ev`; an event of a later clusterTime (the token's
+        first field) surpasses the token without decoding the event's."""
+        if ev.ts_key > self.client_key:
+            return ResumeStatus.SURPASSED
+        return compare_against_client_token(decode_resume_token(ev.token), self.client_token)
+
     def get_next(self):
         if self.status is ResumeStatus.SURPASSED:
             return self.source.get_next()
@@ -85,7 +94,7 @@ class CheckResumability(Stage):
             ev = self._pull()
             if ev is PAUSE:
                 return ev
-            self.status = compare_against_client_token(decode_resume_token(ev.token), self.client_token)
+            self.status = self._compare(ev)
             if self.status is ResumeStatus.CHECK_NEXT:
                 self.ctx.emit("swallowed", ts=ev.ts_key, token=ev.sort_key, reason="before the resume token")
                 continue
@@ -116,7 +125,7 @@ class EnsureResumeTokenPresent(CheckResumability):
             ev = self._pull()
             if ev is PAUSE:
                 return ev
-            self.status = compare_against_client_token(decode_resume_token(ev.token), self.client_token)
+            self.status = self._compare(ev)
             if self.status is ResumeStatus.CHECK_NEXT:
                 continue
             if self.status is ResumeStatus.FOUND:

@@ -49,15 +49,15 @@ def test_reading_ahead_asks_remotes_holding_less_than_their_ask():
     assert arm.needs_fetch(8, read_ahead=True) == [0, 2]
 
 
-def test_before_the_first_batch_each_shard_is_asked_four_times_its_even_share():
+def test_before_the_first_batch_each_shard_is_asked_twice_its_even_share():
     arm = _merger([0] * 64)
-    assert [arm.ask_for(rc, 1000) for rc in arm.remotes] == [63] * 64  # not 64 x 1000 rendered before one goes
+    assert [arm.ask_for(rc, 1000) for rc in arm.remotes] == [32] * 64  # not 64 x 1000 rendered before one goes
     assert arm.ask_for(arm.remotes[0], 10) == 1  # at least one
     one = _merger([0])
-    assert one.ask_for(one.remotes[0], 1000) == 1000  # up to four shards: the client's batch, as the server asks
-    four = _merger([0] * 4)
-    assert four.ask_for(four.remotes[0], 100) == 100
-    assert _merger([0] * 8).ask_for(four.remotes[0], 100) == 50
+    assert one.ask_for(one.remotes[0], 1000) == 1000  # up to two shards: the client's batch, as the server asks
+    two = _merger([0] * 2)
+    assert two.ask_for(two.remotes[0], 100) == 100
+    assert _merger([0] * 8).ask_for(two.remotes[0], 100) == 25
 
 
 def test_then_four_times_what_it_gave_to_the_last_client_batch_within_bounds():
@@ -84,11 +84,11 @@ def test_one_read_ahead_asks_the_most_depleted_remotes_for_two_client_batches_at
     arm = _merger([10 * (i % 7) for i in range(64)])  # 64 remotes below their ask, drained alike
     for rc in arm.remotes:
         rc.ask = 256
-    chosen = arm.read_ahead_round(1000)
+    chosen = [i for i, ask in arm.read_ahead_round(1000) if ask == 256]
     assert len(chosen) == READ_AHEAD_BATCHES * 1000 // 256  # not all 64 (16,000 events) at once
     held = [len(arm.remotes[i].buffer) for i in chosen]
     assert max(held) <= min(len(rc.buffer) for i, rc in enumerate(arm.remotes) if i not in chosen)
-    assert _merger([5, 0, 3]).read_ahead_round(4) == [1, 2]  # (no ask yet: the even share, 4 each)
+    assert _merger([5, 0, 3]).read_ahead_round(4) == [(1, 3), (2, 3)]  # (no ask yet: the even share, 3 each)
 
 
 def test_the_router_reads_ahead_after_a_batch_it_had_to_wait_for():
@@ -100,7 +100,7 @@ def test_the_router_reads_ahead_after_a_batch_it_had_to_wait_for():
     import trio.testing
 
     from mongosim.core import open_cluster
-    from mongosim.router.merge.async_results_merger import READ_AHEAD_BATCHES
+    from mongosim.router.merge.async_results_merger import READ_AHEAD_BATCHES, RUNWAY_BATCHES
     from mongosim.router.server import ConnState, run_after_reply
     from mongosim.testing import AsyncClient
     from tests.reliability.test_slow_consumer import _four_shards
@@ -128,12 +128,79 @@ def test_the_router_reads_ahead_after_a_batch_it_had_to_wait_for():
             await trio.testing.wait_all_tasks_blocked()
             grew = [len(rc.buffer) - b for rc, b in zip(shards, before)]
             asked = [i for i, g in enumerate(grew) if g]
-            assert asked and sum(grew) <= READ_AHEAD_BATCHES * 50
-            depleted = sorted(range(4), key=lambda i: (before[i] / shards[i].ask, i))
-            assert asked == sorted(depleted[:len(asked)]), (before, grew)  # the most depleted first
+            # within the budget, plus what the remotes about to run dry lack to last their runway
+            assert asked and sum(grew) <= (READ_AHEAD_BATCHES + RUNWAY_BATCHES) * 50
+            mean = sum(rc.took for rc in shards) / len(shards)
+            dry = [i for i, rc in enumerate(shards) if before[i] < RUNWAY_BATCHES * max(rc.took, mean)]
+            depleted = sorted(set(range(4)) - set(dry), key=lambda i: (before[i] / shards[i].ask, i))
+            assert asked == sorted(dry + depleted[:len(asked) - len(dry)]), (before, grew)  # then the most depleted
             for _ in range(6):  # and the others at the next getMores
                 await client.command("b", {"getMore": cid, "collection": "c", "batchSize": 50})
                 await trio.testing.wait_all_tasks_blocked()
             assert cur.arm.needs_fetch(50, read_ahead=True) == []
+
+    trio.run(main)
+
+
+def test_a_remote_about_to_run_dry_is_asked_whatever_the_budget():
+    """Remotes drained alike run dry together: one left out of the read-ahead would hold the gate,
+    and the next getMores would go out short.  Each one holding fewer than RUNWAY_BATCHES client
+    batches at its pace is asked: for its whole ask while the budget lasts (those with the most
+    batches left), the others for a runway's worth."""
+    from mongosim.router.merge.async_results_merger import READ_AHEAD_BATCHES, RUNWAY_BATCHES
+
+    arm = _merger([40] * 32 + [20] * 32)  # 64 remotes that each gave 16 events to the last batch of 1000
+    for rc in arm.remotes:
+        rc.ask, rc.took = 256, 16
+    round_ = arm.read_ahead_round(1000)
+    whole = READ_AHEAD_BATCHES * 1000 // 256  # 7 whole asks fit the budget
+    # none left to run dry: the most urgent topped up (first: small, they land soonest), whole asks
+    # to those that can wait longest for them
+    assert round_ == [(i, RUNWAY_BATCHES * 16) for i in range(32, 64 - whole)] + \
+        [(i, 256) for i in range(64 - whole, 64)]
+    # few of them: each asked for its whole ask, the rest of the budget going to the most depleted others
+    arm = _merger([40] * 60 + [20] * 4)
+    for rc in arm.remotes:
+        rc.ask, rc.took = 256, 16
+    round_ = arm.read_ahead_round(1000)
+    assert round_[:4] == [(i, 256) for i in range(60, 64)]
+    assert len(round_) == whole
+    # the pace is the remotes' mean when that is more than what it gave (one batch is a rough guess)
+    arm = _merger([20] * 4)
+    for rc, took in zip(arm.remotes, (4, 20, 20, 20)):
+        rc.ask, rc.took = 50, took
+    assert sorted(i for i, _ask in arm.read_ahead_round(100)) == [0, 1, 2, 3]  # 20 < 2 x 16 for the first too
+
+
+def test_many_shards_drained_alike_fill_every_batch():
+    """A stream over 16 shards whose events interleave evenly: once the first batch is out, every
+    batch is full to the end (the read-ahead keeps every remote ahead of the gate)."""
+    import trio
+    import trio.testing
+
+    from mongosim.core import open_cluster
+    from mongosim.router.server import ConnState, run_after_reply
+    from mongosim.testing import AsyncClient
+
+    async def main() -> None:
+        async with open_cluster(shards=16, listen=False, epoch=1_700_000_000, instant_hwm=True) as core:
+            client = AsyncClient(core.router)
+            await client.admin({"enableSharding": "b"})
+            await client.admin({"shardCollection": "b.c", "key": {"_id": "hashed"}})
+            conn = ConnState(99, "test")
+
+            async def run(cmd: dict) -> dict:
+                reply = await core.router.run_command("b", cmd, conn)
+                run_after_reply(conn)
+                await trio.testing.wait_all_tasks_blocked()
+                return reply
+
+            opened = await run({"aggregate": "c", "pipeline": [{"$changeStream": {}}], "cursor": {"batchSize": 200}})
+            for k in range(0, 6000, 1000):
+                await client.insert("b", "c", [{"_id": i} for i in range(k, k + 1000)])
+            cid, sizes = opened["cursor"]["id"], []
+            while sum(sizes) < 6000:
+                sizes.append(len((await run({"getMore": cid, "collection": "c", "batchSize": 200}))["cursor"]["nextBatch"]))
+            assert sizes[1:] == [200] * (len(sizes) - 1), sizes
 
     trio.run(main)
