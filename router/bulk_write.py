@@ -46,7 +46,7 @@ from mongosim.oplog.errors import MongoError, name_of
 from mongosim.router.change_owning_shard import change_owning_shard
 from mongosim.router.command_registry import router_command
 from mongosim.router.commands_crud import TIMESERIES_FLAG, _rerun_statement, _update_result, targets_for_query
-from mongosim.router.let_parameters import router_variables
+from mongosim.router.let_parameters import freeze_let
 from mongosim.router.request import Request
 from mongosim.router.shard_versioning import MAX_STALE_RETRIES, is_stale, version_fields
 from mongosim.router.sharding import critical_sections, ensure_database
@@ -474,7 +474,7 @@ async def cmd_bulk_write(router: Router, req: Request) -> dict:
         raise MongoError("Unauthorized", "bulkWrite may only be run against the admin database.")
     parse_request(req.cmd)  # the request is checked before its let is evaluated
     batch_size = batch_size_of(req.cmd)
-    router_variables(router, req)
+    freeze_let(router, req)
     req.cmd = _with_ids(req.cmd)
     breq = parse_request(req.cmd)
     for ns in dict.fromkeys(breq.namespaces):

@@ -28,7 +28,7 @@ from mongosim.router.change_owning_shard import Outcome, change_owning_shard
 from mongosim.router.collation_targeting import collation_sensitive, effective_collation
 from mongosim.router.command_registry import router_command
 from mongosim.router.insert_targeting import target_documents
-from mongosim.router.let_parameters import router_variables
+from mongosim.router.let_parameters import freeze_let, router_variables
 from mongosim.router.request import GENERIC_FIELDS, Request
 from mongosim.router.sort_key_merge import merge, needs_sort_key, shard_projection
 from mongosim.router.shard_versioning import MAX_STALE_RETRIES, is_stale, note_routing, with_versions
@@ -306,7 +306,7 @@ async def cmd_update(router: Router, req: Request) -> dict:
     stmts = req.cmd.get("updates")
     if not isinstance(stmts, list):
         raise MongoError("FailedToParse", "BSON field 'update.updates' is missing but a required field")
-    router_variables(router, req)
+    freeze_let(router, req)
     return await _statements(router, req, "update", *_write_target(router, db, coll, ns), "updates", stmts,
                              lambda st: bool(st.get("multi")))
 
@@ -317,7 +317,7 @@ async def cmd_delete(router: Router, req: Request) -> dict:
     stmts = req.cmd.get("deletes")
     if not isinstance(stmts, list):
         raise MongoError("FailedToParse", "BSON field 'delete.deletes' is missing but a required field")
-    router_variables(router, req)
+    freeze_let(router, req)
     return await _statements(router, req, "delete", *_write_target(router, db, coll, ns), "deletes", stmts,
                              lambda st: st.get("limit", 0) == 0)
 
@@ -474,7 +474,7 @@ async def cmd_find_and_modify(router: Router, req: Request) -> dict:
     db, coll, ns = _ns(req)
     user_coll = coll
     coll, ns = _write_target(router, db, coll, ns)
-    router_variables(router, req)
+    freeze_let(router, req)
     await critical_sections(router).wait(ns)
     await ensure_database(router, db)
     q = req.cmd.get("query") or {}

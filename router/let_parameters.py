@@ -28,3 +28,10 @@ def router_variables(router: Router, req: Request) -> dict:
     variables = seed_let(let, variables, internal=req.internal, command=req.name)
     req.cmd = {**req.cmd, "let": frozen_let(let, variables)}
     return variables
+
+
+def freeze_let(router: Router, req: Request) -> None:
+    """`router_variables` for a command that reads no variable at the router (a write): a command
+    without `let` has nothing to evaluate or rewrite, so no $$NOW or $$CLUSTER_TIME is read."""
+    if req.cmd.get("let") is not None:
+        router_variables(router, req)

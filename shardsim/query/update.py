@@ -1305,6 +1305,8 @@ def parse_update(update, array_filters=None) -> None:
     an unknown modifier, a bad path or an unused array filter fails even when nothing matches."""
     kind = classify_update(update)
     if kind == "operators":
+        if not array_filters and type(update) is dict and _fast_shape(update):
+            return  # $set/$inc of distinct top-level fields to scalars (numbers for $inc): nothing to refuse
         CompiledUpdate(update, array_filters)
     elif kind == "pipeline":
         from mongosim.shardsim.query.stages import compile_update_pipeline

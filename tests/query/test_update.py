@@ -398,3 +398,42 @@ def test_pull_on_non_viable_path():
     assert e.value.code == 28
     assert e.value.errmsg == "Cannot use the part (b) of (a.b) to traverse the element ({a: 1})"
     assert apply_update({"_id": 1, "a": 1}, {"$unset": {"a.b": 1}}).diff is None
+
+
+def _parse_outcome(fn, *args):
+    try:
+        fn(*args)
+    except MongoError as err:
+        return err.code, str(err)
+    return None
+
+
+def test_the_simple_updates_parse_check_refuses_what_the_compiler_refuses():
+    """parse_update passes a plain $set/$inc of top-level fields without compiling it: for any such
+    update (and the near misses around it) it refuses exactly what CompiledUpdate refuses."""
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    from mongosim.shardsim.query.update import CompiledUpdate, parse_update
+    from tests.query._settings import QUERY_SETTINGS
+
+    names = st.sampled_from(["a", "b", "_id", "", "$x", "a.b", "0", "a.$", "é"])
+    values = st.one_of(st.integers(-3, 3), st.floats(allow_nan=False), st.booleans(), st.none(), st.text(max_size=2),
+                       st.just({}), st.just([1]), st.just(Int64(5)), st.just({"$x": 1}))
+    specs = st.one_of(st.dictionaries(names, values, max_size=3), values)
+    simple = st.dictionaries(st.sampled_from(["$set", "$inc"]),  # (mostly the shape parse_update passes)
+                             st.dictionaries(st.sampled_from(["a", "b", "_id"]), st.integers(-3, 3), min_size=1),
+                             min_size=1)
+    updates = st.one_of(simple, st.dictionaries(st.sampled_from(["$set", "$inc", "$unset", "$mul", "$bad", "x"]), specs,
+                                                max_size=3))
+    filters = st.one_of(st.none(), st.just([]), st.just([{"x": 1}]))
+
+    @QUERY_SETTINGS
+    @given(update=updates, array_filters=filters)
+    def check(update, array_filters):
+        if classify_update(update) != "operators":
+            return
+        assert _parse_outcome(parse_update, update, array_filters) == \
+            _parse_outcome(CompiledUpdate, update, array_filters), update
+
+    check()
