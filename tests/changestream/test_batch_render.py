@@ -107,15 +107,26 @@ STREAMS = [("db", "c", {}), ("db", 1, {}), ("admin", 1, {"allChangesForCluster":
            ("admin", 1, {"allChangesForCluster": True, "showExpandedEvents": True})]
 
 
+async def shard_streams(core, id_values, script, sharded, drop, stream, needs_merge, split) -> list:
+    """Run the workload; then, for each shard, (name, node, the shard's `stream` command from before it)."""
+    start = key_ts(core.router.clock.key + 1)
+    await _workload(core, id_values, script, sharded, drop)
+    db, target, opts = stream
+    tail = [{"$changeStreamSplitLargeEvent": {}}] if split else []
+    return [(name, node, {"aggregate": target, "$db": db, "$_needsMerge": needs_merge,
+                          "pipeline": [{"$changeStream": {"startAtOperationTime": start, **opts}}, *tail]})
+            for name, node in sorted(core.shards.items())]
+
+
+def resumed_after(cmd: dict, key: str) -> dict:
+    """`cmd` resumed after the event token `key` (the same options and stages)."""
+    spec = {k: v for k, v in cmd["pipeline"][0]["$changeStream"].items() if k != "startAtOperationTime"}
+    return dict(cmd, pipeline=[{"$changeStream": {"resumeAfter": {"_data": key}, **spec}}, *cmd["pipeline"][1:]])
+
+
 async def _check(id_values, script, sharded, drop, sizes, cache_first, stream, needs_merge, split) -> None:
     async with open_cluster(shards=2, listen=False, epoch=EPOCH) as core:
-        start = key_ts(core.router.clock.key + 1)
-        await _workload(core, id_values, script, sharded, drop)
-        db, target, opts = stream
-        tail = [{"$changeStreamSplitLargeEvent": {}}] if split else []
-        for name, node in sorted(core.shards.items()):
-            cmd = {"aggregate": target, "$db": db, "$_needsMerge": needs_merge,
-                   "pipeline": [{"$changeStream": {"startAtOperationTime": start, **opts}}, *tail]}
+        for name, node, cmd in await shard_streams(core, id_values, script, sharded, drop, stream, needs_merge, split):
             cache = node.event_cache
             node.event_cache = cache if cache_first else None  # the cache filled by either path serves the other
             fast = _drain(node, cmd, True, sizes)
@@ -125,8 +136,7 @@ async def _check(id_values, script, sharded, drop, sizes, cache_first, stream, n
             # and resumed from an event of the first batch with events
             first = next((b for b in slow if b[1]), None)
             if first:
-                key = first[1][len(first[1]) // 2]
-                rcmd = dict(cmd, pipeline=[{"$changeStream": {"resumeAfter": {"_data": key}, **opts}}, *tail])
+                rcmd = resumed_after(cmd, first[1][len(first[1]) // 2])
                 try:
                     f = _drain(node, rcmd, True, sizes)
                 except MongoError:  # e.g. a collection stream resumed after its invalidate

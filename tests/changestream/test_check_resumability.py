@@ -15,11 +15,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mongosim.core import open_cluster
-from mongosim.oplog.clock import key_ts, ts_key
+from mongosim.oplog.clock import ts_key
 from mongosim.oplog.errors import MongoError
 from mongosim.oplog.resume_token import decode_resume_token
 from mongosim.shardsim.changestream.check_resumability import CheckResumability, compare_against_client_token
-from tests.changestream.test_batch_render import EPOCH, STREAMS, _drain, _workload, ids, steps
+from tests.changestream.test_batch_render import EPOCH, STREAMS, _drain, ids, resumed_after, shard_streams, steps
 
 
 async def _check(id_values, script, sharded, drop, stream, split) -> int:
@@ -37,19 +37,11 @@ async def _check(id_values, script, sharded, drop, stream, split) -> int:
     CheckResumability._compare = compare
     try:
         async with open_cluster(shards=2, listen=False, epoch=EPOCH) as core:
-            start = key_ts(core.router.clock.key + 1)
-            await _workload(core, id_values, script, sharded, drop)
-            db, target, opts = stream
-            tail = [{"$changeStreamSplitLargeEvent": {}}] if split else []
-            for _name, node in sorted(core.shards.items()):
-                cmd = {"aggregate": target, "$db": db, "$_needsMerge": True,
-                       "pipeline": [{"$changeStream": {"startAtOperationTime": start, **opts}}, *tail]}
-                batches = _drain(node, cmd, False, [5])
-                keys = [k for b in batches for k in b[1]]
+            for _name, node, cmd in await shard_streams(core, id_values, script, sharded, drop, stream, True, split):
+                keys = [k for b in _drain(node, cmd, False, [5]) for k in b[1]]
                 for key in keys[:: max(1, len(keys) // 4)]:
-                    rcmd = dict(cmd, pipeline=[{"$changeStream": {"resumeAfter": {"_data": key}, **opts}}, *tail])
                     try:
-                        _drain(node, rcmd, False, [5])
+                        _drain(node, resumed_after(cmd, key), False, [5])
                     except MongoError:  # e.g. a collection stream resumed after its invalidate
                         continue
     finally:
