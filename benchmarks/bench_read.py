@@ -12,7 +12,15 @@ batch size.  Runs of mongosim and of the ceiling alternate, repeated; each
 figure is the median of its runs.
 
 - read_ratio = mongosim events/s over 4 shards / ceiling events/s (worst batch size)
-- merge_scaling = events/s over 64 shards / events/s over 1 shard (batch 1000)
+- merge_scaling = events/s over 64 shards / events/s over 1 shard (batch 1000);
+  printed beside each shard count: the server's and the client's CPU per event
+  (medians; ``merge_server_cpu_us_per_event_<s>``, ``merge_client_cpu_us_per_event_<s>``) and the
+  time from ``watch()`` to the first event (``merge_first_event_s_<s>``: opening a cursor on every
+  shard, and the first batch, which waits for every shard's first reply).
+  Server and client each have a core, and the server merges ahead while the
+  client decodes: while the server's CPU per event stays below the client's, the
+  read is client-bound at any shard count, and the ratio moves with what else
+  runs on the machine.
 - oplog_depth_ratio (a diagnostic): on the 1-shard cluster, events/s reading all
   ``n`` events / events/s reading only the last ``n/4``; below 1.0 the cost of
   an event grows with the length of the oplog after it.
@@ -195,18 +203,28 @@ def run_merge(n: int, shard_counts: list[int], reps: int, batch: int, results: d
             srv = stack.enter_context(H.server(H.mongosim_cmd(s, event_cache=0), f"mongosim-{s}"))
             clusters[s] = load(srv, n, s)
             H.say(f"  {s:>2} shards: started and loaded in {time.perf_counter() - t:.1f}s")
-        runs: dict[int, list[float]] = {s: [] for s in shard_counts}
+        runs: dict[int, list[ReadRun]] = {s: [] for s in shard_counts}
         for s in shard_counts:
             read_rate(clusters[s].client, clusters[s].start, min(n, 2000), batch)
         for _ in range(reps):
             for s in shard_counts:
-                runs[s].append(read_rate(clusters[s].client, clusters[s].start, n, batch))
+                loaded = clusters[s]
+                runs[s].append(read(loaded.client, loaded.start, n, batch, loaded.server.pid))
         one = clusters[min(shard_counts)]
         quarter = [read_rate(one.client, one.last_quarter, one.n // 4, batch) for _ in range(reps)]
+        rates = {s: [r.rate for r in rs] for s, rs in runs.items()}
         for s in shard_counts:
-            m = H.median(runs[s])
+            m = H.median(rates[s])
+            srv = 1e6 * H.median([r.server_cpu_s for r in runs[s]]) / n
+            cli = 1e6 * H.median([r.client_cpu_s for r in runs[s]]) / n
+            first = H.median([r.first_s for r in runs[s]])
             results[f"merge_events_per_s_{s}"] = round(m)
-            H.say(f"  {s:>2} shards: {m:>8.0f} ev/s   runs {[round(x) for x in runs[s]]}")
+            results[f"merge_server_cpu_us_per_event_{s}"] = round(srv, 1)
+            results[f"merge_client_cpu_us_per_event_{s}"] = round(cli, 1)
+            results[f"merge_first_event_s_{s}"] = round(first, 4)
+            H.say(f"  {s:>2} shards: {m:>8.0f} ev/s   runs {[round(x) for x in rates[s]]}"
+                  f"   CPU per event: server {srv:.1f} us, client {cli:.1f} us; first event after {first * 1000:.1f} ms")
+        runs = rates
         lo, hi = min(shard_counts), max(shard_counts)
         ratio = H.median(runs[hi]) / H.median(runs[lo])
         results["merge_scaling"] = round(ratio, 3)

@@ -24,6 +24,13 @@ on two busy cores is taken from the job).
 - spark_merge_scaling_fine = the same with ``fine_partitions`` slices
 - spark_merge_vs_single = distributed / single-partition events/s, both at local[2]
 
+Beside them, each master's CPU per distributed run (medians, from /proc: the JVM, and the Python
+workers it starts) and the cores it kept busy.  At ``local[1]`` the one task's Python worker is the
+critical path and the JVM's side (reading its record batches, writing parquet, the JIT compiling
+Spark's planner, which goes on run after run) runs beside it on the other core, so ``local[1]``
+already keeps more than one core busy.  ``local[2]`` keeps both busy, so the ratio's ceiling is
+about 2 / (the cores ``local[1]`` keeps busy), not 2 (``spark_merge_cores_used_local1``).
+
 Streaming.  Setup: ``mongosim serve --shards 4 --instant-hwm`` in its own
 process, ``n`` inserts on a hashed collection.  Timed, alternating, ``reps``
 times each: a direct pymongo ``watch()`` reading the ``n`` events (decoded
@@ -52,6 +59,7 @@ import tempfile
 import time
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 from benchmarks import harness as H
 
@@ -88,7 +96,7 @@ def make_dumps(n: int, directory: Path, warm: Path, warm_entries: int = 2000) ->
 
 def merge_worker(master: str, dumps: str, warm: str, partitions: int) -> None:
     """In its own process, one Spark master: warm up, print "ready", then run the job each line of stdin
-    names ("distributed" or "single") once, printing `{"job", "events", "seconds"}`."""
+    names ("distributed" or "single") once, printing `{"job", "events", "seconds", "jvm_cpu_s", "python_cpu_s"}`."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
@@ -100,19 +108,27 @@ def merge_worker(master: str, dumps: str, warm: str, partitions: int) -> None:
     spark.sparkContext.setLogLevel("ERROR")
     out = tempfile.mkdtemp(prefix="bench-merge-")
 
-    def distributed(path: str, slices: int = partitions) -> tuple[int, float]:
-        t0 = time.perf_counter()
-        job = MergeJob(spark, path, partitions=slices, output_partitions=slices)
-        write_parquet(job.dataframe(), f"{out}/d")
-        t = time.perf_counter() - t0
-        job.close()
-        return spark.read.parquet(f"{out}/d").count(), t
+    def timed(run: Any) -> tuple[float, dict[str, float]]:
+        """Seconds of `run()`, and the CPU seconds of the JVM and of the Python workers meanwhile."""
+        cpu0, t0 = H.descendants_cpu_s(os.getpid()), time.perf_counter()
+        run()
+        t, cpu1 = time.perf_counter() - t0, H.descendants_cpu_s(os.getpid())
+        return t, {k: cpu1[k] - cpu0[k] for k in cpu0}
 
-    def single(path: str) -> tuple[int, float]:
-        t0 = time.perf_counter()
-        write_parquet(merge_dumps_single_partition(spark, path), f"{out}/s")
-        t = time.perf_counter() - t0
-        return spark.read.parquet(f"{out}/s").count(), t
+    def distributed(path: str, slices: int = partitions) -> tuple[int, float, dict[str, float]]:
+        jobs_made: list = []
+
+        def run() -> None:
+            jobs_made.append(MergeJob(spark, path, partitions=slices, output_partitions=slices))
+            write_parquet(jobs_made[0].dataframe(), f"{out}/d")
+
+        t, cpu = timed(run)
+        jobs_made[0].close()
+        return spark.read.parquet(f"{out}/d").count(), t, cpu
+
+    def single(path: str) -> tuple[int, float, dict[str, float]]:
+        t, cpu = timed(lambda: write_parquet(merge_dumps_single_partition(spark, path), f"{out}/s"))
+        return spark.read.parquet(f"{out}/s").count(), t, cpu
 
     jobs = {"distributed": distributed, "single": single}
     for fn in jobs.values():
@@ -123,8 +139,9 @@ def merge_worker(master: str, dumps: str, warm: str, partitions: int) -> None:
         name, _, slices = line.strip().partition(":")  # "distributed:N": N slices instead of --partitions
         if name not in jobs:
             break
-        n, t = jobs[name](dumps, int(slices)) if slices else jobs[name](dumps)
-        print(json.dumps({"job": line.strip(), "events": n, "seconds": t}), flush=True)
+        n, t, cpu = jobs[name](dumps, int(slices)) if slices else jobs[name](dumps)
+        print(json.dumps({"job": line.strip(), "events": n, "seconds": t,
+                          **{f"{k}_cpu_s": v for k, v in cpu.items()}}), flush=True)
     spark.stop()
 
 
@@ -180,6 +197,7 @@ def run_merge_job(n: int, reps: int, partitions: int, results: dict, fine_partit
                 workers[master] = _Worker(master, dumps, warm, partitions)
                 workers[master].wait_ready()
             runs: dict[tuple[str, str], list[float]] = {}
+            cpus: dict[str, list[tuple[float, float, float]]] = {}  # master -> (jvm, python, wall) per distributed run
             H.say(f"  both masters up and warm in {time.perf_counter() - t:.1f}s")
             n_events = 0
             for _ in range(reps):  # side by side: one run of each job on each master in turn
@@ -188,6 +206,8 @@ def run_merge_job(n: int, reps: int, partitions: int, results: dict, fine_partit
                         r = w.run(job)
                         n_events = r["events"]
                         runs.setdefault((master, job), []).append(r["events"] / r["seconds"])
+                        if job == "distributed":
+                            cpus.setdefault(master, []).append((r["jvm_cpu_s"], r["python_cpu_s"], r["seconds"]))
         finally:
             for w in workers.values():
                 w.close()
@@ -196,6 +216,13 @@ def run_merge_job(n: int, reps: int, partitions: int, results: dict, fine_partit
         H.say(f"  {master}: distributed {med[(master, 'distributed')]:>7.0f} ev/s"
               f" (runs {[round(x) for x in runs[(master, 'distributed')]]}), single-partition"
               f" {med[(master, 'single')]:>7.0f} ev/s (runs {[round(x) for x in runs[(master, 'single')]]})")
+    for master, rows in cpus.items():
+        jvm, py, wall = (H.median([r[k] for r in rows]) for k in range(3))
+        key = master.replace("[", "").replace("]", "")
+        results.update({f"spark_merge_jvm_cpu_s_{key}": round(jvm, 2), f"spark_merge_python_cpu_s_{key}": round(py, 2),
+                        f"spark_merge_cores_used_{key}": round((jvm + py) / wall, 2)})
+        H.say(f"  {master}: distributed job CPU (medians): JVM {jvm:.2f} s, Python workers {py:.2f} s,"
+              f" {(jvm + py) / wall:.2f} cores busy over {wall:.2f} s")
     d1, d2 = med[("local[1]", "distributed")], med[("local[2]", "distributed")]
     f1, f2 = med[("local[1]", f"distributed:{fine_partitions}")], med[("local[2]", f"distributed:{fine_partitions}")]
     H.say(f"  with {fine_partitions} slices: local[1] {f1:.0f}, local[2] {f2:.0f} ev/s, scaling {f2 / f1:.3f}")

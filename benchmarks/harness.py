@@ -196,6 +196,38 @@ def process_cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / _CLK_TCK
 
 
+def descendants_cpu_s(pid: int) -> dict[str, float]:
+    """CPU seconds of the live processes under `pid` (not `pid` itself), by kind: ``jvm`` (a java
+    command line) and ``python`` (the rest); each with its reaped children's time, so that a worker
+    that exited still counts (from /proc; 10 ms resolution)."""
+    procs: dict[int, tuple[int, float, bool]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                java = b"java" in f.read()
+        except OSError:  # (gone meanwhile)
+            continue
+        cpu = sum(int(v) for v in fields[11:15]) / _CLK_TCK
+        procs[int(entry)] = (int(fields[1]), cpu, java)
+    under, grew = {pid}, True
+    while grew:
+        grew = False
+        for p, (parent, _cpu, _java) in procs.items():
+            if parent in under and p not in under:
+                under.add(p)
+                grew = True
+    under.discard(pid)
+    out = {"jvm": 0.0, "python": 0.0}
+    for p in under:
+        _parent, cpu, java = procs[p]
+        out["jvm" if java else "python"] += cpu
+    return out
+
+
 def say(msg: str) -> None:
     print(msg, flush=True)
 
