@@ -242,14 +242,25 @@ def merge_dumps_single_partition(spark: Any, path: Any, **options: Any):
 # writes them all again plainly -- most of the JVM's work in writing the job's output (measured).
 UNIQUE_COLUMNS = ("token", "clusterTime.t", "clusterTime.i", "wallTime", "documentKey", "fullDocument",
                   "fullDocumentBeforeChange", "updateDescription", "lsid", "extra", "rawEvent")
+# The columns that carry a document as JSON text (or the raw event): parquet's statistics of them
+# (min/max per row group and page, compared byte by byte on every value, and size histograms) serve
+# no filter -- JSON text is not ordered like the values it holds -- and cost the writer a string
+# comparison per value.  The token and the times keep theirs: a reader skips row groups by them
+# (e.g. `token > <a resume token>`).
+PAYLOAD_COLUMNS = ("documentKey", "fullDocument", "fullDocumentBeforeChange", "updateDescription", "lsid", "extra",
+                   "rawEvent")
 
 
 def write_parquet(df: Any, out: Any, mode: str = "overwrite") -> None:
     """Write the merged stream (`MergeJob.dataframe()`, or the single-partition job's) as parquet, the
-    columns of `UNIQUE_COLUMNS` without a dictionary (the others -- operationType, ns -- keep theirs)."""
+    columns of `UNIQUE_COLUMNS` without a dictionary (the others -- operationType, ns -- keep theirs),
+    those of `PAYLOAD_COLUMNS` without statistics."""
     writer = df.write.mode(mode)
     for col in UNIQUE_COLUMNS:
         writer = writer.option(f"parquet.enable.dictionary#{col}", "false")
+    for col in PAYLOAD_COLUMNS:
+        writer = (writer.option(f"parquet.column.statistics.enabled#{col}", "false")
+                  .option(f"parquet.size.statistics.enabled#{col}", "false"))
     writer.parquet(str(out))
 
 

@@ -172,6 +172,35 @@ def test_the_command_line_writes_ordered_parquet_parts(spark, recorded, tmp_path
     assert [t for part in tokens for t in part] == expected
 
 
+def test_the_written_parquet_keeps_statistics_for_the_token_and_times_only(spark, recorded, tmp_path):
+    """`write_parquet`: no dictionary for unique values, no statistics for the JSON payload columns;
+    the token and the cluster time keep their min/max (a reader skips row groups by them)."""
+    import pyarrow.parquet as pq
+
+    from mongosim.spark.merge_job import PAYLOAD_COLUMNS, write_parquet
+
+    _start, dumps, _streamed = recorded
+    job = MergeJob(spark, str(dumps), partitions=2, include_raw_event=True)
+    try:
+        write_parquet(job.dataframe(), tmp_path / "out")
+    finally:
+        job.close()
+    (part, *_rest) = sorted((tmp_path / "out").glob("part-*.parquet"))
+    meta = pq.ParquetFile(part).metadata
+    columns = {meta.row_group(0).column(i).path_in_schema: meta.row_group(0).column(i)
+               for i in range(meta.num_columns)}
+    assert set(PAYLOAD_COLUMNS) <= set(columns)
+    for name in PAYLOAD_COLUMNS:
+        stats = columns[name].statistics
+        assert stats is None or not stats.has_min_max, name
+    for name in ("token", "clusterTime.t", "operationType"):
+        assert columns[name].statistics is not None and columns[name].statistics.has_min_max, name
+    def dictionary(name: str) -> bool:
+        return any("DICTIONARY" in e for e in columns[name].encodings)
+
+    assert not dictionary("token") and not dictionary("fullDocument") and dictionary("operationType")
+
+
 def test_a_start_token_missing_from_the_stream_fails(spark, recorded):
     from mongosim.oplog.errors import MongoError
 
