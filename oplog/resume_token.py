@@ -133,13 +133,22 @@ def encode_resume_token(data: ResumeTokenData) -> dict:
 
 
 def make_high_water_mark_token(cluster_time: Timestamp, version: int = DEFAULT_VERSION) -> dict:
-    """The high-water-mark token at `cluster_time` (sorts before every event at that time)."""
+    """The high-water-mark token at `cluster_time` (sorts before every event at that time).  A v2 mark
+    is written by `encode_high_water_mark` (a stream opened over N shards starts N shard cursors, each
+    with a mark as its first postBatchResumeToken)."""
+    if type(version) is int and version == DEFAULT_VERSION:  # (a bool or Int64 encodes otherwise)
+        return {"_data": encode_high_water_mark((cluster_time.time << 32) | cluster_time.inc)}
     return encode_resume_token(ResumeTokenData(cluster_time, version, HIGH_WATER_MARK_TOKEN_TYPE))
+
+
+def high_water_mark_data(cluster_time: Timestamp, version: int = DEFAULT_VERSION) -> ResumeTokenData:
+    """What `decode_resume_token` reads from `make_high_water_mark_token(cluster_time, version)`."""
+    return ResumeTokenData(cluster_time, version, HIGH_WATER_MARK_TOKEN_TYPE)
 
 
 def is_high_water_mark(token: Mapping) -> bool:
     data = decode_resume_token(token)
-    return data == ResumeTokenData(data.cluster_time, data.version, HIGH_WATER_MARK_TOKEN_TYPE)
+    return data == high_water_mark_data(data.cluster_time, data.version)
 
 
 # --- decoding ----------------------------------------------------------------------------

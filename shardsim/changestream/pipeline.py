@@ -33,7 +33,7 @@ from mongosim.shardsim.changestream.split_large_event import SplitLargeEvent
 from mongosim.shardsim.changestream.transform import Transform
 from mongosim.shardsim.changestream.unwind_transaction import UnwindTransaction
 from mongosim.shardsim.changestream.user_stages import ClassicEventFilter, UserStages
-from mongosim.oplog.resume_token import make_high_water_mark_token, decode_resume_token
+from mongosim.oplog.resume_token import high_water_mark_data
 
 
 def build_stages(ctx: ChangeStreamContext, user_stages: list[dict], split: bool) -> tuple[OplogMatch, Stage, list[Stage]]:
@@ -51,7 +51,7 @@ def build_stages(ctx: ChangeStreamContext, user_stages: list[dict], split: bool)
         top = add(CheckInvalidate(top, ctx))
     client = ctx.client_token
     if client is None:
-        client = decode_resume_token(make_high_water_mark_token(ctx.start_key_ts))
+        client = high_water_mark_data(ctx.start_key_ts)  # (the start time's mark, as a client token)
     top = add(CheckResumability(top, ctx, client))
     if not ctx.spec.show_expanded_events:
         top = add(ClassicEventFilter(top, ctx))

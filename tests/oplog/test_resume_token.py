@@ -23,6 +23,7 @@ from mongosim.oplog.resume_token import (
     encode_high_water_mark,
     encode_resume_token,
     event_identifier,
+    high_water_mark_data,
     is_high_water_mark,
     make_high_water_mark_token,
 )
@@ -246,6 +247,19 @@ def _order_key(d: ResumeTokenData) -> list:
 def test_data_string_order_is_field_order(a, b):
     da, db = encode_resume_token(a)["_data"], encode_resume_token(b)["_data"]
     assert ((da > db) - (da < db)) == compare_sequences(_order_key(a), _order_key(b))
+
+
+@HYPOTHESIS
+@given(st.integers(0, 2**32 - 1), st.integers(0, 2**32 - 1), st.sampled_from([0, 1, 2]))
+def test_high_water_mark_fast_path_equals_general_encoder(secs, inc, version):
+    """`make_high_water_mark_token` (v2: `encode_high_water_mark`) writes what the general encoder
+    writes, and `high_water_mark_data` is what decoding it reads (v1 and v2 have high-water marks)."""
+    ts = Timestamp(secs, inc)
+    general = ResumeTokenData(ts, version, HIGH_WATER_MARK_TOKEN_TYPE)
+    token = make_high_water_mark_token(ts, version)
+    assert token == encode_resume_token(general)
+    if version >= 1:  # (a v0 token has no tokenType: it reads back as an event's)
+        assert decode_resume_token(token) == high_water_mark_data(ts, version) == general
 
 
 @HYPOTHESIS
