@@ -224,13 +224,12 @@ def run_merge(n: int, shard_counts: list[int], reps: int, batch: int, results: d
             results[f"merge_first_event_s_{s}"] = round(first, 4)
             H.say(f"  {s:>2} shards: {m:>8.0f} ev/s   runs {[round(x) for x in rates[s]]}"
                   f"   CPU per event: server {srv:.1f} us, client {cli:.1f} us; first event after {first * 1000:.1f} ms")
-        runs = rates
         lo, hi = min(shard_counts), max(shard_counts)
-        ratio = H.median(runs[hi]) / H.median(runs[lo])
+        ratio = H.median(rates[hi]) / H.median(rates[lo])
         results["merge_scaling"] = round(ratio, 3)
         H.say(f"  merge_scaling {hi}/{lo}: {ratio:.3f} (goal >= 0.8)")
-        depth = H.median(runs[lo]) / H.median(quarter)
+        depth = H.median(rates[lo]) / H.median(quarter)
         results["oplog_depth_ratio"] = round(depth, 3)
-        H.say(f"  oplog depth, {lo} shard: reading all {n} events {H.median(runs[lo]):.0f} ev/s, only the last"
+        H.say(f"  oplog depth, {lo} shard: reading all {n} events {H.median(rates[lo]):.0f} ev/s, only the last"
               f" {n // 4} {H.median(quarter):.0f} ev/s: ratio {depth:.3f} (1.0 = the cost of an event does not"
               " grow with the oplog after it)")

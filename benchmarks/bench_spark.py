@@ -116,14 +116,15 @@ def merge_worker(master: str, dumps: str, warm: str, partitions: int) -> None:
         return t, {k: cpu1[k] - cpu0[k] for k in cpu0}
 
     def distributed(path: str, slices: int = partitions) -> tuple[int, float, dict[str, float]]:
-        jobs_made: list = []
+        job = None
 
         def run() -> None:
-            jobs_made.append(MergeJob(spark, path, partitions=slices, output_partitions=slices))
-            write_parquet(jobs_made[0].dataframe(), f"{out}/d")
+            nonlocal job
+            job = MergeJob(spark, path, partitions=slices, output_partitions=slices)
+            write_parquet(job.dataframe(), f"{out}/d")
 
         t, cpu = timed(run)
-        jobs_made[0].close()
+        job.close()
         return spark.read.parquet(f"{out}/d").count(), t, cpu
 
     def single(path: str) -> tuple[int, float, dict[str, float]]:

@@ -195,6 +195,7 @@ def test_the_written_parquet_keeps_statistics_for_the_token_and_times_only(spark
         assert stats is None or not stats.has_min_max, name
     for name in ("token", "clusterTime.t", "operationType"):
         assert columns[name].statistics is not None and columns[name].statistics.has_min_max, name
+
     def dictionary(name: str) -> bool:
         return any("DICTIONARY" in e for e in columns[name].encodings)
 
