@@ -66,6 +66,7 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
+from mongosim.spark import client_cache
 from mongosim.spark import offsets as off
 from mongosim.spark.options import StreamOptions, parse_float, parse_int
 from mongosim.spark.schema import RowBuilder
@@ -107,23 +108,32 @@ class MongoChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         self.read_timeout = parse_float("readTimeoutSeconds", options.get("readtimeoutseconds"), 300.0)
         self.rows = RowBuilder.for_schema(schema)
         self._client = None
+        self._shared = False  # `_client` is the worker's shared one (`client_cache`)
         self._initial: dict | None = None
         self._target: str | None = None  # availableNow: the sort key not to go past
 
     # -- pickling: never ship a client -------------------------------------------------
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
-        state["_client"] = None
+        state["_client"], state["_shared"] = None, False
         return state
 
     # -- pymongo ------------------------------------------------------------------------
     def _mongo(self):
+        """The reader's client: on an executor its worker's shared one (`client_cache`), else its own."""
         if self._client is None:
-            from bson.raw_bson import RawBSONDocument
-            from pymongo import MongoClient
-
-            self._client = MongoClient(self.uri, document_class=RawBSONDocument, appname="mongosim-spark")
+            if client_cache.on_executor():
+                self._client = client_cache.shared_client(self.uri, self._open_client)
+                self._shared = True
+            else:
+                self._client = self._open_client()
         return self._client
+
+    def _open_client(self):
+        from bson.raw_bson import RawBSONDocument
+        from pymongo import MongoClient
+
+        return MongoClient(self.uri, document_class=RawBSONDocument, appname="mongosim-spark")
 
     def _raw_stream(self, start: dict | None, *, probe: bool, await_ms: int, batch_size: int | None = None,
                     extra: dict | None = None) -> RawChangeStream:
@@ -254,9 +264,12 @@ class MongoChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         pass  # nothing to acknowledge: the server keeps no per-reader state
 
     def stop(self) -> None:
+        """Let go of the client: close it if it is the reader's own (a worker's shared one stays open)."""
         if self._client is not None:
-            self._client.close()
+            if not self._shared:
+                self._client.close()
             self._client = None
+            self._shared = False
 
     # -- reading (on an executor) -------------------------------------------------------------
     def read(self, partition: TokenRange) -> Iterator[Any]:

@@ -120,3 +120,48 @@ def test_mode_is_checked(three):
     cluster, _client = three
     with pytest.raises(ValueError, match="mode must be one of"):
         reader(cluster.uri, mode="mongos")
+
+
+def test_an_executors_tasks_share_their_workers_client(three, monkeypatch):
+    """On an executor each task's copy of the reader takes its worker's client (`client_cache`) and
+    leaves it open: one client for all the shards' tasks, not one each.  The driver's reader keeps
+    its own.  The batch is the same either way."""
+    import pickle
+
+    from pyspark.sql.streaming.datasource import ReadAllAvailable
+
+    from mongosim.spark import client_cache
+    from mongosim.spark.shards_reader import ShardsStreamReader
+
+    cluster, client = three
+    start = now_token(client)
+    client.s.shared.insert_many([{"_id": i} for i in range(12)])
+    driver = reader(cluster.uri, mode="shards", database="s", collection="shared", startAfter=start)
+    s0 = driver.initialOffset()
+    end = driver.latestOffset(s0, ReadAllAvailable())
+    parts = driver.partitions(s0, end)  # one per shard (three, or four once a test added one)
+    assert len(parts) >= 3
+
+    opened = []
+    open_client = ShardsStreamReader._open_client
+    monkeypatch.setattr(ShardsStreamReader, "_open_client", lambda self: opened.append(1) or open_client(self))
+
+    def run_tasks() -> list[bytes]:
+        out = []
+        for p in parts:
+            task = pickle.loads(pickle.dumps(driver))  # each task's own copy, as Spark ships it
+            out += task.read_shard(p.shard, p.start, p.end)
+        return sorted(out, key=lambda raw: decode_event(raw)["_id"]["_data"])
+
+    on_driver = run_tasks()
+    assert len(opened) == len(parts) and not client_cache._clients  # a client per task, each closed after it
+    monkeypatch.setattr(client_cache, "on_executor", lambda: True)
+    try:
+        opened.clear()
+        assert run_tasks() == on_driver and run_tasks() == on_driver
+        assert len(opened) == 1 and list(client_cache._clients) == [cluster.uri]
+        assert client_cache._clients[cluster.uri].admin.command("ping")["ok"] == 1  # left open for the next task
+    finally:
+        client_cache.close_all()
+        driver.stop()
+    assert len(on_driver) == 12
