@@ -189,10 +189,15 @@ def percentile(xs: list[float], p: float) -> float:
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
+def _stat_fields(pid: int | str) -> list[str]:
+    """The fields of /proc/<pid>/stat after the command name (state first: fields[0])."""
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()
+
+
 def process_cpu_s(pid: int) -> float:
     """User + system CPU seconds of a running process (from /proc; 10 ms resolution)."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
+    fields = _stat_fields(pid)
     return (int(fields[11]) + int(fields[12])) / _CLK_TCK
 
 
@@ -205,8 +210,7 @@ def descendants_cpu_s(pid: int) -> dict[str, float]:
         if not entry.isdigit():
             continue
         try:
-            with open(f"/proc/{entry}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
+            fields = _stat_fields(entry)
             with open(f"/proc/{entry}/cmdline", "rb") as f:
                 java = b"java" in f.read()
         except OSError:  # (gone meanwhile)
