@@ -58,8 +58,12 @@ _DELETED = object()
 _NOT_WRITTEN = object()
 
 
-def write_conflict(msg: str = "Write conflict during plan execution and yielding is disabled.") -> MongoError:
-    return MongoError("WriteConflict", msg, labels=["TransientTransactionError"])
+def write_conflict(context: str = "Write conflict during plan execution and yielding is disabled.") -> MongoError:
+    """WriteConflict (112) as the server words every one (throwWriteConflictException, exception_util.h):
+    "Caused by :: <context> :: Please retry your operation or multi-document transaction."  The default
+    context is the plan executor's, which a statement in a transaction (yielding disabled) meets."""
+    return MongoError("WriteConflict", f"Caused by :: {context} :: Please retry your operation or multi-document "
+                                       "transaction.", labels=["TransientTransactionError"])
 
 
 def no_such_transaction(txn_number: int, aborted: bool = True) -> MongoError:
@@ -211,7 +215,9 @@ class Transaction:
     def _check_unchanged(self) -> None:
         taken = self.uncommitted.taken_namespace(self.node)
         if taken is not None:
-            raise write_conflict(f"Transaction aborted: collection {taken} was created by another operation")
+            # (the server's collection acquisition, when a transaction's write finds the catalog changed)
+            raise write_conflict(f"Unable to write to collection '{taken}' due to catalog changes; please retry the "
+                                 "operation")
         for (ns, idk), base in self.touched.items():
             db, name = ns.split(".", 1)
             coll = self.node.catalog.collection(db, name)

@@ -153,6 +153,9 @@ def test_a_namespace_created_meanwhile_is_a_write_conflict_at_commit(db):
         with pytest.raises(OperationFailure) as info:
             s.commit_transaction()
         assert info.value.code == 112 and info.value.has_error_label("TransientTransactionError")
+        assert info.value.details["errmsg"] == (
+            f"Caused by :: Unable to write to collection '{db.name}.c' due to catalog changes; please retry the "
+            "operation :: Please retry your operation or multi-document transaction.")
     assert list(db.c.find()) == [{"_id": 2}]
 
 

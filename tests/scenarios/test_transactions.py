@@ -69,6 +69,10 @@ def test_aborted_transaction_produces_nothing_and_conflicts_are_transient(client
             with pytest.raises(pymongo.errors.OperationFailure) as ei:
                 coll.update_one({"_id": 1}, {"$inc": {"v": 1}}, session=s2)
             assert ei.value.code == 112 and ei.value.has_error_label("TransientTransactionError")
+            # worded as the server words every WriteConflict (throwWriteConflictException)
+            assert ei.value.details["errmsg"] == (
+                "Caused by :: Write conflict during plan execution and yielding is disabled. :: "
+                "Please retry your operation or multi-document transaction.")
             s1.commit_transaction()
         evs = read(cs, 1)
         assert [e["operationType"] for e in evs] == ["update"] and read_quiet(cs, 0.2) == []
