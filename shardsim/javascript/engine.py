@@ -11,7 +11,8 @@ converts the result back.
 Errors: a syntax error, an uncaught throw, a runaway script (the step budget
 MAX_STEPS or TIME_LIMIT seconds per call) or too deep a recursion is code 139
 JSInterpreterFailure; past the command's own maxTimeMS (COMMAND_DEADLINE, set by
-the node for each command) it is MaxTimeMSExpired.
+the node for each command) it is MaxTimeMSExpired.  The server's native
+`sleep(ms)` lives here, beside that deadline, which it moves (`_sleep`).
 """
 
 from __future__ import annotations
@@ -25,7 +26,17 @@ from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.javascript.errors import JSBudgetExceeded, JSSyntaxError, JSThrow
 from mongosim.shardsim.javascript.interpreter import Interpreter
 from mongosim.shardsim.javascript.parser import Function, parse_program
-from mongosim.shardsim.javascript.values import RUNNING, UNDEFINED, JSFunction, JSObject, to_bson, to_js, to_string
+from mongosim.shardsim.javascript.values import (
+    RUNNING,
+    UNDEFINED,
+    JSFunction,
+    JSObject,
+    NativeFunction,
+    make_error,
+    to_bson,
+    to_js,
+    to_string,
+)
 
 ENABLED = True  # security.javascriptEnabled (`--noscripting` turns it off): shardsim.script_engine
 MAX_STEPS = 100_000_000  # per call from the server (TIME_LIMIT usually ends a runaway first)
@@ -79,11 +90,29 @@ def error_message(value) -> str:
     return f"uncaught exception: {to_string(value)}"
 
 
+def _sleep(interp: Interpreter, this, args) -> object:
+    """The server's native `sleep(ms)` (scripting/utils.cpp), without blocking: the emulator's scripts run
+    on its event loop, so the time is counted, not waited.  It moves the command's deadline (its maxTimeMS)
+    `ms` closer, as if that much time had passed: a script that sleeps past it is MaxTimeMSExpired, as on
+    the server (whose interrupt check fires after the sleep); without a maxTimeMS it costs nothing."""
+    if len(args) != 1 or type(args[0]) is not float:  # (JS numbers are floats here)
+        raise make_error("Error", "sleep takes a single numeric argument -- sleep(milliseconds)")
+    ms = args[0]
+    if ms > 0:  # (the server's sleepmillis of a negative or NaN count returns at once)
+        deadline = COMMAND_DEADLINE.get() - ms / 1000.0
+        COMMAND_DEADLINE.set(deadline)  # (the node resets it when the command ends)
+        if time.monotonic() >= deadline:
+            raise JSBudgetExceeded()
+        interp.deadline = min(interp.deadline, deadline)
+    return UNDEFINED
+
+
 class ScriptEngine:
     def __init__(self, scope: dict | None = None, deadline: float = math.inf) -> None:
         """`deadline`: time.monotonic() when the command's maxTimeMS runs out."""
         require_enabled()
         self.interp = Interpreter(MAX_STEPS)
+        self.interp.globals.vars["sleep"] = NativeFunction(_sleep, "sleep")
         self.deadline = deadline
         self._functions: dict[str, JSFunction] = {}
         for k, v in (scope or {}).items():
@@ -144,7 +173,7 @@ class ScriptEngine:
         except JSThrow as e:
             raise MongoError("JSInterpreterFailure", error_message(e.value)) from None
         except JSBudgetExceeded:
-            if time.monotonic() >= deadline:
+            if time.monotonic() >= min(self.deadline, COMMAND_DEADLINE.get()):  # (a sleep may have moved it)
                 raise MongoError("MaxTimeMSExpired", "operation exceeded time limit") from None
             raise MongoError("JSInterpreterFailure", "JavaScript execution terminated") from None
         except RecursionError:

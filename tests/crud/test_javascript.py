@@ -10,6 +10,8 @@ with an error and the server keeps serving).
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from bson import Code
 from pymongo.errors import OperationFailure
@@ -99,6 +101,33 @@ def test_runaway_script_ends_and_the_server_keeps_serving(client, db, monkeypatc
         list(db.c.find({"$where": "for (;;) { var a = [1, 2]; }"}))
     assert e.value.code == 139 and "JavaScript execution terminated" in e.value.details["errmsg"]
     assert [d["_id"] for d in db.c.find({"$where": "this.x == 1"})] == [1]
+
+
+
+def test_sleep_counts_toward_max_time_ms_without_blocking(client, db):
+    """The server's native `sleep(ms)`: its time counts toward the command's maxTimeMS (a script sleeping
+    past it is MaxTimeMSExpired, also when the sleeps add up over the documents), but the emulator does not
+    wait (its scripts run on its event loop); without a maxTimeMS it costs nothing."""
+    _docs(db, 4)
+    t0 = time.monotonic()
+    assert len(list(db.c.find({"$where": "sleep(60000) || true"}))) == 4  # a minute each: counted, not waited
+    assert len(list(db.c.find({"$where": "sleep(100); return true"}).max_time_ms(1000))) == 4  # 400 ms of 1000
+    assert time.monotonic() - t0 < 30
+    with pytest.raises(OperationFailure) as e:
+        list(db.c.find({"$where": "sleep(100) || true"}).max_time_ms(10))
+    assert e.value.code == 50 and e.value.details["codeName"] == "MaxTimeMSExpired"
+    with pytest.raises(OperationFailure) as e:  # 300 ms each: past 1000 at the fourth document
+        list(db.c.find({"$where": "sleep(300) || true"}).max_time_ms(1000))
+    assert e.value.code == 50
+    with pytest.raises(OperationFailure) as e:  # caught by nothing the script can do
+        list(db.c.find({"$where": "try { sleep(100); } catch (e) {} return true"}).max_time_ms(10))
+    assert e.value.code == 50
+    for bad in ("sleep()", "sleep('10')", "sleep(1, 2)"):
+        with pytest.raises(OperationFailure) as e:
+            list(db.c.find({"$where": bad}))
+        assert e.value.code == 139
+        assert "sleep takes a single numeric argument -- sleep(milliseconds)" in e.value.details["errmsg"]
+    assert len(list(db.c.find({"$where": "try { sleep('x') } catch (e) { return e.message.length > 0 }"}))) == 4
 
 
 # --- mapReduce -------------------------------------------------------------------------------------
