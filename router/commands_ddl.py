@@ -24,6 +24,7 @@ from mongosim.shardsim import coll_mod_request, timeseries, view_catalog
 from mongosim.shardsim.collection_uuid import check_collection_uuid, mismatch as uuid_mismatch
 from mongosim.shardsim.create_collection import check_namespace
 from mongosim.shardsim.ddl import create_options
+from mongosim.shardsim.query.idl_errors import wrong_type
 from mongosim.shardsim.rename_collection import check_namespaces, drop_target_and_stay_temp, expected_uuids
 
 if TYPE_CHECKING:
@@ -347,34 +348,45 @@ async def cmd_list_indexes(router: Router, req: Request) -> dict:
 
 @router_command("listDatabases")
 async def cmd_list_databases(router: Router, req: Request) -> dict:
-    from mongosim.shardsim.reads import database_sizes
+    """mongos's listDatabases (cluster_list_databases_cmd.cpp): every shard's and the config server's own
+    list (the `filter` applied by each to its entries), `admin` from the config server only, `local`
+    never; per database the sum of the sizes (a size of 1 counts once), `empty` when that sum is 1,
+    and `shards`: each holder's size."""
+    from bson import Int64
 
-    sizes: dict[str, int] = {}
-    for remote in router.shards.values():
-        for name, size in database_sizes(remote.node).items():
-            sizes[name] = sizes.get(name, 0) + size
-    for name, size in database_sizes(router.config).items():
-        if name in ("config", "admin"):
-            sizes[name] = sizes.get(name, 0) + size
-    name_only = bool(req.cmd.get("nameOnly"))
-    dbs = []
-    for name in sorted(sizes):
-        dbs.append({"name": name} if name_only else {"name": name, "sizeOnDisk": sizes[name], "empty": sizes[name] == 0})
-    flt = req.cmd.get("filter")
-    if flt:
-        from mongosim.shardsim.query.matcher import Matcher
-
-        m = Matcher(flt)
-        dbs = [d for d in dbs if m.matches(d)]
     from mongosim.router.authn import conn_auth
+    from mongosim.shardsim.reads import database_items
 
+    flt = req.cmd.get("filter")
+    if flt is not None and not isinstance(flt, dict):
+        raise wrong_type("listDatabases.filter", flt, "object")
+    name_only = bool(req.cmd.get("nameOnly"))
+    holders = [(name, router.shards[name].node) for name in sorted(router.shards)] + [("config", router.config)]
+    sizes: dict[str, int] = {}
+    on: dict[str, dict[str, Int64]] = {}
+    for shard, node in holders:
+        for item in database_items(node, flt):
+            name = item["name"]
+            if name == "admin" and shard != "config":
+                continue
+            size = 0 if name_only else int(item["sizeOnDisk"])  # (asked for names, a shard sends no size)
+            total = sizes.get(name, 0)
+            sizes[name] = (1 if total <= 1 else total) if size == 1 else total + size
+            on.setdefault(name, {})[shard] = Int64(size)
     keep = router.auth.list_databases_filter(req.cmd, conn_auth(router, req.conn)) if router.auth.enabled else None
-    if keep is not None:
-        dbs = [d for d in dbs if keep(d["name"])]
-    total = sum(sizes.values())
+    dbs: list[dict] = []
+    total = 0
+    for name in sorted(sizes):
+        if name == "local" or (keep is not None and not keep(name)):
+            continue
+        if name_only:
+            dbs.append({"name": name})
+            continue
+        dbs.append({"name": name, "sizeOnDisk": Int64(sizes[name]), "empty": sizes[name] == 1, "shards": on[name]})
+        total += sizes[name]
     out: dict[str, Any] = {"databases": dbs}
     if not name_only:
-        out["totalSize"] = total
-        out["totalSizeMb"] = total >> 20
+        out["totalSize"] = Int64(total)
+        out["totalSizeMb"] = Int64(total >> 20)
     out["ok"] = 1.0
     return out

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterator
 
+from bson import Int64
+
 from mongosim.oplog.errors import MongoError
 from mongosim.shardsim import timeseries
 from mongosim.shardsim.clustered import index_specs, is_clustered
@@ -330,23 +332,31 @@ def cmd_list_indexes(node: Node, ctx: OpCtx) -> dict:
                         (ctx.cmd.get("cursor") or {}).get("batchSize"))
 
 
-def database_sizes(node: Node) -> dict[str, int]:
+def database_items(node: Node, flt: Any = None) -> list[dict]:
+    """mongod's listDatabases entries, in name order: `{name, sizeOnDisk, empty}` for each database holding
+    a collection (sizes are the documents' BSON sizes; `empty`: no collection, as mongod's catalog says),
+    those the `filter` matches (a match expression over the entry, applied by mongod to its own)."""
     from mongosim.oplog import bsonutil
 
-    sizes = {}
-    for name, database in node.catalog.databases.items():
-        total = 0
-        for coll in database.collections.values():
-            total += sum(len(bsonutil.encode(d)) for d in coll.docs.values())
-        sizes[name] = total
-    return sizes
+    items = []
+    for name, database in sorted(node.catalog.databases.items()):
+        if not database.collections:
+            continue  # (a database is its collections: mongod lists none without one)
+        size = sum(len(bsonutil.encode(d)) for coll in database.collections.values() for d in coll.docs.values())
+        items.append({"name": name, "sizeOnDisk": Int64(size), "empty": False})
+    if flt:
+        match = Matcher(flt)
+        items = [d for d in items if match.matches(d)]
+    return items
 
 
 @command("listDatabases")
 def cmd_list_databases(node: Node, ctx: OpCtx) -> dict:
-    sizes = database_sizes(node)
-    dbs = [{"name": n, "sizeOnDisk": s, "empty": s == 0} for n, s in sorted(sizes.items())]
+    flt = ctx.cmd.get("filter")
+    if flt is not None and not isinstance(flt, dict):
+        raise wrong_type("listDatabases.filter", flt, "object")
+    items = database_items(node, flt)
+    total = sum(int(d["sizeOnDisk"]) for d in items)
     if ctx.cmd.get("nameOnly"):
-        dbs = [{"name": d["name"]} for d in dbs]
-    total = sum(sizes.values())
-    return {"databases": dbs, "totalSize": total, "totalSizeMb": total >> 20, "ok": 1.0}
+        return {"databases": [{"name": d["name"]} for d in items], "ok": 1.0}
+    return {"databases": items, "totalSize": Int64(total), "totalSizeMb": Int64(total >> 20), "ok": 1.0}

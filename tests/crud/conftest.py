@@ -36,9 +36,11 @@ def _client(cluster: Cluster):
 
 
 def _cleanup(cl) -> None:
-    for name in cl.list_database_names():
-        if name not in ("admin", "config", "local"):
-            cl.drop_database(name)
+    # (listDatabases lists a database holding a collection; config.databases also knows those that
+    # enableSharding or movePrimary left without one)
+    names = set(cl.list_database_names()) | {d["_id"] for d in cl.config.databases.find({}, {"_id": 1})}
+    for name in sorted(names - {"admin", "config", "local"}):
+        cl.drop_database(name)
     cl.close()
 
 
