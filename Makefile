@@ -35,7 +35,8 @@ serve: $(CORE)
 # The timeline's browser test finds a Chromium if there is one, installs Debian's only when it runs as
 # root (as CI does), and otherwise skips saying why: `make test` needs no root. The mongosh tests find
 # mongosh 2.x ($$MONGOSIM_MONGOSH, PATH, .tools/mongosh) or install it into .tools/mongosh with npm
-# (once per clone, ~2 min), and without npm skip saying why.
+# (once per clone, ~2 min), and without npm skip saying why; the Node.js driver's tests install the driver
+# their lock file pins into .tools/node-driver with npm ci (tests/drivers/node_driver.py).
 test: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
