@@ -129,7 +129,7 @@ class ChangeStreamCursor:
             intact = True
             if raw is None:
                 raw = bsonutil.encode_in_order(ev.doc)
-                intact = ev.doc.get("_id") == ev.token
+                intact = _same_token(ev.doc.get("_id"), ev.token)
             if len(raw) > MAX_EVENT_BYTES:
                 raise MongoError("BSONObjectTooLarge",
                                  f"BSONObj size: {len(raw)} ({len(raw):#X}) is invalid. Size must be between 0 and "
@@ -217,3 +217,10 @@ class ChangeStreamCursor:
 
     def close(self) -> None:
         self.exhausted = True
+
+
+def _same_token(value: Any, token: dict) -> bool:
+    """Is an event's `_id` after the user's stages its resume token, byte for byte (the server's
+    binaryEqual of the two)?  The stages see the token as plain values: its `_typeBits` comes back as
+    `bytes`, the token holds `Binary(..., 0)` -- the same BSON."""
+    return value is token or (type(value) is dict and bsonutil.encode_in_order(value) == bsonutil.encode_in_order(token))
