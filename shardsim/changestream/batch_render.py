@@ -23,6 +23,11 @@ instead, over the oplog's columns from the stream's position:
   run before that entry: the cursor hands it to the stage pipeline, and comes
   back here once the pipeline holds nothing pending.
 
+A stream whose only user stage is `{$project: {_id: 1}}` (what a reader that
+wants the tokens alone asks for, e.g. the Spark source's planning probes) gets
+its runs rendered too, as the events that projection leaves: `{_id: <token>}`,
+the token built as above, nothing else of the event assembled.
+
 What comes out is byte for byte what the pipeline gives (a property test runs
 both over random workloads: tests/changestream/test_batch_render.py).
 """
@@ -75,6 +80,11 @@ def _token_head(n: int) -> bytes:
     if head is None:
         head = _TOKEN_HEADS[n] = R.ID + (n + 17).to_bytes(4, "little") + R.DATA + (n + 1).to_bytes(4, "little")
     return head
+
+
+def _id_only(elem: bytes) -> bytes:
+    """The document holding the one element `elem` (an event's `_id`)."""
+    return (len(elem) + 5).to_bytes(4, "little") + elem + b"\x00"
 
 
 class TokenTemplate:
@@ -157,6 +167,8 @@ class RunRenderer:
         self.near = max_event - SORT_KEY_FIXED if with_sort_key else max_event
         self.cache = getattr(ctx.node, "event_cache", None)
         self.stages = cursor.stages
+        # the user's stages are `{$project: {_id: 1}}` alone: each event is its `_id` (user_stages.ids_only)
+        self.ids_only = any(getattr(stage, "ids_only", False) for stage in cursor.stages)
         self._ns: dict[str, Namespace] = {}
 
     def too_large(self, size: int, data: str, bits: bytes | None) -> bool:
@@ -217,6 +229,7 @@ class RunRenderer:
         namespaces = self._ns
         cache = self.cache
         expanded = self.expanded
+        ids_only = self.ids_only
         near, with_sort_key = self.near, self.with_sort_key
         budget = BATCH_BYTES - batch.size
         out_raws, out_keys, out_ops, out_bits = batch.raws, batch.keys, batch.ops, batch.bits
@@ -250,6 +263,8 @@ class RunRenderer:
                 hit = cache.get((base + i, expanded))
                 if hit is not None:
                     op_type, token, ev, _dk, _diff = hit
+                    if ids_only:
+                        ev = _id_only(R.ID + R.token_bytes(token["_data"], token.get("_typeBits")))
                     size = len(ev)
                     weight = size + len(token["_data"]) + len(token.get("_typeBits") or b"") if with_sort_key else size
                     if weight > near and self.too_large(size, token["_data"], token.get("_typeBits")):
@@ -322,8 +337,9 @@ class RunRenderer:
                 op_type = "delete"
             elif raw.startswith(_DELTA, o + 4):
                 op_type = "update"
-                diff = bsonutil.decode(raw[o:o_end])["diff"]
-                desc = R.UPDATE_DESCRIPTION + bsonutil.encode_in_order(update_description(diff, show_expanded=expanded))
+                if not ids_only:
+                    diff = bsonutil.decode(raw[o:o_end])["diff"]
+                    desc = R.UPDATE_DESCRIPTION + bsonutil.encode_in_order(update_description(diff, show_expanded=expanded))
             else:
                 op_type = "replace"
                 full = raw[o:o_end]
@@ -341,9 +357,27 @@ class RunRenderer:
                 tok = data.encode()
                 head = heads.get(len(tok)) or _token_head(len(tok))
                 bits = None
+                close = b"\x00\x00"  # (the hex's NUL, the token document's end: the start of `after`)
             else:  # a documentKey whose KeyString has type bits (a long, a double...): the general encoder
                 data, bits = encode_event_token(key, 0, t.ui, op_type, bsonutil.decode(key_raw), False)
                 head, tok, after = R.ID, R.token_bytes(data, bits), after[2:]
+                close = b""
+            if ids_only:  # `{_id: <token>}`
+                ev = _id_only(b"".join((head, tok, close)))
+                size = len(ev)
+                if out_raws and size + OVERHEAD > budget:
+                    status = FULL
+                    break
+                if bits is not None:
+                    out_bits[len(out_raws)] = bits
+                add_raw(ev)
+                add_key(data)
+                add_op(op_type)
+                last = key
+                budget -= size + OVERHEAD
+                room -= 1
+                i += 1
+                continue
             ts_le = key.to_bytes(8, "little")
             wall = raw[w + 40 : w + 48]
             if full is not None:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Callable
 
+from bson import Int64
+
 from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.changestream.context import PAUSE, ChangeStreamContext, Stage
 from mongosim.shardsim.changestream.transform import EXPANDED_ONLY
@@ -64,9 +66,22 @@ class ClassicEventFilter(Stage):
                 self.ctx.emit("filtered", ts=ev.ts_key, token=ev.sort_key, reason="expanded event (showExpandedEvents is off)")
 
 
+def projects_id_only(stages: list[dict]) -> bool:
+    """Are the stages `{$project: {_id: 1}}` (or `true`) alone: every event becomes `{_id: <token>}`?"""
+    if len(stages) != 1 or set(stages[0]) != {"$project"}:
+        return False
+    spec = stages[0]["$project"]
+    if not isinstance(spec, dict) or list(spec) != ["_id"]:
+        return False
+    v = spec["_id"]
+    return v is True or (type(v) in (int, float, Int64) and v == 1)
+
+
 class UserStages(Stage):
+    """The user's stages, run by the query engine on each event.  A projection to `_id` alone
+    (`ids_only`) is also rendered by the run renderer (batch_render), which then bypasses them."""
+
     name = "userStages"
-    bypassable = False
 
     def __init__(self, source: Stage, ctx: ChangeStreamContext, stages: list[dict]) -> None:
         from mongosim.shardsim.query.stages import compile_stage
@@ -74,6 +89,8 @@ class UserStages(Stage):
         super().__init__(source, ctx)
         self.specs = stages
         self.fns: list[Callable[[dict], dict | None]] = [compile_stage(st) for st in stages]
+        self.ids_only = projects_id_only(stages)
+        self.bypassable = self.ids_only
 
     def get_next(self):
         while True:

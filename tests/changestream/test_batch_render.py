@@ -4,7 +4,8 @@ Random workloads on a sharded cluster (retryable and plain writes of every CRUD 
 of several types, transactions, other collections and databases, index builds, chunk migrations,
 a drop), then every shard's change streams of every level and option read twice — with the run
 renderer and with the stages alone — in batches of random sizes: the events, their tokens, their
-kinds and each batch's postBatchResumeToken are the same.
+kinds and each batch's postBatchResumeToken are the same; so are those of a stream whose one user
+stage projects the events to `_id` (rendered as `{_id: <token>}`).
 """
 
 from __future__ import annotations
@@ -107,12 +108,13 @@ STREAMS = [("db", "c", {}), ("db", 1, {}), ("admin", 1, {"allChangesForCluster":
            ("admin", 1, {"allChangesForCluster": True, "showExpandedEvents": True})]
 
 
-async def shard_streams(core, id_values, script, sharded, drop, stream, needs_merge, split) -> list:
-    """Run the workload; then, for each shard, (name, node, the shard's `stream` command from before it)."""
+async def shard_streams(core, id_values, script, sharded, drop, stream, needs_merge, split, ids=False) -> list:
+    """Run the workload; then, for each shard, (name, node, the shard's `stream` command from before it;
+    `ids`: the user's stages are `{$project: {_id: 1}}`)."""
     start = key_ts(core.router.clock.key + 1)
     await _workload(core, id_values, script, sharded, drop)
     db, target, opts = stream
-    tail = [{"$changeStreamSplitLargeEvent": {}}] if split else []
+    tail = ([{"$project": {"_id": 1}}] if ids else []) + ([{"$changeStreamSplitLargeEvent": {}}] if split else [])
     return [(name, node, {"aggregate": target, "$db": db, "$_needsMerge": needs_merge,
                           "pipeline": [{"$changeStream": {"startAtOperationTime": start, **opts}}, *tail]})
             for name, node in sorted(core.shards.items())]
@@ -124,9 +126,10 @@ def resumed_after(cmd: dict, key: str) -> dict:
     return dict(cmd, pipeline=[{"$changeStream": {"resumeAfter": {"_data": key}, **spec}}, *cmd["pipeline"][1:]])
 
 
-async def _check(id_values, script, sharded, drop, sizes, cache_first, stream, needs_merge, split) -> None:
+async def _check(id_values, script, sharded, drop, sizes, cache_first, stream, needs_merge, split, ids) -> None:
     async with open_cluster(shards=2, listen=False, epoch=EPOCH) as core:
-        for name, node, cmd in await shard_streams(core, id_values, script, sharded, drop, stream, needs_merge, split):
+        for name, node, cmd in await shard_streams(core, id_values, script, sharded, drop, stream, needs_merge, split,
+                                                   ids):
             cache = node.event_cache
             node.event_cache = cache if cache_first else None  # the cache filled by either path serves the other
             fast = _drain(node, cmd, True, sizes)
@@ -146,11 +149,12 @@ async def _check(id_values, script, sharded, drop, sizes, cache_first, stream, n
 
 @given(id_values=st.lists(ids, min_size=1, max_size=6, unique_by=lambda x: (type(x).__name__, str(x))), script=steps,
        sharded=st.booleans(), drop=st.booleans(), sizes=st.lists(st.integers(1, 7), min_size=1, max_size=3),
-       cache_first=st.booleans(), stream=st.sampled_from(STREAMS), needs_merge=st.booleans(), split=st.booleans())
+       cache_first=st.booleans(), stream=st.sampled_from(STREAMS), needs_merge=st.booleans(), split=st.booleans(),
+       ids=st.booleans())
 @settings(max_examples=300, deadline=None)
 def test_run_renderer_gives_the_pipelines_batches(id_values, script, sharded, drop, sizes, cache_first, stream,
-                                                   needs_merge, split):
-    trio.run(_check, id_values, script, sharded, drop, sizes, cache_first, stream, needs_merge, split,
+                                                   needs_merge, split, ids):
+    trio.run(_check, id_values, script, sharded, drop, sizes, cache_first, stream, needs_merge, split, ids,
              clock=trio.testing.MockClock(autojump_threshold=0))
 
 
