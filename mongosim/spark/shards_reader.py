@@ -17,16 +17,20 @@ order), or `operationTime`.  A batch that starts a shard adds `"added":
 {<shard>: <its first position>}`.
 
 Planning (`latestOffset`) is the AsyncResultsMerger's gate, batch-sized.
-Every shard is probed from its position (tokens only): with a row limit n, up
-to n tokens, or until the shard has nothing more — then its
-postBatchResumeToken is its promise: nothing it still returns sorts before
-it.  The batch ends at E = the smallest of what the shards have shown (the
-minimum promised sort key), or earlier at the n-th smallest token.  Every
-shard has then returned all its events up to E, so the union of the shards'
-events in (start, E], sorted by token, is what the router's merge releases
-over that range — batch after batch.  Without a limit, once some shard has an
-event after its position, E is the minimum over the shards of what a stream
-opened now promises (so the events are read once, by `read`).
+Every shard is probed from its position (tokens only): with a row limit n,
+first an equal share, n / shards tokens, or fewer once the shard has nothing
+more — then its postBatchResumeToken is its promise: nothing it still returns
+sorts before it.  E = the smallest of what the shards have shown (their last
+tokens, or their promises: the minimum promised sort key); while fewer than n
+tokens sort at or before E, the shards showing no further than E, the ones
+holding the gate, are asked for another share (`_gate`).  The batch ends at E,
+or earlier at the n-th smallest token.  Every shard has then returned all its
+events up to E, so the union of the shards' events in (start, E], sorted by
+token, is what the router's merge releases over that range — batch after
+batch — and the probes read about n tokens plus a share per shard, not n per
+shard.  Without a limit, once some shard has an event after its position, E is
+the minimum over the shards of what a stream opened now promises (so the events
+are read once, by `read`).
 
 Shards join: `listShards` is read after the probes.  A shard that is not in
 the vector starts at its `topologyTime` (it holds nothing older; the router
@@ -47,6 +51,7 @@ and the batches follow each other in that order.
 from __future__ import annotations
 
 import time
+from bisect import bisect_right
 from typing import Any, Iterator
 
 from bson import Timestamp
@@ -69,6 +74,73 @@ class ShardRange(InputPartition):
 
     def __repr__(self) -> str:
         return f"ShardRange({self.shard}: {off.describe(self.start)} .. {off.describe(self.end)})"
+
+
+class _ShardProbe:
+    """One shard's event tokens after its position (tokens only), pulled a few at a time while planning.
+
+    `keys` are the tokens pulled so far; once the shard has nothing more, `bound` is its promise (its
+    postBatchResumeToken: nothing it still returns sorts before it) — in an availableNow run only once
+    that reaches the target, and never past it.  `shown_to()` is up to where the shard has shown
+    everything: its bound, or else its last token."""
+
+    def __init__(self, reader: ShardsStreamReader, shard: str, position: dict, target: str | None,
+                 batch_size: int) -> None:
+        self.shard = shard
+        self.position = position
+        self.target = target
+        self.keys: list[str] = []
+        self.bound: str | None = None
+        self.read_timeout = reader.read_timeout
+        self.stream = reader._shard_events(shard, position, probe=True, await_ms=reader.probe_await_ms,
+                                           batch_size=batch_size)
+
+    def pull(self, n: int) -> None:
+        """Up to `n` more tokens, or fewer once the shard has nothing more (then `bound` is set)."""
+        se, target = self.stream, self.target
+        deadline = time.monotonic() + self.read_timeout
+        want = len(self.keys) + n
+        while self.bound is None and len(self.keys) < want:
+            ev = se.next_event()
+            if ev is None:
+                pbrt = se.pbrt
+                if target is None or (pbrt is not None and pbrt >= target):
+                    self.bound = pbrt if pbrt is not None else off.offset_sort_key(self.position)
+                elif time.monotonic() > deadline:
+                    raise ChangeStreamSourceError(
+                        f"{NAME}: availableNow: {self.shard} did not reach the target {target} (at {pbrt}) "
+                        f"within readTimeoutSeconds={self.read_timeout}")
+                continue
+            key = ev[0]
+            if target is not None and key > target:
+                self.bound = target
+                break
+            self.keys.append(key)
+
+    def shown_to(self) -> str:
+        if self.bound is not None:
+            return self.bound
+        return self.keys[-1] if self.keys else off.offset_sort_key(self.position)
+
+    def close(self) -> None:
+        self.stream.close()
+
+
+def _gate(probes: list[_ShardProbe], max_rows: int, step: int) -> None:
+    """Pull until the batch's end is known: E, the smallest of what the shards have shown, is final once
+    `max_rows` tokens sort at or before it (the batch then ends at the `max_rows`-th of them), or once
+    every shard that shows no further than E has nothing more.  Only the shards holding E back are asked
+    for more (`step` tokens at a time), so a batch of n events over k shards probes about n + k * step
+    tokens, not k * n."""
+    while True:
+        end = min(p.shown_to() for p in probes)
+        if sum(bisect_right(p.keys, end) for p in probes) >= max_rows:
+            return
+        behind = [p for p in probes if p.bound is None and p.shown_to() == end]
+        if not behind:
+            return
+        for p in behind:
+            p.pull(step)
 
 
 class ShardsStreamReader(MongoChangeStreamReader):
@@ -140,74 +212,47 @@ class ShardsStreamReader(MongoChangeStreamReader):
         min_rows = limit.min_rows if isinstance(limit, ReadMinRows) else None
         target = self._target
         positions = dict(start["shards"])
-        owner: dict[str, str] = {}  # event token -> its shard
-        bounds: dict[str, str] = {}  # shard -> up to where it has shown everything
-        keys: list[str] = []
-        any_events = False
+        probes: dict[str, _ShardProbe] = {}
+        added: dict[str, dict] = {}
+        # the first pull: without a limit one token tells whether a shard has news; with one, an equal share
+        first = 1 if max_rows is None else max(1, -(-max_rows // max(len(positions), 1)))
         try:
             pending = sorted(positions)
-            added: dict[str, dict] = {}
             while pending:
                 for shard in pending:
-                    got, bound = self._probe(shard, positions[shard], max_rows, target)
-                    for k in got:
-                        owner[k] = shard
-                    keys.extend(got)
-                    any_events = any_events or bool(got)
-                    bounds[shard] = bound
+                    probes[shard] = _ShardProbe(self, shard, positions[shard], target, batch_size=min(first, 10_000))
+                    probes[shard].pull(first)
                 # after the probes: a shard added since joins this batch (see the module doc)
                 joining = {s: p for s, p in self._list_shards().items() if s not in positions}
                 added.update(joining)
                 positions.update(joining)
                 pending = sorted(joining)
-            if not any_events:
+            if max_rows is not None:
+                _gate(list(probes.values()), max_rows, first)
+            owner = {k: shard for shard, probe in probes.items() for k in probe.keys}
+            bounds = {shard: probe.shown_to() for shard, probe in probes.items()}
+            if not owner:
                 return self._idle(start, positions, added, bounds, target)
             if max_rows is None:  # everything available: up to what the shards promise now
                 end = target if target is not None else \
-                    min(self._promise_now(s) if s in owner.values() else bounds[s] for s in sorted(positions))
+                    min(self._promise_now(s) if probes[s].keys else bounds[s] for s in sorted(positions))
             else:
                 end = min(bounds.values())
-                keys.sort()
+                keys = sorted(owner)
                 if len(keys) >= max_rows:
                     end = min(end, keys[max_rows - 1])
             if target is not None:
                 end = min(end, target)
-            if min_rows is not None and sum(1 for k in keys if k <= end) < min_rows:
+            if min_rows is not None and sum(1 for k in owner if k <= end) < min_rows:
                 return start
         except ChangeStreamSourceError:
             raise
         except Exception as exc:
             raise _wrap(exc, "looking for new events", start) from exc
-        return self._vector(start, positions, added, end, owner.get(end))
-
-    def _probe(self, shard: str, position: dict, max_rows: int | None, target: str | None) -> tuple[list[str], str]:
-        """(event tokens after `position`, up to where the shard has shown everything): up to
-        `max_rows` tokens (one without a limit), or all until the shard has nothing more (then its
-        promise bounds it); in an availableNow run, not past the target, once promised up to it."""
-        want = max_rows if max_rows is not None else 1
-        got: list[str] = []
-        deadline = time.monotonic() + self.read_timeout
-        se = self._shard_events(shard, position, probe=True, await_ms=self.probe_await_ms,
-                                batch_size=min(want, 10_000))
-        try:
-            while len(got) < want:
-                ev = se.next_event()
-                if ev is None:
-                    pbrt = se.pbrt
-                    if target is None or (pbrt is not None and pbrt >= target):
-                        return got, pbrt if pbrt is not None else off.offset_sort_key(position)
-                    if time.monotonic() > deadline:
-                        raise ChangeStreamSourceError(
-                            f"{NAME}: availableNow: {shard} did not reach the target {target} (at {pbrt}) "
-                            f"within readTimeoutSeconds={self.read_timeout}")
-                    continue
-                key = ev[0]
-                if target is not None and key > target:
-                    return got, target
-                got.append(key)
-            return got, got[-1]
         finally:
-            se.close()
+            for probe in probes.values():
+                probe.close()
+        return self._vector(start, positions, added, end, owner.get(end))
 
     def _idle(self, start: dict, positions: dict, added: dict, bounds: dict, target: str | None) -> dict:
         """No event anywhere: stay, unless every shard promised idleAdvanceSeconds past the start."""

@@ -8,6 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from mongosim.spark.schema import decode_event
 from tests.spark.conftest import now_token
@@ -165,3 +167,55 @@ def test_an_executors_tasks_share_their_workers_client(three, monkeypatch):
         client_cache.close_all()
         driver.stop()
     assert len(on_driver) == 12
+
+
+_COLLECTIONS = iter(range(10**6))
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(placement=st.lists(st.sampled_from([0, 0, 0, 0, 1, 2]), min_size=1, max_size=60), limit=st.integers(1, 25))
+@example(placement=[0, 1, 2] * 30, limit=20)  # every shard with more than a batch: n from each would be 60
+def test_property_limited_batches_are_the_router_stream_and_probe_about_a_batch(three, placement, limit):
+    """With maxEventsPerBatch n, over a random (skewed) spread of writes on the shards: every batch has
+    at most n events, the batches are the router's stream, and planning a batch pulls about n tokens
+    plus a share per shard (`_gate`), not n from every shard."""
+    from pyspark.sql.streaming.datasource import ReadMaxRows
+
+    from mongosim.spark import shards_reader
+
+    cluster, client = three
+    name = f"gate{next(_COLLECTIONS)}"
+    client.admin.command("shardCollection", f"s.{name}", key={"_id": 1})
+    client.admin.command("split", f"s.{name}", middle={"_id": 100})
+    client.admin.command("split", f"s.{name}", middle={"_id": 200})
+    client.admin.command("moveChunk", f"s.{name}", find={"_id": 100}, to="shard01")
+    client.admin.command("moveChunk", f"s.{name}", find={"_id": 200}, to="shard02")
+    start = now_token(client)
+    coll = client.s[name]
+    for i, shard in enumerate(placement):
+        coll.insert_one({"_id": 100 * shard + i})
+        if i % 5 == 4:
+            coll.update_one({"_id": 100 * shard + i}, {"$set": {"u": 1}})
+    expected = tokens(drain(cluster.uri, start, ("s", name), {}))
+
+    pulled: list[int] = []
+    close = shards_reader._ShardProbe.close
+    shards_reader._ShardProbe.close = lambda self: pulled.append(len(self.keys)) or close(self)
+    try:
+        r = reader(cluster.uri, mode="shards", database="s", collection=name, startAfter=start)
+        s0, got = r.initialOffset(), []
+        while True:
+            pulled.clear()
+            e = r.latestOffset(s0, ReadMaxRows(limit))
+            if e == s0:
+                break
+            k = len(e["shards"])
+            share = -(-limit // k)
+            assert sum(pulled) <= limit + (k + 1) * share, (pulled, limit)
+            batch = sorted(tokens([raw for p in r.partitions(s0, e) for raw in r.read_shard(p.shard, p.start, p.end)]))
+            assert 0 < len(batch) <= limit
+            got.append(batch)
+            s0 = e
+    finally:
+        shards_reader._ShardProbe.close = close
+    assert [t for b in got for t in b] == expected
