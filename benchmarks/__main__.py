@@ -186,7 +186,11 @@ def _raw_text(name: str, r: dict) -> str:
         return (f"{r['spark_stream_router_events_per_s']} / {r['spark_stream_direct_events_per_s']} ev/s"
                 f" (pymongo watch()), {r['spark_stream_events']} events, 4 shards")
     if name == "spark_stream_shards_over_router" and "spark_stream_shards_events_per_s" in r:
-        return f"{r['spark_stream_shards_events_per_s']} / {r['spark_stream_router_events_per_s']} ev/s"
+        limited = ""
+        if "spark_stream_limited_shards_events_per_s" in r:
+            limited = (f"; with maxEventsPerBatch {r['spark_stream_events'] // 5}:"
+                       f" {r['spark_stream_limited_shards_events_per_s']} / {r['spark_stream_limited_router_events_per_s']}")
+        return f"{r['spark_stream_shards_events_per_s']} / {r['spark_stream_router_events_per_s']} ev/s{limited}"
     return ""
 
 

@@ -256,16 +256,20 @@ def _spark_session():
     return spark
 
 
-def spark_read(spark, uri: str, start, mode: str, n: int | None, ck: str) -> tuple[float, float]:
-    """(events/s of the micro-batch, events/s from the query's start to its end) of an availableNow
-    query reading the `n` events after `start` into the noop sink.  The first is the figure: the
-    stream's throughput once it runs (a batch from its planning to its commit, Spark's
-    `triggerExecution`); the query's start and stop (a Python worker started for its planning, the
-    first offset) happen once per query, not per event."""
+def spark_read(spark, uri: str, start, mode: str, n: int | None, ck: str,
+               limit: int | None = None) -> tuple[float, float]:
+    """(events/s of the micro-batches, events/s from the query's start to its end) of an availableNow
+    query reading the `n` events after `start` into the noop sink (`limit`: with maxEventsPerBatch).
+    The first is the figure: the stream's throughput once it runs (its batches from their planning to
+    their commit, Spark's `triggerExecution`); the query's start and stop (a Python worker started for
+    its planning, the first offset) happen once per query, not per event."""
     t0 = time.perf_counter()
-    df = (spark.readStream.format("mongodb-changestream").option("uri", uri).option("database", DB)
-          .option("collection", COLL).option("startAtOperationTime", f"{start.time},{start.inc}")
-          .option("mode", mode).load())
+    reader = (spark.readStream.format("mongodb-changestream").option("uri", uri).option("database", DB)
+              .option("collection", COLL).option("startAtOperationTime", f"{start.time},{start.inc}")
+              .option("mode", mode))
+    if limit is not None:
+        reader = reader.option("maxEventsPerBatch", str(limit))
+    df = reader.load()
     q = df.writeStream.format("noop").option("checkpointLocation", ck).trigger(availableNow=True).start()
     q.awaitTermination()
     t = time.perf_counter() - t0
@@ -304,18 +308,25 @@ def run_streaming(n: int, reps: int, results: dict) -> None:
         H.say(f"  warm-up queries in {time.perf_counter() - t:.1f}s")
         runs: dict[str, list[float]] = {"direct": [], "router": [], "shards": []}
         whole: dict[str, list[float]] = {"router": [], "shards": []}
+        limited: dict[str, list[float]] = {"router": [], "shards": []}
         for _ in range(reps):
             runs["direct"].append(read_rate(loaded.client, loaded.start, n, 1000))
             for mode in ("router", "shards"):
                 batch_rate, query_rate = spark_read(spark, srv.uri, loaded.start, mode, n, ck())
                 runs[mode].append(batch_rate)
                 whole[mode].append(query_rate)
+            for mode in ("router", "shards"):  # admission control: batches of n/5, each planned by probes
+                limited[mode].append(spark_read(spark, srv.uri, loaded.start, mode, n, ck(), limit=n // 5)[0])
         spark.stop()
     med = {k: H.median(v) for k, v in runs.items()}
     for k, v in runs.items():
         extra = f"   start to end of the query: {H.median(whole[k]):.0f} ev/s" if k in whole else ""
         H.say(f"  {k:>7}: {med[k]:>8.0f} ev/s   runs {[round(x) for x in v]}{extra}")
+    for k, v in limited.items():
+        H.say(f"  {k:>7} with maxEventsPerBatch {n // 5}: {H.median(v):>8.0f} ev/s   runs {[round(x) for x in v]}")
     results.update({
+        "spark_stream_limited_router_events_per_s": round(H.median(limited["router"])),
+        "spark_stream_limited_shards_events_per_s": round(H.median(limited["shards"])),
         "spark_stream_events": n,
         "spark_stream_direct_events_per_s": round(med["direct"]),
         "spark_stream_router_events_per_s": round(med["router"]),
