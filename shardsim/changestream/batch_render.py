@@ -362,41 +362,33 @@ class RunRenderer:
                 data, bits = encode_event_token(key, 0, t.ui, op_type, bsonutil.decode(key_raw), False)
                 head, tok, after = R.ID, R.token_bytes(data, bits), after[2:]
                 close = b""
-            if ids_only:  # `{_id: <token>}`
+            if ids_only:  # `{_id: <token>}`: nothing else of the event is assembled
                 ev = _id_only(b"".join((head, tok, close)))
                 size = len(ev)
                 if out_raws and size + OVERHEAD > budget:
                     status = FULL
                     break
-                if bits is not None:
-                    out_bits[len(out_raws)] = bits
-                add_raw(ev)
-                add_key(data)
-                add_op(op_type)
-                last = key
-                budget -= size + OVERHEAD
-                room -= 1
-                i += 1
-                continue
-            ts_le = key.to_bytes(8, "little")
-            wall = raw[w + 40 : w + 48]
-            if full is not None:
-                body = b"".join((head, tok, after, ts_le, t.mid, wall, full_document, full, t.ns_key, key_raw, b"\x00"))
-            elif desc is not None:
-                body = b"".join((head, tok, after, ts_le, t.mid, wall, t.ns_key, key_raw, desc, b"\x00"))
             else:
-                body = b"".join((head, tok, after, ts_le, t.mid, wall, t.ns_key, key_raw, b"\x00"))
-            size = len(body) + 4
-            weight = size + len(data) + (len(bits) if bits else 0) if with_sort_key else size
-            if weight > near and self.too_large(size, data, bits):
-                status = PIPELINE
-                break
-            if out_raws and size + OVERHEAD > budget:
-                status = FULL
-                break
-            ev = size.to_bytes(4, "little") + body
-            if cache is not None:
-                cache.put((base + i, expanded), (op_type, make_token(data, bits), ev, None, diff))
+                ts_le = key.to_bytes(8, "little")
+                wall = raw[w + 40 : w + 48]
+                if full is not None:
+                    body = b"".join((head, tok, after, ts_le, t.mid, wall, full_document, full, t.ns_key, key_raw,
+                                     b"\x00"))
+                elif desc is not None:
+                    body = b"".join((head, tok, after, ts_le, t.mid, wall, t.ns_key, key_raw, desc, b"\x00"))
+                else:
+                    body = b"".join((head, tok, after, ts_le, t.mid, wall, t.ns_key, key_raw, b"\x00"))
+                size = len(body) + 4
+                weight = size + len(data) + (len(bits) if bits else 0) if with_sort_key else size
+                if weight > near and self.too_large(size, data, bits):
+                    status = PIPELINE
+                    break
+                if out_raws and size + OVERHEAD > budget:
+                    status = FULL
+                    break
+                ev = size.to_bytes(4, "little") + body
+                if cache is not None:
+                    cache.put((base + i, expanded), (op_type, make_token(data, bits), ev, None, diff))
             if bits is not None:
                 out_bits[len(out_raws)] = bits
             add_raw(ev)
