@@ -91,31 +91,36 @@ class _ShardProbe:
         self.target = target
         self.keys: list[str] = []
         self.bound: str | None = None
+        self._ahead: list[str] = []  # tokens of the stream's last batch not pulled yet
         self.read_timeout = reader.read_timeout
         self.stream = reader._shard_events(shard, position, probe=True, await_ms=reader.probe_await_ms,
                                            batch_size=batch_size)
 
     def pull(self, n: int) -> None:
-        """Up to `n` more tokens, or fewer once the shard has nothing more (then `bound` is set)."""
+        """Up to `n` more tokens, or fewer once the shard has nothing more (then `bound` is set).  The
+        stream's batches are taken whole; what a pull leaves of one waits for the next pull."""
         se, target = self.stream, self.target
         deadline = time.monotonic() + self.read_timeout
         want = len(self.keys) + n
         while self.bound is None and len(self.keys) < want:
-            ev = se.next_event()
-            if ev is None:
-                pbrt = se.pbrt
-                if target is None or (pbrt is not None and pbrt >= target):
-                    self.bound = pbrt if pbrt is not None else off.offset_sort_key(self.position)
-                elif time.monotonic() > deadline:
-                    raise ChangeStreamSourceError(
-                        f"{NAME}: availableNow: {self.shard} did not reach the target {target} (at {pbrt}) "
-                        f"within readTimeoutSeconds={self.read_timeout}")
-                continue
-            key = ev[0]
-            if target is not None and key > target:
+            if not self._ahead:
+                self._ahead = se.next_batch()[0]
+                if not self._ahead:
+                    pbrt = se.pbrt
+                    if target is None or (pbrt is not None and pbrt >= target):
+                        self.bound = pbrt if pbrt is not None else off.offset_sort_key(self.position)
+                    elif time.monotonic() > deadline:
+                        raise ChangeStreamSourceError(
+                            f"{NAME}: availableNow: {self.shard} did not reach the target {target} (at {pbrt}) "
+                            f"within readTimeoutSeconds={self.read_timeout}")
+                    continue
+            take = want - len(self.keys)
+            got, self._ahead = self._ahead[:take], self._ahead[take:]
+            if target is not None and got[-1] > target:
+                self.keys.extend(got[:bisect_right(got, target)])
                 self.bound = target
-                break
-            self.keys.append(key)
+                return
+            self.keys.extend(got)
 
     def shown_to(self) -> str:
         if self.bound is not None:
