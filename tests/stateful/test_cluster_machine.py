@@ -4,8 +4,10 @@ shard drains and leaves.
 
 A hypothesis RuleBasedStateMachine on virtual time (mongosim.testing.TrioPortal).
 After every step, every watcher (collection, database and cluster level, each
-an AsyncChangeStream following the driver's resume rules) is read until it has
-everything committed on its namespace, and:
+an AsyncChangeStream following the driver's resume rules, some with user stages
+that keep every event) is read until it has everything committed on its
+namespace (where every third `_id` is a long or a double: tokens with
+`_typeBits`), and:
 
 - its stream is sorted by token and has no duplicates;
 - it misses nothing committed on its namespace, and holds nothing else;
@@ -28,6 +30,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 import trio
+from bson import Int64
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
@@ -42,6 +45,8 @@ from mongosim.shardsim.snapshots import HISTORY_WINDOW_S
 EPOCH = 1_700_000_000
 RESUMABLE = [6, 10107, 234, 91, 13436]
 TMP = re.compile(r"^tmp[a-zA-Z0-9]{5}\.renameCollection$")  # renameCollection across databases' copy
+USER_STAGES = {"none": [], "match": [{"$match": {"operationType": {"$ne": "no such type"}}}],
+               "set": [{"$set": {"seen": True}}]}
 
 
 class GossipingClient(AsyncClient):
@@ -165,7 +170,9 @@ class ClusterMachine(RuleBasedStateMachine):
     def insert(self, k: int, via: int) -> None:
         i = self.next_id
         self.next_id += 1
-        if self._write(self.clients[via].insert, "db", "c", [{"_id": i, "k": k}]):
+        # every third _id a long or a double: their tokens carry _typeBits (equal to i as numbers)
+        _id = (i, Int64(i), float(i))[i % 3]
+        if self._write(self.clients[via].insert, "db", "c", [{"_id": _id, "k": k}]):
             self.docs[i] = k
             self.log.append(("db.c", "insert", i))
 
@@ -554,10 +561,13 @@ class ClusterMachine(RuleBasedStateMachine):
 
     # -- watchers -------------------------------------------------------------------------
     @precondition(lambda self: len(self.watchers) < 4)
-    @rule(level=st.sampled_from(["coll", "db", "cluster"]), batch=st.sampled_from([None, 1, 3]), via=st.integers(0, 1))
-    def open_watcher(self, level: str, batch, via: int) -> None:
+    @rule(level=st.sampled_from(["coll", "db", "cluster"]), batch=st.sampled_from([None, 1, 3]), via=st.integers(0, 1),
+          stages=st.sampled_from(list(USER_STAGES)))
+    def open_watcher(self, level: str, batch, via: int, stages: str) -> None:
+        """A watcher, with user stages that keep every event and its `_id` (the run renderer, or the
+        stage pipeline with the router's check that each `_id` is still its token)."""
         db, coll = {"coll": ("db", "c"), "db": ("db", 1), "cluster": ("admin", 1)}[level]
-        cs = self.clients[via].watch(db, coll, batch_size=batch, max_await_time_ms=200)
+        cs = self.clients[via].watch(db, coll, USER_STAGES[stages], batch_size=batch, max_await_time_ms=200)
         for attempt in range(4):  # injected faults may outlast the driver's single retry of the aggregate
             try:
                 self.portal.call(cs.open)
