@@ -335,9 +335,12 @@ def cmd_list_indexes(node: Node, ctx: OpCtx) -> dict:
 def database_items(node: Node, flt: Any = None) -> list[dict]:
     """mongod's listDatabases entries, in name order: `{name, sizeOnDisk, empty}` for each database holding
     a collection (sizes are the documents' BSON sizes; `empty`: no collection, as mongod's catalog says),
-    those the `filter` matches (a match expression over the entry, applied by mongod to its own)."""
+    those the `filter` matches (a match expression over the entry, applied by mongod to its own; another
+    type than a document is the IDL's TypeMismatch)."""
     from mongosim.oplog import bsonutil
 
+    if flt is not None and not isinstance(flt, dict):
+        raise wrong_type("listDatabases.filter", flt, "object")
     items = []
     for name, database in sorted(node.catalog.databases.items()):
         if not database.collections:
@@ -352,10 +355,7 @@ def database_items(node: Node, flt: Any = None) -> list[dict]:
 
 @command("listDatabases")
 def cmd_list_databases(node: Node, ctx: OpCtx) -> dict:
-    flt = ctx.cmd.get("filter")
-    if flt is not None and not isinstance(flt, dict):
-        raise wrong_type("listDatabases.filter", flt, "object")
-    items = database_items(node, flt)
+    items = database_items(node, ctx.cmd.get("filter"))
     total = sum(int(d["sizeOnDisk"]) for d in items)
     if ctx.cmd.get("nameOnly"):
         return {"databases": [{"name": d["name"]} for d in items], "ok": 1.0}
