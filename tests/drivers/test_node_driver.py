@@ -1,5 +1,5 @@
-"""The Node.js driver against mongosim: CRUD, a change stream, a failover and transactions, as an application
-written against it (node/app.js) uses them.
+"""The Node.js driver against mongosim: CRUD, a change stream, a failover, transactions, client bulkWrite and
+GridFS, as an application written against it (node/app.js) uses them.
 
 pymongo runs the driver specification's tests; this checks that another driver, with its own wire code,
 session handling and change-stream resume logic, gets the answers a real cluster gives: the same
@@ -121,3 +121,27 @@ def test_transactions(modules, mongosim_cluster, shop):
                                    f":: {RETRY}"}
     assert out["final"] == [{"_id": 1, "k": 5, "stock": 2, "by": "a"}, {"_id": 2, "k": 150, "stock": 2},
                             {"_id": 3, "k": 160, "order": True}, {"_id": 5, "k": 7, "after": True}]
+
+
+@pytest.mark.mongosim(isolated=True, shards=2)
+def test_client_bulk_write(modules, mongosim_cluster, shop):
+    """The driver's client-level bulkWrite (8.0's bulkWrite command through mongos) over two namespaces:
+    each operation's verbose result, and an unordered batch with a duplicate key that writes the rest."""
+    out = run_app(modules, "clientBulkWrite", mongosim_cluster.uri)
+    assert out["counts"] == [3, 1, 1, 1]
+    assert out["inserted"] == [[0, 1], [1, 1], [3, 2]] and out["updated"] == [[2, 1, 1]] and out["deleted"] == [[4, 1]]
+    failed = out["failed"]["error"]
+    assert failed["name"] == "MongoClientBulkWriteError" and failed["writeErrors"] == [[0, 11000]]
+    assert failed["insertedCount"] == 1
+    assert out["orders"] == [{"_id": 1, "k": 5, "v": 1}, {"_id": 2, "k": 150}, {"_id": 3, "k": 7}]
+    assert shop.shop.items.count_documents({}) == 0
+
+
+@pytest.mark.mongosim(isolated=True, shards=2)
+def test_gridfs(modules, mongosim_cluster):
+    """GridFS through the driver: the indexes it creates, a chunked upload read back whole, and a delete."""
+    out = run_app(modules, "gridfs", mongosim_cluster.uri)
+    assert out["same"] is True and out["length"] == 300 * 1024 + 17 and out["chunkSize"] == 64 * 1024
+    assert out["metadata"] == {"kind": "test"} and out["chunkCount"] == 5  # ceil(307217 / 65536)
+    assert out["indexes"] == [{"_id": 1}, {"files_id": 1, "n": 1}]
+    assert out["left"] == [0, 0]

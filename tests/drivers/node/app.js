@@ -3,21 +3,23 @@
 //     node app.js <scenario> <uri>
 //
 // Each scenario uses the driver as an application would (its CRUD helpers, its change stream with its own
-// resume logic, withTransaction, retryable writes) against shop.orders, sharded on {k: 1} with k < 100 on
-// shard00 and k >= 100 on shard01 (the Python test sets that up), and prints one canonical Extended JSON
+// resume logic, withTransaction, retryable writes, client bulkWrite, GridFS) against shop.orders, sharded on
+// {k: 1} with k < 100 on shard00 and k >= 100 on shard01 (the Python test sets that up), and prints one canonical Extended JSON
 // document: what it saw, which the test checks. The driver's command monitoring records the commands it sent,
 // so the test can tell a resumed stream or a retried write from one that needed neither.
 'use strict';
 
-const { MongoClient, BSON } = require('mongodb');
+const { MongoClient, GridFSBucket, BSON } = require('mongodb');
 const { EJSON } = BSON;
 
 function outcome(err) {
   const out = { name: err.constructor.name, code: err.code ?? null, codeName: err.codeName ?? null,
                 labels: err.errorLabels ? [...err.errorLabels].sort() : [], message: err.message };
   if (err.writeErrors !== undefined) { // a bulk write's: each failed statement, and what was written
-    out.writeErrors = [].concat(err.writeErrors).map((e) => [e.index, e.code]);
-    out.insertedCount = err.insertedCount;
+    out.writeErrors = err.writeErrors instanceof Map // (a client bulk write's, by operation index)
+      ? [...err.writeErrors.entries()].map(([i, e]) => [i, e.code])
+      : [].concat(err.writeErrors).map((e) => [e.index, e.code]);
+    out.insertedCount = err.insertedCount ?? err.partialResult?.insertedCount ?? null;
   }
   return out;
 }
@@ -165,6 +167,54 @@ const scenarios = {
     const final = await orders.find({}, { sort: { _id: 1 } }).toArray();
     return { committed, events, conflict, final };
   },
+};
+
+scenarios.clientBulkWrite = async function clientBulkWrite(client) {
+  // the driver's client-level bulkWrite (the 8.0 server's bulkWrite command) across two namespaces
+  const ops = [
+    { namespace: 'shop.orders', name: 'insertOne', document: { _id: 1, k: 5 } },
+    { namespace: 'shop.items', name: 'insertOne', document: { _id: 1, sku: 'a' } },
+    { namespace: 'shop.orders', name: 'updateOne', filter: { _id: 1, k: 5 }, update: { $set: { v: 1 } } },
+    { namespace: 'shop.orders', name: 'insertOne', document: { _id: 2, k: 150 } },
+    { namespace: 'shop.items', name: 'deleteOne', filter: { _id: 1 } },
+  ];
+  const r = await client.bulkWrite(ops, { verboseResults: true });
+  const result = {
+    counts: [r.insertedCount, r.matchedCount, r.modifiedCount, r.deletedCount],
+    inserted: [...r.insertResults.entries()].map(([i, v]) => [i, v.insertedId]),
+    updated: [...r.updateResults.entries()].map(([i, v]) => [i, v.matchedCount, v.modifiedCount]),
+    deleted: [...r.deleteResults.entries()].map(([i, v]) => [i, v.deletedCount]),
+  };
+  result.failed = await attempt(() => client.bulkWrite([
+    { namespace: 'shop.orders', name: 'insertOne', document: { _id: 1, k: 5 } },
+    { namespace: 'shop.orders', name: 'insertOne', document: { _id: 3, k: 7 } },
+  ], { ordered: false }));
+  result.orders = await client.db('shop').collection('orders').find({}, { sort: { _id: 1 } }).toArray();
+  return result;
+};
+
+scenarios.gridfs = async function gridfs(client) {
+  // GridFS through the driver: its indexes, chunked upload, download and a delete, on a sharded cluster
+  const bucket = new GridFSBucket(client.db('files'), { chunkSizeBytes: 64 * 1024 });
+  const data = Buffer.alloc(300 * 1024 + 17, 7);
+  const id = await new Promise((resolve, reject) => {
+    const up = bucket.openUploadStream('blob.bin', { metadata: { kind: 'test' } });
+    up.on('finish', () => resolve(up.id)).on('error', reject);
+    up.end(data);
+  });
+  const chunks = [];
+  await new Promise((resolve, reject) => {
+    bucket.openDownloadStreamByName('blob.bin').on('data', (c) => chunks.push(c)).on('end', resolve).on('error', reject);
+  });
+  const back = Buffer.concat(chunks);
+  const files = await bucket.find({}).toArray();
+  const chunkCount = await client.db('files').collection('fs.chunks').countDocuments({ files_id: id });
+  const indexes = (await client.db('files').collection('fs.chunks').listIndexes().toArray()).map((ix) => ix.key);
+  await bucket.delete(id);
+  const left = [await client.db('files').collection('fs.files').countDocuments(),
+                await client.db('files').collection('fs.chunks').countDocuments()];
+  return { same: back.equals(data), length: files[0].length, chunkSize: files[0].chunkSize,
+           metadata: files[0].metadata, chunkCount, indexes, left };
 };
 
 class Monitor {
