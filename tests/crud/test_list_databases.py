@@ -6,17 +6,15 @@ from __future__ import annotations
 
 import pytest
 from bson import Int64
-from bson.codec_options import CodecOptions
 from pymongo.errors import OperationFailure
 
 from mongosim.oplog import bsonutil
 from tests.crud.conftest import shard_two_ways
 
-RAW_INTS = CodecOptions()  # (pymongo decodes an Int64 as Int64: the test sees the wire's types)
-
 
 def _list(client, **kw) -> dict:
-    reply = client.admin.command("listDatabases", codec_options=RAW_INTS, **kw)
+    """The reply's lists and sizes (pymongo decodes an int64 as `Int64`: the test sees the wire's types)."""
+    reply = client.admin.command("listDatabases", **kw)
     return {k: v for k, v in reply.items() if k in ("databases", "totalSize", "totalSizeMb")}
 
 
