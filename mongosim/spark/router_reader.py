@@ -136,7 +136,7 @@ class MongoChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         return MongoClient(self.uri, document_class=RawBSONDocument, appname="mongosim-spark")
 
     def _raw_stream(self, start: dict | None, *, probe: bool, await_ms: int, batch_size: int | None = None,
-                    extra: dict | None = None) -> RawChangeStream:
+                    extra: dict | None = None, until: str | None = None) -> RawChangeStream:
         """A stream opened at `start` (`streams.RawChangeStream`).  The probe needs only the tokens: the
         images do not change which events come, unless the user's stages look at them (then they stay),
         and the user's stages are followed by a projection to `_id`.  Reading (a large batch size)
@@ -148,10 +148,12 @@ class MongoChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         db = self._mongo().get_database(o.database or "admin")
         return RawChangeStream(db, o.collection or 1, open_spec(o, start, light=probe and not o.pipeline), pipeline,
                                batch_size=batch_size, await_ms=await_ms, extra=extra,
-                               read_ahead=(batch_size or 0) >= 1000)
+                               read_ahead=(batch_size or 0) >= 1000, until=until)
 
-    def _stream(self, start: dict | None, *, probe: bool, await_ms: int, batch_size: int | None = None):
-        return TokenStream(self._raw_stream(start, probe=probe, await_ms=await_ms, batch_size=batch_size), start)
+    def _stream(self, start: dict | None, *, probe: bool, await_ms: int, batch_size: int | None = None,
+                until: str | None = None):
+        return TokenStream(self._raw_stream(start, probe=probe, await_ms=await_ms, batch_size=batch_size,
+                                            until=until), start)
 
     # -- offsets ------------------------------------------------------------------------
     def initialOffset(self) -> dict:
@@ -209,7 +211,7 @@ class MongoChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         last, count = None, 0
         deadline = time.monotonic() + self.read_timeout
         try:
-            with self._stream(start, probe=True, await_ms=self.probe_await_ms,
+            with self._stream(start, probe=True, await_ms=self.probe_await_ms, until=target,
                               batch_size=1 if all_available else min(max_rows or 10_000, 10_000)) as ts:
                 while max_rows is None or count < max_rows:
                     key = ts.next_key()
@@ -290,7 +292,8 @@ class MongoChangeStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNo
         deadline = time.monotonic() + self.read_timeout
         try:
             events = ContinuingStream(
-                lambda pos: self._stream(pos, probe=False, await_ms=self.max_await_ms, batch_size=10_000), start)
+                lambda pos: self._stream(pos, probe=False, await_ms=self.max_await_ms, batch_size=10_000,
+                                         until=end_key), start)
             try:
                 for _, raws in batches_through(events, end_key, deadline, lambda: (
                         f"{NAME}: the batch after {off.describe(start)} did not reach its end "

@@ -30,7 +30,13 @@ token, is what the router's merge releases over that range — batch after
 batch — and the probes read about n tokens plus a share per shard, not n per
 shard.  Without a limit, once some shard has an event after its position, E is
 the minimum over the shards of what a stream opened now promises (so the events
-are read once, by `read`).
+are read once, by `read`).  The probes live on from one planning to the next:
+each moves to its shard's place in the batch's end and keeps its cursor and the
+tokens it pulled past it, so a run of batches opens one probe per shard and
+pulls each token once (a probe behind the end — a batch without a limit — is
+closed instead: it would pull through what `read` reads).  In an availableNow
+run every shard has promised the target already, and a batch's reads have been
+promised their end: their getMores do not wait (`streams.PROMISED_AWAIT_MS`).
 
 Shards join: `listShards` is read after the probes.  A shard that is not in
 the vector starts at its `topologyTime` (it holds nothing older; the router
@@ -94,12 +100,15 @@ class _ShardProbe:
         self._ahead: list[str] = []  # tokens of the stream's last batch not pulled yet
         self.read_timeout = reader.read_timeout
         self.stream = reader._shard_events(shard, position, probe=True, await_ms=reader.probe_await_ms,
-                                           batch_size=batch_size)
+                                           batch_size=batch_size, until=target)
 
     def pull(self, n: int) -> None:
         """Up to `n` more tokens, or fewer once the shard has nothing more (then `bound` is set).  The
         stream's batches are taken whole; what a pull leaves of one waits for the next pull."""
         se, target = self.stream, self.target
+        if target is not None and self.bound is None and self.shown_to() >= target:
+            self.bound = target  # all shown up to the target: nothing to ask the shard (it would wait)
+            return
         deadline = time.monotonic() + self.read_timeout
         want = len(self.keys) + n
         while self.bound is None and len(self.keys) < want:
@@ -117,7 +126,9 @@ class _ShardProbe:
             take = want - len(self.keys)
             got, self._ahead = self._ahead[:take], self._ahead[take:]
             if target is not None and got[-1] > target:
-                self.keys.extend(got[:bisect_right(got, target)])
+                i = bisect_right(got, target)
+                self.keys.extend(got[:i])
+                self._ahead[:0] = got[i:]  # kept: a probe lives on into the next batch (`advance`)
                 self.bound = target
                 return
             self.keys.extend(got)
@@ -126,6 +137,20 @@ class _ShardProbe:
         if self.bound is not None:
             return self.bound
         return self.keys[-1] if self.keys else off.offset_sort_key(self.position)
+
+    def advance(self, position: dict) -> bool:
+        """Move on to `position`, the shard's place in the batch's end offset, to plan the next batch
+        from there: the tokens up to it leave (they are in the batch), the rest stay, and the shard is
+        asked again for what it has (a promise is final only within one planning).  False, and nothing
+        changes, if the probe has not shown everything up to `position` (it would have to pull through
+        events the batch read anyway: a new probe opened there is cheaper)."""
+        key = off.offset_sort_key(position)
+        if key > self.shown_to():
+            return False
+        del self.keys[:bisect_right(self.keys, key)]
+        self.position = position
+        self.bound = None
+        return True
 
     def close(self) -> None:
         self.stream.close()
@@ -151,14 +176,47 @@ def _gate(probes: list[_ShardProbe], max_rows: int, step: int) -> None:
 class ShardsStreamReader(MongoChangeStreamReader):
     """The reader of shards mode (see the module doc); options as in router mode."""
 
+    def __init__(self, options: dict, schema: Any) -> None:
+        super().__init__(options, schema)
+        # the probes of the last planning, moved on to its end (`_ShardProbe.advance`): the next
+        # planning goes on with their cursors and the tokens they pulled past it (driver side only)
+        self._probes: dict[str, _ShardProbe] = {}
+
+    def __getstate__(self) -> dict:
+        state = super().__getstate__()
+        state["_probes"] = {}
+        return state
+
+    def stop(self) -> None:
+        self._close_probes()
+        super().stop()
+
+    def _close_probes(self) -> None:
+        probes, self._probes = self._probes, {}
+        for probe in probes.values():
+            probe.close()
+
+    def _probe(self, shard: str, position: dict, target: str | None, first: int) -> _ShardProbe:
+        """`shard`'s probe from `position`, with `first` tokens pulled (or all it has): the last
+        planning's, if it ended there, else a new one."""
+        probe = self._probes.pop(shard, None)
+        if probe is not None and probe.position == position and probe.target == target:
+            probe.pull(max(first - len(probe.keys), 0 if probe.keys else 1))
+            return probe
+        if probe is not None:
+            probe.close()
+        probe = _ShardProbe(self, shard, position, target, batch_size=min(first, 10_000))
+        probe.pull(first)
+        return probe
+
     # -- one shard's stream -----------------------------------------------------------------
     def _shard_events(self, shard: str, position: dict | None, *, probe: bool, await_ms: int,
-                      batch_size: int | None) -> ContinuingStream:
+                      batch_size: int | None, until: str | None = None) -> ContinuingStream:
         extra = {"$_passthroughToShard": {"shard": shard}}
 
         def open_stream(pos: dict | None) -> TokenStream:
             return TokenStream(self._raw_stream(pos, probe=probe, await_ms=await_ms, batch_size=batch_size,
-                                                extra=extra), pos)
+                                                extra=extra, until=until), pos)
 
         return ContinuingStream(open_stream, position)
 
@@ -215,49 +273,69 @@ class ShardsStreamReader(MongoChangeStreamReader):
             start = self.initialOffset()
         max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
         min_rows = limit.min_rows if isinstance(limit, ReadMinRows) else None
-        target = self._target
-        positions = dict(start["shards"])
         probes: dict[str, _ShardProbe] = {}
-        added: dict[str, dict] = {}
-        # the first pull: without a limit one token tells whether a shard has news; with one, an equal share
-        first = 1 if max_rows is None else max(1, -(-max_rows // max(len(positions), 1)))
+        planned = False
         try:
-            pending = sorted(positions)
-            while pending:
-                for shard in pending:
-                    probes[shard] = _ShardProbe(self, shard, positions[shard], target, batch_size=min(first, 10_000))
-                    probes[shard].pull(first)
-                # after the probes: a shard added since joins this batch (see the module doc)
-                joining = {s: p for s, p in self._list_shards().items() if s not in positions}
-                added.update(joining)
-                positions.update(joining)
-                pending = sorted(joining)
-            if max_rows is not None:
-                _gate(list(probes.values()), max_rows, first)
-            owner = {k: shard for shard, probe in probes.items() for k in probe.keys}
-            bounds = {shard: probe.shown_to() for shard, probe in probes.items()}
-            if not owner:
-                return self._idle(start, positions, added, bounds, target)
-            if max_rows is None:  # everything available: up to what the shards promise now
-                end = target if target is not None else \
-                    min(self._promise_now(s) if probes[s].keys else bounds[s] for s in sorted(positions))
-            else:
-                end = min(bounds.values())
-                keys = sorted(owner)
-                if len(keys) >= max_rows:
-                    end = min(end, keys[max_rows - 1])
-            if target is not None:
-                end = min(end, target)
-            if min_rows is not None and sum(1 for k in owner if k <= end) < min_rows:
-                return start
+            end = self._plan(start, max_rows, min_rows, probes)
+            planned = True
         except ChangeStreamSourceError:
             raise
         except Exception as exc:
             raise _wrap(exc, "looking for new events", start) from exc
         finally:
-            for probe in probes.values():
-                probe.close()
+            if not planned:
+                self._close_probes()
+                for probe in probes.values():
+                    probe.close()
+        return self._keep(probes, end)
+
+    def _plan(self, start: dict, max_rows: int | None, min_rows: int | None, probes: dict[str, _ShardProbe]) -> dict:
+        """The end offset of the batch after `start` (`probes` collects the shards' probes)."""
+        target = self._target
+        positions = dict(start["shards"])
+        added: dict[str, dict] = {}
+        # the first pull: without a limit one token tells whether a shard has news; with one, an equal share
+        first = 1 if max_rows is None else max(1, -(-max_rows // max(len(positions), 1)))
+        pending = sorted(positions)
+        while pending:
+            for shard in pending:
+                probes[shard] = self._probe(shard, positions[shard], target, first)
+            # after the probes: a shard added since joins this batch (see the module doc)
+            joining = {s: p for s, p in self._list_shards().items() if s not in positions}
+            added.update(joining)
+            positions.update(joining)
+            pending = sorted(joining)
+        if max_rows is not None:
+            _gate(list(probes.values()), max_rows, first)
+        owner = {k: shard for shard, probe in probes.items() for k in probe.keys}
+        bounds = {shard: probe.shown_to() for shard, probe in probes.items()}
+        if not owner:
+            return self._idle(start, positions, added, bounds, target)
+        if max_rows is None:  # everything available: up to what the shards promise now
+            end = target if target is not None else \
+                min(self._promise_now(s) if probes[s].keys else bounds[s] for s in sorted(positions))
+        else:
+            end = min(bounds.values())
+            keys = sorted(owner)
+            if len(keys) >= max_rows:
+                end = min(end, keys[max_rows - 1])
+        if target is not None:
+            end = min(end, target)
+        if min_rows is not None and sum(1 for k in owner if k <= end) < min_rows:
+            return start
         return self._vector(start, positions, added, end, owner.get(end))
+
+    def _keep(self, probes: dict[str, _ShardProbe], end: dict) -> dict:
+        """Keep the probes that can go on from their shard's place in `end` (the offset returned)."""
+        self._close_probes()  # none should be left: each planning takes them all
+        for shard, probe in probes.items():
+            pos = end["shards"].get(shard)
+            if pos is not None and probe.advance(pos):
+                self._probes[shard] = probe
+            else:
+                probe.close()
+        return end
+
 
     def _idle(self, start: dict, positions: dict, added: dict, bounds: dict, target: str | None) -> dict:
         """No event anywhere: stay, unless every shard promised idleAdvanceSeconds past the start."""
@@ -317,7 +395,8 @@ class ShardsStreamReader(MongoChangeStreamReader):
         end_key = off.offset_sort_key(end)
         deadline = time.monotonic() + self.read_timeout
         try:
-            se = self._shard_events(shard, start, probe=False, await_ms=self.max_await_ms, batch_size=10_000)
+            se = self._shard_events(shard, start, probe=False, await_ms=self.max_await_ms, batch_size=10_000,
+                                    until=end_key)
             try:
                 for _, raws in batches_through(se, end_key, deadline, lambda: (
                         f"{NAME}: {shard}'s part of the batch after {off.describe(start)} did not reach "

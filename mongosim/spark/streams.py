@@ -66,6 +66,9 @@ def wrap_error(exc: BaseException, what: str, offset: dict | None) -> ChangeStre
 
 
 READ_AHEAD_AWAIT_MS = 50
+# the getMore wait of a stream read up to a point the server has promised already: all it has to send
+# is there, so an empty batch (with the promise as its postBatchResumeToken) need not be waited for
+PROMISED_AWAIT_MS = 1
 READ_AHEAD_FIRST_BATCH = 1000  # with read-ahead, the first batch size; it doubles up to `batch_size`
 _INT = struct.Struct("<i")
 _ID_HEAD = b"\x03_id\x00"  # an event's first element: the `_id` document
@@ -142,7 +145,8 @@ class RawChangeStream:
     """A change stream read with aggregate/getMore, event by event as (sort key, raw BSON)."""
 
     def __init__(self, db: Any, target: Any, spec: dict, pipeline: list, *, batch_size: int | None,
-                 await_ms: int, extra: dict | None = None, read_ahead: bool = False) -> None:
+                 await_ms: int, extra: dict | None = None, read_ahead: bool = False,
+                 until: str | None = None) -> None:
         from bson.codec_options import CodecOptions
 
         self.db = db
@@ -159,6 +163,11 @@ class RawChangeStream:
         # has rendered a whole large batch, and it renders each next one while this one is used
         self._size = min(batch_size, READ_AHEAD_FIRST_BATCH) if batch_size and read_ahead else batch_size
         self.await_ms = await_ms
+        # `until`: the sort key up to which the reader wants events and the server has promised them
+        # (a planned batch's end): getMores do not wait (PROMISED_AWAIT_MS) until a batch reaches it —
+        # and then none is sent ahead.  An empty batch short of it (the promise not kept, e.g. after a
+        # failover) ends the shortcut: the next getMores wait `await_ms`.
+        self.until = until
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="mongosim-read-ahead") if read_ahead else None
         self._pending = None  # the read-ahead getMore in flight
         self._keys: list[str] = []  # the batch being handed out: sort keys and raw events, from `_next` on
@@ -200,6 +209,8 @@ class RawChangeStream:
             self.resume_token = self._pbrt
 
     def _get_more(self, await_ms: int) -> Any:
+        if self.until is not None:
+            await_ms = PROMISED_AWAIT_MS
         cmd: dict[str, Any] = {"getMore": self.cursor_id, "collection": self.collection, "maxTimeMS": await_ms}
         if self._size:
             cmd["batchSize"] = self._size
@@ -262,6 +273,13 @@ class RawChangeStream:
             self._resume()
             return bool(self._raws)
         self._take(reply["cursor"], "nextBatch")
+        until = self.until
+        if until is not None:
+            pbrt = self._pbrt["_data"] if self._pbrt is not None else ""
+            if self._keys and self._keys[-1] >= until or pbrt >= until:
+                return bool(self._raws)  # all that is wanted is here: nothing to read ahead
+            if not self._raws:
+                self.until = None  # short of the promise: wait from now on
         if self._pool is not None and self._raws and self.cursor_id:
             # read ahead while this batch is used; a short wait if nothing is there yet, since the
             # stream may be closed before its answer is wanted (close() waits for it)

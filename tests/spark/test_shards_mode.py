@@ -178,7 +178,11 @@ _COLLECTIONS = iter(range(10**6))
 def test_property_limited_batches_are_the_router_stream_and_probe_about_a_batch(three, placement, limit):
     """With maxEventsPerBatch n, over a random (skewed) spread of writes on the shards: every batch has
     at most n events, the batches are the router's stream, and planning a batch pulls about n tokens
-    plus a share per shard (`_gate`), not n from every shard."""
+    plus a share per shard (`_gate`), not n from every shard.  As in Spark, the batches are read by
+    copies of the driver's reader, whose probes go on from plan to plan: one per shard, each token
+    pulled once."""
+    import pickle
+
     from pyspark.sql.streaming.datasource import ReadMaxRows
 
     from mongosim.spark import shards_reader
@@ -198,24 +202,42 @@ def test_property_limited_batches_are_the_router_stream_and_probe_about_a_batch(
             coll.update_one({"_id": 100 * shard + i}, {"$set": {"u": 1}})
     expected = tokens(drain(cluster.uri, start, ("s", name), {}))
 
-    pulled: list[int] = []
-    close = shards_reader._ShardProbe.close
-    shards_reader._ShardProbe.close = lambda self: pulled.append(len(self.keys)) or close(self)
+    pulled: list[int] = []  # the tokens each pull took
+    opened: list[str] = []
+    probe_class = shards_reader._ShardProbe
+
+    class CountedProbe(probe_class):
+        def __init__(self, reader, shard, *args, **kwargs) -> None:
+            opened.append(shard)
+            super().__init__(reader, shard, *args, **kwargs)
+
+        def pull(self, n: int) -> None:
+            before = len(self.keys)
+            super().pull(n)
+            pulled.append(len(self.keys) - before)
+
+    shards_reader._ShardProbe = CountedProbe
     try:
         r = reader(cluster.uri, mode="shards", database="s", collection=name, startAfter=start)
-        s0, got = r.initialOffset(), []
+        s0, got, all_pulled = r.initialOffset(), [], 0
         while True:
             pulled.clear()
             e = r.latestOffset(s0, ReadMaxRows(limit))
+            all_pulled += sum(pulled)
             if e == s0:
                 break
             k = len(e["shards"])
             share = -(-limit // k)
             assert sum(pulled) <= limit + (k + 1) * share, (pulled, limit)
-            batch = sorted(tokens([raw for p in r.partitions(s0, e) for raw in r.read_shard(p.shard, p.start, p.end)]))
+            task = pickle.loads(pickle.dumps(r))  # an executor's copy: no probe goes with it
+            assert task._probes == {}
+            batch = sorted(tokens([raw for p in r.partitions(s0, e) for raw in task.read_shard(p.shard, p.start, p.end)]))
             assert 0 < len(batch) <= limit
             got.append(batch)
             s0 = e
+        r.stop()
+        assert r._probes == {}
     finally:
-        shards_reader._ShardProbe.close = close
+        shards_reader._ShardProbe = probe_class
     assert [t for b in got for t in b] == expected
+    assert sorted(opened) == ["shard00", "shard01", "shard02"] and all_pulled == len(expected)

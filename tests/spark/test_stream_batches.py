@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as hst
 
 from mongosim.spark import offsets as off
-from mongosim.spark.streams import ContinuingStream, RawChangeStream, TokenStream, batches_through
+from mongosim.spark.streams import PROMISED_AWAIT_MS, ContinuingStream, RawChangeStream, TokenStream, batches_through
 from tests.spark.test_offsets import event_token
 
 
@@ -34,6 +34,7 @@ class ScriptedDb:
         self.ends = ends
         self.client = self
         self.sizes: list[int | None] = []  # the batch size each command asked for
+        self.waits: list[int] = []  # each getMore's maxTimeMS
 
     def start_session(self, **_kw) -> _Session:
         return _Session()
@@ -42,6 +43,8 @@ class ScriptedDb:
         if "killCursors" in cmd:
             return RawBSONDocument(bson.encode({"ok": 1}))
         self.sizes.append(cmd.get("batchSize", cmd.get("cursor", {}).get("batchSize")))
+        if "getMore" in cmd:
+            self.waits.append(cmd["maxTimeMS"])
         keys, pbrt = self.replies.popleft() if self.replies else ([], LATER)
         closed = not self.replies and self.ends
         cursor = {"firstBatch" if "aggregate" in cmd else "nextBatch":
@@ -86,12 +89,13 @@ def scripts(draw):
     return tokens, streams, start, end, inval is not None
 
 
-def _open(streams: list, ends: bool, read_ahead: bool):
+def _open(streams: list, ends: bool, read_ahead: bool, until: str | None = None):
     left = deque(streams)
 
     def open_stream(position: dict | None) -> TokenStream:
         db = ScriptedDb(left.popleft() if left else [], ends and bool(left))
-        ts = TokenStream(RawChangeStream(db, 1, {}, [], batch_size=None, await_ms=0, read_ahead=read_ahead), None)
+        ts = TokenStream(RawChangeStream(db, 1, {}, [], batch_size=None, await_ms=0, read_ahead=read_ahead,
+                                         until=until), None)
         if position is not None:
             ts.start_key = off.offset_sort_key(position)
         return ts
@@ -116,12 +120,13 @@ def events_one_by_one(events: ContinuingStream, end_key: str, on_past):
 
 
 @settings(max_examples=300, deadline=None)
-@given(scripts(), hst.booleans())
-def test_batches_are_the_events_one_by_one(script, read_ahead):
+@given(scripts(), hst.booleans(), hst.booleans())
+def test_batches_are_the_events_one_by_one(script, read_ahead, promised):
+    """(`promised`: the batch is read with `until` its end, as a planned batch is: the same events.)"""
     tokens, streams, start, end, invalidated = script
     position = off.token_offset(start) if start else None
     past: list[str] = []
-    by_batch = ContinuingStream(_open(streams, invalidated, read_ahead), position)
+    by_batch = ContinuingStream(_open(streams, invalidated, read_ahead, end if promised else None), position)
     got = [(k, r) for keys, raws in batches_through(by_batch, end, time.monotonic() + 60, lambda: "late", past.append)
            for k, r in zip(keys, raws)]
     by_batch.close()
@@ -147,3 +152,28 @@ def test_read_ahead_batches_grow_from_a_small_first_one():
             got += cs.try_next_batch()[0]
         cs.close()
         assert got == tokens[:7] and db.sizes[:7] == expected
+
+
+def test_a_read_up_to_a_promised_end_neither_waits_nor_reads_ahead_past_it():
+    """`until` (a planned batch's end, which the server has promised): the getMores do not wait, and once
+    a batch holds the end no getMore is sent ahead; an empty batch short of it ends the shortcut."""
+    tokens = [event_token(Timestamp(10 + 2 * i, 1)) for i in range(6)]
+    script = [(tokens[0:2], tokens[1]), (tokens[2:4], tokens[3]), (tokens[4:6], tokens[5])]
+    for until, commands in ((tokens[3], 2), (None, 3)):
+        db = ScriptedDb(list(script), ends=False)
+        cs = RawChangeStream(db, 1, {}, [], batch_size=10_000, await_ms=500, read_ahead=True, until=until)
+        events = ContinuingStream(lambda _pos, cs=cs: TokenStream(cs, None), None)
+        got = [k for keys, _ in batches_through(events, tokens[3], time.monotonic() + 60, lambda: "late") for k in keys]
+        cs.close()
+        assert got == tokens[:4]
+        # the aggregate, the getMore that brought the end, and without `until` one sent ahead of it
+        assert len(db.sizes) == commands
+        assert db.waits == ([PROMISED_AWAIT_MS] if until else [500, 50])
+
+    # the server promised less than the end: after an empty batch short of it, getMores wait again
+    db = ScriptedDb([(tokens[0:1], tokens[0]), ([], tokens[1]), ([], tokens[1])], ends=False)
+    cs = RawChangeStream(db, 1, {}, [], batch_size=None, await_ms=500, until=tokens[3])
+    for _ in range(3):
+        cs.try_next_batch()
+    cs.close()
+    assert db.waits == [PROMISED_AWAIT_MS, 500]
