@@ -185,8 +185,8 @@ async def _shard(router: Router, req: Request, ns: str, key: Any, unique: bool, 
     if existing is not None:
         if existing.pattern.key == pattern.key:
             return {"collectionsharded": ns, "ok": 1.0}
-        raise MongoError(23,  # AlreadyInitialized
-                         f"sharding already enabled for collection {ns} with options {{ shardKey: {existing.pattern.key} }}")
+        # (8.0's create_collection_coordinator.cpp: the message names the collection only)
+        raise MongoError("AlreadyInitialized", f"sharding already enabled for collection {ns}")
     pnode = router.shard(primary).node
     await log_change(router, "shardCollection.start", ns, {"shardKey": dict(pattern.key), "collection": ns,
                                                            "primary": primary}, by=pnode, client_addr=_peer(req))

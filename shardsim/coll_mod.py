@@ -62,7 +62,8 @@ from mongosim.shardsim.collection_options import canonical, refresh
 from mongosim.shardsim.collection_uuid import check_collection_uuid
 from mongosim.shardsim.command_registry import command
 from mongosim.shardsim.create_collection import check_namespace
-from mongosim.shardsim.ddl import same_key, valid_collection_name
+from mongosim.shardsim.ddl import valid_collection_name
+from mongosim.shardsim.index_descriptor import same_key
 from mongosim.shardsim.document_validation import check_options
 from mongosim.shardsim.oplog_collection import is_oplog
 from mongosim.shardsim.operation_context import OpCtx

@@ -41,10 +41,11 @@ from mongosim.shardsim.create_collection import (
 )
 from mongosim.shardsim.document_validation import check_options
 from mongosim.shardsim.generic_args import GENERIC_ARGUMENTS
+from mongosim.shardsim import index_descriptor
 from mongosim.shardsim.index_key_validate import validate_index_spec
+from mongosim.shardsim.query.fmt import bson_str
 from mongosim.shardsim.operation_context import OpCtx
 from mongosim.shardsim import uncommitted_catalog_updates as in_transaction
-from mongosim.shardsim.query.values import hashable
 
 if TYPE_CHECKING:
     from mongosim.shardsim.node import Node
@@ -180,13 +181,6 @@ def normalize_index_spec(spec: Any) -> dict:
     return validate_index_spec(spec)
 
 
-def same_key(a: dict, b: dict) -> bool:
-    """Key patterns equal as BSON: same fields in the same order, equal values (1 == 1.0)."""
-    return list(a) == list(b) and all(
-        (a[k] == b[k]) if isinstance(a[k], str) or isinstance(b[k], str) else hashable(a[k]) == hashable(b[k])
-        for k in a)
-
-
 @command("createIndexes")
 def cmd_create_indexes(node: Node, ctx: OpCtx) -> dict:
     name = check_namespace(ctx.db, ctx.cmd["createIndexes"])
@@ -204,17 +198,9 @@ def cmd_create_indexes(node: Node, ctx: OpCtx) -> dict:
     before = len(coll.indexes)
     new_specs = []
     for spec in specs:
-        same_name = coll.index(spec["name"])
-        if same_name is not None:
-            if same_name["key"] != spec["key"]:
-                raise MongoError("IndexKeySpecsConflict", f"An existing index has the same name as the requested index. When index names are not specified, they are auto generated and can cause conflicts. Please refer to our documentation. Requested index: {spec}, existing index: {same_name}")
-            if {k: v for k, v in same_name.items() if k != "v"} != {k: v for k, v in spec.items() if k != "v"}:
-                raise MongoError("IndexOptionsConflict", f"An equivalent index already exists with the same name but different options. Requested index: {spec}, existing index: {same_name}")
-            continue
-        for existing in coll.indexes:
-            if same_key(existing["key"], spec["key"]) and bool(existing.get("unique")) == bool(spec.get("unique")) \
-                    and all(existing.get(o) == spec.get(o) for o in ("partialFilterExpression", "weights", "collation")):
-                raise MongoError("IndexOptionsConflict", f"Index already exists with a different name: {existing['name']}")
+        index_descriptor.validate_ttl(spec)
+        if index_descriptor.check_against(spec, coll.indexes + new_specs):
+            continue  # (an identical index of that name exists)
         if "_fts" in spec["key"]:
             text = [s for s in coll.indexes + new_specs if "_fts" in s["key"]]
             if text:
@@ -223,6 +209,9 @@ def cmd_create_indexes(node: Node, ctx: OpCtx) -> dict:
         new_specs.append(spec)
     if not new_specs:
         return {"numIndexesBefore": before, "numIndexesAfter": before, "note": "all indexes already exist", "ok": 1.0}
+    for spec in new_specs:
+        if spec.get("unique"):
+            _check_unique_with_shard_key(node, f"{ctx.db}.{name}", spec["key"])
     if ctx.txn is not None:
         in_transaction.check_create_indexes(ctx.txn, coll, f"{ctx.db}.{name}")
         created_auto = True  # (the server's reply for a collection created in the transaction)
@@ -253,6 +242,19 @@ def cmd_create_indexes(node: Node, ctx: OpCtx) -> dict:
         reply["createdCollectionAutomatically"] = False
     reply["ok"] = 1.0
     return reply
+
+
+def _check_unique_with_shard_key(node: Node, ns: str, key: dict) -> None:
+    """A unique index on a sharded collection must have the shard key's fields as its prefix (or lead
+    with `_id`): each shard checks uniqueness among its own documents only (create_indexes_cmd.cpp
+    checkUniqueIndexConstraints, ShardKeyPattern::isIndexUniquenessCompatible)."""
+    meta = node.filtering.collection(ns) if node.filtering is not None and not node.is_config else None
+    if meta is None or next(iter(key)) == "_id":
+        return
+    shard_key = meta.pattern.key
+    if list(key)[:len(shard_key)] != list(shard_key):
+        raise MongoError("CannotCreateIndex", f"cannot create unique index over {bson_str(key)} with shard key "
+                                              f"pattern {bson_str(shard_key)}")
 
 
 @command("dropIndexes", "deleteIndexes")

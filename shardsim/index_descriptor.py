@@ -1,0 +1,143 @@
+"""An index's identity: when may two indexes on one key pattern coexist (the server's
+IndexDescriptor::compareIndexOptions, index_descriptor.cpp), and the createIndexes checks built on it.
+
+Two specs compare as
+
+- DIFFERENT when any option that names an index differs: the key pattern (as BSON), the
+  `wildcardProjection`, `unique` (an `_id` index is unique), `sparse`, the collation, or the
+  `partialFilterExpression` — such indexes coexist, under different names;
+- IDENTICAL when besides those every other option is equal (the index version fields, `background`
+  and `dropDups` aside): creating it again is a no-op;
+- EQUIVALENT otherwise (e.g. another `expireAfterSeconds` or `hidden`): the two cannot coexist.
+
+The catalog (IndexCatalogImpl::_doesSpecConflictWithExisting) then refuses, for an index with the name
+of an existing one, DIFFERENT with IndexKeySpecsConflict (86) and EQUIVALENT with IndexOptionsConflict
+(85); and for an index on the key pattern of an existing one under another name, EQUIVALENT or
+IDENTICAL with IndexOptionsConflict.  Messages quote specs as the server prints BSON (`query.fmt`).
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from typing import Any
+
+from bson import Decimal128, Int64
+
+from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.query.fmt import bson_str
+from mongosim.shardsim.query.values import hashable
+
+# options compared apart, or not at all (populateOptionsMapForEqualityCheck)
+_NOT_COMPARED = frozenset({"key", "ns", "name", "v", "textIndexVersion", "2dsphereIndexVersion", "background",
+                           "dropDups", "collation", "partialFilterExpression", "unique", "sparse",
+                           "wildcardProjection"})
+_INT32_MAX = 2**31 - 1
+
+
+class Comparison(enum.Enum):
+    DIFFERENT = "different"
+    EQUIVALENT = "equivalent"
+    IDENTICAL = "identical"
+
+
+def is_unique(spec: dict) -> bool:
+    return list(spec["key"]) == ["_id"] or bool(spec.get("unique"))
+
+
+def _bson_equal(a: Any, b: Any) -> bool:
+    """Equal as the server's simple BSON comparison (numbers by value: 1 == 1.0)."""
+    return hashable(a) == hashable(b)
+
+
+def same_key(a: dict, b: dict) -> bool:
+    """Key patterns equal as BSON: the same fields in the same order, equal values (1 == 1.0)."""
+    return list(a) == list(b) and all(_bson_equal(a[k], b[k]) for k in a)
+
+
+def compare(candidate: dict, existing: dict) -> Comparison:
+    """How `candidate` compares with `existing` (both stored specs, see the module doc)."""
+    if not same_key(candidate["key"], existing["key"]):
+        return Comparison.DIFFERENT
+    if candidate.get("wildcardProjection", {}) != existing.get("wildcardProjection", {}):
+        return Comparison.DIFFERENT  # (field order aside, as the server compares the normalized projections)
+    if is_unique(candidate) != is_unique(existing) or bool(candidate.get("sparse")) != bool(existing.get("sparse")):
+        return Comparison.DIFFERENT
+    if (candidate.get("collation") or None) != (existing.get("collation") or None):
+        return Comparison.DIFFERENT
+    if ("partialFilterExpression" in candidate) != ("partialFilterExpression" in existing):
+        return Comparison.DIFFERENT
+    if "partialFilterExpression" in existing and \
+            not _bson_equal(candidate["partialFilterExpression"], existing["partialFilterExpression"]):
+        return Comparison.DIFFERENT
+    mine = {k: v for k, v in candidate.items() if k not in _NOT_COMPARED}
+    theirs = {k: v for k, v in existing.items() if k not in _NOT_COMPARED}
+    if mine.keys() == theirs.keys() and all(_bson_equal(v, theirs[k]) for k, v in mine.items()):
+        return Comparison.IDENTICAL
+    return Comparison.EQUIVALENT
+
+
+def check_against(spec: dict, indexes: list[dict]) -> bool:
+    """Refuse `spec` if it conflicts with an existing index (see the module doc); True if an identical
+    index of that name exists already (nothing to build)."""
+    for existing in indexes:
+        if existing["name"] != spec["name"]:
+            continue
+        how = compare(spec, existing)
+        if how is Comparison.DIFFERENT:
+            raise MongoError("IndexKeySpecsConflict", "An existing index has the same name as the requested index. "
+                             "When index names are not specified, they are auto generated and can cause conflicts. "
+                             f"Please refer to our documentation. Requested index: {bson_str(spec)}, existing index: "
+                             f"{bson_str(existing)}")
+        if how is Comparison.EQUIVALENT:
+            raise MongoError("IndexOptionsConflict", "An equivalent index already exists with the same name but "
+                             f"different options. Requested index: {bson_str(spec)}, existing index: "
+                             f"{bson_str(existing)}")
+        return True
+    for existing in indexes:
+        if not same_key(spec["key"], existing["key"]):
+            continue
+        how = compare(spec, existing)
+        if how is Comparison.EQUIVALENT:
+            raise MongoError("IndexOptionsConflict", "An equivalent index already exists with a different name and "
+                             f"options. Requested index: {bson_str(spec)}, existing index: {bson_str(existing)}")
+        if how is Comparison.IDENTICAL:
+            raise MongoError("IndexOptionsConflict", f"Index already exists with a different name: {existing['name']}")
+    return False
+
+
+def validate_ttl(spec: dict) -> None:
+    """index_key_validate::validateIndexSpecTTL: `expireAfterSeconds` a number, not NaN, a 32-bit
+    integer in [0, 2^31 - 1], on a single-field key (CannotCreateIndex)."""
+    if "expireAfterSeconds" not in spec:
+        return
+    value = spec["expireAfterSeconds"]
+    reason = _ttl_value_error(value)
+    if reason is not None:
+        raise MongoError("CannotCreateIndex", f". Index spec: {bson_str(spec)} :: caused by :: {reason}")
+    if len(spec["key"]) != 1:
+        raise MongoError("CannotCreateIndex", "TTL indexes are single-field indexes, compound indexes do not support "
+                                              f"TTL. Index spec: {bson_str(spec)}")
+
+
+def _ttl_value_error(value: Any) -> str | None:
+    from mongosim.shardsim.query.values import type_name
+
+    if isinstance(value, bool) or not isinstance(value, (int, Int64, float, Decimal128)):
+        return f"TTL index 'expireAfterSeconds' option must be numeric, but received a type of '{type_name(value)}"
+    number = value.to_decimal() if isinstance(value, Decimal128) else value
+    if number != number:
+        return "TTL index 'expireAfterSeconds' option must not be NaN"
+    as_long = _safe_long(number)
+    if not -_INT32_MAX - 1 <= as_long <= _INT32_MAX:
+        return "TTL index 'expireAfterSeconds' must be within the range of a 32-bit integer"
+    if as_long < 0:
+        return "TTL index 'expireAfterSeconds' option cannot be less than 0"
+    return None
+
+
+def _safe_long(number: Any) -> int:
+    """BSONElement::safeNumberLong: truncated toward zero, saturated at the int64 bounds (inf too)."""
+    if isinstance(number, float) and math.isinf(number) or getattr(number, "is_infinite", lambda: False)():
+        return 2**63 - 1 if number > 0 else -2**63
+    return max(-2**63, min(2**63 - 1, int(number)))
