@@ -684,6 +684,11 @@ def plan_query(coll, cq: CanonicalQuery, *, view_changed: bool = False, sharded:
             raise MongoError(51173, "When using min()/max() a hint of which index to use must be provided")
     if coll is None:
         return Solution(_finish(EOFStage(), cq, False, sharded))
+    if hinted == "natural" or hinted is None and cq.sort and "$natural" in cq.sort:
+        # a $natural hint, or a $natural sort without a hint, is a collection scan in that direction (a hint
+        # wins over the sort: query_planner.cpp, planner_access.cpp makeCollectionScan)
+        natural = check_hint(cq.hint)["$natural"] if hinted == "natural" else cq.sort["$natural"]
+        return Solution(_finish(CollScan(cq.matcher, 1 if natural >= 0 else -1), cq, False, sharded))
     if hinted is None and not cq.count:
         idv = _express_id(cq)
         if idv is not _NO:
@@ -693,9 +698,6 @@ def plan_query(coll, cq: CanonicalQuery, *, view_changed: bool = False, sharded:
             return Solution(ExpressIxscan(ex, cq.leaves[0].value, cq.projection, limit=cq.limit,
                                           variables=cq.variables), express=True)
     sort = _sort_fields(cq)
-    if hinted == "natural":
-        direction = check_hint(cq.hint)["$natural"]
-        return Solution(_finish(CollScan(cq.matcher, direction), cq, False, sharded))
     if isinstance(hinted, IndexAccessMethod):
         if hinted.wildcard is not None and not (cq.min or cq.max):
             plans = _wildcard_candidates(hinted, cq, sort, view_changed, 0, hinted=True)

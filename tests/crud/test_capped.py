@@ -211,3 +211,20 @@ def test_a_capped_collection_moved_by_move_primary_keeps_its_order_and_limits(sh
     db.c.insert_one({"_id": 2})
     assert [d["_id"] for d in db.c.find()] == [1, 4, 2]
     client.drop_database("cap_moved")
+
+
+@pytest.mark.parametrize("capped", [True, False])
+def test_a_natural_sort_scans_in_its_direction(db, capped):
+    """`sort({$natural: -1})` is a backward collection scan (the usual "last N entries" of a capped log);
+    a hint wins over it: an index hint keeps the index's order, a $natural hint its own direction."""
+    c = db.create_collection("nat", capped=True, size=100_000) if capped else db.nat
+    for i in (5, 1, 4, 2):  # natural order is insertion order
+        c.insert_one({"_id": i, "k": 10 - i})
+    assert [d["_id"] for d in c.find().sort("$natural", -1)] == [2, 4, 1, 5]
+    assert [d["_id"] for d in c.find().sort("$natural", 1)] == [5, 1, 4, 2]
+    assert [d["_id"] for d in c.find({"_id": {"$gt": 1}}).sort("$natural", -1).limit(2)] == [2, 4]
+    plan = c.find().sort("$natural", -1).explain()["queryPlanner"]["winningPlan"]
+    plan = plan["shards"][0]["winningPlan"] if "shards" in plan else plan
+    assert plan["stage"] == "COLLSCAN" and plan["direction"] == "backward"
+    assert [d["_id"] for d in c.find().sort("$natural", -1).hint([("$natural", 1)])] == [5, 1, 4, 2]
+    assert [d["_id"] for d in c.find().sort("$natural", -1).hint([("_id", 1)])] == [1, 2, 4, 5]

@@ -121,9 +121,17 @@ def test_errors(coll):
     with pytest.raises(OperationFailure) as e:
         list(coll.aggregate([{"$match": {"_id": 1}}, {"$match": {"$text": {"$search": "coffee"}}}]))
     assert e.value.code == 17313
+    # a second text index: on the same key pattern ({_fts: "text", _ftsx: 1}) the weights do not name an
+    # index, so it is an equivalent one; on another (a compound text index) there can be only one
     with pytest.raises(OperationFailure) as e:
         coll.create_index([("other", "text")])
-    assert e.value.code == 67 and "only one text index per collection allowed" in e.value.details["errmsg"]
+    assert e.value.code == 85 and e.value.details["errmsg"].startswith(
+        'An equivalent index already exists with a different name and options. Requested index: { v: 2, key: '
+        '{ _fts: "text", _ftsx: 1 }, name: "other_text", weights: { other: 1 }')
+    with pytest.raises(OperationFailure) as e:
+        coll.create_index([("k", 1), ("other", "text")])
+    assert e.value.code == 67 and e.value.details["errmsg"] == \
+        'only one text index per collection allowed, found existing text index "text"'
 
 
 def test_language_override_is_checked_on_insert(coll):
