@@ -102,7 +102,9 @@ def get_member(interp, obj, key):
         if k == "length":
             return float(len(obj.items))
         v = obj.props.get(k, _ABSENT)
-        return ARRAY_PROTO.get(k, OBJECT_METHODS.get(k, UNDEFINED)) if v is _ABSENT else v
+        if v is _ABSENT:
+            v = ARRAY_PROTO.get(k) or OBJECT_METHODS.get(k) or _constructor(interp, k, "Array")
+        return v
     if t is str:
         i = _index(key)
         if i is not None:
@@ -110,18 +112,22 @@ def get_member(interp, obj, key):
         k = to_property_key(key)
         if k == "length":
             return float(len(obj))
-        return STRING_PROTO.get(k, UNDEFINED)
+        return STRING_PROTO.get(k) or _constructor(interp, k, "String")
     if t is float:
-        return NUMBER_PROTO.get(to_property_key(key), UNDEFINED)
+        k = to_property_key(key)
+        return NUMBER_PROTO.get(k) or _constructor(interp, k, "Number")
     if t is bool:
-        return BOOLEAN_PROTO.get(to_property_key(key), UNDEFINED)
+        k = to_property_key(key)
+        return BOOLEAN_PROTO.get(k) or _constructor(interp, k, "Boolean")
     if obj is None or obj is UNDEFINED:
         raise make_error("TypeError", f"can't access property \"{to_property_key(key)}\" of {to_string(obj)}")
     k = to_property_key(key)
     if t is JSObject:
         v = obj.lookup(k)
-        if v is UNDEFINED and obj.proto is None:
-            return OBJECT_METHODS.get(k, UNDEFINED)
+        if v is UNDEFINED:
+            if obj.proto is None:
+                return OBJECT_METHODS.get(k, UNDEFINED)
+            return _constructor(interp, k, _object_class(obj))
         return v
     if t is JSFunction:
         if k == "prototype" and "prototype" not in obj.props:
@@ -142,17 +148,39 @@ def get_member(interp, obj, key):
             return obj.name
         return FUNCTION_PROTO.get(k, UNDEFINED)
     if t is JSDate:
-        return DATE_PROTO.get(k, UNDEFINED)
+        return DATE_PROTO.get(k) or _constructor(interp, k, "Date")
     if t is HostValue:
         return _host_member(obj, k)
     if t is JSRegExp:
-        return regexp.member(obj, k)
+        v = regexp.member(obj, k)
+        return v if v is not UNDEFINED else _constructor(interp, k, "RegExp")
     if t is mapset.JSMap:
-        return mapset.member(obj, k)
+        v = mapset.member(obj, k)
+        return v if v is not UNDEFINED else _constructor(interp, k, obj.cls)
     return obj.lookup(k)
 
 
 _ABSENT = object()
+
+
+def _constructor(interp, key: str, cls: str):
+    """What a property missing all along a built-in value's prototype chain reads: undefined, but for
+    `constructor`, the global constructor of the value's class (`[].constructor === Array`), as the script
+    started with it.  (The prototypes are shared by every interpreter, and so cannot hold it.)"""
+    if key == "constructor" and interp is not None:
+        return interp.builtin_constructors.get(cls, UNDEFINED)
+    return UNDEFINED
+
+
+def _object_class(obj: JSObject) -> str:
+    """The built-in class an object's `constructor` names: an error's, else Object."""
+    p = obj.proto
+    while p is not None:
+        for name, proto in _ERROR_PROTOS.items():
+            if p is proto:
+                return name
+        p = p.proto
+    return "Object"
 
 
 def set_member(obj, key, value) -> None:
@@ -1289,7 +1317,9 @@ def _make_globals() -> dict:
                          "assign": NativeFunction(_object_assign, "assign"),
                          "fromEntries": NativeFunction(_object_from_entries, "fromEntries"),
                          "freeze": NativeFunction(lambda i, t, a: _arg(a, 0), "freeze"),
-                         "isFrozen": NativeFunction(lambda i, t, a: False, "isFrozen")}),
+                         "isFrozen": NativeFunction(lambda i, t, a: False, "isFrozen"),
+                         "create": NativeFunction(_object_create, "create"),
+                         "getPrototypeOf": NativeFunction(_object_get_prototype_of, "getPrototypeOf")}),
         "Array": _ctor(_array_ctor, "Array", _array_ctor, lambda o: type(o) is JSArray,
                        {"prototype": JSObject(dict(ARRAY_PROTO), OBJECT_PROTO, "Prototype"),
                         "isArray": NativeFunction(lambda i, t, a: type(_arg(a, 0)) is JSArray, "isArray"),
@@ -1351,6 +1381,29 @@ def _make_globals() -> dict:
     return g
 
 
+def _object_create(interp, this, args):
+    """Object.create(proto): a new object over `proto` (null: over nothing); the properties argument is
+    not supported."""
+    proto = _arg(args, 0)
+    if proto is not None and not isinstance(proto, JSObject):
+        raise make_error("TypeError", f"{to_string(proto)} is not an object or null")
+    return JSObject({}, proto)
+
+
+def _object_get_prototype_of(interp, this, args):
+    """Object.getPrototypeOf(o): an object's prototype (null at the chain's end); a built-in value's, its
+    class's `prototype`."""
+    o = _arg(args, 0)
+    if o is None or o is UNDEFINED:
+        raise make_error("TypeError", f"can't convert {to_string(o)} to object")
+    if type(o) is JSObject:
+        return o.proto
+    cls = {JSArray: "Array", str: "String", float: "Number", bool: "Boolean", JSDate: "Date",
+           JSRegExp: "RegExp"}.get(type(o)) or getattr(o, "cls", "Object")
+    ctor = interp.builtin_constructors.get(cls)
+    return get_member(interp, ctor, "prototype") if ctor is not None else OBJECT_PROTO
+
+
 def _needs_new(name: str):
     def run(interp, this, args):
         raise make_error("TypeError", f"calling a builtin {name} constructor without new is forbidden")
@@ -1377,9 +1430,16 @@ def _array_ctor(interp, this, args):
     return JSArray(list(args))
 
 
-def install(scope_vars: dict) -> None:
-    """The global names, made afresh for each interpreter (a script's changes to Math or JSON stay its own)."""
-    scope_vars.update(_make_globals())
+def install(scope_vars: dict) -> dict:
+    """The global names, made afresh for each interpreter (a script's changes to Math or JSON stay its own);
+    returns the built-in constructors by class name (what `constructor` reads, `_constructor`)."""
+    g = _make_globals()
+    scope_vars.update(g)
+    ctors = {name: v for name, v in g.items() if type(v) is NativeFunction and "__instance__" in v.props
+             or name in ("String", "Number", "Boolean")}
+    for name in ("Array", "String"):  # (their `prototype` objects are this interpreter's own)
+        ctors[name].props["prototype"].props["constructor"] = ctors[name]
+    return ctors
 
 
 __all__ = ["install", "get_member", "set_member"]

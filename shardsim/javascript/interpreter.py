@@ -63,7 +63,7 @@ class Scope:
 class Interpreter:
     def __init__(self, max_steps: int = 10_000_000, time_limit: float | None = None) -> None:
         self.globals = Scope()
-        builtins.install(self.globals.vars)
+        self.builtin_constructors = builtins.install(self.globals.vars)
         self.max_steps = max_steps
         self.time_limit = time_limit
         self.steps = 0

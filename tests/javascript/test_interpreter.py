@@ -252,6 +252,18 @@ def test_expressions(source, expected):
     ("this.a > 1", True),
     ("var t = this.a; t * 2", 4.0),
     ("function() {\n  return\n  1;\n}", None),
+    # every value's `constructor` is its class's global constructor (mongoengine's item_frequencies tests
+    # `field.constructor == Array`), the one the script started with
+    ("function() { return [[].constructor === Array, ({}).constructor === Object, 's'.constructor === String,"
+     " (1).constructor === Number, true.constructor === Boolean, new Date().constructor === Date,"
+     " /a/.constructor === RegExp, new Map().constructor === Map, new TypeError('t').constructor === TypeError,"
+     " Array.prototype.constructor === Array, this.a.constructor === Number, Object.create(null).constructor]; }",
+     [True] * 11 + [None]),
+    ("function() { var A = Array; Array = function() {}; return [[].constructor === A, [].constructor === Array]; }",
+     [True, False]),
+    ("function() { var p = {hi() { return 'hi'; }}; var o = Object.create(p);"
+     " return [o.hi(), Object.getPrototypeOf(o) === p, Object.getPrototypeOf([]) === Array.prototype]; }",
+     ["hi", True, True]),
     ("function() { outer: for (var i = 0; i < 3; i++) { for (;;) { continue outer; } } return i; }", 3.0),
 ])
 def test_programs(source, expected):
