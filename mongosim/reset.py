@@ -13,6 +13,7 @@ event; a reset costs a few milliseconds (`benchmarks/reset.py` measures it). In 
    to the cluster's options), and so are failpoints set with `configureFailPoint`.
 4. Data: every user database is dropped with `dropDatabase` through the front door — the real
    command, so chunks and collection metadata go with it; `admin`, `config` and `local` stay.
+   Zones go too: every zone range and every shard's zones (router/zones.py).
 
 What a reset keeps: the shards (a shard added by a test stays: give such a test its own cluster
 with `@pytest.mark.mongosim(isolated=True)`), users and roles, the oplogs (a later stream that starts now
@@ -65,7 +66,22 @@ async def reset_cluster(core: Any) -> list[str]:
         dropped = [d["name"] for d in listed["databases"] if d["name"] not in SYSTEM_DATABASES]
         for name in dropped:
             await client.command(name, {"dropDatabase": 1})
+        if router is not None and router.config is not None:
+            await _clear_zones(router)
     finally:
         if enforced:
             auth.enabled = True
     return dropped
+
+
+async def _clear_zones(router: Any) -> None:
+    """No zone range left (a range may name a namespace that never existed), and no shard in a zone."""
+    from mongosim.router.sharding import config_write
+
+    shards = router.config.catalog.collection("config", "shards")
+    tags = router.config.catalog.collection("config", "tags")
+    if tags is not None and len(tags):
+        await config_write(router, {"delete": "tags", "deletes": [{"q": {}, "limit": 0}]})
+    if shards is not None and any(d.get("tags") for d in shards.docs.values()):
+        await config_write(router, {"update": "shards", "updates": [
+            {"q": {"tags": {"$exists": True}}, "u": {"$unset": {"tags": 1}}, "multi": True}]})

@@ -1,15 +1,22 @@
-"""The balancer: moves the chunks of draining shards off them.
+"""The balancer: moves the chunks of draining shards off them, and chunks into their zones.
 
 The server's balancer runs on the config server primary in rounds: every
 10 s, or 1 s after a round that moved something
 (kBalanceRoundDefaultInterval / kShortBalanceRoundInterval).  mongosim's
-balancer only *drains*: a shard being removed (`draining: true` in
-`config.shards`, set by removeShard) has every chunk it owns migrated to the
-other shards, each to the shard that owns the fewest chunks of that
-collection.  It does not even out chunk counts between the other shards (a
-test's chunk placement stays as the test made it).  A round starts at once
-when a shard starts draining (mongosim does not make you wait for the next
-round).
+balancer does the first two of the server's three duties (BalancerPolicy::balance):
+
+1. drain: a shard being removed (`draining: true` in `config.shards`, set by
+   removeShard) has every chunk it owns migrated to the other shards, each to
+   the shard that owns the fewest chunks of that collection (in the chunk's
+   zone, if it has one);
+2. zones (router/zones.py): chunks are split at the bounds of the
+   collection's zone ranges, and every chunk in a zone range that sits on a
+   shard outside the zone moves to the zone's shard owning the fewest chunks.
+
+It does not even out chunk counts between shards (a test's chunk placement
+stays as the test made it, zones aside).  A round starts at once when a shard
+starts draining or a zone changes (mongosim does not make you wait for the
+next round).
 
 `balancerStart`, `balancerStop`, `balancerStatus` switch and report it
 (`config.settings` `{_id: "balancer", mode, stopped}`); with the balancer
@@ -28,7 +35,8 @@ from bson import Int64
 from mongosim.router.command_registry import router_command
 from mongosim.router.request import Request
 from mongosim.oplog.errors import MongoError
-from mongosim.router.sharding import admin_only, config_write, migrate_chunk
+from mongosim.router import zones
+from mongosim.router.sharding import admin_only, config_write, migrate_chunk, split_chunk
 
 if TYPE_CHECKING:
     from mongosim.router.mongos import Router
@@ -56,7 +64,7 @@ class Balancer:
             await self._wake.wait()
             self._wake = trio.Event()
             interval = 0.0
-            while self.mode != "off" and self.draining_shards():
+            while self.mode != "off" and self.has_work():
                 with trio.move_on_after(interval):
                     await self._wake.wait()
                 self._wake = trio.Event()
@@ -66,13 +74,22 @@ class Balancer:
         shards = self.router.config.catalog.collection("config", "shards")
         return sorted(d["_id"] for d in shards.docs.values() if d.get("draining")) if shards else []
 
-    async def round(self) -> int:
-        """One balancer round: every chunk on a draining shard to the least loaded other shard.
-        Returns how many chunks moved."""
+    def has_work(self) -> bool:
+        """A shard is draining, or a collection's chunks are not split or placed by its zones."""
+        if self.draining_shards():
+            return True
         router = self.router
-        draining = set(self.draining_shards())
-        if not draining:
-            return 0
+        router.refresh_catalog()
+        for ns, routing in router.catalog.collections.items():
+            ranges = zones.zone_ranges(router, ns)
+            if ranges and (zones.split_points(routing, ranges) or zones.violations(router, routing, ranges)):
+                return True
+        return False
+
+    async def round(self) -> int:
+        """One balancer round: every chunk on a draining shard to the least loaded other shard (of its
+        zone), then each collection split and placed by its zones.  Returns how many chunks moved."""
+        router = self.router
         self.in_round = True
         moved = 0
         try:
@@ -80,23 +97,45 @@ class Balancer:
             for ns in sorted(router.catalog.collections):
                 while True:
                     async with router._ddl_lock:
-                        router.refresh_catalog()
-                        routing = router.catalog.routing(ns)
-                        targets = [s for s in router.shards if s not in draining]
-                        chunk = next((c for c in routing.chunks if c.shard in draining), None) if routing else None
-                        if chunk is None or not targets:
-                            break
-                        counts = {s: 0 for s in targets}
-                        for c in routing.chunks:
-                            if c.shard in counts:
-                                counts[c.shard] += 1
-                        to = min(targets, key=lambda s: (counts[s], s))
-                        await migrate_chunk(router, routing, chunk, to)
-                        moved += 1
+                        step = await self._step(ns)
+                    if step is None:
+                        break
+                    moved += step
         finally:
             self.in_round = False
             self.rounds += 1
         return moved
+
+    async def _step(self, ns: str) -> int | None:
+        """One split or migration of `ns` (1 if a chunk moved, 0 for a split); None when it needs none."""
+        router = self.router
+        router.refresh_catalog()
+        routing = router.catalog.routing(ns)
+        if routing is None:
+            return None
+        draining = set(self.draining_shards())
+        ranges = zones.zone_ranges(router, ns)
+        splits = zones.split_points(routing, ranges)
+        if splits:
+            chunk, bound = splits[0]
+            await split_chunk(router, routing, chunk, bound)
+            return 0
+        chunk = next((c for c in routing.chunks if c.shard in draining), None)
+        zone = zones.zone_of(ranges, chunk) if chunk is not None else ""
+        if chunk is None:
+            chunk, zone = next(iter(zones.violations(router, routing, ranges)), (None, ""))
+        if chunk is None:
+            return None
+        targets = zones.zone_shards(router, zone) if zone else [s for s in router.shards if s not in draining]
+        if not targets:
+            return None
+        counts = {s: 0 for s in targets}
+        for c in routing.chunks:
+            if c.shard in counts:
+                counts[c.shard] += 1
+        to = min(targets, key=lambda s: (counts[s], s))
+        await migrate_chunk(router, routing, chunk, to)
+        return 1
 
 
 def _balancer(router: Router) -> Balancer | None:
@@ -119,7 +158,8 @@ MAX_CHUNK_SIZE_MB = 128.0  # the default chunk size (config.settings {_id: "chun
 @router_command("balancerCollectionStatus")
 async def cmd_balancer_collection_status(router: Router, req: Request) -> dict:
     """Is the collection as the balancer wants it (Balancer::getBalancerStatusForNs)?  The first reason it
-    is not: `draining` (chunks on a shard being removed); mongosim's balancer wants nothing else.
+    is not: `draining` (chunks on a shard being removed), `zoneViolation` (a chunk across a zone range's
+    bound, or outside its zone's shards); mongosim's balancer wants nothing else.
     `chunkSize` is the collection's maximum chunk size in MB."""
     admin_only(req)
     ns = req.cmd[req.name]
@@ -139,6 +179,14 @@ async def cmd_balancer_collection_status(router: Router, req: Request) -> dict:
                                                for c in chunks.docs.values()):
         reply["balancerCompliant"] = False
         reply["firstComplianceViolation"] = "draining"
+    else:
+        router.refresh_catalog()
+        routing = router.catalog.routing(ns)
+        ranges = zones.zone_ranges(router, ns)
+        if routing is not None and ranges and (zones.split_points(routing, ranges)
+                                               or zones.violations(router, routing, ranges)):
+            reply["balancerCompliant"] = False
+            reply["firstComplianceViolation"] = "zoneViolation"
     reply["ok"] = 1.0
     return reply
 

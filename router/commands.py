@@ -24,6 +24,7 @@ from mongosim.router import (  # noqa: F401
     sharding,
     transactions,
     views,
+    zones,
 )
 from mongosim.router.command_registry import ROUTER_COMMANDS
 from mongosim.router.merge import cluster_change_stream, passthrough_to_shard  # noqa: F401

@@ -11,6 +11,8 @@ to match.
 
 from __future__ import annotations
 
+import re
+
 from typing import TYPE_CHECKING, Any
 
 from mongosim.oplog.errors import MongoError
@@ -88,6 +90,9 @@ async def cmd_create(router: Router, req: Request) -> dict:
 
 
 async def _drop_sharded_metadata(router: Router, ns: str) -> None:
+    """A dropped collection's metadata on the config server: its zone ranges, and if sharded its chunks and
+    its `config.collections` entry."""
+    await config_write(router, {"delete": "tags", "deletes": [{"q": {"ns": ns}, "limit": 0}]})
     r = router.catalog.routing(ns)
     if r is None:
         return
@@ -138,6 +143,8 @@ async def cmd_drop_database(router: Router, req: Request) -> dict:
         holders = shards_holding(router, req.db)
         for ns in [r.ns for r in router.catalog.sharded_in(req.db)]:
             await _drop_sharded_metadata(router, ns)
+        await config_write(router, {"delete": "tags", "deletes": [
+            {"q": {"ns": {"$regex": f"^{re.escape(req.db)}\\."}}, "limit": 0}]})
         for s in holders:
             if s != primary:
                 await router.shard(s).command(req.db, {"dropDatabase": 1, "fromMigrate": True})
