@@ -31,6 +31,7 @@ from bson import Int64
 
 from mongosim.oplog import bsonutil
 from mongosim.oplog.errors import MongoError
+from mongosim.shardsim import local_database
 from mongosim.shardsim.query.fmt import element_str
 from mongosim.shardsim.query.idl_errors import wrong_type
 from mongosim.shardsim.query.values import is_number
@@ -98,7 +99,7 @@ def coll_stats_document(node: Node, db: str, coll_name: str, spec: Any) -> dict:
     """The one document $collStats answers for `db.coll_name` on this node."""
     spec = parse_coll_stats(spec)
     ns = f"{db}.{coll_name}"
-    coll = node.catalog.collection(db, coll_name)
+    coll = local_database.readable(node, db, coll_name)  # (a member's local.oplog.rs too)
     doc: dict[str, Any] = {"ns": ns}
     if node.filtering is not None and not node.is_config:
         doc["shard"] = node.name
