@@ -202,3 +202,19 @@ def test_replication_info_helpers_on_a_replica_set(mongosh):
     assert set(out["secondaries"]) == {f"source: {h}" for h in hosts}
     for lag in out["secondaries"].values():
         assert lag["replLag"].endswith("behind the primary ") and "syncedTo" in lag
+
+
+TIMESERIES_STATS_JS = """
+const d = db.getSiblingDB("tsstats");
+d.createCollection("t", {timeseries: {timeField: "ts", metaField: "m"}});
+d.t.insertOne({ts: new Date(), m: {s: 1}});
+const s = d.t.stats();
+print(EJSON.stringify({ns: s.ns, timeseries: s.timeseries, sharded: s.sharded}, {relaxed: false}));
+"""
+
+
+def test_stats_of_a_time_series_collection(mongosh, mongosim_cluster):
+    out = _plain(run_js(mongosh, mongosim_cluster.uri, TIMESERIES_STATS_JS))
+    assert out["ns"] == "tsstats.t" and out["sharded"] is False
+    assert out["timeseries"]["bucketsNs"] == "tsstats.system.buckets.t"
+    assert out["timeseries"]["bucketCount"] == 1
