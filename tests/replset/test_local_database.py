@@ -16,19 +16,20 @@ from mongosim.shardsim.local_database import DEFAULT_OPLOG_BYTES
 
 @pytest.fixture(scope="module")
 def replset():
-    with mongosim.Cluster(topology="replset", members=3, port=0, instant_hwm=True) as cl:
+    with mongosim.Cluster(topology="replset", members=3, port=0, instant_hwm=True, noop_interval=3600) as cl:
         yield cl
 
 
 @pytest.fixture(scope="module")
 def sharded():
-    with mongosim.Cluster(shards=2, port=0, instant_hwm=True) as cl:
+    with mongosim.Cluster(shards=2, port=0, instant_hwm=True, noop_interval=3600) as cl:
         yield cl
 
 
 @pytest.fixture(params=("replset", "shard00"))
 def member(request, replset, sharded):
-    """A client of a replica set: the replset topology's, or a sharded cluster's shard reached directly."""
+    """A client of a replica set: the replset topology's, or a sharded cluster's shard reached directly (no
+    periodic noop writes: the oplog changes only with the test's own writes)."""
     cluster = replset if request.param == "replset" else sharded
     uri = cluster.uri if request.param == "replset" else cluster.core.replica_set_uri("shard00")
     with pymongo.MongoClient(uri, serverSelectionTimeoutMS=10_000) as c:
@@ -133,3 +134,14 @@ def test_a_member_of_a_set_with_a_capped_oplog_reports_its_size():
         assert info["options"]["size"] == 1024 * 1024
         stats = list(_oplog(c).aggregate([{"$collStats": {"storageStats": {"scale": 1024}}}]))[0]["storageStats"]
         assert stats["maxSize"] == 1024 and stats["capped"] is True
+
+
+def test_the_size_commands_see_the_local_collections(member):
+    node = _primary_node(member)
+    stats = member.local.command("collStats", "oplog.rs")
+    assert stats["ns"] == "local.oplog.rs" and stats["capped"] is True and stats["maxSize"] == DEFAULT_OPLOG_BYTES
+    assert stats["count"] == _oplog(member).count_documents({})
+    size = member.local.command("dataSize", "local.oplog.rs")
+    assert size["numObjects"] == stats["count"] and size["size"] == stats["size"] == node.oplog.size_bytes
+    db_stats = member.local.command("dbStats")
+    assert db_stats["collections"] >= 2 and db_stats["objects"] >= stats["count"] + 1
