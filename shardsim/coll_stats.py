@@ -102,14 +102,17 @@ def storage_stats(node: Node, coll: Any, ns: str, scale: int, timeseries: bool =
 
 
 def timeseries_buckets(node: Node, db: str, name: str) -> Any:
-    """The buckets collection of the time-series collection `db.name` (None if `name` is not one)."""
+    """The buckets collection of the time-series collection `db.name` (None if `name` is not one).  A shard
+    that owns chunks of a sharded time-series collection without being its primary holds the buckets
+    collection alone (no view): its `timeseries` options say what it is."""
     from mongosim.shardsim import timeseries
     from mongosim.shardsim.view_catalog import definition
 
     view = definition(node, db, name)
-    if view is None or timeseries.options_of(node, db, view) is None:
-        return None
-    return node.catalog.collection(db, view["viewOn"])
+    if view is not None:
+        return node.catalog.collection(db, view["viewOn"]) if timeseries.options_of(node, db, view) else None
+    buckets = node.catalog.collection(db, timeseries.BUCKETS + name)
+    return buckets if buckets is not None and "timeseries" in buckets.options else None
 
 
 def timeseries_stats(coll: Any, size: int) -> dict:

@@ -26,7 +26,7 @@ from bson import Int64
 from mongosim.oplog import bsonutil
 from mongosim.oplog.errors import MongoError
 from mongosim.shardsim import local_database
-from mongosim.shardsim.coll_stats import storage_stats
+from mongosim.shardsim.coll_stats import storage_stats, timeseries_buckets
 from mongosim.shardsim.command_registry import command
 from mongosim.shardsim.create_collection import check_namespace
 from mongosim.shardsim.operation_context import OpCtx
@@ -100,6 +100,9 @@ def cmd_coll_stats(node: Node, ctx: OpCtx) -> dict:
     scale = parse_scale(ctx.cmd)
     ns = f"{ctx.db}.{name}"
     coll = local_database.readable(node, ctx.db, name)
+    buckets = timeseries_buckets(node, ctx.db, name) if coll is None else None
+    if buckets is not None:  # (a time-series collection: its buckets, with the `timeseries` section)
+        return {"ns": ns, **storage_stats(node, buckets, buckets.ns, scale, timeseries=True), "ok": 1.0}
     if coll is None:
         return {"ns": ns, "size": 0, "count": 0, "numOrphanDocs": 0, "storageSize": 0, "totalSize": 0, "nindexes": 0,
                 "totalIndexSize": 0, "indexDetails": {}, "indexSizes": {}, "scaleFactor": scale, "ok": 1.0}

@@ -86,8 +86,11 @@ async def run_on_view(node: Node, ctx: OpCtx, command: str, name: str) -> dict |
     resolved = resolve(node, ctx.db, name)
     if resolved is None or (command == "aggregate" and _starts_with_coll_stats(ctx.cmd)):
         return None  # (a $collStats reads the view's namespace itself, unexpanded: shardsim/coll_stats.py)
-    if command in TIMESERIES and timeseries.options_of(node, ctx.db, definition(node, ctx.db, name)) is not None:
+    is_timeseries = timeseries.options_of(node, ctx.db, definition(node, ctx.db, name)) is not None
+    if command in TIMESERIES and is_timeseries:
         return await run_on_timeseries(node, ctx, command, name)
+    if command == "collStats" and is_timeseries:
+        return None  # (its buckets' stats: shardsim/storage_stats.py)
     if command in REFUSED or (command == "aggregate" and _opens_change_stream(ctx.cmd)):
         raise not_a_collection(ctx.db, name)
     if command in WRITES:

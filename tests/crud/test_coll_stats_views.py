@@ -77,7 +77,37 @@ def test_a_sharded_time_series_collection_answers_from_its_buckets_shards(sharde
     sharded_client.admin.command("shardCollection", "csv_sharded.ts", key={"m": 1},
                                  timeseries={"timeField": "t", "metaField": "m"})
     db.ts.insert_many([{"t": T0, "m": m} for m in (1, 2, 3)])
+    sharded_client.admin.command("split", "csv_sharded.system.buckets.ts", middle={"meta": 2})
+    sharded_client.admin.command("moveChunk", "csv_sharded.system.buckets.ts", find={"meta": 2}, to="shard01")
     docs = list(db.ts.aggregate([{"$collStats": {"storageStats": {}}}]))
-    assert [d["ns"] for d in docs] == ["csv_sharded.ts"] * len(docs) and docs
-    assert sum(d["storageStats"]["timeseries"]["bucketCount"] for d in docs) == 3
+    assert [(d["ns"], d["shard"]) for d in docs] == [("csv_sharded.ts", "shard00"), ("csv_sharded.ts", "shard01")]
+    assert [d["storageStats"]["timeseries"]["bucketCount"] for d in docs] == [1, 2]
     assert all(d["storageStats"]["timeseries"]["bucketsNs"] == "csv_sharded.system.buckets.ts" for d in docs)
+
+
+def test_the_coll_stats_command_on_a_time_series_collection(client, db):
+    stats = db.command("collStats", "ts")
+    assert stats["ns"] == "csv.ts" and "count" not in stats
+    section = stats["timeseries"]
+    assert section["bucketsNs"] == "csv.system.buckets.ts" and section["bucketCount"] == 2
+    assert section["avgBucketSize"] == stats["size"] // 2
+    if client.topology_name == "sharded":  # (mongos sums the shards' sections: the counters in name order)
+        assert stats["sharded"] is False and list(section)[1:] == sorted(list(section)[1:])
+    with pytest.raises(OperationFailure) as e:
+        db.command("collStats", "v")
+    assert e.value.code == 166
+
+
+def test_the_coll_stats_command_sums_a_sharded_time_series_collection(sharded_client):
+    db = sharded_client.csv_sharded2
+    sharded_client.admin.command("shardCollection", "csv_sharded2.ts", key={"m": 1},
+                                 timeseries={"timeField": "t", "metaField": "m"})
+    db.ts.insert_many([{"t": T0, "m": m} for m in (1, 2, 3)])
+    sharded_client.admin.command("split", "csv_sharded2.system.buckets.ts", middle={"meta": 2})
+    sharded_client.admin.command("moveChunk", "csv_sharded2.system.buckets.ts", find={"meta": 2}, to="shard01")
+    stats = db.command("collStats", "ts")
+    assert stats["sharded"] is True and sorted(stats["shards"]) == ["shard00", "shard01"]
+    section = stats["timeseries"]
+    assert section["bucketCount"] == 3 == sum(s["timeseries"]["bucketCount"] for s in stats["shards"].values())
+    parts = [s["timeseries"] for s in stats["shards"].values()]
+    assert section["avgBucketSize"] == sum(p["avgBucketSize"] * p["bucketCount"] for p in parts) // 3
