@@ -72,13 +72,17 @@ def test_reads_on_the_view_still_see_its_pipeline(db):
     assert db.v.count_documents({}) == 2
 
 
+def sharded_time_series(client, name: str):
+    """`name`.ts sharded on its meta field: one bucket (m: 1) on shard00, two (m: 2, 3) on shard01; its db."""
+    client.admin.command("shardCollection", f"{name}.ts", key={"m": 1}, timeseries={"timeField": "t", "metaField": "m"})
+    client[name].ts.insert_many([{"t": T0, "m": m} for m in (1, 2, 3)])
+    client.admin.command("split", f"{name}.system.buckets.ts", middle={"meta": 2})
+    client.admin.command("moveChunk", f"{name}.system.buckets.ts", find={"meta": 2}, to="shard01")
+    return client[name]
+
+
 def test_a_sharded_time_series_collection_answers_from_its_buckets_shards(sharded_client):
-    db = sharded_client.csv_sharded
-    sharded_client.admin.command("shardCollection", "csv_sharded.ts", key={"m": 1},
-                                 timeseries={"timeField": "t", "metaField": "m"})
-    db.ts.insert_many([{"t": T0, "m": m} for m in (1, 2, 3)])
-    sharded_client.admin.command("split", "csv_sharded.system.buckets.ts", middle={"meta": 2})
-    sharded_client.admin.command("moveChunk", "csv_sharded.system.buckets.ts", find={"meta": 2}, to="shard01")
+    db = sharded_time_series(sharded_client, "csv_sharded")
     docs = list(db.ts.aggregate([{"$collStats": {"storageStats": {}}}]))
     assert [(d["ns"], d["shard"]) for d in docs] == [("csv_sharded.ts", "shard00"), ("csv_sharded.ts", "shard01")]
     assert [d["storageStats"]["timeseries"]["bucketCount"] for d in docs] == [1, 2]
@@ -99,12 +103,7 @@ def test_the_coll_stats_command_on_a_time_series_collection(client, db):
 
 
 def test_the_coll_stats_command_sums_a_sharded_time_series_collection(sharded_client):
-    db = sharded_client.csv_sharded2
-    sharded_client.admin.command("shardCollection", "csv_sharded2.ts", key={"m": 1},
-                                 timeseries={"timeField": "t", "metaField": "m"})
-    db.ts.insert_many([{"t": T0, "m": m} for m in (1, 2, 3)])
-    sharded_client.admin.command("split", "csv_sharded2.system.buckets.ts", middle={"meta": 2})
-    sharded_client.admin.command("moveChunk", "csv_sharded2.system.buckets.ts", find={"meta": 2}, to="shard01")
+    db = sharded_time_series(sharded_client, "csv_sharded2")
     stats = db.command("collStats", "ts")
     assert stats["sharded"] is True and sorted(stats["shards"]) == ["shard00", "shard01"]
     section = stats["timeseries"]
