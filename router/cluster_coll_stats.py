@@ -23,6 +23,7 @@ from bson import Int64
 
 from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.coll_stats import STAGE as COLL_STATS
+from mongosim.shardsim.timeseries import BUCKETS
 
 if TYPE_CHECKING:
     from mongosim.router.mongos import Router
@@ -31,8 +32,9 @@ DATA_DISTRIBUTION = "$shardedDataDistribution"
 
 
 def coll_stats_targets(router: Router, db: str, coll: str) -> list[str]:
-    """The shards $collStats asks: the chunk owners of a sharded collection, else the primary shard."""
-    routing = router.catalog.routing(f"{db}.{coll}")
+    """The shards $collStats asks: the chunk owners of a sharded collection (of a sharded time-series
+    collection: its buckets collection's), else the primary shard."""
+    routing = router.catalog.routing(f"{db}.{coll}") or router.catalog.routing(f"{db}.{BUCKETS}{coll}")
     if routing is not None:
         return routing.shards()
     primary = router.catalog.primary_of(db)

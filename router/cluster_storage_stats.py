@@ -31,6 +31,7 @@ from mongosim.router.sharding import shard_document
 from mongosim.shardsim.create_collection import check_namespace
 from mongosim.shardsim.query.values import is_number
 from mongosim.shardsim.storage_stats import append_number, data_size_namespace, parse_scale
+from mongosim.shardsim.timeseries import BUCKETS
 
 if TYPE_CHECKING:
     from mongosim.router.mongos import Router
@@ -91,6 +92,26 @@ def _scale_shard_reply(reply: dict, scale: int) -> dict:
     return out
 
 
+def _add_timeseries(total: dict[str, Any], section: dict) -> None:
+    """Add a shard's `timeseries` section to the sums (aggregateTimeseriesStats in cluster_coll_stats_cmd.cpp:
+    the numbers summed, the buckets' bytes from each shard's average and count)."""
+    for k, v in section.items():
+        if k == "bucketsNs":
+            total[k] = v
+        elif k == "avgBucketSize":
+            total["$bytes"] = total.get("$bytes", 0) + int(v) * int(section.get("bucketCount", 0))
+        elif is_number(v):
+            total[k] = total.get(k, 0) + int(v)
+
+
+def _timeseries_section(total: dict[str, Any]) -> dict:
+    """The summed `timeseries` section (appendTimeseriesInfoToResult): `bucketsNs`, then every counter in
+    name order, `avgBucketSize` among them (the buckets' bytes over their count)."""
+    numbers = {k: v for k, v in total.items() if k not in ("bucketsNs", "$bytes")}
+    numbers["avgBucketSize"] = total.get("$bytes", 0) // numbers["bucketCount"] if numbers.get("bucketCount") else 0
+    return {"bucketsNs": total.get("bucketsNs"), **{k: append_number(v) for k, v in sorted(numbers.items())}}
+
+
 @router_command("collStats", "collstats")
 async def cmd_coll_stats(router: Router, req: Request) -> dict:
     name = check_namespace(req.db, req.cmd[req.name])
@@ -104,7 +125,7 @@ async def cmd_coll_stats(router: Router, req: Request) -> dict:
         raise MongoError(4390201, "scale has to be a number >= 1")
     else:
         scale = 1
-    routing = router.catalog.routing(ns)
+    routing = router.catalog.routing(ns) or router.catalog.routing(f"{req.db}.{BUCKETS}{name}")
     out: dict[str, Any] = {"sharded": routing is not None}
     if routing is None:
         primary = router.catalog.primary_of(req.db)
@@ -118,6 +139,7 @@ async def cmd_coll_stats(router: Router, req: Request) -> dict:
     nindexes = 0
     max_size = 0
     shards: dict[str, dict] = {}
+    timeseries: dict[str, Any] = {}  # (a time-series collection's: the shards' counters summed)
     for shard in coll_stats_targets(router, req.db, name):
         reply = _reply_body(await router.shard(shard).command(req.db, dict(cmd)))
         count = int(reply.get("count", 0))
@@ -131,6 +153,8 @@ async def cmd_coll_stats(router: Router, req: Request) -> dict:
             elif k == "indexSizes":
                 for idx, n in v.items():
                     index_sizes[idx] = index_sizes.get(idx, 0) + int(n)
+            elif k == "timeseries":
+                _add_timeseries(timeseries, v)
             elif k == "nindexes":
                 if nindexes and int(v) != nindexes and "warning" not in out:
                     out["warning"] = "indexes don't all match - ok if ensureIndex is running"
@@ -139,6 +163,8 @@ async def cmd_coll_stats(router: Router, req: Request) -> dict:
     out["ns"] = ns
     for k in sorted(counts):
         out[k] = append_number(counts[k] // scale if k in _SCALED else counts[k])
+    if timeseries:
+        out["timeseries"] = _timeseries_section(timeseries)
     out["indexSizes"] = {idx: append_number(n // scale) for idx, n in sorted(index_sizes.items())}
     out["avgObjSize"] = unscaled / counts["count"] if counts.get("count") else 0.0
     out["maxSize"] = Int64(max_size // scale)

@@ -3,7 +3,8 @@
 `{$collStats: {latencyStats: {histograms}, storageStats: {scale, verbose,
 waitForLock, numericOnly}, count: {}, queryExecStats: {}}}` — an IDL struct
 (IDLUnknownField 40415 for another field, TypeMismatch for a non-object option) —
-must be the first stage of an aggregate on a collection; the node answers one
+must be the first stage of an aggregate on a collection (or a view, unexpanded:
+see `coll_stats_document`); the node answers one
 document — `ns`, `shard` (on a shard), `host`, `localTime`, then a section for
 each option asked, in the server's order (latencyStats, storageStats, count,
 queryExecStats) — and the rest of the pipeline runs on it.  Through mongos
@@ -31,6 +32,7 @@ from bson import Int64
 
 from mongosim.oplog import bsonutil
 from mongosim.oplog.errors import MongoError
+from mongosim.shardsim import local_database
 from mongosim.shardsim.query.fmt import element_str
 from mongosim.shardsim.query.idl_errors import wrong_type
 from mongosim.shardsim.query.values import is_number
@@ -62,8 +64,9 @@ def parse_coll_stats(spec: Any) -> dict:
     return spec
 
 
-def storage_stats(node: Node, coll: Any, ns: str, scale: int) -> dict:
-    """A collection's storageStats (storage_stats.cpp): also the body of the collStats command."""
+def storage_stats(node: Node, coll: Any, ns: str, scale: int, timeseries: bool = False) -> dict:
+    """A collection's storageStats (storage_stats.cpp): also the body of the collStats command
+    (`timeseries`: `coll` is a time-series collection's buckets)."""
     docs = list(coll.docs.values())
     size = sum(len(bsonutil.encode(d)) for d in docs)
     owns = node.owns
@@ -72,9 +75,13 @@ def storage_stats(node: Node, coll: Any, ns: str, scale: int) -> dict:
         fields = list(spec["key"])
         index_sizes[spec["name"]] = sum(len(bsonutil.encode({f: d.get(f) for f in fields})) for d in docs)
     total_index = sum(index_sizes.values())
-    out: dict[str, Any] = {"size": size // scale, "count": len(docs)}
-    if docs:
-        out["avgObjSize"] = size // len(docs)
+    out: dict[str, Any] = {"size": size // scale}
+    if timeseries:
+        out["timeseries"] = timeseries_stats(coll, size)
+    else:
+        out["count"] = len(docs)
+        if docs:
+            out["avgObjSize"] = size // len(docs)
     out["numOrphanDocs"] = sum(1 for d in docs if owns is not None and not owns(ns, d))
     out["storageSize"] = size // scale
     out["freeStorageSize"] = 0
@@ -94,11 +101,53 @@ def storage_stats(node: Node, coll: Any, ns: str, scale: int) -> dict:
     return out
 
 
+def timeseries_buckets(node: Node, db: str, name: str) -> Any:
+    """The buckets collection of the time-series collection `db.name` (None if `name` is not one).  A shard
+    that owns chunks of a sharded time-series collection without being its primary holds the buckets
+    collection alone (no view): its `timeseries` options say what it is."""
+    from mongosim.shardsim import timeseries
+    from mongosim.shardsim.view_catalog import definition
+
+    view = definition(node, db, name)
+    if view is not None:
+        return node.catalog.collection(db, view["viewOn"]) if timeseries.options_of(node, db, view) else None
+    buckets = node.catalog.collection(db, timeseries.BUCKETS + name)
+    return buckets if buckets is not None and "timeseries" in buckets.options else None
+
+
+def timeseries_stats(coll: Any, size: int) -> dict:
+    """storageStats' `timeseries` section (storage_stats.cpp _appendRecordStats): the buckets collection's
+    namespace and buckets, then the bucket catalog's execution counters (appendExecutionStatsToBuilder, as
+    8.0 has them with compressed buckets always on; this emulator keeps no such counters: zeros)."""
+    out: dict[str, Any] = {"bucketsNs": coll.ns, "bucketCount": len(coll)}
+    if len(coll):
+        out["avgBucketSize"] = size // len(coll)
+    out.update({name: 0 for name in _BUCKET_CATALOG_COUNTERS})
+    return out
+
+
+_BUCKET_CATALOG_COUNTERS = (
+    "numBucketInserts", "numBucketUpdates", "numBucketsOpenedDueToMetadata", "numBucketsClosedDueToCount",
+    "numBucketsClosedDueToSchemaChange", "numBucketsClosedDueToSize", "numBucketsClosedDueToTimeForward",
+    "numBucketsClosedDueToTimeBackward", "numBucketsClosedDueToMemoryThreshold", "numCommits",
+    "numMeasurementsGroupCommitted", "numWaits", "numMeasurementsCommitted", "numBucketsClosedDueToReopening",
+    "numBucketsArchivedDueToMemoryThreshold", "numBucketsArchivedDueToTimeBackward", "numBucketsReopened",
+    "numBucketsKeptOpenDueToLargeMeasurements", "numBucketsClosedDueToCachePressure", "numBucketsFrozen",
+    "numCompressedBucketsConvertedToUnsorted", "numBucketsFetched", "numBucketsQueried", "numBucketFetchesFailed",
+    "numBucketQueriesFailed", "numBucketReopeningsFailed", "numDuplicateBucketsReopened")
+
+
 def coll_stats_document(node: Node, db: str, coll_name: str, spec: Any) -> dict:
-    """The one document $collStats answers for `db.coll_name` on this node."""
+    """The one document $collStats answers for `db.coll_name` on this node.  A view's namespace is not
+    expanded (run_aggregate.cpp): on a plain view the stage finds no collection (storageStats and count
+    are NamespaceNotFound); on a time-series collection it reads the buckets collection, and storageStats
+    has the `timeseries` section in place of `count`/`avgObjSize`."""
     spec = parse_coll_stats(spec)
     ns = f"{db}.{coll_name}"
-    coll = node.catalog.collection(db, coll_name)
+    coll = local_database.readable(node, db, coll_name)  # (a member's local.oplog.rs too)
+    buckets = timeseries_buckets(node, db, coll_name) if coll is None else None
+    if buckets is not None:
+        coll = buckets
     doc: dict[str, Any] = {"ns": ns}
     if node.filtering is not None and not node.is_config:
         doc["shard"] = node.name
@@ -111,7 +160,8 @@ def coll_stats_document(node: Node, db: str, coll_name: str, spec: Any) -> dict:
         if coll is None:
             raise MongoError("NamespaceNotFound", "Unable to retrieve storageStats in $collStats stage :: caused by "
                                                   f":: Collection [{ns}] not found.")
-        doc["storageStats"] = storage_stats(node, coll, ns, int(spec["storageStats"].get("scale", 1)))
+        doc["storageStats"] = storage_stats(node, coll, coll.ns if buckets is not None else ns,
+                                            int(spec["storageStats"].get("scale", 1)), timeseries=buckets is not None)
     if "count" in spec:
         if coll is None:
             raise MongoError("NamespaceNotFound", f"Unable to retrieve count in $collStats stage :: caused by :: "

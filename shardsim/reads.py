@@ -23,6 +23,7 @@ from mongosim.shardsim.operation_context import OpCtx
 from mongosim.shardsim.source_stage_registry import NODE_SOURCES
 from mongosim.shardsim.merge_stage import parse_merge, run_merge
 from mongosim.shardsim.mongod_process_interface import MongodProcessInterface
+from mongosim.shardsim import local_database
 from mongosim.shardsim.oplog_collection import is_oplog
 from mongosim.shardsim.out_stage import parse_out, run_out
 from mongosim.shardsim.coll_stats import coll_stats_document, leading_coll_stats
@@ -65,7 +66,7 @@ def run_find(node: Node, db: str, coll_name: str, cmd: dict, view=None, variable
     flt = cmd.get("filter") or {}
     if not isinstance(flt, dict):
         raise MongoError("TypeMismatch", "BSON field 'FindCommandRequest.filter' is the wrong type, expected type 'object'")
-    coll = node.catalog.collection(db, coll_name)
+    coll = local_database.readable(node, db, coll_name)
     collator = command_collator(cmd.get("collation"), coll, "find.collation")
     matcher = Matcher(flt, variables, collator)
     skip = int_arg(cmd, "skip", "find", 0) or 0
@@ -152,7 +153,7 @@ def cmd_count(node: Node, ctx: OpCtx) -> dict:
     q = cmd.get("query") or {}
     if not isinstance(q, dict):
         raise MongoError("TypeMismatch", "BSON field 'count.query' is the wrong type, expected type 'object'")
-    coll = node.catalog.collection(ctx.db, name)
+    coll = local_database.readable(node, ctx.db, name)
     collator = command_collator(cmd.get("collation"), coll, "count.collation")
     skip = int_arg(cmd, "skip", "count", 0) or 0
     limit = int_arg(cmd, "limit", "count", None, allow_negative=True)
@@ -175,7 +176,7 @@ def cmd_distinct(node: Node, ctx: OpCtx) -> dict:
     key = cmd.get("key")
     if not isinstance(key, str):
         raise MongoError("FailedToParse", "BSON field 'distinct.key' is missing but a required field")
-    coll = node.catalog.collection(ctx.db, name)
+    coll = local_database.readable(node, ctx.db, name)
     collator = command_collator(cmd.get("collation"), coll, "distinct.collation")
     query = cmd.get("query") or {}
     if not isinstance(query, dict):
@@ -251,7 +252,7 @@ async def cmd_aggregate(node: Node, ctx: OpCtx) -> dict:
             docs, stages = iter(source(node, ctx, None, stages[0][next(iter(stages[0]))])), stages[1:]
     else:
         name = check_namespace(ctx.db, target)
-        coll = node.catalog.collection(ctx.db, name)
+        coll = local_database.readable(node, ctx.db, name)
         ns = f"{ctx.db}.{name}"
         collator = command_collator(cmd.get("collation"), coll, "aggregate.collation")
         if source is not None:
@@ -288,19 +289,22 @@ def cmd_list_collections(node: Node, ctx: OpCtx) -> dict:
     name_only = bool(cmd.get("nameOnly"))
     out = []
     database = node.catalog.db(ctx.db)
+    member_local = local_database.collections(node, ctx.db)  # (a member's local.oplog.rs, local.system.replset)
+    shadowed = {c.name for c in member_local}
+    for coll in [*member_local, *(c for c in (database.collections.values() if database is not None else ())
+                                  if c.name not in shadowed)]:
+        if coll.name.startswith("system.") and coll.name not in ("system.views", "system.profile") and \
+                not coll.name.startswith(timeseries.BUCKETS) and coll.name not in shadowed:
+            continue
+        info: dict[str, Any] = {"name": coll.name, "type": "collection"}
+        if not name_only:
+            info["options"] = dict(coll.options)
+            info["info"] = {"readOnly": False, "uuid": coll.uuid}
+            if not is_clustered(coll.options) and coll.options.get("autoIndexId") is not False:
+                info["idIndex"] = coll.indexes[0] if coll.indexes and coll.indexes[0]["name"] == "_id_" else \
+                    {"v": 2, "key": {"_id": 1}, "name": "_id_"}
+        out.append(info)
     if database is not None:
-        for coll in database.collections.values():
-            if coll.name.startswith("system.") and coll.name not in ("system.views", "system.profile") and \
-                    not coll.name.startswith(timeseries.BUCKETS):
-                continue
-            info: dict[str, Any] = {"name": coll.name, "type": "collection"}
-            if not name_only:
-                info["options"] = dict(coll.options)
-                info["info"] = {"readOnly": False, "uuid": coll.uuid}
-                if not is_clustered(coll.options):
-                    info["idIndex"] = coll.indexes[0] if coll.indexes and coll.indexes[0]["name"] == "_id_" else \
-                        {"v": 2, "key": {"_id": 1}, "name": "_id_"}
-            out.append(info)
         views = database.collections.get("system.views")
         if views is not None:
             for v in views.docs.values():
@@ -325,28 +329,40 @@ def cmd_list_collections(node: Node, ctx: OpCtx) -> dict:
 @command("listIndexes")
 def cmd_list_indexes(node: Node, ctx: OpCtx) -> dict:
     name = check_namespace(ctx.db, ctx.cmd["listIndexes"])
-    coll = node.catalog.collection(ctx.db, name)
+    coll = local_database.readable(node, ctx.db, name)
     if coll is None:
         raise MongoError("NamespaceNotFound", f"ns does not exist: {ctx.db}.{name}")
     return serve_cursor(node, f"{ctx.db}.$cmd.listIndexes.{name}", iter(index_specs(coll.options, coll.indexes)),
                         (ctx.cmd.get("cursor") or {}).get("batchSize"))
 
 
-def database_items(node: Node, flt: Any = None) -> list[dict]:
+_FCV_DOCUMENT = {"_id": "featureCompatibilityVersion", "version": "8.0"}  # (admin.system.version)
+
+
+def database_items(node: Node, flt: Any = None, *, member_databases: bool = False) -> list[dict]:
     """mongod's listDatabases entries, in name order: `{name, sizeOnDisk, empty}` for each database holding
     a collection (sizes are the documents' BSON sizes; `empty`: no collection, as mongod's catalog says),
     those the `filter` matches (a match expression over the entry, applied by mongod to its own; another
-    type than a document is the IDL's TypeMismatch)."""
+    type than a document is the IDL's TypeMismatch).  `member_databases` (a client's listDatabases on a
+    replica-set member): also the databases every member has — `admin` (its system.version: the
+    featureCompatibilityVersion document), `config` (config.transactions, made at step-up) and `local`
+    (the oplog and the set's config: shardsim/local_database.py); mongos leaves them to its own rules."""
     from mongosim.oplog import bsonutil
 
     if flt is not None and not isinstance(flt, dict):
         raise wrong_type("listDatabases.filter", flt, "object")
-    items = []
-    for name, database in sorted(node.catalog.databases.items()):
+    sizes: dict[str, int] = {}
+    for name, database in node.catalog.databases.items():
         if not database.collections:
             continue  # (a database is its collections: mongod lists none without one)
-        size = sum(len(bsonutil.encode(d)) for coll in database.collections.values() for d in coll.docs.values())
-        items.append({"name": name, "sizeOnDisk": Int64(size), "empty": False})
+        sizes[name] = sum(len(bsonutil.encode(d)) for coll in database.collections.values()
+                          for d in coll.docs.values())
+    if member_databases and getattr(node, "member", None) is not None:
+        sizes.setdefault("admin", len(bsonutil.encode(_FCV_DOCUMENT)))
+        sizes.setdefault("config", 0)
+        sizes["local"] = sizes.get("local", 0) + node.oplog.size_bytes + sum(
+            len(bsonutil.encode(d)) for d in local_database.collection(node, "local", local_database.REPLSET).scan())
+    items = [{"name": name, "sizeOnDisk": Int64(size), "empty": False} for name, size in sorted(sizes.items())]
     if flt:
         match = Matcher(flt)
         items = [d for d in items if match.matches(d)]
@@ -355,7 +371,7 @@ def database_items(node: Node, flt: Any = None) -> list[dict]:
 
 @command("listDatabases")
 def cmd_list_databases(node: Node, ctx: OpCtx) -> dict:
-    items = database_items(node, ctx.cmd.get("filter"))
+    items = database_items(node, ctx.cmd.get("filter"), member_databases=True)
     total = sum(int(d["sizeOnDisk"]) for d in items)
     if ctx.cmd.get("nameOnly"):
         return {"databases": [{"name": d["name"]} for d in items], "ok": 1.0}

@@ -25,7 +25,8 @@ from bson import Int64
 
 from mongosim.oplog import bsonutil
 from mongosim.oplog.errors import MongoError
-from mongosim.shardsim.coll_stats import storage_stats
+from mongosim.shardsim import local_database
+from mongosim.shardsim.coll_stats import storage_stats, timeseries_buckets
 from mongosim.shardsim.command_registry import command
 from mongosim.shardsim.create_collection import check_namespace
 from mongosim.shardsim.operation_context import OpCtx
@@ -65,7 +66,9 @@ def cmd_db_stats(node: Node, ctx: OpCtx) -> dict:
     scale = parse_scale(ctx.cmd)
     free = bool(ctx.cmd.get("freeStorage"))
     database = node.catalog.db(ctx.db)
-    collections = list(database.collections.values()) if database is not None else []
+    member_local = local_database.collections(node, ctx.db)  # (a member's local.oplog.rs, local.system.replset)
+    collections = [*member_local, *(c for c in (database.collections.values() if database is not None else ())
+                                    if c.name not in {m.name for m in member_local})]
     objects = data = indexes = index_size = 0
     for coll in collections:
         st = storage_stats(node, coll, f"{ctx.db}.{coll.name}", 1)
@@ -96,7 +99,10 @@ def cmd_coll_stats(node: Node, ctx: OpCtx) -> dict:
     name = check_namespace(ctx.db, next(iter(ctx.cmd.values())))
     scale = parse_scale(ctx.cmd)
     ns = f"{ctx.db}.{name}"
-    coll = node.catalog.collection(ctx.db, name)
+    coll = local_database.readable(node, ctx.db, name)
+    buckets = timeseries_buckets(node, ctx.db, name) if coll is None else None
+    if buckets is not None:  # (a time-series collection: its buckets, with the `timeseries` section)
+        return {"ns": ns, **storage_stats(node, buckets, buckets.ns, scale, timeseries=True), "ok": 1.0}
     if coll is None:
         return {"ns": ns, "size": 0, "count": 0, "numOrphanDocs": 0, "storageSize": 0, "totalSize": 0, "nindexes": 0,
                 "totalIndexSize": 0, "indexDetails": {}, "indexSizes": {}, "scaleFactor": scale, "ok": 1.0}
@@ -125,7 +131,7 @@ def cmd_data_size(node: Node, ctx: OpCtx) -> dict:
     fields = list(key_pattern)
     lo = [sort_key(v) for v in (ctx.cmd.get("min") or {}).values()]
     hi = [sort_key(v) for v in (ctx.cmd.get("max") or {}).values()]
-    coll = node.catalog.collection(db, name)
+    coll = local_database.readable(node, db, name)
     size = count = 0
     if coll is not None:
         for doc in coll.docs.values():

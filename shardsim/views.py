@@ -3,7 +3,8 @@
 A view is a document of `<db>.system.views`: `{_id: "db.view", viewOn: <name>,
 pipeline: [...]}`.  A read on a view becomes an aggregate on the backing
 collection with the view's pipeline first; a view on a view resolves
-recursively (at most 20 deep, else ViewDepthLimitExceeded).  `find`, `count`
+recursively (at most 20 deep, else ViewDepthLimitExceeded); an aggregate that starts
+with `$collStats` is not expanded (run_aggregate.cpp; shardsim/coll_stats.py).  `find`, `count`
 and `distinct` are converted into aggregation pipelines and their replies
 converted back, as the server does (query_request_conversion; the
 view-resolving paths of count and distinct); the cursor of a find on a view
@@ -83,10 +84,13 @@ def as_pipeline(command: str, cmd: dict) -> list:
 async def run_on_view(node: Node, ctx: OpCtx, command: str, name: str) -> dict | None:
     """Serve `command` on `ctx.db.name` if that is a view (None if it is not)."""
     resolved = resolve(node, ctx.db, name)
-    if resolved is None:
-        return None
-    if command in TIMESERIES and timeseries.options_of(node, ctx.db, definition(node, ctx.db, name)) is not None:
+    if resolved is None or (command == "aggregate" and _starts_with_coll_stats(ctx.cmd)):
+        return None  # (a $collStats reads the view's namespace itself, unexpanded: shardsim/coll_stats.py)
+    is_timeseries = timeseries.options_of(node, ctx.db, definition(node, ctx.db, name)) is not None
+    if command in TIMESERIES and is_timeseries:
         return await run_on_timeseries(node, ctx, command, name)
+    if command == "collStats" and is_timeseries:
+        return None  # (its buckets' stats: shardsim/storage_stats.py)
     if command in REFUSED or (command == "aggregate" and _opens_change_stream(ctx.cmd)):
         raise not_a_collection(ctx.db, name)
     if command in WRITES:
@@ -144,6 +148,13 @@ def finish_view_read(node: Node | None, command: str, cmd: dict, view_ns: str, r
         batch_size = limit
     single = command == "find" and bool(cmd.get("singleBatch"))
     return (serve or serve_cursor)(node, view_ns, iter(list(results)), batch_size, single)
+
+
+def _starts_with_coll_stats(cmd: dict) -> bool:
+    """Whether the aggregate's pipeline starts with $collStats, which run_aggregate.cpp does not expand over
+    a view (a time-series collection's stage reads its buckets instead)."""
+    p = cmd.get("pipeline")
+    return isinstance(p, list) and bool(p) and isinstance(p[0], dict) and "$collStats" in p[0]
 
 
 def _opens_change_stream(cmd: dict) -> bool:

@@ -173,3 +173,48 @@ def test_watch_in_mongosh(mongosh, mongosim_cluster, shop):
         while again is None:
             again = stream.try_next()
     assert again["_id"] == second["_id"]
+
+
+REPLICATION_JS = """
+const info = db.getReplicationInfo();
+const primary = rs.printReplicationInfo();
+const secondaries = rs.printSecondaryReplicationInfo();
+print(EJSON.stringify({info: info, primary: primary.value, secondaries: secondaries.value},
+                      {relaxed: false}));
+"""
+
+
+def test_replication_info_helpers_on_a_replica_set(mongosh):
+    import mongosim
+
+    with mongosim.Cluster(topology="replset", members=3, port=0, instant_hwm=True) as cluster:
+        with pymongo.MongoClient(cluster.uri) as client:
+            client.shop.orders.insert_one({"_id": 1})
+            hosts = {m["name"] for m in client.admin.command("replSetGetStatus")["members"] if m["state"] == 2}
+        out = _plain(run_js(mongosh, cluster.uri, REPLICATION_JS))
+    info = out["info"]
+    assert (info["configuredLogSizeMB"], info["logSizeMB"]) == (990, 990)
+    assert 0 < info["usedMB"] < 1 and info["timeDiff"] >= 0 and info["tFirst"] and info["tLast"]
+    primary = out["primary"]
+    assert primary["configured oplog size"] == "990 MB" and primary["actual oplog size"] == "990 MB"
+    assert set(primary) == {"actual oplog size", "configured oplog size", "log length start to end",
+                            "oplog first event time", "oplog last event time", "now"}
+    assert set(out["secondaries"]) == {f"source: {h}" for h in hosts}
+    for lag in out["secondaries"].values():
+        assert lag["replLag"].endswith("behind the primary ") and "syncedTo" in lag
+
+
+TIMESERIES_STATS_JS = """
+const d = db.getSiblingDB("tsstats");
+d.createCollection("t", {timeseries: {timeField: "ts", metaField: "m"}});
+d.t.insertOne({ts: new Date(), m: {s: 1}});
+const s = d.t.stats();
+print(EJSON.stringify({ns: s.ns, timeseries: s.timeseries, sharded: s.sharded}, {relaxed: false}));
+"""
+
+
+def test_stats_of_a_time_series_collection(mongosh, mongosim_cluster):
+    out = _plain(run_js(mongosh, mongosim_cluster.uri, TIMESERIES_STATS_JS))
+    assert out["ns"] == "tsstats.t" and out["sharded"] is False
+    assert out["timeseries"]["bucketsNs"] == "tsstats.system.buckets.t"
+    assert out["timeseries"]["bucketCount"] == 1
