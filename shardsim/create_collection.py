@@ -38,6 +38,14 @@ def check_namespace(db: str, coll: Any) -> str:
     return coll
 
 
+def check_user_write(db: str, name: str, cmd: dict) -> None:
+    """A client's write to `<db>.system.profile`, `<db>.system.views` or (on a replica-set member, as every
+    node here is) `local.oplog.rs` is refused (ops/insert.cpp userAllowedWriteNS)."""
+    coll = cmd.get(name)
+    if coll in ("system.profile", "system.views") or (db == "local" and coll == "oplog.rs"):
+        raise MongoError("InvalidNamespace", f"cannot write to {db}.{coll}")
+
+
 def create_collection(node: Node, ctx: OpCtx, db: str, name: str, options: dict, *, uuid: Binary | None = None) -> Collection:
     """Create `db.name` and log its create entry (marked fromMigrate when the command is)."""
     coll = Collection(db, name, uuid=uuid or Binary(_uuid.uuid4().bytes, 4), options=dict(options))

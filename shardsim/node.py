@@ -32,6 +32,7 @@ from mongosim.oplog.error_codes import CODES
 from mongosim.oplog.errors import MongoError
 from mongosim.oplog.oplog import Oplog
 from mongosim.shardsim import collection_uuid, profiler, snapshot_reads, views
+from mongosim.shardsim.create_collection import check_user_write
 from mongosim.shardsim.catalog import Catalog
 from mongosim.shardsim.collation import check_collations
 from mongosim.shardsim.commands import COMMANDS
@@ -187,7 +188,7 @@ class Node:
             check_generic_arguments(name, cmd)
             check_collations(name, cmd)
         if name in _WRITE_COMMANDS:  # (a client's write through mongos too: the shard refuses it)
-            profiler.check_user_write(db, name, cmd)
+            check_user_write(db, name, cmd)
         check_read_concern_support(name, cmd)  # (also for mongos's commands: the level it sends a shard)
         check_max_time_always_times_out(self.failpoints, cmd)
         if self.filtering is not None and ("shardVersion" in cmd or "databaseVersion" in cmd or name == "bulkWrite"):

@@ -162,12 +162,6 @@ def ensure_profile_collection(node: Node, db: str) -> Collection:
     return coll
 
 
-def check_user_write(db: str, name: str, cmd: dict) -> None:
-    """A client's write to `<db>.system.profile` is refused (the server's userAllowedWriteNS)."""
-    if cmd.get(name) == PROFILE_COLLECTION:
-        raise MongoError("InvalidNamespace", f"cannot write to {db}.{PROFILE_COLLECTION}")
-
-
 def _ns(db: str, name: str, cmd: dict) -> str:
     if name == "getMore":
         coll = cmd.get("collection")

@@ -145,3 +145,16 @@ def test_the_size_commands_see_the_local_collections(member):
     assert size["numObjects"] == stats["count"] and size["size"] == stats["size"] == node.oplog.size_bytes
     db_stats = member.local.command("dbStats")
     assert db_stats["collections"] >= 2 and db_stats["objects"] >= stats["count"] + 1
+
+
+@pytest.mark.parametrize("db, coll", [("local", "oplog.rs"), ("app", "system.views"), ("app", "system.profile")])
+def test_a_client_cannot_write_to_the_oplog_views_or_profile(member, db, coll):
+    """ops/insert.cpp userAllowedWriteNS: InvalidNamespace, and nothing is written."""
+    before = member.local["oplog.rs"].estimated_document_count()
+    for write in (lambda c: c.insert_one({"x": 1}), lambda c: c.update_many({}, {"$set": {"x": 2}}),
+                  lambda c: c.delete_many({})):
+        with pytest.raises(OperationFailure) as e:
+            write(member[db][coll])
+        assert e.value.code == 73 and e.value.details["errmsg"] == f"cannot write to {db}.{coll}"
+    assert db != "local" or member.local["oplog.rs"].estimated_document_count() == before
+    assert coll not in member[db].list_collection_names() or db == "local"
