@@ -184,7 +184,20 @@ def config_doc(rs: Any) -> dict:
 
 @command("replSetGetConfig")
 def cmd_repl_set_get_config(node: Node, ctx: OpCtx) -> dict:
-    return {"config": config_doc(member_of(node).rs), "ok": 1.0}
+    """The set's config; with `commitmentStatus: true` (on the primary only) whether the config is
+    committed — always, here: a reconfig reaches every member at once (processReplSetGetConfig)."""
+    member = member_of(node)
+    want = ctx.cmd.get("commitmentStatus", False)
+    if not isinstance(want, (bool, int, float, Int64)):
+        raise MongoError("TypeMismatch", "Expected boolean or number type for field \"commitmentStatus\", found "
+                                         f"{type_name(want)}")
+    reply: dict[str, Any] = {"config": config_doc(member.rs)}
+    if want:
+        if not member.is_primary:
+            raise MongoError("NotWritablePrimary", "commitmentStatus is only supported on primary.")
+        reply["commitmentStatus"] = True
+    reply["ok"] = 1.0
+    return reply
 
 
 def _seconds(v: Any, what: str, default: float) -> float:

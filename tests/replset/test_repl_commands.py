@@ -66,3 +66,18 @@ async def test_config_shape_and_reconfig(rs3, autojump_clock):
     assert hello["isWritablePrimary"] is False and hello["isreplicaset"] is True
     reply = await c.command("admin", {"replSetReconfig": {**cfg2, "version": 1}}, check=False)
     assert reply["codeName"] == "NewReplicaSetConfigurationIncompatible"
+
+
+async def test_config_commitment_status(rs3, autojump_clock):
+    """`commitmentStatus: true`: whether the config is committed, on the primary only."""
+    core, c = rs3
+    rs = core.replica_sets["shard00"]
+    reply = await c.admin({"replSetGetConfig": 1, "commitmentStatus": True})
+    assert reply["commitmentStatus"] is True and list(reply)[:2] == ["config", "commitmentStatus"]
+    assert "commitmentStatus" not in await c.admin({"replSetGetConfig": 1, "commitmentStatus": False})
+    secondary = next(m for m in rs.members if m is not rs.primary)
+    reply = await member_client(core, secondary).command("admin", {"replSetGetConfig": 1, "commitmentStatus": True},
+                                                          check=False)
+    assert (reply["codeName"], reply["errmsg"]) == ("NotWritablePrimary", "commitmentStatus is only supported on primary.")
+    reply = await c.command("admin", {"replSetGetConfig": 1, "commitmentStatus": "yes"}, check=False)
+    assert reply["codeName"] == "TypeMismatch"
