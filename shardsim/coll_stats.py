@@ -154,8 +154,7 @@ def coll_stats_document(node: Node, db: str, coll_name: str, spec: Any) -> dict:
     doc["host"] = node.host
     doc["localTime"] = node.wall.wall()
     if "latencyStats" in spec:
-        zero = {"latency": Int64(0), "ops": Int64(0), "queryableEncryptionLatencyMicros": Int64(0)}
-        doc["latencyStats"] = {k: dict(zero) for k in ("reads", "writes", "commands", "transactions")}
+        doc["latencyStats"] = node.top.latency_stats(ns, bool(spec["latencyStats"].get("histograms")))
     if "storageStats" in spec:
         if coll is None:
             raise MongoError("NamespaceNotFound", "Unable to retrieve storageStats in $collStats stage :: caused by "

@@ -23,6 +23,7 @@ from mongosim.shardsim import (  # noqa: F401
     search_indexes,
     sharding_ops,
     storage_stats,
+    top,
     txn_commands,
     writes,
 )

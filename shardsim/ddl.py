@@ -134,6 +134,7 @@ def drop_collection(node: Node, ctx: OpCtx, coll: Collection) -> dict:
     n_indexes = len(coll.indexes)
     records = len(coll)
     node.catalog.remove_collection(coll.db, coll.name)
+    node.top.drop(coll.ns)
     node.log(
         E.command_op(coll.db, {"drop": coll.name}, ui=coll.uuid, o2={"numRecords": records}),
         ctx,

@@ -33,6 +33,7 @@ from mongosim.oplog.errors import MongoError
 from mongosim.oplog.oplog import Oplog
 from mongosim.shardsim import collection_uuid, profiler, snapshot_reads, views
 from mongosim.shardsim.create_collection import check_user_write
+from mongosim.shardsim.top import Top
 from mongosim.shardsim.catalog import Catalog
 from mongosim.shardsim.collation import check_collations
 from mongosim.shardsim.commands import COMMANDS
@@ -94,6 +95,7 @@ class Node:
         self.session_cache.sink = self.sessions_collection.apply
         self.session_cache.wall = lambda: self.wall.wall()
         self.profiler = profiler.ProfileSettings()  # the database profiler's settings (shardsim/profiler.py)
+        self.top = Top()  # usage by collection: latencyStats and the `top` command (shardsim/top.py)
         from mongosim.shardsim.cursors import (
             CursorManager,  # local import: cursors imports node types
         )
@@ -219,6 +221,7 @@ class Node:
         js_deadline = None  # (scripts the command runs stop at its maxTimeMS: shardsim.javascript.engine)
         if ctx.deadline != math.inf:
             js_deadline = js_engine.COMMAND_DEADLINE.set(time.monotonic() + ctx.deadline - trio.current_time())
+        started = time.perf_counter_ns()
         try:
             if ctx.txn is None:
                 reply = await self._dispatch(handler, ctx, db, name)
@@ -238,6 +241,7 @@ class Node:
         finally:
             if js_deadline is not None:
                 js_engine.COMMAND_DEADLINE.reset(js_deadline)
+            self.top.record(db, name, cmd, (time.perf_counter_ns() - started) // 1000)
         if ctx.txn is not None and any(e.get("code") != WOULD_CHANGE_OWNING_SHARD for e in reply.get("writeErrors", ())):
             ctx.txn.abort(ctx)  # (WouldChangeOwningShard is mongos's to handle: the transaction goes on)
         if ctx.at_cluster_time:
