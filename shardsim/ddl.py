@@ -188,7 +188,10 @@ def cmd_create_indexes(node: Node, ctx: OpCtx) -> dict:
     specs = ctx.cmd.get("indexes")
     if not isinstance(specs, list) or not specs:
         raise MongoError("BadValue", "Must specify at least one index to create")
+    raw_specs = specs
     specs = [normalize_index_spec(s) for s in specs]
+    for raw, spec in zip(raw_specs, specs):
+        index_descriptor.validate_as_given(raw, spec)
     if ctx.txn is not None:
         in_transaction.check_index_namespace(f"{ctx.db}.{name}")
     coll = node.catalog.collection(ctx.db, name)
@@ -199,7 +202,6 @@ def cmd_create_indexes(node: Node, ctx: OpCtx) -> dict:
     before = len(coll.indexes)
     new_specs = []
     for spec in specs:
-        index_descriptor.validate_ttl(spec)
         if index_descriptor.check_against(spec, coll.indexes + new_specs):
             continue  # (an identical index of that name exists)
         if "_fts" in spec["key"]:

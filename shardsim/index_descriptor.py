@@ -106,18 +106,42 @@ def check_against(spec: dict, indexes: list[dict]) -> bool:
     return False
 
 
-def validate_ttl(spec: dict) -> None:
-    """index_key_validate::validateIndexSpecTTL: `expireAfterSeconds` a number, not NaN, a 32-bit
-    integer in [0, 2^31 - 1], on a single-field key (CannotCreateIndex)."""
+# the fields an `_id` index spec may have (index_key_validate.cpp allowedIdIndexFieldNames)
+_ID_INDEX_FIELDS = frozenset({"collation", "name", "v", "key", "ns", "_id"})
+
+
+def is_id_pattern(key: dict) -> bool:
+    """IndexDescriptor::isIdIndexPattern: `{_id: 1}` exactly (1.0 too)."""
+    return list(key) == ["_id"] and _bson_equal(key["_id"], 1)
+
+
+def validate_as_given(raw: dict, spec: dict) -> None:
+    """createIndexes' checks of each spec after the field checks (parseAndValidateIndexSpecs, then
+    validateIndexSpecTTL), which quote the spec as the client sent it with `v` appended: an `_id` index
+    takes only a few fields (InvalidIndexSpecificationOption 197); no other index is named `_id_` or `*`
+    (BadValue); a TTL index's `expireAfterSeconds` is a number, not NaN, a 32-bit integer in
+    [0, 2^31 - 1], on a single-field key (CannotCreateIndex 67)."""
+    as_given = {k: v for k, v in raw.items() if k != "v"} if "v" not in raw else dict(raw)
+    as_given.setdefault("v", 2)
+    key = spec["key"]
+    if is_id_pattern(key):
+        for field in as_given:
+            if field not in _ID_INDEX_FIELDS:
+                raise MongoError("InvalidIndexSpecificationOption", f"The field '{field}' is not valid for an _id index "
+                                                                    f"specification. Specification: {bson_str(as_given)}")
+    elif spec["name"] == "_id_":
+        raise MongoError("BadValue", "The index name '_id_' is reserved for the _id index, which must have key pattern "
+                                     f"{{_id: 1}}, found {bson_str(key)}")
+    elif spec["name"] == "*":
+        raise MongoError("BadValue", "The index name '*' is not valid.")
     if "expireAfterSeconds" not in spec:
         return
-    value = spec["expireAfterSeconds"]
-    reason = _ttl_value_error(value)
+    reason = _ttl_value_error(spec["expireAfterSeconds"])
     if reason is not None:
-        raise MongoError("CannotCreateIndex", f". Index spec: {bson_str(spec)} :: caused by :: {reason}")
-    if len(spec["key"]) != 1:
+        raise MongoError("CannotCreateIndex", f". Index spec: {bson_str(as_given)} :: caused by :: {reason}")
+    if len(key) != 1:
         raise MongoError("CannotCreateIndex", "TTL indexes are single-field indexes, compound indexes do not support "
-                                              f"TTL. Index spec: {bson_str(spec)}")
+                                              f"TTL. Index spec: {bson_str(as_given)}")
 
 
 def _ttl_value_error(value: Any) -> str | None:

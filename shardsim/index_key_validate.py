@@ -306,9 +306,16 @@ def validate_index_spec(spec: Any) -> dict:
             raise MongoError("CannotCreateIndex", "index name cannot be empty")
     except MongoError as err:
         raise _spec_error(spec, err) from None
-    out: dict[str, Any] = {"v": 2, "key": dict(key), "name": name or index_name(key)}
+    # the catalog's form (IndexCatalogImpl::_fixIndexSpec): v, then `unique`/`hidden` as `true` when set
+    # (dropped when false), key, name, then the other fields as given (`ns`, `dropDups` and `_id` dropped)
+    out: dict[str, Any] = {"v": 2}
+    for flag in ("unique", "hidden"):
+        if _true_value(spec.get(flag)):
+            out[flag] = True
+    out["key"] = dict(key)
+    out["name"] = name or index_name(key)
     for k, v in spec.items():
-        if k not in ("v", "key", "name", "ns"):
+        if k not in ("v", "key", "name", "ns", "unique", "hidden", "dropDups", "_id"):
             out[k] = v
     plugin = plugin_name(key)
     original = {**{k: v for k, v in spec.items() if k != "v"}, "v": 2}
@@ -331,6 +338,17 @@ def validate_index_spec(spec: Any) -> dict:
     except MongoError as err:
         raise _spec_error(original, err) from None
     return out
+
+
+def _true_value(v: Any) -> bool:
+    """BSONElement::trueValue: false for a missing field, false, null, undefined and numeric zero."""
+    if v is None or v is False:
+        return False
+    if isinstance(v, (int, float)):
+        return v != 0
+    if type(v).__name__ in ("Int64", "Decimal128"):
+        return float(str(v)) != 0 if type(v).__name__ == "Decimal128" else int(v) != 0
+    return True
 
 
 def validate_wildcard_spec(key: dict, spec: dict, plugin: str) -> None:

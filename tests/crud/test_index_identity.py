@@ -35,7 +35,7 @@ def test_unique_and_sparse_name_an_index(coll):
     assert code == 86 and msg == (
         "An existing index has the same name as the requested index. When index names are not specified, they are "
         "auto generated and can cause conflicts. Please refer to our documentation. Requested index: "
-        '{ v: 2, key: { a: 1 }, name: "a_1", unique: true }, existing index: { v: 2, key: { a: 1 }, name: "a_1" }')
+        '{ v: 2, unique: true, key: { a: 1 }, name: "a_1" }, existing index: { v: 2, key: { a: 1 }, name: "a_1" }')
     assert refused(coll, "a", sparse=True)[0] == 86
     # under other names they coexist with the plain index
     assert coll.create_index("a", unique=True, name="a_unique") == "a_unique"
@@ -56,7 +56,7 @@ def test_other_options_do_not(coll):
     # another name: equivalent, or identical
     code, msg = refused(coll, "a", name="a_hidden", hidden=True, expireAfterSeconds=100)
     assert code == 85 and msg.startswith("An equivalent index already exists with a different name and options. "
-                                         'Requested index: { v: 2, key: { a: 1 }, name: "a_hidden", hidden: true')
+                                         'Requested index: { v: 2, hidden: true, key: { a: 1 }, name: "a_hidden"')
     assert refused(coll, "a", name="again", expireAfterSeconds=100) == (
         85, "Index already exists with a different name: a_1")
     # identical, same name: nothing to do (100.0 equals 100 as BSON)
@@ -66,7 +66,33 @@ def test_other_options_do_not(coll):
 
 def test_the_id_index_is_unique(coll):
     assert refused(coll, "_id", name="by_id") == (85, "Index already exists with a different name: _id_")
-    assert refused(coll, "_id", name="by_id", unique=True) == (85, "Index already exists with a different name: _id_")
+    assert coll.create_index("_id", name="_id_") == "_id_"  # (the very same: nothing to do)
+
+
+@pytest.mark.parametrize("option", [{"unique": True}, {"sparse": True}, {"expireAfterSeconds": 10}, {"hidden": False}])
+def test_an_id_index_spec_takes_few_fields(coll, option):
+    """parseAndValidateIndexSpecs: key, name, v, collation only (the spec quoted as sent, `v` appended)."""
+    (field, value), = option.items()
+    code, msg = refused(coll, "_id", **option)
+    assert code == 197 and msg == (f"The field '{field}' is not valid for an _id index specification. Specification: "
+                                   f"{{ {field}: {str(value).lower()}, name: \"_id_1\", key: {{ _id: 1 }}, v: 2 }}")
+
+
+def test_reserved_index_names(coll):
+    assert refused(coll, [("_id", -1)], name="_id_") == (
+        2, "The index name '_id_' is reserved for the _id index, which must have key pattern {_id: 1}, found { _id: -1 }")
+    assert refused(coll, "a", name="*") == (2, "The index name '*' is not valid.")
+    assert names(coll) == ["_id_"]
+
+
+def test_the_stored_spec_is_the_catalogs(coll):
+    """v, then unique/hidden when true (false ones dropped), key, name, the rest as given."""
+    coll.create_index("a", sparse=True, unique=1, hidden=True, name="a1")
+    coll.create_index("b", unique=False, hidden=False)
+    specs = {ix["name"]: ix for ix in coll.list_indexes()}
+    assert list(specs["a1"].items()) == [("v", 2), ("unique", True), ("hidden", True), ("key", {"a": 1}),
+                                         ("name", "a1"), ("sparse", True)]
+    assert list(specs["b_1"].items()) == [("v", 2), ("key", {"b": 1}), ("name", "b_1")]
 
 
 @pytest.mark.parametrize("value, reason", [
@@ -77,14 +103,16 @@ def test_the_id_index_is_unique(coll):
 ])
 def test_ttl_values(coll, value, reason):
     code, msg = refused(coll, "a", expireAfterSeconds=value)
-    assert code == 67 and msg.startswith(". Index spec: { v: 2, key: { a: 1 }, name: \"a_1\", expireAfterSeconds: ")
+    # (the spec as pymongo sent it, `v` appended: IndexModel puts the options first)
+    assert code == 67 and msg.startswith(". Index spec: { expireAfterSeconds: ")
+    assert ', name: "a_1", key: { a: 1 }, v: 2 } :: caused by :: ' in msg
     assert msg.endswith(f" :: caused by :: {reason}")
 
 
 def test_a_ttl_index_has_one_field(coll):
     code, msg = refused(coll, [("a", 1), ("b", 1)], expireAfterSeconds=10)
     assert code == 67 and msg == ("TTL indexes are single-field indexes, compound indexes do not support TTL. Index "
-                                  'spec: { v: 2, key: { a: 1, b: 1 }, name: "a_1_b_1", expireAfterSeconds: 10 }')
+                                  'spec: { expireAfterSeconds: 10, name: "a_1_b_1", key: { a: 1, b: 1 }, v: 2 }')
     assert names(coll) == ["_id_"]
 
 
