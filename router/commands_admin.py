@@ -62,6 +62,16 @@ async def cmd_server_status(router: Router, req: Request) -> dict:
     return handshake.server_status(router.identity, trio.current_time() - router.started_at, len(router.connections))
 
 
+@router_command("replSetGetStatus")
+async def cmd_repl_set_get_status(router: Router, req: Request) -> dict:
+    """rs.status() through mongos: the router's stub answers `ok: 0` with `info: "mongos"` and no code
+    (s/commands/cluster_repl_set_get_status_cmd.cpp, an errmsg command; admin only, no auth needed).
+    The other replSet* commands are not router commands: CommandNotFound, as on the server."""
+    if req.db != "admin":
+        raise MongoError("Unauthorized", "replSetGetStatus may only be run against the admin database.")
+    return {"info": "mongos", "ok": 0.0, "errmsg": "replSetGetStatus is not supported through mongos"}
+
+
 @router_command("connectionStatus")
 async def cmd_connection_status(router: Router, req: Request) -> dict:
     return router.auth.connection_status(req.db, req.cmd, authn.conn_auth(router, req.conn))

@@ -23,6 +23,7 @@ import trio
 from bson import Int64
 
 from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.kill_op import describe
 from mongosim.shardsim.query.values import type_name
 from mongosim.shardsim.source_stage_registry import register_source, shard_name
 
@@ -63,7 +64,7 @@ def current_ops(node: Node, ctx: OpCtx, spec: dict) -> list[dict]:
     ops: list[dict] = []
     me: dict[str, Any] = {"type": "op", "host": node.host, "desc": "conn", "active": True,
                           "currentOpTime": now_wall.isoformat(timespec="milliseconds") + "+00:00",
-                          "threaded": True, "opid": next(_OPIDS)}
+                          "threaded": True, "opid": ctx.opid or next(_OPIDS)}
     if ctx.lsid is not None:
         me["lsid"] = ctx.lsid
     me.update({"secs_running": Int64(0), "microsecs_running": Int64(0), "op": "command",
@@ -72,6 +73,9 @@ def current_ops(node: Node, ctx: OpCtx, spec: dict) -> list[dict]:
                "numYields": 0, "locks": {}, "waitingForLock": False, "lockStats": {},
                "waitingForFlowControl": False, "flowControlStats": {}})
     ops.append(me)
+    for op in node.operations.running():  # (the commands awaiting something meanwhile: shardsim.kill_op)
+        if op.ctx is not ctx:
+            ops.append(describe(node, op, now))
     if spec.get("idleSessions", True):
         for txn in node.sessions.open_transactions():
             open_s = now - txn.started

@@ -42,6 +42,7 @@ from mongosim.shardsim.logical_session_cache import LogicalSessionCache
 from mongosim.shardsim.sessions_collection import SessionsCollection
 from mongosim.shardsim.read_concern_support import check_read_concern_support
 from mongosim.shardsim.generic_args import max_time_ms as generic_max_time_ms
+from mongosim.shardsim.kill_op import OperationTable, interrupted
 from mongosim.shardsim.operation_context import OpCtx
 from mongosim.shardsim.uncommitted_catalog_updates import visible_to
 
@@ -98,6 +99,7 @@ class Node:
         )
 
         self.cursors = CursorManager(self)
+        self.operations = OperationTable()  # the commands in flight, by opid (killOp, $currentOp)
         self.tracer = None  # set to a callable(dict) to trace the change-stream stages
         self.txn_locks: dict = {}  # (ns, _id key) -> the Transaction that wrote it
         self.txn_lifetime_s = TXN_LIFETIME_LIMIT_S
@@ -218,12 +220,17 @@ class Node:
         js_deadline = None  # (scripts the command runs stop at its maxTimeMS: shardsim.javascript.engine)
         if ctx.deadline != math.inf:
             js_deadline = js_engine.COMMAND_DEADLINE.set(time.monotonic() + ctx.deadline - trio.current_time())
+        op = self.operations.begin(ctx, name)
+        ctx.opid = op.opid
         try:
-            if ctx.txn is None:
-                reply = await self._dispatch(handler, ctx, db, name)
-            else:
-                with visible_to(ctx.txn):  # the collections the transaction created are found by name
+            with op.scope:  # (killOp cancels it: shardsim.kill_op)
+                if ctx.txn is None:
                     reply = await self._dispatch(handler, ctx, db, name)
+                else:
+                    with visible_to(ctx.txn):  # the collections the transaction created are found by name
+                        reply = await self._dispatch(handler, ctx, db, name)
+            if op.scope.cancelled_caught:
+                raise interrupted()
         except MongoError as err:
             if (ctx.txn is not None and name not in ("commitTransaction", "abortTransaction", "prepareTransaction")
                     and err.code != WOULD_CHANGE_OWNING_SHARD
@@ -235,6 +242,7 @@ class Node:
                 raise CloseConnection() from err  # the connection was closed before the error could be sent
             raise
         finally:
+            self.operations.end(op)
             if js_deadline is not None:
                 js_engine.COMMAND_DEADLINE.reset(js_deadline)
         if ctx.txn is not None and any(e.get("code") != WOULD_CHANGE_OWNING_SHARD for e in reply.get("writeErrors", ())):

@@ -30,6 +30,7 @@ class OpCtx:
     at_cluster_time: int = 0  # ... and the cluster time it reads at
     variables: dict | None = None  # $$NOW, $$CLUSTER_TIME and `let` (shardsim.query.variables.for_command)
     close_connection: bool = False  # a failpoint closes the client's connection once the command ends
+    opid: int = 0  # its id among the node's operations in flight (shardsim.kill_op)
 
     @property
     def view(self) -> Any:
