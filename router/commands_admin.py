@@ -8,9 +8,10 @@ from typing import TYPE_CHECKING, Any
 import trio
 from bson import Binary, Timestamp
 from mongosim.oplog.errors import MongoError
-from mongosim.router import authn, handshake
+from mongosim.router import authn, handshake, parameters
 from mongosim.router.command_registry import ROUTER_COMMANDS, router_command
 from mongosim.router.request import Request
+from mongosim.shardsim import ram_log
 from mongosim.shardsim.profiler import apply_profile_command
 from mongosim.shardsim.rw_concern_defaults import RWConcernDefaults
 
@@ -49,7 +50,35 @@ async def cmd_build_info(router: Router, req: Request) -> dict:
 
 @router_command("getParameter")
 async def cmd_get_parameter(router: Router, req: Request) -> dict:
-    return handshake.get_parameter(router.identity, req.cmd)
+    if req.db != "admin":
+        raise MongoError("Unauthorized", "getParameter may only be run against the admin database.")
+    return parameters.get_parameter(router.identity, req.cmd)
+
+
+@router_command("setParameter")
+async def cmd_set_parameter(router: Router, req: Request) -> dict:
+    """The front door's own parameters (router/parameters.py): a mongos's are not its shards'."""
+    if req.db != "admin":
+        raise MongoError("Unauthorized", "setParameter may only be run against the admin database.")
+    return parameters.set_parameter(router.identity, req.cmd)
+
+
+@router_command("getLog")
+async def cmd_get_log(router: Router, req: Request) -> dict:
+    """The process's in-memory log (shardsim/ram_log.py); admin only."""
+    if req.db != "admin":
+        raise MongoError("Unauthorized", "getLog may only be run against the admin database.")
+    return ram_log.get_log(req.cmd["getLog"])
+
+
+@router_command("clearLog")
+async def cmd_clear_log(router: Router, req: Request) -> dict:
+    """A test command: the `global` RamLog empties."""
+    if not router.identity.parameters.get("enableTestCommands", 1):
+        raise MongoError("CommandNotFound", "no such command: 'clearLog'")
+    if req.db != "admin":
+        raise MongoError("Unauthorized", "clearLog may only be run against the admin database.")
+    return ram_log.clear_log(req.cmd["clearLog"])
 
 
 @router_command("getCmdLineOpts")

@@ -18,7 +18,6 @@ from typing import Any
 from bson import Binary, Int64, ObjectId, Timestamp
 
 from mongosim.oplog import bsonutil
-from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.build_info import GIT_VERSION, SERVER_VERSION
 
 VERSION_ARRAY = [8, 0, 4, 0]
@@ -122,38 +121,6 @@ def build_info() -> dict:
         "storageEngines": ["devnull", "wiredTiger"],
         "ok": 1.0,
     }
-
-
-DEFAULT_PARAMETERS: dict[str, Any] = {
-    "enableTestCommands": 1,
-    "featureCompatibilityVersion": {"version": "8.0"},
-    "authenticationMechanisms": ["SCRAM-SHA-1", "SCRAM-SHA-256"],
-    "periodicNoopIntervalSecs": 10,
-    "cursorTimeoutMillis": Int64(600000),
-    "logicalSessionTimeoutMinutes": LOGICAL_SESSION_TIMEOUT_MINUTES,
-    "transactionLifetimeLimitSeconds": 60,
-    "maxTransactionLockRequestTimeoutMillis": 5,
-    "requireApiVersion": False,
-    "internalQueryExecYieldIterations": 1000,
-    "changeStreamOptions": {"preAndPostImages": {"expireAfterSeconds": "off"}},
-}
-
-
-def get_parameter(ident: ServerIdentity, cmd: dict) -> dict:
-    params = {**DEFAULT_PARAMETERS, **ident.parameters}
-    arg = cmd.get("getParameter")
-    if arg == "*" or (isinstance(arg, dict) and arg.get("allParameters")):
-        return {**params, "ok": 1.0}
-    wanted = [k for k in cmd if k not in ("getParameter", "$db", "lsid", "$clusterTime", "$readPreference", "comment", "apiVersion")]
-    out: dict[str, Any] = {}
-    for k in wanted:
-        if k not in params:
-            raise MongoError("InvalidOptions", "no option found to get")
-        out[k] = params[k]
-    if not wanted:
-        raise MongoError("InvalidOptions", "no option found to get")
-    out["ok"] = 1.0
-    return out
 
 
 def cmd_line_opts(ident: ServerIdentity) -> dict:

@@ -57,7 +57,7 @@ ADMIN_COMMANDS = {
     "killAllSessions", "killAllSessionsByPattern", "startSession", "configureFailPoint", "getDefaultRWConcern",
     "setDefaultRWConcern",
     "hostInfo", "logout", "listCommands", "saslStart", "saslContinue", "mongosimFault",
-    "refreshLogicalSessionCacheNow",
+    "refreshLogicalSessionCacheNow", "getLog", "clearLog", "setParameter",
 }
 HELLO = handshake.HELLO_NAMES
 _EPOCH = datetime(1970, 1, 1)
