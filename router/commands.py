@@ -13,6 +13,7 @@ from mongosim.router import (  # noqa: F401
     cluster_source_stages,
     cluster_storage_stats,
     cluster_explain,
+    cluster_fsync,
     cluster_kill_op,
     cluster_validate,
     commands_admin,

@@ -42,6 +42,8 @@ from mongosim.shardsim.logical_session_cache import LogicalSessionCache
 from mongosim.shardsim.sessions_collection import SessionsCollection
 from mongosim.shardsim.read_concern_support import check_read_concern_support
 from mongosim.shardsim.generic_args import max_time_ms as generic_max_time_ms
+from mongosim.shardsim.fsync import BLOCKED as FSYNC_BLOCKED
+from mongosim.shardsim.fsync import FsyncLock
 from mongosim.shardsim.kill_op import OperationTable, interrupted
 from mongosim.shardsim.operation_context import OpCtx
 from mongosim.shardsim.uncommitted_catalog_updates import visible_to
@@ -100,6 +102,7 @@ class Node:
 
         self.cursors = CursorManager(self)
         self.operations = OperationTable()  # the commands in flight, by opid (killOp, $currentOp)
+        self.fsync = FsyncLock()  # fsync {lock: true} holds writes back (shardsim/fsync.py)
         self.tracer = None  # set to a callable(dict) to trace the change-stream stages
         self.txn_locks: dict = {}  # (ns, _id key) -> the Transaction that wrote it
         self.txn_lifetime_s = TXN_LIFETIME_LIMIT_S
@@ -224,6 +227,8 @@ class Node:
         ctx.opid = op.opid
         try:
             with op.scope:  # (killOp cancels it: shardsim.kill_op)
+                if self.fsync.count and name in FSYNC_BLOCKED:
+                    await self.fsync.wait_unlocked(ctx.deadline)  # (an fsync lock holds writes back)
                 if ctx.txn is None:
                     reply = await self._dispatch(handler, ctx, db, name)
                 else:
