@@ -107,12 +107,14 @@ def hello_reply(ident: ServerIdentity, cmd: dict, connection_id: int, *, last_wr
 
 
 def build_info() -> dict:
+    """`javascriptEngine` is what the binary was built with (util/version_impl.tpl.cpp: a build-time
+    string), "mozjs" whether or not `--noscripting` turned server-side JavaScript off."""
     return {
         "version": SERVER_VERSION,
         "gitVersion": GIT_VERSION,
         "modules": [],
         "allocator": "system",
-        "javascriptEngine": "none",
+        "javascriptEngine": "mozjs",
         "sysInfo": "deprecated",
         "versionArray": list(VERSION_ARRAY),
         "bits": 64,
