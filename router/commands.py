@@ -19,6 +19,7 @@ from mongosim.router import (  # noqa: F401
     commands_admin,
     commands_crud,
     commands_ddl,
+    feature_compatibility_version,
     map_reduce,
     move_primary,
     remove_shard,

@@ -57,7 +57,7 @@ ADMIN_COMMANDS = {
     "killAllSessions", "killAllSessionsByPattern", "startSession", "configureFailPoint", "getDefaultRWConcern",
     "setDefaultRWConcern",
     "hostInfo", "logout", "listCommands", "saslStart", "saslContinue", "mongosimFault",
-    "refreshLogicalSessionCacheNow", "getLog", "clearLog", "setParameter",
+    "refreshLogicalSessionCacheNow", "getLog", "clearLog", "setParameter", "setFeatureCompatibilityVersion",
 }
 HELLO = handshake.HELLO_NAMES
 _EPOCH = datetime(1970, 1, 1)
