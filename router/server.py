@@ -30,6 +30,7 @@ from mongosim.oplog.errors import MongoError
 from mongosim.router import handshake, wire
 from mongosim.router.failpoints import CloseConnection
 from mongosim.router.wire.messages import MORE_TO_COME
+from mongosim.shardsim.operation_context import CLIENT_CONNECTION
 
 log = logging.getLogger("mongosim.server")
 
@@ -88,6 +89,7 @@ def error_reply(err: MongoError, service: Service, db: str, cmd: dict, conn: Con
 
 
 async def _answer(service: Service, db: str, cmd: dict, conn: ConnState) -> dict:
+    token = CLIENT_CONNECTION.set(conn)  # (the operations it starts know their client: $currentOp)
     try:
         reply = await service.run_command(db, cmd, conn)
     except MongoError as err:
@@ -97,6 +99,8 @@ async def _answer(service: Service, db: str, cmd: dict, conn: ConnState) -> dict
     except Exception as exc:  # a bug in a command must not kill the connection
         log.error("internal error in %s: %s", next(iter(cmd), "?"), traceback.format_exc())
         return error_reply(MongoError("InternalError", f"mongosim internal error: {exc!r}"), service, db, cmd, conn)
+    finally:
+        CLIENT_CONNECTION.reset(token)
     return service.decorate(reply, db, cmd, conn)
 
 

@@ -34,13 +34,14 @@ from bson import Int64
 from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.command_registry import command
 from mongosim.shardsim.generic_args import GENERIC_ARGUMENTS
+from mongosim.shardsim.operation_context import CLIENT_CONNECTION
 from mongosim.shardsim.query.values import type_name
 
 if TYPE_CHECKING:
     from mongosim.shardsim.node import Node
     from mongosim.shardsim.operation_context import OpCtx
 
-__all__ = ["OperationTable", "InFlightOp", "parse_op_id", "current_op_pipeline", "interrupted"]
+__all__ = ["OperationTable", "InFlightOp", "parse_op_id", "current_op_pipeline", "interrupted", "client_fields"]
 
 _INT32 = (-(2**31), 2**31 - 1)
 
@@ -55,6 +56,7 @@ class InFlightOp:
     started: float
     scope: trio.CancelScope = field(default_factory=trio.CancelScope)
     killed: bool = False
+    conn: Any = None  # the client connection it came on (shardsim.operation_context.CLIENT_CONNECTION)
 
 
 class OperationTable:
@@ -65,7 +67,7 @@ class OperationTable:
         self._ops: dict[int, InFlightOp] = {}
 
     def begin(self, ctx: Any, name: str) -> InFlightOp:
-        op = InFlightOp(next(self._next), ctx, name, trio.current_time())
+        op = InFlightOp(next(self._next), ctx, name, trio.current_time(), conn=CLIENT_CONNECTION.get())
         self._ops[op.opid] = op
         return op
 
@@ -143,6 +145,23 @@ async def cmd_current_op(node: Node, ctx: OpCtx) -> dict:
     return {"inprog": reply["cursor"]["firstBatch"], "ok": 1.0}
 
 
+def client_fields(conn: Any, via_router: bool) -> dict[str, Any]:
+    """An operation's client in $currentOp (CurOp::reportCurrentOpForClient): `desc: "conn<N>"`,
+    `connectionId`, `client` "ip:port" (`client_s` for one mongos sent: its client is the router's),
+    `appName` and `clientMetadata` from the connection's hello."""
+    if conn is None:
+        return {"desc": "conn"}
+    out: dict[str, Any] = {"desc": f"conn{conn.id}", "connectionId": conn.id,
+                           "client_s" if via_router else "client": conn.peer}
+    meta = conn.client
+    if isinstance(meta, dict):
+        app = meta.get("application")
+        if isinstance(app, dict) and isinstance(app.get("name"), str):
+            out["appName"] = app["name"]
+        out["clientMetadata"] = meta
+    return out
+
+
 def describe(node: Node, op: InFlightOp, now: float) -> dict[str, Any]:
     """The $currentOp entry of an operation in flight other than the one asking."""
     ctx = op.ctx
@@ -153,7 +172,8 @@ def describe(node: Node, op: InFlightOp, now: float) -> dict[str, Any]:
             "delete": "remove"}.get(op.name, "command")
     if op.name == "getMore" and isinstance(ctx.cmd.get("collection"), str):
         ns = f"{ctx.db}.{ctx.cmd['collection']}"
-    entry: dict[str, Any] = {"type": "op", "host": node.host, "desc": "conn", "active": True, "opid": op.opid}
+    entry: dict[str, Any] = {"type": "op", "host": node.host, **client_fields(op.conn, ctx.from_router),
+                             "active": True, "opid": op.opid}
     if ctx.lsid is not None:
         entry["lsid"] = ctx.lsid
     entry.update({"secs_running": Int64(int(running)), "microsecs_running": Int64(int(running * 1_000_000)),

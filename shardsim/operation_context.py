@@ -9,8 +9,13 @@ the command's handler.
 from __future__ import annotations
 
 import math
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
+
+# the client connection the command being answered arrived on (set by the wire server for each
+# command: its `id`, `peer` "ip:port" and `client` metadata), for $currentOp's client fields
+CLIENT_CONNECTION: ContextVar[Any] = ContextVar("mongosim_client_connection", default=None)
 
 
 @dataclass(slots=True)

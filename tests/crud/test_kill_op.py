@@ -139,3 +139,21 @@ def test_repl_set_get_status_through_mongos(sharded_client):
 def test_repl_set_get_status_on_a_member(replset_client):
     reply = replset_client.admin.command("replSetGetStatus")
     assert reply["ok"] == 1.0 and reply["set"] == "rs0" and reply["myState"] == 1
+
+
+def test_current_op_entries_name_their_client(client):
+    """desc "conn<N>", connectionId, client (client_s for what mongos sent), appName and clientMetadata:
+    db.currentOp({appName: ...}) finds the application's operations."""
+    cl = pymongo.MongoClient(client.mongosim_cluster.uri, serverSelectionTimeoutMS=5000, appname="kill-op-app")
+    try:
+        ops = cl.admin.command({"currentOp": 1, "appName": "kill-op-app"})["inprog"]
+        assert ops
+        for op in ops:
+            assert op["desc"] == f"conn{op['connectionId']}"
+            assert op["clientMetadata"]["application"] == {"name": "kill-op-app"}
+            peer = op["client_s" if client.topology_name == "sharded" else "client"]
+            assert peer.startswith("127.0.0.1:")
+            assert list(op)[:3] == ["type", "host", "desc"]
+        assert client.admin.command({"currentOp": 1, "appName": "kill-op-app"})["inprog"] == []  # (another client)
+    finally:
+        cl.close()
