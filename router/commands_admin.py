@@ -10,8 +10,10 @@ from bson import Binary, Timestamp
 from mongosim.oplog.errors import MongoError
 from mongosim.router import authn, handshake, parameters
 from mongosim.router.command_registry import ROUTER_COMMANDS, router_command
+from mongosim.router.host_info import host_info
 from mongosim.router.request import Request
 from mongosim.shardsim import ram_log
+from mongosim.shardsim.javascript import engine as js_engine
 from mongosim.shardsim.profiler import apply_profile_command
 from mongosim.shardsim.rw_concern_defaults import RWConcernDefaults
 
@@ -83,7 +85,10 @@ async def cmd_clear_log(router: Router, req: Request) -> dict:
 
 @router_command("getCmdLineOpts")
 async def cmd_get_cmd_line_opts(router: Router, req: Request) -> dict:
-    return handshake.cmd_line_opts(router.identity)
+    registry = getattr(router, "registry", None)  # (a mongos: its config server's set)
+    config_rs = getattr(registry.config, "replica_set", None) if registry is not None else None
+    return handshake.cmd_line_opts(router.identity, config_rs.connection_string() if config_rs is not None else None,
+                                   javascript=js_engine.ENABLED)
 
 
 @router_command("serverStatus")
@@ -201,11 +206,7 @@ async def cmd_set_default_rw_concern(router: Router, req: Request) -> dict:
 
 @router_command("hostInfo")
 async def cmd_host_info(router: Router, req: Request) -> dict:
-    import os
-    import platform
-
-    return {"system": {"hostname": router.identity.address, "cpuArch": platform.machine(), "numCores": os.cpu_count()},
-            "os": {"type": platform.system(), "name": platform.platform()}, "extra": {}, "ok": 1.0}
+    return host_info(router.identity.address)
 
 
 @router_command("logout")

@@ -125,12 +125,16 @@ def build_info() -> dict:
     }
 
 
-def cmd_line_opts(ident: ServerIdentity) -> dict:
+def cmd_line_opts(ident: ServerIdentity, config_db: str | None = None, javascript: bool = True) -> dict:
+    """`config_db`: a mongos's config server, as its connection string (`configRepl/host:port,...`);
+    `javascript` off (`--noscripting`) is the option `security.javascriptEnabled: false`."""
     parsed: dict[str, Any] = {"net": {"bindIp": ident.host, "port": ident.port}}
     if ident.is_mongos:
-        parsed["sharding"] = {"configDB": "configRepl/localhost"}
+        parsed["sharding"] = {"configDB": config_db or "configRepl/localhost"}
     else:
         parsed["replication"] = {"replSet": ident.set_name}
+    if not javascript:
+        parsed["security"] = {"javascriptEnabled": False}
     parsed["setParameter"] = {"enableTestCommands": "1"}
     return {"argv": list(ident.argv), "parsed": parsed, "ok": 1.0}
 
