@@ -5,10 +5,10 @@ Writes wait on the node's fsync lock (an event), never on a timer; reads go on m
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 from pymongo.errors import ExecutionTimeout, OperationFailure
+
+from tests.crud.conftest import in_thread, wait_for_op
 
 LOCKED_INFO = "now locked against writes, use db.fsyncUnlock() to unlock"
 
@@ -23,25 +23,11 @@ def _shard_replies(client, reply: dict, key: str = "all") -> list[dict]:
 
 
 def _insert_in_thread(coll, doc):
-    outcome: dict = {}
-
-    def run() -> None:
-        try:
-            outcome["id"] = coll.insert_one(doc).inserted_id
-        except OperationFailure as e:
-            outcome["err"] = e
-
-    t = threading.Thread(target=run, daemon=True)
-    t.start()
-    return t, outcome
+    return in_thread(lambda: coll.insert_one(doc).inserted_id)
 
 
 def _wait_for_insert_op(client) -> list[dict]:
-    for _ in range(2000):
-        ops = client.admin.command({"currentOp": 1, "command.insert": "c", "ns": "fs.c"})["inprog"]
-        if ops:
-            return ops
-    raise AssertionError("the insert never showed in currentOp")
+    return wait_for_op(client, {"command.insert": "c", "ns": "fs.c"}, "the insert")
 
 
 def test_fsync_without_lock(client):
@@ -73,7 +59,7 @@ def test_fsync_lock_holds_writes_until_unlock(client):
     for r in _shard_replies(client, unlocked, "raw"):
         assert (r["info"], r["lockCount"]) == ("fsyncUnlock completed", 0)
     t.join(30)
-    assert outcome == {"id": 1}
+    assert outcome == {"value": 1}
     assert sorted(d["_id"] for d in client.fs.c.find()) == [0, 1]
 
 

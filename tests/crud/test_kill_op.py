@@ -6,11 +6,11 @@ through mongos the op is `"<shardId>:<opId>"`, as `$currentOp` prints it.
 
 from __future__ import annotations
 
-import threading
-
 import pymongo
 import pytest
 from pymongo.errors import OperationFailure
+
+from tests.crud.conftest import in_thread, wait_for_op
 
 
 def _waiting_get_more(client, db_name: str = "ko"):
@@ -20,26 +20,11 @@ def _waiting_get_more(client, db_name: str = "ko"):
     db.cap.insert_one({"a": 1})
     cur = db.cap.find(cursor_type=pymongo.CursorType.TAILABLE_AWAIT).max_await_time_ms(600_000)
     assert next(cur)["a"] == 1
-    outcome: dict = {}
-
-    def run() -> None:
-        try:
-            outcome["doc"] = next(cur)
-        except OperationFailure as e:
-            outcome["err"] = e
-
-    t = threading.Thread(target=run, daemon=True)
-    t.start()
-    return t, outcome
+    return in_thread(lambda: next(cur))
 
 
 def _find_get_more(client) -> list[dict]:
-    """Poll the currentOp command until the getMore shows (it starts in the other thread)."""
-    for _ in range(2000):
-        ops = client.admin.command({"currentOp": 1, "command.getMore": {"$exists": True}})["inprog"]
-        if ops:
-            return ops
-    raise AssertionError("the getMore never showed in currentOp")
+    return wait_for_op(client, {"command.getMore": {"$exists": True}}, "the getMore")
 
 
 def test_kill_op_interrupts_a_waiting_get_more(client):
