@@ -235,6 +235,8 @@ class Node:
                     with visible_to(ctx.txn):  # the collections the transaction created are found by name
                         reply = await self._dispatch(handler, ctx, db, name)
             if op.scope.cancelled_caught:
+                if name == "getMore" and isinstance(cmd.get("getMore"), int):
+                    self.cursors.remove(int(cmd["getMore"]))  # (a getMore that fails frees its cursor: getmore_cmd.cpp)
                 raise interrupted()
         except MongoError as err:
             if (ctx.txn is not None and name not in ("commitTransaction", "abortTransaction", "prepareTransaction")

@@ -14,13 +14,15 @@ from tests.crud.conftest import in_thread, wait_for_op
 
 
 def _waiting_get_more(client, db_name: str = "ko"):
-    """A getMore waiting for data on a tailable cursor in a thread; returns (thread, outcome)."""
+    """A getMore waiting for data on a tailable cursor in a thread, by raw commands (pymongo kills a
+    cursor object's cursor when it fails); returns (thread, outcome, cursor id)."""
     db = client[db_name]
     db.create_collection("cap", capped=True, size=10000)
     db.cap.insert_one({"a": 1})
-    cur = db.cap.find(cursor_type=pymongo.CursorType.TAILABLE_AWAIT).max_await_time_ms(600_000)
-    assert next(cur)["a"] == 1
-    return in_thread(lambda: next(cur))
+    reply = db.command("find", "cap", tailable=True, awaitData=True)
+    cid = reply["cursor"]["id"]
+    assert cid and reply["cursor"]["firstBatch"][0]["a"] == 1
+    return (*in_thread(lambda: db.command("getMore", cid, collection="cap", maxTimeMS=600_000)), cid)
 
 
 def _find_get_more(client) -> list[dict]:
@@ -28,7 +30,7 @@ def _find_get_more(client) -> list[dict]:
 
 
 def test_kill_op_interrupts_a_waiting_get_more(client):
-    t, outcome = _waiting_get_more(client)
+    t, outcome, cursor_id = _waiting_get_more(client)
     ops = _find_get_more(client)
     assert len(ops) == 1 and ops[0]["op"] == "getmore" and ops[0]["ns"] == "ko.cap"
     opid = ops[0]["opid"]
@@ -45,8 +47,11 @@ def test_kill_op_interrupts_a_waiting_get_more(client):
     err = outcome["err"]
     assert (err.code, err.details["codeName"], err.details["errmsg"]) == (11601, "Interrupted",
                                                                           "operation was interrupted")
-    # the node lists it no more
+    # the node lists it no more, and the cursor went with it (a failed getMore frees its cursor)
     assert client.admin.command({"currentOp": 1, "command.getMore": {"$exists": True}})["inprog"] == []
+    with pytest.raises(OperationFailure) as e:
+        client.ko.command("getMore", cursor_id, collection="cap")
+    assert e.value.code == 43  # CursorNotFound
 
 
 def test_kill_op_of_no_operation_succeeds(client):
