@@ -6,11 +6,12 @@ import uuid as _uuid
 from typing import TYPE_CHECKING, Any
 
 import trio
-from bson import Binary, Timestamp
+from bson import Binary, Int64, Timestamp
 from mongosim.oplog.errors import MongoError
 from mongosim.router import authn, handshake, parameters
 from mongosim.router.command_registry import ROUTER_COMMANDS, router_command
 from mongosim.router.host_info import host_info
+from mongosim.router.server_status import server_status_sections
 from mongosim.router.request import Request
 from mongosim.shardsim import ram_log
 from mongosim.shardsim.javascript import engine as js_engine
@@ -93,7 +94,22 @@ async def cmd_get_cmd_line_opts(router: Router, req: Request) -> dict:
 
 @router_command("serverStatus")
 async def cmd_server_status(router: Router, req: Request) -> dict:
-    return handshake.server_status(router.identity, trio.current_time() - router.started_at, len(router.connections))
+    """The base fields, then the sections (router/server_status.py): a member's `repl` is its hello's
+    replica-set part; a mongos's `sharding` names its config server."""
+    replica_set_fields = getattr(router, "replica_set_fields", None)
+    sharding = None
+    registry = getattr(router, "registry", None)
+    if registry is not None:
+        config = registry.config
+        sharding = {"configsvrConnectionString": config.replica_set.connection_string(),
+                    "lastSeenConfigServerOpTime": {"ts": config.clock.now(), "t": Int64(config.term)},
+                    "maxChunkSizeInBytes": Int64(128 * 1024 * 1024)}
+    sections = server_status_sections(router.counters, req.cmd, is_mongos=router.identity.is_mongos,
+                                      repl=replica_set_fields() if replica_set_fields is not None else None,
+                                      sharding=sharding)
+    reply = handshake.server_status(router.identity, trio.current_time() - router.started_at, len(router.connections),
+                                    sections)
+    return reply
 
 
 @router_command("replSetGetStatus")
