@@ -6,8 +6,9 @@ it fails with Interrupted (11601) at its next interruption point
 (db/commands/kill_op.cpp, kill_op_cmd_base.cpp, ServiceContext::killOperation).
 Here `Node.run_command` registers each command in the node's `OperationTable`
 under a new opid, inside a trio cancel scope: the command's interruption points
-are its awaits (a getMore waiting for data, a wait for a prepared transaction,
-for a majority snapshot, ...), and killOp cancels the scope.  The node then
+are its awaits (a getMore waiting for data, a write held back by an fsync lock or
+by a transaction that wrote its document, ...), and killOp cancels the scope (a
+getMore killed frees its cursor, as a failed one does).  The node then
 answers Interrupted "operation was interrupted" (an open transaction aborts, as
 after any error in it).  A killed operation that reaches no await completes, as
 one that reaches no interruption point does on the server.
