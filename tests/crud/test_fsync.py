@@ -11,6 +11,7 @@ from pymongo.errors import ExecutionTimeout, OperationFailure
 from tests.crud.conftest import in_thread, wait_for_op
 
 LOCKED_INFO = "now locked against writes, use db.fsyncUnlock() to unlock"
+SEE_ALSO = "http://dochub.mongodb.org/core/fsynccommand"
 
 
 def _shard_replies(client, reply: dict, key: str = "all") -> list[dict]:
@@ -42,7 +43,7 @@ def test_fsync_lock_holds_writes_until_unlock(client):
     reply = client.admin.command("fsync", lock=True)
     try:
         for r in _shard_replies(client, reply):
-            assert (r["info"], r["lockCount"], r["seeAlso"]) == (LOCKED_INFO, 1, "http://dochub.mongodb.org/core/fsynccommand")
+            assert (r["info"], r["lockCount"], r["seeAlso"]) == (LOCKED_INFO, 1, SEE_ALSO)
         t, outcome = _insert_in_thread(client.fs.c, {"_id": 1})
         ops = _wait_for_insert_op(client)
         assert len(ops) == 1 and not outcome
