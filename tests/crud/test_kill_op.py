@@ -8,8 +8,13 @@ from __future__ import annotations
 
 import pymongo
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from pymongo.errors import OperationFailure
 
+from mongosim.oplog.errors import MongoError
+from mongosim.router.cluster_kill_op import split_shard_op
+from mongosim.shardsim.kill_op import parse_op_id
 from tests.crud.conftest import in_thread, wait_for_op
 
 
@@ -147,3 +152,20 @@ def test_current_op_entries_name_their_client(client):
         assert client.admin.command({"currentOp": 1, "appName": "kill-op-app"})["inprog"] == []  # (another client)
     finally:
         cl.close()
+
+
+@given(st.integers(-(2**40), 2**40))
+def test_op_ids_are_32_bit(op):
+    """killOp's op: an integer that fits 32 bits (as an unsigned opid), else 26823."""
+    if -(2**31) <= op < 2**31:
+        assert parse_op_id({"op": op}) == op % 2**32
+        assert parse_op_id({"op": float(op)}) == op % 2**32
+    else:
+        with pytest.raises(MongoError) as e:
+            parse_op_id({"op": op})
+        assert e.value.code == 26823
+
+
+@given(st.text(st.characters(blacklist_characters=":"), min_size=1), st.integers(-(2**31), 2**31 - 1))
+def test_shard_op_ids_split_at_the_colon(shard, opid):
+    assert split_shard_op(f"{shard}:{opid}") == (shard, opid)
