@@ -27,6 +27,7 @@ from typing import Any
 from bson import json_util
 
 from mongosim.oplog.errors import MongoError
+from mongosim.shardsim import ram_log
 
 log = logging.getLogger("mongosim.command")
 
@@ -134,6 +135,10 @@ class JsonLineFormatter(logging.Formatter):
         return json.dumps(line, default=str)
 
 
+# the lines logged are kept in the process's RamLog too (getLog: shardsim/ram_log.py)
+ram_log.install(JsonLineFormatter())
+
+
 def configure(verbose: bool, stream: Any = None) -> None:
     """`mongosim serve` logging: mongod-style JSON lines on stderr; `-v` adds every command."""
     handler = logging.StreamHandler(stream)
@@ -142,5 +147,6 @@ def configure(verbose: bool, stream: Any = None) -> None:
     for old in list(root.handlers):
         root.removeHandler(old)
     root.addHandler(handler)
+    ram_log.install(JsonLineFormatter())
     root.setLevel(logging.INFO if verbose else logging.WARNING)
     root.propagate = False

@@ -36,11 +36,18 @@ def conn_auth(frontend: Any, conn: Any) -> Any:
     return st
 
 
+# router commands that check no privilege: the mongos stub of replSetGetStatus answers anyone
+# (cluster_repl_set_get_status_cmd.cpp: "Require no auth since this command isn't supported in mongos")
+MONGOS_NO_AUTH_COMMANDS = frozenset({"replSetGetStatus"})
+
+
 def authorize(frontend: Any, db: str, cmd: dict, conn: Any) -> None:
     auth = frontend.auth
     if auth is None or not auth.enabled:
         return
     name = next(iter(cmd))
+    if name in MONGOS_NO_AUTH_COMMANDS and frontend.identity.is_mongos:
+        return
     st = conn_auth(frontend, conn)
     auth.authorize(db, cmd, st, sequence_fields=SEQUENCE_FIELDS)
     if name == "getMore":

@@ -23,6 +23,7 @@ from mongosim.router.commands_crud import _run_txn_aware, targets_for_query
 from mongosim.router.request import Request
 from mongosim.router.source_stage_registry import register_router_source
 from mongosim.shardsim.current_op_stage import parse_current_op
+from mongosim.shardsim.kill_op import client_fields
 from mongosim.shardsim.plan_cache_stats_stage import check_plan_cache_stats
 from mongosim.shardsim.sessions_collection import list_sessions
 
@@ -65,7 +66,7 @@ register_router_source("$planCacheStats")(_per_collection("$planCacheStats", che
 async def current_op(router: Router, req: Request, coll: str | None, spec: Any) -> list[dict]:
     parse_current_op(spec, req.db, 1 if coll is None else coll)
     if spec.get("localOps"):
-        return [{"type": "op", "host": router.identity.address, "desc": "conn", "active": True,
+        return [{"type": "op", "host": router.identity.address, **client_fields(req.conn, False), "active": True,
                  "opid": next(_OPIDS), "secs_running": Int64(0), "microsecs_running": Int64(0), "op": "command",
                  "ns": "admin.$cmd.aggregate",
                  "command": {k: v for k, v in req.cmd.items() if k not in ("$clusterTime", "lsid", "$db")}}]

@@ -6,11 +6,15 @@ import uuid as _uuid
 from typing import TYPE_CHECKING, Any
 
 import trio
-from bson import Binary, Timestamp
+from bson import Binary, Int64, Timestamp
 from mongosim.oplog.errors import MongoError
-from mongosim.router import authn, handshake
+from mongosim.router import authn, handshake, parameters
 from mongosim.router.command_registry import ROUTER_COMMANDS, router_command
+from mongosim.router.host_info import host_info
+from mongosim.router.server_status import server_status_sections
 from mongosim.router.request import Request
+from mongosim.shardsim import ram_log
+from mongosim.shardsim.javascript import engine as js_engine
 from mongosim.shardsim.profiler import apply_profile_command
 from mongosim.shardsim.rw_concern_defaults import RWConcernDefaults
 
@@ -49,17 +53,73 @@ async def cmd_build_info(router: Router, req: Request) -> dict:
 
 @router_command("getParameter")
 async def cmd_get_parameter(router: Router, req: Request) -> dict:
-    return handshake.get_parameter(router.identity, req.cmd)
+    if req.db != "admin":
+        raise MongoError("Unauthorized", "getParameter may only be run against the admin database.")
+    return parameters.get_parameter(router.identity, req.cmd)
+
+
+@router_command("setParameter")
+async def cmd_set_parameter(router: Router, req: Request) -> dict:
+    """The front door's own parameters (router/parameters.py): a mongos's are not its shards'."""
+    if req.db != "admin":
+        raise MongoError("Unauthorized", "setParameter may only be run against the admin database.")
+    return parameters.set_parameter(router.identity, req.cmd)
+
+
+@router_command("getLog")
+async def cmd_get_log(router: Router, req: Request) -> dict:
+    """The process's in-memory log (shardsim/ram_log.py); admin only."""
+    if req.db != "admin":
+        raise MongoError("Unauthorized", "getLog may only be run against the admin database.")
+    return ram_log.get_log(req.cmd["getLog"])
+
+
+@router_command("clearLog")
+async def cmd_clear_log(router: Router, req: Request) -> dict:
+    """A test command: the `global` RamLog empties."""
+    if not router.identity.parameters.get("enableTestCommands", 1):
+        raise MongoError("CommandNotFound", "no such command: 'clearLog'")
+    if req.db != "admin":
+        raise MongoError("Unauthorized", "clearLog may only be run against the admin database.")
+    return ram_log.clear_log(req.cmd["clearLog"])
 
 
 @router_command("getCmdLineOpts")
 async def cmd_get_cmd_line_opts(router: Router, req: Request) -> dict:
-    return handshake.cmd_line_opts(router.identity)
+    registry = getattr(router, "registry", None)  # (a mongos: its config server's set)
+    config_rs = getattr(registry.config, "replica_set", None) if registry is not None else None
+    return handshake.cmd_line_opts(router.identity, config_rs.connection_string() if config_rs is not None else None,
+                                   javascript=js_engine.ENABLED)
 
 
 @router_command("serverStatus")
 async def cmd_server_status(router: Router, req: Request) -> dict:
-    return handshake.server_status(router.identity, trio.current_time() - router.started_at, len(router.connections))
+    """The base fields, then the sections (router/server_status.py): a member's `repl` is its hello's
+    replica-set part; a mongos's `sharding` names its config server."""
+    replica_set_fields = getattr(router, "replica_set_fields", None)
+    sharding = None
+    registry = getattr(router, "registry", None)
+    if registry is not None:
+        config = registry.config
+        sharding = {"configsvrConnectionString": config.replica_set.connection_string(),
+                    "lastSeenConfigServerOpTime": {"ts": config.clock.now(), "t": Int64(config.term)},
+                    "maxChunkSizeInBytes": Int64(128 * 1024 * 1024)}
+    sections = server_status_sections(router.counters, req.cmd, is_mongos=router.identity.is_mongos,
+                                      repl=replica_set_fields() if replica_set_fields is not None else None,
+                                      sharding=sharding)
+    reply = handshake.server_status(router.identity, trio.current_time() - router.started_at, len(router.connections),
+                                    sections)
+    return reply
+
+
+@router_command("replSetGetStatus")
+async def cmd_repl_set_get_status(router: Router, req: Request) -> dict:
+    """rs.status() through mongos: the router's stub answers `ok: 0` with `info: "mongos"` and no code
+    (s/commands/cluster_repl_set_get_status_cmd.cpp, an errmsg command; admin only, no auth needed).
+    The other replSet* commands are not router commands: CommandNotFound, as on the server."""
+    if req.db != "admin":
+        raise MongoError("Unauthorized", "replSetGetStatus may only be run against the admin database.")
+    return {"info": "mongos", "ok": 0.0, "errmsg": "replSetGetStatus is not supported through mongos"}
 
 
 @router_command("connectionStatus")
@@ -162,11 +222,7 @@ async def cmd_set_default_rw_concern(router: Router, req: Request) -> dict:
 
 @router_command("hostInfo")
 async def cmd_host_info(router: Router, req: Request) -> dict:
-    import os
-    import platform
-
-    return {"system": {"hostname": router.identity.address, "cpuArch": platform.machine(), "numCores": os.cpu_count()},
-            "os": {"type": platform.system(), "name": platform.platform()}, "extra": {}, "ok": 1.0}
+    return host_info(router.identity.address)
 
 
 @router_command("logout")

@@ -18,7 +18,6 @@ from typing import Any
 from bson import Binary, Int64, ObjectId, Timestamp
 
 from mongosim.oplog import bsonutil
-from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.build_info import GIT_VERSION, SERVER_VERSION
 
 VERSION_ARRAY = [8, 0, 4, 0]
@@ -108,12 +107,14 @@ def hello_reply(ident: ServerIdentity, cmd: dict, connection_id: int, *, last_wr
 
 
 def build_info() -> dict:
+    """`javascriptEngine` is what the binary was built with (util/version_impl.tpl.cpp: a build-time
+    string), "mozjs" whether or not `--noscripting` turned server-side JavaScript off."""
     return {
         "version": SERVER_VERSION,
         "gitVersion": GIT_VERSION,
         "modules": [],
         "allocator": "system",
-        "javascriptEngine": "none",
+        "javascriptEngine": "mozjs",
         "sysInfo": "deprecated",
         "versionArray": list(VERSION_ARRAY),
         "bits": 64,
@@ -124,44 +125,16 @@ def build_info() -> dict:
     }
 
 
-DEFAULT_PARAMETERS: dict[str, Any] = {
-    "enableTestCommands": 1,
-    "featureCompatibilityVersion": {"version": "8.0"},
-    "authenticationMechanisms": ["SCRAM-SHA-1", "SCRAM-SHA-256"],
-    "periodicNoopIntervalSecs": 10,
-    "cursorTimeoutMillis": Int64(600000),
-    "logicalSessionTimeoutMinutes": LOGICAL_SESSION_TIMEOUT_MINUTES,
-    "transactionLifetimeLimitSeconds": 60,
-    "maxTransactionLockRequestTimeoutMillis": 5,
-    "requireApiVersion": False,
-    "internalQueryExecYieldIterations": 1000,
-    "changeStreamOptions": {"preAndPostImages": {"expireAfterSeconds": "off"}},
-}
-
-
-def get_parameter(ident: ServerIdentity, cmd: dict) -> dict:
-    params = {**DEFAULT_PARAMETERS, **ident.parameters}
-    arg = cmd.get("getParameter")
-    if arg == "*" or (isinstance(arg, dict) and arg.get("allParameters")):
-        return {**params, "ok": 1.0}
-    wanted = [k for k in cmd if k not in ("getParameter", "$db", "lsid", "$clusterTime", "$readPreference", "comment", "apiVersion")]
-    out: dict[str, Any] = {}
-    for k in wanted:
-        if k not in params:
-            raise MongoError("InvalidOptions", "no option found to get")
-        out[k] = params[k]
-    if not wanted:
-        raise MongoError("InvalidOptions", "no option found to get")
-    out["ok"] = 1.0
-    return out
-
-
-def cmd_line_opts(ident: ServerIdentity) -> dict:
+def cmd_line_opts(ident: ServerIdentity, config_db: str | None = None, javascript: bool = True) -> dict:
+    """`config_db`: a mongos's config server, as its connection string (`configRepl/host:port,...`);
+    `javascript` off (`--noscripting`) is the option `security.javascriptEnabled: false`."""
     parsed: dict[str, Any] = {"net": {"bindIp": ident.host, "port": ident.port}}
     if ident.is_mongos:
-        parsed["sharding"] = {"configDB": "configRepl/localhost"}
+        parsed["sharding"] = {"configDB": config_db or "configRepl/localhost"}
     else:
         parsed["replication"] = {"replSet": ident.set_name}
+    if not javascript:
+        parsed["security"] = {"javascriptEnabled": False}
     parsed["setParameter"] = {"enableTestCommands": "1"}
     return {"argv": list(ident.argv), "parsed": parsed, "ok": 1.0}
 

@@ -24,6 +24,7 @@ from mongosim.oplog.errors import MongoError
 from mongosim.router import authn, collection_uuid_mismatch, handshake, shard_versioning
 from mongosim.router.catalog_cache import CatalogCache
 from mongosim.router.commands import ROUTER_COMMANDS
+from mongosim.router.server_status import ServerCounters
 from mongosim.router.error_labels import COMMIT_OR_ABORT, change_stream_labels
 from mongosim.router.failpoints import (
     CloseConnection,
@@ -121,6 +122,7 @@ class Router:
         self.name = name
         self.manager = manager
         self.registry = manager.registry
+        self.counters = ServerCounters()  # serverStatus's opcounters, network, asserts (router/server_status.py)
         self.identity = identity or handshake.ServerIdentity()
         self.clock = ClusterClock()
         self.config_remote = ShardRemote("config", self.registry.config, self.clock, self.registry.config_faults)

@@ -44,6 +44,7 @@ from mongosim.router.failpoints import (
 )
 from mongosim.router.request import Request
 from mongosim.router.server import ConnState
+from mongosim.router.server_status import ServerCounters
 from mongosim.router.transactions import transaction_labels
 from mongosim.shardsim import service_entry_point
 from mongosim.shardsim.generic_args import check_generic_arguments
@@ -57,7 +58,7 @@ ADMIN_COMMANDS = {
     "killAllSessions", "killAllSessionsByPattern", "startSession", "configureFailPoint", "getDefaultRWConcern",
     "setDefaultRWConcern",
     "hostInfo", "logout", "listCommands", "saslStart", "saslContinue", "mongosimFault",
-    "refreshLogicalSessionCacheNow",
+    "refreshLogicalSessionCacheNow", "getLog", "clearLog", "setParameter", "setFeatureCompatibilityVersion",
 }
 HELLO = handshake.HELLO_NAMES
 _EPOCH = datetime(1970, 1, 1)
@@ -97,6 +98,7 @@ class ReplSetFrontend:
         self.member = _member_of(target, identity.set_name or "rs0", identity.address)
         self.connections: set[int] = set()
         self.started_at = trio.current_time()
+        self.counters = ServerCounters()  # serverStatus's opcounters, network, asserts (router/server_status.py)
         self.auth = authn.make_auth(False)
         self.txns = None
         self.faults: Any = None  # the cluster's FaultInjector (mongosimFault)

@@ -30,6 +30,7 @@ from mongosim.oplog.errors import MongoError
 from mongosim.router import handshake, wire
 from mongosim.router.failpoints import CloseConnection
 from mongosim.router.wire.messages import MORE_TO_COME
+from mongosim.shardsim.operation_context import CLIENT_CONNECTION
 
 log = logging.getLogger("mongosim.server")
 
@@ -88,15 +89,25 @@ def error_reply(err: MongoError, service: Service, db: str, cmd: dict, conn: Con
 
 
 async def _answer(service: Service, db: str, cmd: dict, conn: ConnState) -> dict:
+    counters = getattr(service, "counters", None)  # (serverStatus: router/server_status.py)
+    if counters is not None:
+        counters.requests += 1
+        if cmd:
+            counters.note_command(next(iter(cmd)), cmd)
+    token = CLIENT_CONNECTION.set(conn)  # (the operations it starts know their client: $currentOp)
     try:
         reply = await service.run_command(db, cmd, conn)
     except MongoError as err:
+        if counters is not None:
+            counters.user_asserts += 1
         return error_reply(err, service, db, cmd, conn)
     except (trio.Cancelled, CloseConnection):
         raise
     except Exception as exc:  # a bug in a command must not kill the connection
         log.error("internal error in %s: %s", next(iter(cmd), "?"), traceback.format_exc())
         return error_reply(MongoError("InternalError", f"mongosim internal error: {exc!r}"), service, db, cmd, conn)
+    finally:
+        CLIENT_CONNECTION.reset(token)
     return service.decorate(reply, db, cmd, conn)
 
 
@@ -123,10 +134,11 @@ class DirectSocket:
     sockets on Windows, keep the stream's own calls.)
     """
 
-    def __init__(self, stream: trio.SocketStream) -> None:
+    def __init__(self, stream: trio.SocketStream, counters: Any = None) -> None:
         self.stream = stream
         self.fd = stream.socket.fileno()
         self.replied = False  # a reply went out since the last read
+        self.counters = counters  # the service's ServerCounters: bytes out (router/server_status.py)
 
     async def receive_some(self, max_bytes: int) -> bytes:
         if self.replied:
@@ -144,6 +156,8 @@ class DirectSocket:
 
     async def send_all(self, data: bytes) -> None:
         self.replied = True
+        if self.counters is not None:
+            self.counters.bytes_out += len(data)
         try:
             sent = os.write(self.fd, data)
         except BlockingIOError:
@@ -154,12 +168,29 @@ class DirectSocket:
             await self.stream.send_all(memoryview(data)[sent:])
 
 
+class _CountingSends:
+    """A stream (TLS, or a socket on Windows) whose sent bytes the service's counters count."""
+
+    def __init__(self, stream: trio.abc.Stream, counters: Any) -> None:
+        self.stream = stream
+        self.counters = counters
+
+    async def receive_some(self, max_bytes: int) -> bytes:
+        return await self.stream.receive_some(max_bytes)
+
+    async def send_all(self, data: bytes) -> None:
+        self.counters.bytes_out += len(data)
+        await self.stream.send_all(data)
+
+
 async def serve_connection(stream: trio.abc.Stream, service: Service) -> None:
     """Serve one client connection until it closes."""
     peer, is_localhost, local = _peer_of(stream)
     conn = ConnState(next(_conn_ids), peer, is_localhost, local=local)
     codec = wire.WireConnection()
-    io = DirectSocket(stream) if type(stream) is trio.SocketStream and sys.platform != "win32" else stream
+    counters = getattr(service, "counters", None)
+    io: Any = (DirectSocket(stream, counters) if type(stream) is trio.SocketStream and sys.platform != "win32"
+               else _CountingSends(stream, counters) if counters is not None else stream)
     try:
         async with stream:
             while True:
@@ -169,6 +200,8 @@ async def serve_connection(stream: trio.abc.Stream, service: Service) -> None:
                     return
                 if not data:
                     return
+                if counters is not None:
+                    counters.bytes_in += len(data)
                 codec.receive_data(data)
                 while True:
                     try:

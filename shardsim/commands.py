@@ -11,6 +11,8 @@ from mongosim.shardsim import (  # noqa: F401
     collection_validation,
     current_op_stage,
     ddl,
+    fsync,
+    kill_op,
     map_reduce,
     profiler,
     explain_cmd,

@@ -6,12 +6,14 @@ FailedToParse for another type or an unknown option): `allUsers`,
 `idleConnections`, `idleCursors`, `idleSessions` (default true), `localOps`,
 `backtrace`, `targetAllNodes`, `truncateOps`.
 
-A node runs one command at a time on its event loop, so the one active operation
-is the `$currentOp` aggregate itself (`type: "op"`, `active: true`, its command);
+The active operations are the `$currentOp` aggregate itself (`type: "op"`, `active:
+true`, its command) and the commands in flight on the node meanwhile (those that
+wait: shardsim/kill_op.py), each with its client (`desc: "conn<N>"`, `client`,
+`appName`, `clientMetadata`, `connectionId`: the connection it came on);
 `idleSessions` adds each open transaction (`type: "idleSession"`, `desc: "inactive
 transaction"`, its `lsid` and `transaction` parameters and timings), `idleCursors`
-each open cursor (`type: "idleCursor"`).  Connections belong to the wire layer,
-which a node does not see: `idleConnections` adds nothing.
+each open cursor (`type: "idleCursor"`).  Idle connections belong to the wire
+layer, which a node does not see: `idleConnections` adds nothing.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ import trio
 from bson import Int64
 
 from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.kill_op import client_fields, describe
+from mongosim.shardsim.operation_context import CLIENT_CONNECTION
 from mongosim.shardsim.query.values import type_name
 from mongosim.shardsim.source_stage_registry import register_source, shard_name
 
@@ -61,9 +65,10 @@ def current_ops(node: Node, ctx: OpCtx, spec: dict) -> list[dict]:
     now = trio.current_time()
     shard = shard_name(node)
     ops: list[dict] = []
-    me: dict[str, Any] = {"type": "op", "host": node.host, "desc": "conn", "active": True,
+    me: dict[str, Any] = {"type": "op", "host": node.host,
+                          **client_fields(CLIENT_CONNECTION.get(), ctx.from_router), "active": True,
                           "currentOpTime": now_wall.isoformat(timespec="milliseconds") + "+00:00",
-                          "threaded": True, "opid": next(_OPIDS)}
+                          "threaded": True, "opid": ctx.opid or next(_OPIDS)}
     if ctx.lsid is not None:
         me["lsid"] = ctx.lsid
     me.update({"secs_running": Int64(0), "microsecs_running": Int64(0), "op": "command",
@@ -72,6 +77,9 @@ def current_ops(node: Node, ctx: OpCtx, spec: dict) -> list[dict]:
                "numYields": 0, "locks": {}, "waitingForLock": False, "lockStats": {},
                "waitingForFlowControl": False, "flowControlStats": {}})
     ops.append(me)
+    for op in node.operations.running():  # (the commands awaiting something meanwhile: shardsim.kill_op)
+        if op.ctx is not ctx:
+            ops.append(describe(node, op, now))
     if spec.get("idleSessions", True):
         for txn in node.sessions.open_transactions():
             open_s = now - txn.started

@@ -44,6 +44,9 @@ from mongosim.shardsim.logical_session_cache import LogicalSessionCache
 from mongosim.shardsim.sessions_collection import SessionsCollection
 from mongosim.shardsim.read_concern_support import check_read_concern_support
 from mongosim.shardsim.generic_args import max_time_ms as generic_max_time_ms
+from mongosim.shardsim.fsync import BLOCKED as FSYNC_BLOCKED
+from mongosim.shardsim.fsync import FsyncLock
+from mongosim.shardsim.kill_op import OperationTable, interrupted
 from mongosim.shardsim.operation_context import OpCtx
 from mongosim.shardsim.uncommitted_catalog_updates import visible_to
 
@@ -101,6 +104,8 @@ class Node:
         )
 
         self.cursors = CursorManager(self)
+        self.operations = OperationTable()  # the commands in flight, by opid (killOp, $currentOp)
+        self.fsync = FsyncLock()  # fsync {lock: true} holds writes back (shardsim/fsync.py)
         self.tracer = None  # set to a callable(dict) to trace the change-stream stages
         self.txn_locks: dict = {}  # (ns, _id key) -> the Transaction that wrote it
         self.txn_lifetime_s = TXN_LIFETIME_LIMIT_S
@@ -222,12 +227,21 @@ class Node:
         if ctx.deadline != math.inf:
             js_deadline = js_engine.COMMAND_DEADLINE.set(time.monotonic() + ctx.deadline - trio.current_time())
         started = time.perf_counter_ns()
+        op = self.operations.begin(ctx, name)
+        ctx.opid = op.opid
         try:
-            if ctx.txn is None:
-                reply = await self._dispatch(handler, ctx, db, name)
-            else:
-                with visible_to(ctx.txn):  # the collections the transaction created are found by name
+            with op.scope:  # (killOp cancels it: shardsim.kill_op)
+                if self.fsync.count and name in FSYNC_BLOCKED:
+                    await self.fsync.wait_unlocked(ctx.deadline)  # (an fsync lock holds writes back)
+                if ctx.txn is None:
                     reply = await self._dispatch(handler, ctx, db, name)
+                else:
+                    with visible_to(ctx.txn):  # the collections the transaction created are found by name
+                        reply = await self._dispatch(handler, ctx, db, name)
+            if op.scope.cancelled_caught:
+                if name == "getMore" and isinstance(cmd.get("getMore"), int):
+                    self.cursors.remove(int(cmd["getMore"]))  # (a getMore that fails frees its cursor: getmore_cmd.cpp)
+                raise interrupted()
         except MongoError as err:
             if (ctx.txn is not None and name not in ("commitTransaction", "abortTransaction", "prepareTransaction")
                     and err.code != WOULD_CHANGE_OWNING_SHARD
@@ -239,6 +253,7 @@ class Node:
                 raise CloseConnection() from err  # the connection was closed before the error could be sent
             raise
         finally:
+            self.operations.end(op)
             if js_deadline is not None:
                 js_engine.COMMAND_DEADLINE.reset(js_deadline)
             self.top.record(db, name, cmd, (time.perf_counter_ns() - started) // 1000)

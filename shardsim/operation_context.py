@@ -9,8 +9,13 @@ the command's handler.
 from __future__ import annotations
 
 import math
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
+
+# the client connection the command being answered arrived on (set by the wire server for each
+# command: its `id`, `peer` "ip:port" and `client` metadata), for $currentOp's client fields
+CLIENT_CONNECTION: ContextVar[Any] = ContextVar("mongosim_client_connection", default=None)
 
 
 @dataclass(slots=True)
@@ -30,6 +35,7 @@ class OpCtx:
     at_cluster_time: int = 0  # ... and the cluster time it reads at
     variables: dict | None = None  # $$NOW, $$CLUSTER_TIME and `let` (shardsim.query.variables.for_command)
     close_connection: bool = False  # a failpoint closes the client's connection once the command ends
+    opid: int = 0  # its id among the node's operations in flight (shardsim.kill_op)
 
     @property
     def view(self) -> Any:

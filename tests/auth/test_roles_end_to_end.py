@@ -141,3 +141,27 @@ def test_roles_info_shape_and_errors(cluster, admin):
         admin.admin.command("grantRolesToUser", "admin", roles=[{"role": "nope", "db": "ri"}])
     assert (info.value.code, info.value.details["errmsg"]) == (31, "Could not find role: nope@ri")
     assert db.command("dropAllRolesFromDatabase", 1)["n"] == 1
+
+
+def test_admin_commands_need_their_privileges(cluster, admin):
+    """killOp, currentOp, getLog, setParameter, fsync, setFeatureCompatibilityVersion need cluster
+    privileges; replSetGetStatus through mongos needs none (its router stub answers anyone)."""
+    admin.admin.command("createUser", "plain", pwd="p", roles=[{"role": "readWrite", "db": "shop"}])
+    plain = _client(cluster, username="plain", password="p", authSource="admin")
+    anonymous = _client(cluster)
+    try:
+        for cmd in ({"killOp": 1, "op": 1}, {"currentOp": 1}, {"getLog": "global"},
+                    {"setParameter": 1, "logLevel": 0}, {"fsync": 1}, {"fsyncUnlock": 1},
+                    {"setFeatureCompatibilityVersion": "8.0", "confirm": True}):
+            _denied(lambda: plain.admin.command(cmd))
+        assert admin.admin.command("getLog", "*")["names"] == ["global", "startupWarnings"]
+        if cluster.options.topology == "sharded":
+            with pytest.raises(OperationFailure) as info:
+                anonymous.admin.command("replSetGetStatus")
+            assert info.value.details["info"] == "mongos" and "code" not in info.value.details
+        else:
+            _denied(lambda: anonymous.admin.command("replSetGetStatus"))
+    finally:
+        plain.close()
+        anonymous.close()
+        admin.admin.command("dropUser", "plain")

@@ -73,3 +73,33 @@ def shard_two_ways(client, ns: str = "s.c", key: str = "k", split: int = 100) ->
     client.admin.command("shardCollection", ns, key={key: 1})
     client.admin.command("split", ns, middle={key: split})
     client.admin.command("moveChunk", ns, find={key: split}, to="shard01")
+
+
+def in_thread(fn) -> tuple:
+    """Run `fn()` in a thread (a command that waits); returns (thread, outcome): outcome["value"] is
+    what it returned, outcome["err"] the OperationFailure it raised."""
+    import threading
+
+    from pymongo.errors import OperationFailure
+
+    outcome: dict = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = fn()
+        except OperationFailure as e:
+            outcome["err"] = e
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t, outcome
+
+
+def wait_for_op(client, query: dict, what: str) -> list[dict]:
+    """Poll the currentOp command until an operation matching `query` shows (it starts in another
+    thread: no sleep, a bounded number of polls)."""
+    for _ in range(2000):
+        ops = client.admin.command({"currentOp": 1, **query})["inprog"]
+        if ops:
+            return ops
+    raise AssertionError(f"{what} never showed in currentOp")

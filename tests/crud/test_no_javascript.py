@@ -77,3 +77,10 @@ def test_check_metadata_consistency(sharded_client):
     assert found["details"]["namespace"] == f"{db.name}.stray" and found["details"]["shard"] == "shard01"
     assert sharded_client.admin.command("checkMetadataConsistency")["cursor"]["firstBatch"] == [found]
     assert db.command("checkMetadataConsistency", "good")["cursor"]["firstBatch"] == []
+
+
+def test_build_info_names_the_engine_built_in_with_or_without_scripting(client, monkeypatch):
+    """buildInfo.javascriptEngine is a build-time string: "mozjs", also under --noscripting."""
+    assert client.admin.command("buildInfo")["javascriptEngine"] == "mozjs"
+    monkeypatch.setattr(engine, "ENABLED", False)
+    assert client.admin.command("buildInfo")["javascriptEngine"] == "mozjs"
