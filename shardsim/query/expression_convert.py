@@ -27,6 +27,7 @@ import uuid
 from decimal import Decimal
 
 from bson import Binary, Decimal128, Int64, ObjectId, Regex, Timestamp
+from bson.datetime_ms import DatetimeMS
 from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.query.expression_core import compile_node, fixed_args, nullish, register, to_bool
 from mongosim.shardsim.query.fmt import bson_str, query_error
@@ -145,8 +146,13 @@ def _to_date(v):
     if isinstance(v, datetime.datetime):
         return v
     if type(v) in (int, Int64, float, Decimal128) and type(v) is not bool:
-        ms = int(v.to_decimal()) if type(v) is Decimal128 else int(v)
-        return datetime.datetime(1970, 1, 1) + datetime.timedelta(milliseconds=ms)
+        # performCastNumberToDate: a double or decimal converts as $toLong does (NaN, infinity
+        # and int64 overflow are ConversionFailure); a date beyond year 9999 is a DatetimeMS.
+        ms = int(_to_int_like(v, "long")) if type(v) in (float, Decimal128) else int(v)
+        try:
+            return datetime.datetime(1970, 1, 1) + datetime.timedelta(milliseconds=ms)
+        except OverflowError:
+            return DatetimeMS(ms)
     if type(v) is ObjectId:
         return v.generation_time.replace(tzinfo=None)
     if type(v) is Timestamp:

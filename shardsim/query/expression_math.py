@@ -19,11 +19,13 @@ from decimal import Decimal
 from bson import Decimal128, Int64, Timestamp
 from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.query.expression_core import fixed_args, nullish, register, varargs
-from mongosim.shardsim.query.expression_numeric import numeric_kind
+from mongosim.oplog import _dec128
+from mongosim.shardsim.query.expression_numeric import numeric_kind, to_decimal128
 from mongosim.shardsim.query.fmt import bson_str, query_error
 from mongosim.shardsim.query.values import type_name
 
 _INF = math.inf
+_DEC = _dec128.context()
 
 # name -> (function, domain (lo, hi, lo inclusive, hi inclusive) or None)
 _TRIG = {
@@ -116,11 +118,11 @@ def _log(arg):
         if 4 in (kx, kb):
             dx = x.to_decimal() if kx == 4 else Decimal(repr(float(x)) if kx == 3 else int(x))
             db = base.to_decimal() if kb == 4 else Decimal(repr(float(base)) if kb == 3 else int(base))
-            if not dx > 0:
+            if dx.is_nan() or not dx > 0:
                 raise MongoError(28758, f"$log's argument must be a positive number, but is {bson_str(x)}")
-            if not db > 0 or db == 1:
+            if db.is_nan() or not db > 0 or db == 1:
                 raise MongoError(28759, f"$log's base must be a positive number not equal to 1, but is {bson_str(base)}")
-            return Decimal128(dx.ln() / db.ln())
+            return to_decimal128(_DEC.divide(_DEC.ln(dx), _DEC.ln(db)))
         fx, fb = float(x), float(base)
         if not fx > 0:
             raise MongoError(28758, f"$log's argument must be a positive number, but is {bson_str(x)}")

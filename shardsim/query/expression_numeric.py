@@ -13,8 +13,9 @@ import math
 from decimal import Decimal
 
 from bson import Decimal128, Int64
+from mongosim.oplog import _dec128
 
-__all__ = ["numeric_kind", "numeric_result", "as_decimal"]
+__all__ = ["numeric_kind", "numeric_result", "as_decimal", "to_decimal128", "int_to_double"]
 
 
 def numeric_kind(v) -> int:
@@ -31,18 +32,34 @@ def numeric_kind(v) -> int:
     return 0
 
 
+_DEC = _dec128.context()
+
+
+def to_decimal128(d) -> Decimal128:
+    """An exact result as a Decimal128: rounded to 34 digits, overflowing to Infinity (never raises)."""
+    return _dec128.to_decimal128(_DEC.plus(d if isinstance(d, Decimal) else Decimal(d)))
+
+
+def int_to_double(r: int) -> float:
+    """An exact integer as the nearest double; beyond the double range, ±Infinity."""
+    try:
+        return float(r)
+    except OverflowError:
+        return math.inf if r > 0 else -math.inf
+
+
 def numeric_result(r, kind):
     """Wrap an exact result in the widest kind, overflowing int -> long -> double."""
     if kind == 4:
-        return Decimal128(Decimal(r) if not isinstance(r, Decimal) else r)
+        return to_decimal128(r)
     if kind == 3:
-        return float(r)
+        return int_to_double(r) if type(r) is int else float(r)
     r = int(r)
     if kind == 1 and -(2**31) <= r < 2**31:
         return r
     if -(2**63) <= r < 2**63:
         return Int64(r)
-    return float(r)
+    return int_to_double(r)
 
 
 def as_decimal(v) -> Decimal:
