@@ -54,6 +54,16 @@ def _fmt_bound(x):
     return "inf" if x == _INF else "-inf" if x == -_INF else repr(x).rstrip("0").rstrip(".") if isinstance(x, float) else str(x)
 
 
+def _c_call(name, fn, x: float) -> float:
+    """fn(x) as the C library answers it: overflow is ±Infinity (cosh: +), a domain error NaN."""
+    try:
+        return fn(x)
+    except OverflowError:
+        return _INF if name == "$cosh" else math.copysign(_INF, x)
+    except ValueError:
+        return math.nan
+
+
 def _trig_op(name, fn, domain):
     def build(arg):
         (a,) = fixed_args(name, arg, 1)
@@ -73,7 +83,7 @@ def _trig_op(name, fn, domain):
                     lb, rb = "[" if lo_in else "(", "]" if hi_in else ")"
                     raise MongoError(50989, f"cannot apply {name} to {bson_str(v)}, value must be in "
                                             f"{lb}{_fmt_bound(lo)},{_fmt_bound(hi)}{rb}")
-            r = fn(x) if x == x else math.nan
+            r = _c_call(name, fn, x) if x == x else math.nan
             return Decimal128(Decimal(repr(r))) if k == 4 else r
 
         return f

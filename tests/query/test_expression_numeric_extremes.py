@@ -1,0 +1,63 @@
+"""Numeric expressions over extreme values (±inf, NaN, ±1e308, int64 limits, Decimal128
+extremes, huge exponents) never fail with anything but a MongoError of a real code: no
+OverflowError, no complex result, no InternalError (code 1), and no unbounded work."""
+
+from __future__ import annotations
+
+import math
+
+from bson import Decimal128, Int64
+from hypothesis import given
+from hypothesis import strategies as st
+
+from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.query.expressions import compile_expression
+from tests.query._settings import QUERY_SETTINGS
+
+EXTREMES = [
+    0, 1, -1, 2, 3, 10, 63, 64, 400, -400, 2**31 - 1, -(2**31), Int64(2**63 - 1), Int64(-(2**63)), Int64(0),
+    10**12, 0.0, -0.0, 0.5, -8.0, 1e308, -1e308, 1.7976931348623157e308, 5e-324, math.inf, -math.inf, math.nan, 1e300,
+    Decimal128("NaN"), Decimal128("Infinity"), Decimal128("-Infinity"), Decimal128("9.999999999999999999999999999999999E+6144"),
+    Decimal128("-9.999999999999999999999999999999999E+6144"), Decimal128("1E-6176"), Decimal128("0"), Decimal128("-1.5"),
+    Decimal128("1E+6000"), None,
+]
+UNARY = ["$abs", "$ceil", "$floor", "$sqrt", "$exp", "$ln", "$log10", "$round", "$trunc", "$toInt", "$toLong",
+         "$toDouble", "$toDecimal", "$toDate", "$toString", "$sin", "$cosh", "$atanh", "$degreesToRadians"]
+BINARY = ["$pow", "$log", "$subtract", "$divide", "$mod", "$round", "$trunc", "$atan2"]
+NARY = ["$add", "$multiply", "$sum", "$avg", "$max", "$min", "$stdDevPop"]
+
+values = st.sampled_from(EXTREMES) | st.floats() | st.integers(-(2**63), 2**63 - 1)
+
+
+def expressions(depth=2):
+    leaf = values.map(lambda v: {"$literal": v})
+    if depth == 0:
+        return leaf
+    sub = expressions(depth - 1) | leaf
+    return st.one_of(
+        st.builds(lambda op, a: {op: a}, st.sampled_from(UNARY), sub),
+        st.builds(lambda op, a, b: {op: [a, b]}, st.sampled_from(BINARY), sub, sub),
+        st.builds(lambda op, xs: {op: xs}, st.sampled_from(NARY), st.lists(sub, min_size=1, max_size=4)),
+        st.builds(lambda a, b: {"$convert": {"input": a, "to": b, "onError": "err"}}, sub,
+                  st.sampled_from(["int", "long", "double", "decimal", "date", "string", "bool"])),
+    )
+
+
+@QUERY_SETTINGS
+@given(expr=expressions())
+def test_numeric_expressions_never_fail_internally(expr):
+    try:
+        compile_expression(expr)({})
+    except MongoError as e:
+        assert e.code != 1, (expr, e)
+
+
+@QUERY_SETTINGS
+@given(op=st.sampled_from(NARY + ["$add"]), xs=st.lists(values, min_size=1, max_size=6))
+def test_group_accumulators_never_fail_internally(op, xs):
+    from mongosim.shardsim.query.accumulators import Avg, Sum
+
+    for state in (Sum(), Avg()):
+        for x in xs:
+            state.add(x)
+        state.result()
