@@ -14,8 +14,10 @@ from decimal import Decimal
 
 from bson import Decimal128, Int64
 from mongosim.oplog import _dec128
+from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.query.values import type_name
 
-__all__ = ["numeric_kind", "numeric_result", "as_decimal", "to_decimal128", "int_to_double"]
+__all__ = ["numeric_kind", "numeric_result", "as_decimal", "to_decimal128", "int_to_double", "integral32", "coerce_to_long"]
 
 
 def numeric_kind(v) -> int:
@@ -69,3 +71,38 @@ def as_decimal(v) -> Decimal:
     if type(v) is float:
         return Decimal(repr(v)) if v == v and v not in (math.inf, -math.inf) else Decimal(str(v))
     return Decimal(int(v))
+
+
+def integral32(v):
+    """Value::integral(): the number as an int when it is whole and fits 32 bits, else None."""
+    k = numeric_kind(v)
+    if not k:
+        return None
+    if k in (1, 2):
+        n = int(v)
+    else:
+        d = v.to_decimal() if k == 4 else v
+        if k == 3 and not math.isfinite(d) or k == 4 and not d.is_finite():
+            return None
+        if d != int(d):
+            return None
+        n = int(d)
+    return n if -(2**31) <= n < 2**31 else None
+
+
+def coerce_to_long(v) -> int:
+    """Value::coerceToLong: a number truncated toward zero; 31109 out of int64 (NaN included),
+    16004 for a non-number."""
+    k = numeric_kind(v)
+    if k in (1, 2):
+        return int(v)
+    if k == 3:
+        if not (-(2.0**63) <= v < 2.0**63):
+            raise MongoError(31109, f"Can't coerce out of range value {v:g} to long")
+        return int(v)
+    if k == 4:
+        d = v.to_decimal()
+        if not d.is_finite() or not -(2**63) <= d.to_integral_value() < 2**63:
+            raise MongoError(31109, f"Can't coerce out of range value {d} to long")
+        return int(d.to_integral_value(rounding="ROUND_HALF_EVEN"))
+    raise MongoError(16004, f"can't convert from BSON type {type_name(v)} to long")

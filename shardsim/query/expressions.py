@@ -42,6 +42,7 @@ from bson.datetime_ms import DatetimeMS
 from mongosim.oplog import _dec128
 from mongosim.oplog.bsonutil import encode
 from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.query.buf_builder import StringBuilderSize
 from mongosim.shardsim.query.document_metadata import meta_value, parse_meta
 from mongosim.shardsim.query.collation import comparison_keys, expression_context
 from mongosim.shardsim.query.expression_core import (  # noqa: F401  (re-exported)
@@ -66,11 +67,13 @@ from mongosim.shardsim.query.expression_convert import to_string as _to_string
 from mongosim.shardsim.query.expression_numeric import (
     as_decimal as _as_dec,
     numeric_kind as _kind,
+    coerce_to_long as _coerce_to_long,
     int_to_double as _int_to_double,
+    integral32 as _integral32,
     numeric_result as _num_result,
     to_decimal128 as _to_dec128,
 )
-from mongosim.shardsim.query.fmt import bson_str, query_error
+from mongosim.shardsim.query.fmt import bson_str, query_error, value_str
 from mongosim.shardsim.query.summation import DoubleDoubleSummation
 from mongosim.shardsim.query.values import (
     MISSING,
@@ -383,7 +386,10 @@ def _mod(arg):
         if k == 4:
             return _to_dec128(_DEC.remainder(_as_dec(x), _as_dec(y)))
         if k == 3:
-            return math.fmod(float(x), float(y))
+            fx, fy = float(x), float(y)
+            if not math.isfinite(fx) or fy != fy:
+                return math.nan  # (C's fmod; Python raises)
+            return math.fmod(fx, fy)
         r = abs(int(x)) % abs(int(y))
         return _num_result(-r if int(x) < 0 else r, k)
 
@@ -468,7 +474,8 @@ _OPS["$log10"] = _unary_num("$log10", _log_like("$log10", 28761, math.log10))
 def _round_like(name, mode):
     """ExpressionRound/ExpressionTrunc (evaluateRoundOrTrunc in expression.cpp).
 
-    The precision is an integral number in [-20, 100] (51082, 51083).  A double is taken
+    The precision is coerced to a long (16004, 31109), then must be a whole 32-bit number
+    (51082) in [-20, 100] (51083).  A double is taken
     as a 34-digit decimal and quantized to 10^-place; a decimal is quantized as it is; an
     int/long only changes for a negative place (51080 when the result leaves int64).
     Decimal128::quantize keeps the value (at 34 digits) when the quantum is more than 33
@@ -498,11 +505,9 @@ def _round_like(name, mode):
                 pv = fs[1](vs)
                 if _nullish(pv):
                     return None
-                kp = _kind(pv)
-                pd = _as_dec(pv) if kp else None
-                if pd is None or not pd.is_finite() or pd != pd.to_integral_value():
+                place = _coerce_to_long(pv)  # (16004 for a non-number, 31109 out of int64)
+                if _integral32(pv) is None:
                     raise MongoError(51082, f"precision argument to  {name} must be a integral value")
-                place = int(pd)
                 if not -20 <= place <= 100:
                     raise MongoError(51083, f"cannot apply {name} with precision value {place} value must be in [-20, 100]")
             if k == 4:
@@ -618,12 +623,14 @@ def _concat(arg):
 
     def f(vs):
         out = []
+        size = StringBuilderSize()  # (the server's StringBuilder stops at 64 MiB: 13548)
         for g in fs:
             v = g(vs)
             if _nullish(v):
                 return None
             if type(v) is not str:
                 raise MongoError(16702, f"$concat only supports strings, not {type_name(v)}")
+            size.append(v)
             out.append(v)
         return "".join(out)
 
@@ -687,11 +694,17 @@ def _substr_build(name, by_bytes):
         def f(vs):
             st = _coerce_str(name, s(vs))
             start, cnt = i(vs), n(vs)
+            if not by_bytes:  # (ExpressionSubstrCP: 32-bit integral values, 34450..34453)
+                for v, what, c_num, c_int in ((start, "starting index", 34450, 34451), (cnt, "length", 34452, 34453)):
+                    if not is_number(v):
+                        raise MongoError(c_num, f"{name}: {what} must be a numeric type (is BSON type {type_name(v)})")
+                    if _integral32(v) is None:
+                        raise MongoError(c_int, f"{name}: {what} cannot be represented as a 32-bit integral value: {value_str(v)}")
             if not is_number(start):
                 raise MongoError(16034, f"{name}:  starting index must be a numeric type (is BSON type {type_name(start)})")
             if not is_number(cnt):
                 raise MongoError(16035, f"{name}:  length must be a numeric type (is BSON type {type_name(cnt)})")
-            start, cnt = int(start), int(cnt)
+            start, cnt = _coerce_to_long(start), _coerce_to_long(cnt)
             if by_bytes:
                 b = st.encode("utf-8")
                 if start < 0 or start >= len(b):
@@ -778,6 +791,17 @@ _OPS["$ltrim"] = _trim_build("$ltrim", True, False)
 _OPS["$rtrim"] = _trim_build("$rtrim", False, True)
 
 
+def _index_arg(name, v, what):
+    """uassertIfNotIntegralAndNonNegative: a whole 32-bit number (40096), not negative (40097)."""
+    n = _integral32(v)
+    if n is None:  # (the server's message has no space after the name)
+        raise MongoError(40096, f"{name}requires an integral {what}, found a value of type: {type_name(v)}, "
+                                f"with value: {value_str(v)}")
+    if n < 0:
+        raise MongoError(40097, f"{name} requires a nonnegative {what}, found: {value_str(v)}")
+    return n
+
+
 def _index_of_build(name, by_bytes):
     def build(arg):
         fs = _args(name, arg, 2, 4)
@@ -790,8 +814,8 @@ def _index_of_build(name, by_bytes):
                 raise MongoError(40091, f"{name} requires a string as the first argument, found: {type_name(s)}")
             if type(sub) is not str:
                 raise MongoError(40092, f"{name} requires a string as the second argument, found: {type_name(sub)}")
-            start = int(fs[2](vs)) if len(fs) > 2 else 0
-            end = int(fs[3](vs)) if len(fs) > 3 else None
+            start = _index_arg(name, fs[2](vs), "starting index") if len(fs) > 2 else 0
+            end = _index_arg(name, fs[3](vs), "ending index") if len(fs) > 3 else None
             if by_bytes:
                 b, sb = s.encode(), sub.encode()
                 return b.find(sb, start, end if end is not None else len(b))
@@ -849,10 +873,9 @@ def _array_elem_at(arg):
             raise MongoError(28689, f"$arrayElemAt's first argument must be an array, but is {type_name(arr)}")
         if not is_number(idx):
             raise MongoError(28690, f"$arrayElemAt's second argument must be a numeric value, but is {type_name(idx)}")
-        fi = float(idx.to_decimal()) if type(idx) is Decimal128 else float(idx)
-        if fi != int(fi) or not (-(2**31) <= fi < 2**31):
-            raise MongoError(28691, f"$arrayElemAt's second argument must be representable as a 32-bit integer: {bson_str(idx)}")
-        i = int(fi)
+        i = _integral32(idx)
+        if i is None:
+            raise MongoError(28691, f"$arrayElemAt's second argument must be representable as a 32-bit integer: {value_str(idx)}")
         if i < 0:
             i += len(arr)
         return arr[i] if 0 <= i < len(arr) else MISSING
@@ -922,6 +945,18 @@ def _reverse_array(arg):
     return f
 
 
+def _slice_arg(v, which, c_num, c_int):
+    """ExpressionSlice's position/count: null stays null; a number that is whole and fits 32 bits."""
+    if _nullish(v):
+        return None
+    if not is_number(v):
+        raise MongoError(c_num, f"{which} argument to $slice must be a numeric value, but is of type: {type_name(v)}")
+    n = _integral32(v)
+    if n is None:
+        raise MongoError(c_int, f"{which} argument to $slice can't be represented as a 32-bit integer: {value_str(v)}")
+    return n
+
+
 @_op("$slice")
 def _slice(arg):
     fs = _args("$slice", arg, 2, 3)
@@ -933,9 +968,13 @@ def _slice(arg):
         if type(arr) is not list:
             raise MongoError(28724, f"First argument to $slice must be an array, but is of type: {type_name(arr)}")
         if len(fs) == 2:
-            n = int(fs[1](vs))
+            n = _slice_arg(fs[1](vs), "Second", 28725, 28726)
+            if n is None:
+                return None
             return arr[:n] if n >= 0 else arr[max(len(arr) + n, 0):]
-        pos, n = int(fs[1](vs)), int(fs[2](vs))
+        pos, n = _slice_arg(fs[1](vs), "Second", 28725, 28726), _slice_arg(fs[2](vs), "Third", 28727, 28728)
+        if pos is None or n is None:
+            return None
         if n <= 0:
             raise MongoError(28729, f"Third argument to $slice must be positive: {n}")
         if pos < 0:
@@ -973,6 +1012,18 @@ def _map(arg):
     return f
 
 
+def _filter_limit(v):
+    """ExpressionFilter's limit: null is none; else a whole 32-bit number (327391), positive (327392)."""
+    if _nullish(v):
+        return None
+    n = _integral32(v)
+    if n is None:
+        raise MongoError(327391, f"$filter: limit must be represented as a 32-bit integral value: {value_str(v)}")
+    if n < 1:
+        raise MongoError(327392, f"$filter: limit must be greater than 0: {n}")
+    return n
+
+
 @_op("$filter")
 def _filter(arg):
     if not isinstance(arg, dict) or "input" not in arg or "cond" not in arg:
@@ -987,14 +1038,14 @@ def _filter(arg):
             return None
         if type(arr) is not list:
             raise MongoError(28651, f"input to $filter must be an array not {type_name(arr)}")
-        lim = limit(vs) if limit else None
+        lim = _filter_limit(limit(vs)) if limit else None
         out = []
         inner = dict(vs)
         for e in arr:
             inner[name] = e
             if to_bool(cond(inner)):
                 out.append(e)
-                if lim is not None and len(out) >= int(lim):
+                if lim is not None and len(out) >= lim:
                     break
         return out
 
@@ -1047,7 +1098,7 @@ def _range(arg):
             if not d.is_finite() or d != d.to_integral_value() or not -(2**31) <= d < 2**31:
                 article = "a" if label == "step" else "an" if label == "ending" else "a"
                 raise MongoError(c_int, f"$range requires {article} {label} value that can be represented as a "
-                                        f"32-bit integer, found value: {bson_str(v)}")
+                                        f"32-bit integer, found value: {value_str(v)}")
             ints.append(int(d))
         step = ints[2] if len(ints) > 2 else 1
         if step == 0:
@@ -1075,8 +1126,8 @@ def _index_of_array(arg):
             return None
         if type(arr) is not list:
             raise MongoError(40090, f"$indexOfArray requires an array as a first argument, found: {type_name(arr)}")
-        start = int(fs[2](vs)) if len(fs) > 2 else 0
-        end = int(fs[3](vs)) if len(fs) > 3 else len(arr)
+        start = _index_arg("$indexOfArray", fs[2](vs), "starting index") if len(fs) > 2 else 0
+        end = _index_arg("$indexOfArray", fs[3](vs), "ending index") if len(fs) > 3 else len(arr)
         k = key(x)
         for i in range(start, min(end, len(arr))):
             if key(arr[i]) == k:

@@ -78,6 +78,39 @@ def test_domain_errors_have_the_server_codes(coll, expr, code):
     assert _code(coll, expr)[0] == code
 
 
+@pytest.mark.parametrize("expr, code, msg", [
+    ({"$round": [7.5, "x"]}, 16004, "can't convert from BSON type string to long"),
+    ({"$round": [7.5, math.nan]}, 31109, "Can't coerce out of range value nan to long"),
+    ({"$round": [7.5, 1.5]}, 51082, "precision argument to  $round must be a integral value"),
+    ({"$substrCP": ["abc", math.inf, 1]}, 34451,
+     "$substrCP: starting index cannot be represented as a 32-bit integral value: inf"),
+    ({"$substrBytes": ["abc", 1e300, 1]}, 31109, "Can't coerce out of range value 1e+300 to long"),
+    ({"$slice": [[1, 2], math.nan]}, 28726, "Second argument to $slice can't be represented as a 32-bit integer: nan"),
+    ({"$indexOfArray": [[1], 1, 1.5]}, 40096,
+     "$indexOfArrayrequires an integral starting index, found a value of type: double, with value: 1.5"),
+    ({"$indexOfCP": ["abc", "b", -1]}, 40097, "$indexOfCP requires a nonnegative starting index, found: -1"),
+    ({"$filter": {"input": [1], "cond": True, "limit": math.inf}}, 327391,
+     "$filter: limit must be represented as a 32-bit integral value: inf"),
+    ({"$filter": {"input": [1], "cond": True, "limit": 0}}, 327392, "$filter: limit must be greater than 0: 0"),
+    ({"$arrayElemAt": [[1], math.nan]}, 28691, "$arrayElemAt's second argument must be representable as a 32-bit integer: nan"),
+])
+def test_positions_and_counts_out_of_range(coll, expr, code, msg):
+    assert _code(coll, expr) == (code, msg)
+
+
+def test_strings_stop_at_the_buffer_ceiling(coll):
+    """$concat and $replaceAll build in the server's StringBuilder: 64 MiB at most (13548)."""
+    doubling = {"$reduce": {"input": {"$range": [0, 40]}, "initialValue": "ab",
+                            "in": {"$concat": ["$$value", "$$value"]}}}
+    assert _code(coll, {"$strLenBytes": doubling}) == (
+        13548, "BufBuilder attempted to grow() to 134217728 bytes, past the 64MB limit.")
+    growing = {"$reduce": {"input": {"$range": [0, 40]}, "initialValue": "ab",
+                           "in": {"$replaceAll": {"input": "$$value", "find": "a", "replacement": "aaaa"}}}}
+    assert _code(coll, {"$strLenBytes": growing})[0] == 13548
+    assert _one(coll, {"$replaceAll": {"input": "abab", "find": "b", "replacement": "cc"}}) == "accacc"
+    assert _one(coll, {"$mod": [math.inf, 2]}) != _one(coll, {"$mod": [math.inf, 2]})  # NaN, as C's fmod
+
+
 def test_convert_on_error_replaces_a_conversion_failure(coll):
     assert _one(coll, {"$convert": {"input": 1e300, "to": "date", "onError": "bad"}}) == "bad"
     assert _one(coll, {"$convert": {"input": "$x", "to": "long", "onError": None}}) is None

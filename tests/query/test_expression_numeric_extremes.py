@@ -1,6 +1,7 @@
 """Numeric expressions over extreme values (±inf, NaN, ±1e308, int64 limits, Decimal128
 extremes, huge exponents) never fail with anything but a MongoError of a real code: no
-OverflowError, no complex result, no InternalError (code 1), and no unbounded work."""
+OverflowError, no complex result, no InternalError (code 1), and no unbounded work.  The
+same for operators that take a number as a position, count, precision or date part."""
 
 from __future__ import annotations
 
@@ -40,7 +41,34 @@ def expressions(depth=2):
         st.builds(lambda op, xs: {op: xs}, st.sampled_from(NARY), st.lists(sub, min_size=1, max_size=4)),
         st.builds(lambda a, b: {"$convert": {"input": a, "to": b, "onError": "err"}}, sub,
                   st.sampled_from(["int", "long", "double", "decimal", "date", "string", "bool"])),
+        st.builds(lambda make, a, b: make(a, b), st.sampled_from(POSITIONAL), sub, sub),
     )
+
+
+# Operators taking a number as a position, a count, a precision, a date part or a date offset.
+POSITIONAL = [
+    lambda a, b: {"$substrCP": ["abc", a, b]},
+    lambda a, b: {"$substrBytes": ["abc", a, b]},
+    lambda a, b: {"$slice": [[1, 2, 3], a, b]},
+    lambda a, b: {"$slice": [[1, 2, 3], a]},
+    lambda a, b: {"$arrayElemAt": [[1, 2], a]},
+    lambda a, b: {"$indexOfArray": [[1, 2], 2, a, b]},
+    lambda a, b: {"$indexOfCP": ["abc", "c", a, b]},
+    lambda a, b: {"$indexOfBytes": ["abc", "c", a]},
+    lambda a, b: {"$filter": {"input": [1, 2], "cond": True, "limit": a}},
+    lambda a, b: {"$range": [a, b]},
+    lambda a, b: {"$range": [0, a, b]},
+    lambda a, b: {"$firstN": {"n": a, "input": [1, 2]}},
+    lambda a, b: {"$dateFromParts": {"year": a, "month": b}},
+    lambda a, b: {"$dateFromParts": {"isoWeekYear": 2000, "isoWeek": a, "millisecond": b}},
+    lambda a, b: {"$dateAdd": {"startDate": {"$toDate": 0}, "unit": "day", "amount": a}},
+    lambda a, b: {"$add": [{"$toDate": 0}, a, b]},
+    lambda a, b: {"$subtract": [{"$toDate": 0}, a]},
+    lambda a, b: {"$year": {"$toDate": a}},
+    lambda a, b: {"$dateToString": {"date": {"$toDate": a}}},
+    lambda a, b: {"$toString": a},
+    lambda a, b: {"$bitAnd": [a, b]},
+]
 
 
 @QUERY_SETTINGS
