@@ -241,7 +241,9 @@ def _add(arg):
             total_kind = max(total_kind, k)
         nums = [v for v in vals if not isinstance(v, datetime.datetime)]
         if total_kind == 4:
-            r = sum((_as_dec(v) for v in nums), Decimal(0))
+            r = Decimal(0)
+            for v in nums:  # (in the decimal128 context: Infinity - Infinity is NaN, not an exception)
+                r = _DEC.add(r, _as_dec(v))
         elif total_kind == 3:  # (ExpressionAdd sums non-decimals with DoubleDoubleSummation)
             dd = DoubleDoubleSummation()
             for v in nums:
@@ -309,7 +311,7 @@ def _subtract(arg):
             raise MongoError(16556, f"cant $subtract a {type_name(y)} from a {type_name(x)}")
         k = max(kx, ky)
         if k == 4:
-            return _num_result(_as_dec(x) - _as_dec(y), 4)
+            return _num_result(_DEC.subtract(_as_dec(x), _as_dec(y)), 4)
         if k == 3:
             return float(x) - float(y)
         return _num_result(int(x) - int(y), k)
@@ -334,7 +336,7 @@ def _multiply(arg):
         if k == 4:
             r = Decimal(1)
             for v in vals:
-                r *= _as_dec(v)
+                r = _DEC.multiply(r, _as_dec(v))
             return _num_result(r, 4)
         if k == 3:
             r = 1.0

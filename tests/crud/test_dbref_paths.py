@@ -57,6 +57,17 @@ def test_expressions_group_and_lookup_on_dbref_parts(db):
     assert [sorted(d["ids"]) for d in back] == [[1, 3], [2]]
 
 
+def test_sort_distinct_unwind_and_index_keys_read_dbref_parts(db):
+    assert [d["_id"] for d in db.p.find().sort([("vendor.$id", -1), ("_id", 1)])] == [2, 1, 3]
+    assert [d["_id"] for d in db.p.aggregate([{"$sort": {"vendor.$ref": -1, "_id": -1}}])] == [3, 2, 1]
+    assert sorted(db.p.distinct("vendor.$id")) == [1, 2]
+    assert sorted(db.p.distinct("tags.$id")) == ["a", "b"]
+    # a scalar at the path passes $unwind unchanged
+    assert [d["_id"] for d in db.p.aggregate([{"$unwind": "$vendor.$id"}, {"$sort": {"_id": 1}}])] == [1, 2, 3]
+    db.p.create_index("vendor.$id")
+    assert sorted(d["_id"] for d in db.p.find({"vendor.$id": 1}).hint("vendor.$id_1")) == [1, 3]
+
+
 def test_other_dollar_fields_still_refused(db):
     with pytest.raises(OperationFailure) as e:
         list(db.p.aggregate([{"$project": {"x": "$vendor.$foo"}}]))
