@@ -13,9 +13,11 @@ import math
 
 import pytest
 from bson import Int64
+from hypothesis import HealthCheck, given, settings
 from pymongo.errors import OperationFailure
 
 from tests.crud.conftest import shard_two_ways
+from tests.query.strategies import numeric_expressions
 
 
 @pytest.fixture
@@ -114,3 +116,15 @@ def test_strings_stop_at_the_buffer_ceiling(coll):
 def test_convert_on_error_replaces_a_conversion_failure(coll):
     assert _one(coll, {"$convert": {"input": 1e300, "to": "date", "onError": "bad"}}) == "bad"
     assert _one(coll, {"$convert": {"input": "$x", "to": "long", "onError": None}}) is None
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(expr=numeric_expressions())
+def test_no_expression_over_extreme_numbers_answers_internal_error(coll, expr):
+    """Over the wire, in both topologies: an error reply is never InternalError (code 1), and the
+    cluster still answers afterwards."""
+    try:
+        list(coll.aggregate([{"$project": {"_id": 0, "r": expr}}]))
+    except OperationFailure as e:
+        assert e.code != 1, (expr, e.details)
+    assert coll.estimated_document_count() == 2
