@@ -47,6 +47,7 @@ from mongosim.shardsim.query.expression_core import compile_expression
 from mongosim.shardsim.query.fmt import bson_str
 from mongosim.shardsim.query.idl_errors import wrong_type
 from mongosim.shardsim.query.summation import DoubleDoubleSummation
+from mongosim.shardsim.query.value_size import MAX_ADD_TO_SET_BYTES, MAX_PUSH_BYTES, approximate_size
 from mongosim.shardsim.query.values import MISSING, is_number, type_name
 
 __all__ = ["Statement", "parse_statement", "ACCUMULATORS", "Sum", "Avg", "percentile_of", "validate_n",
@@ -190,14 +191,25 @@ class _Last:
         return self.state
 
 
+_STATE_SIZE = 64  # sizeof(*this) of the state, its initial charge
+
+
 class _Push:
-    __slots__ = ("items",)
+    """AccumulatorPush: every value but missing, each charged its approximate size against
+    internalQueryMaxPushBytes (ExceededMemoryLimit past it; $push cannot spill)."""
+
+    __slots__ = ("items", "mem")
 
     def __init__(self) -> None:
         self.items: list = []
+        self.mem = _STATE_SIZE
 
     def add(self, v) -> None:
         if v is not MISSING:
+            self.mem += approximate_size(v)
+            if self.mem > MAX_PUSH_BYTES:
+                raise MongoError("ExceededMemoryLimit", "$push used too much memory and cannot spill to disk. "
+                                                        f"Memory limit: {MAX_PUSH_BYTES} bytes")
             self.items.append(v)
 
     def result(self):
@@ -205,18 +217,26 @@ class _Push:
 
 
 class _AddToSet:
-    __slots__ = ("items", "keys", "same")
+    """AccumulatorAddToSet: each new distinct value is charged its approximate size against
+    internalQueryMaxAddToSetBytes (ExceededMemoryLimit past it)."""
+
+    __slots__ = ("items", "keys", "same", "mem")
 
     def __init__(self, collator) -> None:
         self.items: list = []
         self.keys: set = set()
         self.same = hashable_for(collator)
+        self.mem = _STATE_SIZE
 
     def add(self, v) -> None:
         if v is MISSING:
             return
         k = self.same(v)
         if k not in self.keys:
+            self.mem += approximate_size(v)
+            if self.mem > MAX_ADD_TO_SET_BYTES:
+                raise MongoError("ExceededMemoryLimit", "$addToSet used too much memory and cannot spill to disk. "
+                                                        f"Used: {self.mem} bytes. Memory limit: {MAX_ADD_TO_SET_BYTES} bytes")
             self.keys.add(k)
             self.items.append(v)
 

@@ -128,3 +128,18 @@ def test_no_expression_over_extreme_numbers_answers_internal_error(coll, expr):
     except OperationFailure as e:
         assert e.code != 1, (expr, e.details)
     assert coll.estimated_document_count() == 2
+
+
+@pytest.mark.parametrize("op", ["$push", "$addToSet"])
+def test_push_and_add_to_set_stop_at_100_mib(coll, op):
+    """AccumulatorPush/AddToSet charge each value's approximate size against 100 MiB (146)."""
+    big = "x" * 1000
+    pipeline = [{"$match": {"_id": 1}}, {"$project": {"r": {"$range": [0, 150000]}}}, {"$unwind": "$r"},
+                {"$group": {"_id": None, "a": {op: {"s": big, "r": "$r"}}}}]
+    with pytest.raises(OperationFailure) as e:
+        list(coll.aggregate(pipeline))
+    assert e.value.code == 146
+    assert e.value.details["errmsg"].startswith(f"{op} used too much memory and cannot spill to disk. ")
+    assert e.value.details["errmsg"].endswith("Memory limit: 104857600 bytes")
+    pipeline[1]["$project"]["r"]["$range"][1] = 1000  # (well below the limit)
+    assert len(list(coll.aggregate(pipeline))[0]["a"]) == 1000
