@@ -113,6 +113,18 @@ def test_strings_stop_at_the_buffer_ceiling(coll):
     assert _one(coll, {"$mod": [math.inf, 2]}) != _one(coll, {"$mod": [math.inf, 2]})  # NaN, as C's fmod
 
 
+@pytest.mark.parametrize("expr, msg", [
+    ({"$toInt": 1e300}, "Conversion would overflow target type in $convert with no onError value: 1e+300"),
+    ({"$toInt": 2147483647.5}, "Conversion would overflow target type in $convert with no onError value: 2.14748e+09"),
+    ({"$toLong": math.nan}, "Attempt to convert NaN value to integer type in $convert with no onError value"),
+    ({"$toInt": -math.inf}, "Attempt to convert infinity value to integer type in $convert with no onError value"),
+    ({"$toInt": Int64(2**40)}, "Conversion would overflow target type in $convert with no onError value: "),
+    ({"$toDate": 1e300}, "Conversion would overflow target type in $convert with no onError value: 1e+300"),
+])
+def test_conversion_failures_name_the_value_as_the_server(coll, expr, msg):
+    assert _code(coll, expr) == (241, msg)
+
+
 def test_convert_on_error_replaces_a_conversion_failure(coll):
     assert _one(coll, {"$convert": {"input": 1e300, "to": "date", "onError": "bad"}}) == "bad"
     assert _one(coll, {"$convert": {"input": "$x", "to": "long", "onError": None}}) is None
