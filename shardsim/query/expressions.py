@@ -255,7 +255,7 @@ def _add(arg):
         else:
             r = sum(int(v) for v in nums)
         if date is not None:
-            return _date_plus(date, r, total_kind)
+            return _date_plus(date, r, total_kind, "date overflow in $add")
         return _num_result(r, total_kind)
 
     return f
@@ -272,23 +272,28 @@ def _millis_date(ms: int):
         return DatetimeMS(ms)
 
 
-def _date_plus(date, r, kind):
-    """Date + number (ExpressionAdd): a double is rounded (llround), and a sum outside int64 is
-    error 16612-free Overflow "date overflow" on the server; a non-finite double too."""
+def _date_plus(date, r, kind, message):
+    """Date + number, the number's kind deciding (ExpressionAdd's AddState, evaluateSubtract):
+    an integer or a double (rounded half away from zero, llround) must keep the milliseconds in
+    int64, else Overflow `message`; a decimal is not checked by $add (Decimal128::toLong answers
+    the smallest long for what it cannot convert) and is by $subtract."""
     if kind == 4:
         d = r if isinstance(r, Decimal) else _as_dec(r)
-        if not d.is_finite():
-            raise MongoError("Overflow", "date overflow")
-        add = int(d.to_integral_value(rounding="ROUND_HALF_EVEN"))
+        add = int(d.to_integral_value(rounding="ROUND_HALF_EVEN")) if d.is_finite() else None
+        if message == "date overflow in $add":
+            ms = date_millis(date) + add if add is not None else _INT64_MIN
+            return _millis_date(ms if _INT64_MIN <= ms <= _INT64_MAX else _INT64_MIN)
+        if add is None:
+            raise MongoError("Overflow", message)
     elif kind == 3:
         if not math.isfinite(r) or not (-(2.0**63) <= r < 2.0**63):
-            raise MongoError("Overflow", "date overflow")
+            raise MongoError("Overflow", message)
         add = int(math.copysign(math.floor(abs(r) + 0.5), r))
     else:
         add = int(r)
     ms = date_millis(date) + add
     if not _INT64_MIN <= ms <= _INT64_MAX:
-        raise MongoError("Overflow", "date overflow")
+        raise MongoError("Overflow", message)
     return _millis_date(ms)
 
 
@@ -305,7 +310,7 @@ def _subtract(arg):
                 return Int64(date_millis(x) - date_millis(y))
             ky = _kind(y)
             if ky:
-                return _date_plus(x, -y if ky == 3 else -_as_dec(y) if ky == 4 else -int(y), ky)
+                return _date_plus(x, -y if ky == 3 else -_as_dec(y) if ky == 4 else -int(y), ky, "date overflow")
         kx, ky = _kind(x), _kind(y)
         if not kx or not ky:
             raise MongoError(16556, f"cant $subtract a {type_name(y)} from a {type_name(x)}")

@@ -75,6 +75,7 @@ def test_overflow_gives_infinity_and_nan(coll):
     ({"$pow": [0, -1]}, 28764), ({"$ln": 0}, 28766), ({"$ln": -1}, 28766), ({"$log10": 0}, 28761),
     ({"$sqrt": -4}, 28714), ({"$abs": Int64(-(2**63))}, 28680), ({"$round": [1, 101]}, 51083),
     ({"$toDate": 1e300}, 241), ({"$toInt": 1e300}, 241), ({"$toLong": math.nan}, 241),
+    ({"$add": [{"$toDate": 0}, 1e300]}, 15), ({"$subtract": [{"$toDate": 0}, math.inf]}, 15),
 ])
 def test_domain_errors_have_the_server_codes(coll, expr, code):
     assert _code(coll, expr)[0] == code
