@@ -68,6 +68,12 @@ def test_sort_distinct_unwind_and_index_keys_read_dbref_parts(db):
     assert sorted(d["_id"] for d in db.p.find({"vendor.$id": 1}).hint("vendor.$id_1")) == [1, 3]
 
 
+def test_projections_walk_into_a_dbref(db):
+    assert db.p.find_one({"_id": 1}, {"vendor.$id": 1}) == {"_id": 1, "vendor": {"$id": 1}}
+    assert db.p.find_one({"_id": 2}, {"vendor.$db": 0, "tags": 0, "k": 0}) == {"_id": 2, "vendor": DBRef("v", 2)}
+    assert db.p.find_one({"_id": 1}, {"_id": 0, "tags.$ref": 1}) == {"tags": [{"$ref": "t"}, {"$ref": "t"}]}
+
+
 def test_other_dollar_fields_still_refused(db):
     with pytest.raises(OperationFailure) as e:
         list(db.p.aggregate([{"$project": {"x": "$vendor.$foo"}}]))
