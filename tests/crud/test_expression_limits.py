@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from bson import Int64
+from bson import Decimal128, Int64
 from hypothesis import HealthCheck, given, settings
 from pymongo.errors import OperationFailure
 
@@ -69,6 +69,20 @@ def test_overflow_gives_infinity_and_nan(coll):
     assert _one(coll, {"$multiply": [Int64(2**62), Int64(2**62), Int64(2**62)]}) == 2.0**186
     got = list(coll.aggregate([{"$group": {"_id": None, "s": {"$sum": "$x"}, "a": {"$avg": "$x"}}}]))
     assert got == [{"_id": None, "s": math.inf, "a": math.inf}]
+
+
+@pytest.mark.parametrize("expr, expected", [
+    ({"$pow": [10, 2]}, 100), ({"$pow": [0.5, -1]}, 2.0), ({"$pow": [Int64(2), 2]}, Int64(4)),
+    ({"$pow": [2, -1]}, 0.5), ({"$pow": [-1, -3]}, -1), ({"$pow": [46341, 2]}, Int64(2147488281)),
+    ({"$pow": [Decimal128("10.0"), -2]}, Decimal128("0.01000000000000000000000000000000000")),
+    ({"$pow": [0.5, Decimal128("-1")]}, Decimal128("2.000000000000000000000000000000000")),
+    ({"$pow": [-2, Decimal128("2")]}, Decimal128("4.000000000000000000000000000000000")),
+])
+def test_pow_result_types(coll, expr, expected):
+    """ExpressionPow (jstests/aggregation/expressions/pow.js): ints stay int when the power fits,
+    a long when either is a long or it needs 64 bits, a double otherwise; decimals are normalized."""
+    got = _one(coll, expr)
+    assert (got, type(got)) == (expected, type(expected))
 
 
 @pytest.mark.parametrize("expr, code", [
