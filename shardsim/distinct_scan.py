@@ -27,12 +27,15 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
+from bson import DBRef
+
 from mongosim.shardsim.index_access_method import Desc, IndexAccessMethod
 from mongosim.shardsim.plan_executor import (ExecContext, Fetch, IndexScan, PlanStage, ShardingFilter, bounds_doc,
                                              in_checks, index_fields)
 from mongosim.shardsim.query import index_bounds as B
 from mongosim.shardsim.query_planner import shard_key_covered, value_field
 from mongosim.shardsim.query.index_keys import UNDEFINED
+from mongosim.shardsim.query.values import dbref_doc
 
 
 def field_values(value: Any, parts: list[str]) -> Iterator[Any]:
@@ -44,6 +47,8 @@ def field_values(value: Any, parts: list[str]) -> Iterator[Any]:
             yield value
         return
     head, rest = parts[0], parts[1:]
+    if type(value) is DBRef:  # (the embedded document {$ref, $id, ...} it stands for)
+        value = dbref_doc(value)
     if isinstance(value, dict):
         if head in value:
             yield from field_values(value[head], rest)
@@ -51,7 +56,7 @@ def field_values(value: Any, parts: list[str]) -> Iterator[Any]:
         if head.isdigit() and int(head) < len(value):
             yield from field_values(value[int(head)], rest)
         for elem in value:
-            if isinstance(elem, dict):
+            if isinstance(elem, (dict, DBRef)):
                 yield from field_values(elem, parts)
 
 

@@ -10,8 +10,8 @@ The server's rules, each kept here:
 
 - `$sum` adds the numbers and ignores the rest: int32 overflows to long, long to
   double; any double makes a double, any decimal a decimal (no numbers: 0).  The
-  server keeps non-decimals in a double-double sum (nearly exact): here ints are
-  exact and doubles are summed with `math.fsum`.  `$avg` divides that sum by the
+  server keeps non-decimals in a double-double sum (DoubleDoubleSummation, kept
+  here too: `summation.py`); ints are also kept exact for an int/long result.  `$avg` divides that sum by the
   count of numbers (null if none), a double unless a decimal was seen.
 - `$min`/`$max` ignore null and missing (the collation orders strings); `$first`/
   `$last` keep a missing value as null; `$push`/`$addToSet` skip missing values.
@@ -46,6 +46,8 @@ from mongosim.shardsim.query.collation import compare_for, hashable_for, sort_ke
 from mongosim.shardsim.query.expression_core import compile_expression
 from mongosim.shardsim.query.fmt import bson_str
 from mongosim.shardsim.query.idl_errors import wrong_type
+from mongosim.shardsim.query.summation import DoubleDoubleSummation
+from mongosim.shardsim.query.value_size import MAX_ADD_TO_SET_BYTES, MAX_PUSH_BYTES, approximate_size
 from mongosim.shardsim.query.values import MISSING, is_number, type_name
 
 __all__ = ["Statement", "parse_statement", "ACCUMULATORS", "Sum", "Avg", "percentile_of", "validate_n",
@@ -62,14 +64,18 @@ def to_double(v) -> float:
 
 
 class Sum:
-    """$sum's running total, widened as the server's AccumulatorSum does."""
+    """$sum's running total, widened as the server's AccumulatorSum does.
 
-    __slots__ = ("kind", "ints", "doubles", "dec", "count")
+    Integers are kept exact (their int/long result); every non-decimal also goes into a
+    DoubleDoubleSummation in arrival order, which gives the double result to the bit,
+    overflow to ±Infinity and NaN included (src/mongo/util/summation.h)."""
+
+    __slots__ = ("kind", "ints", "dd", "dec", "count")
 
     def __init__(self) -> None:
         self.kind = 16  # the widest type seen: 16 int, 18 long, 1 double, 19 decimal
         self.ints = 0
-        self.doubles: list[float] = []
+        self.dd = DoubleDoubleSummation()
         self.dec: Decimal | None = None
         self.count = 0
 
@@ -80,10 +86,11 @@ class Sum:
                 if self.kind == 16:
                     self.kind = 18
             self.ints += int(v)
+            self.dd.add_int(int(v))
         elif t is float:
             if self.kind in (16, 18):
                 self.kind = 1
-            self.doubles.append(v)
+            self.dd.add_double(v)
         elif t is Decimal128:
             self.kind = 19
             d = v.to_decimal()
@@ -94,25 +101,13 @@ class Sum:
 
     def non_decimal(self) -> float:
         """The ints and doubles summed, as a double."""
-        ds = self.doubles
-        if not ds:
-            return float(self.ints)
-        if any(not math.isfinite(d) for d in ds):
-            if any(d != d for d in ds) or (math.inf in ds and -math.inf in ds):
-                return math.nan
-            return math.inf if math.inf in ds else -math.inf
-        s = math.fsum(ds)
-        if not self.ints:
-            return s
-        from fractions import Fraction
-
-        return float(Fraction(s) + self.ints)
+        return self.dd.get_double()
 
     def result(self):
         kind = self.kind
         if kind == 19:
-            rest = _dec128.from_double(self.non_decimal(), 34, _dec128.HALF_EVEN) if self.doubles else Decimal(self.ints)
-            return Decimal128(_DEC.add(self.dec, rest))
+            rest = self.dd.get_decimal(lambda x: _dec128.from_double(x, 34, _dec128.HALF_EVEN))
+            return _dec128.to_decimal128(_DEC.add(self.dec, rest))
         if kind == 1:
             return self.non_decimal()
         total = self.ints
@@ -120,7 +115,7 @@ class Sum:
             if kind == 16 and -(2**31) <= total < 2**31:
                 return total
             return Int64(total)
-        return float(total)
+        return self.non_decimal()
 
 
 class Avg(Sum):
@@ -131,7 +126,7 @@ class Avg(Sum):
             return None
         if self.kind == 19:
             total = super().result().to_decimal()
-            return Decimal128(_DEC.divide(total, Decimal(self.count)))
+            return _dec128.to_decimal128(_DEC.divide(total, Decimal(self.count)))
         return self.non_decimal() / self.count
 
 
@@ -196,14 +191,25 @@ class _Last:
         return self.state
 
 
+_STATE_SIZE = 64  # sizeof(*this) of the state, its initial charge
+
+
 class _Push:
-    __slots__ = ("items",)
+    """AccumulatorPush: every value but missing, each charged its approximate size against
+    internalQueryMaxPushBytes (ExceededMemoryLimit past it; $push cannot spill)."""
+
+    __slots__ = ("items", "mem")
 
     def __init__(self) -> None:
         self.items: list = []
+        self.mem = _STATE_SIZE
 
     def add(self, v) -> None:
         if v is not MISSING:
+            self.mem += approximate_size(v)
+            if self.mem > MAX_PUSH_BYTES:
+                raise MongoError("ExceededMemoryLimit", "$push used too much memory and cannot spill to disk. "
+                                                        f"Memory limit: {MAX_PUSH_BYTES} bytes")
             self.items.append(v)
 
     def result(self):
@@ -211,18 +217,26 @@ class _Push:
 
 
 class _AddToSet:
-    __slots__ = ("items", "keys", "same")
+    """AccumulatorAddToSet: each new distinct value is charged its approximate size against
+    internalQueryMaxAddToSetBytes (ExceededMemoryLimit past it)."""
+
+    __slots__ = ("items", "keys", "same", "mem")
 
     def __init__(self, collator) -> None:
         self.items: list = []
         self.keys: set = set()
         self.same = hashable_for(collator)
+        self.mem = _STATE_SIZE
 
     def add(self, v) -> None:
         if v is MISSING:
             return
         k = self.same(v)
         if k not in self.keys:
+            self.mem += approximate_size(v)
+            if self.mem > MAX_ADD_TO_SET_BYTES:
+                raise MongoError("ExceededMemoryLimit", "$addToSet used too much memory and cannot spill to disk. "
+                                                        f"Used: {self.mem} bytes. Memory limit: {MAX_ADD_TO_SET_BYTES} bytes")
             self.keys.add(k)
             self.items.append(v)
 

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
+from bson import DBRef
+
 from mongosim.shardsim.query.document_metadata import MetaDoc, carry
-from mongosim.shardsim.query.values import MISSING
+from mongosim.shardsim.query.values import MISSING, dbref_doc
 
 __all__ = ["visit_all_values_at_path", "set_nested"]
 
@@ -25,7 +27,9 @@ def visit_all_values_at_path(doc: Any, parts: tuple[str, ...]) -> Iterator[Any]:
 
 
 def _visit(v: Any, parts: tuple[str, ...], i: int) -> Iterator[Any]:
-    if type(v) is not dict and type(v) is not MetaDoc:  # (the root may carry metadata: a text score...)
+    if type(v) is DBRef:  # (the embedded document {$ref, $id, ...} it stands for)
+        v = dbref_doc(v)
+    elif type(v) is not dict and type(v) is not MetaDoc:  # (the root may carry metadata: a text score...)
         return
     nxt = v.get(parts[i], MISSING)
     if nxt is MISSING:
@@ -36,7 +40,7 @@ def _visit(v: Any, parts: tuple[str, ...], i: int) -> Iterator[Any]:
         else:
             yield nxt
         return
-    if type(nxt) is dict:
+    if type(nxt) is dict or type(nxt) is DBRef:
         yield from _visit(nxt, parts, i + 1)
     elif type(nxt) is list:
         p = parts[i + 1]
@@ -52,7 +56,7 @@ def _visit(v: Any, parts: tuple[str, ...], i: int) -> Iterator[Any]:
                 elif type(elem) in (dict, list):
                     yield from _visit({p: elem}, parts, i + 1)
         for e in nxt:
-            if type(e) is dict:
+            if type(e) is dict or type(e) is DBRef:
                 yield from _visit(e, parts, i + 1)
 
 

@@ -29,7 +29,7 @@ from decimal import Decimal
 from bson import Decimal128
 from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.query.accumulators import (
-    PERCENTILE_SPEC_CODES, FirstLastN, MinMaxN, parse_n_args, parse_percentile_spec, percentile_of, to_double,
+    PERCENTILE_SPEC_CODES, Avg, FirstLastN, MinMaxN, Sum, parse_n_args, parse_percentile_spec, percentile_of, to_double,
     validate_n,
 )
 from mongosim.shardsim.query.collation import comparison_keys, expression_context
@@ -54,38 +54,17 @@ def _inputs(arg):
 
 
 def _sum(values):
-    """(total, kind, count) over the numbers among `values`; kind 0 when none."""
-    kind, n, ints, floats, decs = 0, 0, 0, [], []
+    """The `$group` accumulator's own state (accumulators.Sum) over `values`."""
+    state = Sum()
     for v in values:
-        k = numeric_kind(v)
-        if not k:
-            continue
-        n += 1
-        kind = max(kind, k)
-        if k == 4:
-            decs.append(v.to_decimal())
-        elif k == 3:
-            floats.append(v)
-        else:
-            ints += int(v)
-    if kind == 4:
-        total = sum(decs, Decimal(ints)) + sum((as_decimal(x) for x in floats), Decimal(0))
-    elif kind == 3:
-        total = math.fsum([*floats, ints]) if ints else math.fsum(floats)
-    else:
-        total = ints
-    return total, kind, n
+        state.add(v)
+    return state
 
 
 @register("$sum")
 def _sum_op(arg):
     values = _inputs(arg)
-
-    def f(vs):
-        total, kind, _ = _sum(values(vs))
-        return numeric_result(total, kind) if kind else 0
-
-    return f
+    return lambda vs: _sum(values(vs)).result()
 
 
 @register("$avg")
@@ -93,12 +72,10 @@ def _avg_op(arg):
     values = _inputs(arg)
 
     def f(vs):
-        total, kind, n = _sum(values(vs))
-        if not n:
-            return None
-        if kind == 4:
-            return Decimal128(total / n)
-        return float(total) / n
+        state = Avg()
+        for v in values(vs):
+            state.add(v)
+        return state.result()
 
     return f
 

@@ -27,6 +27,7 @@ import uuid
 from decimal import Decimal
 
 from bson import Binary, Decimal128, Int64, ObjectId, Regex, Timestamp
+from bson.datetime_ms import DatetimeMS
 from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.query.expression_core import compile_node, fixed_args, nullish, register, to_bool
 from mongosim.shardsim.query.fmt import bson_str, query_error
@@ -72,10 +73,18 @@ def _to_int_like(v, to: str):
     elif t is int or t is Int64:
         r = int(v)
     elif t is float or t is Decimal128:
+        # performCastDoubleToInt/Long, performCastDecimalToInt: NaN and infinity have their own
+        # messages; an overflow names the double as streamed ("%g") or the decimal's string.
         f = v.to_decimal() if t is Decimal128 else v
-        if f != f or f in (math.inf, -math.inf) or (t is Decimal128 and not f.is_finite()):
-            raise query_error("ConversionFailure", f"Attempt to convert NaN or infinity value to integer type in $convert with no onError value: {bson_str(v)}")
+        if f != f:
+            raise query_error("ConversionFailure", "Attempt to convert NaN value to integer type in $convert with no onError value")
+        if f in (math.inf, -math.inf) or (t is Decimal128 and not f.is_finite()):
+            raise query_error("ConversionFailure", "Attempt to convert infinity value to integer type in $convert with no onError value")
         r = int(f)
+        fits = (lo <= f <= hi - 1) if to == "int" and t is float else lo <= (f if t is float else r) < hi
+        if not fits:  # (a double is compared before truncation, a decimal after)
+            shown = f"{v:g}" if t is float else str(f)
+            raise query_error("ConversionFailure", f"Conversion would overflow target type in $convert with no onError value: {shown}")
     elif t is str:
         try:
             r = int(v, 10)
@@ -85,8 +94,8 @@ def _to_int_like(v, to: str):
         r = date_millis(v)
     else:
         raise _conv_fail(type_name(v), to)
-    if not lo <= r < hi:
-        raise query_error("ConversionFailure", f"Conversion would overflow target type in $convert with no onError value: {bson_str(v)}")
+    if not lo <= r < hi:  # (performCastLongToInt names no value)
+        raise query_error("ConversionFailure", "Conversion would overflow target type in $convert with no onError value: ")
     return r if to == "int" else Int64(r)
 
 
@@ -145,8 +154,13 @@ def _to_date(v):
     if isinstance(v, datetime.datetime):
         return v
     if type(v) in (int, Int64, float, Decimal128) and type(v) is not bool:
-        ms = int(v.to_decimal()) if type(v) is Decimal128 else int(v)
-        return datetime.datetime(1970, 1, 1) + datetime.timedelta(milliseconds=ms)
+        # performCastNumberToDate: a double or decimal converts as $toLong does (NaN, infinity
+        # and int64 overflow are ConversionFailure); a date beyond year 9999 is a DatetimeMS.
+        ms = int(_to_int_like(v, "long")) if type(v) in (float, Decimal128) else int(v)
+        try:
+            return datetime.datetime(1970, 1, 1) + datetime.timedelta(milliseconds=ms)
+        except OverflowError:
+            return DatetimeMS(ms)
     if type(v) is ObjectId:
         return v.generation_time.replace(tzinfo=None)
     if type(v) is Timestamp:

@@ -23,10 +23,10 @@ from __future__ import annotations
 import datetime
 from typing import Any, Callable
 
-from bson import Decimal128, Int64
+from bson import DBRef, Decimal128, Int64
 from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.query.fmt import bson_str, query_error
-from mongosim.shardsim.query.values import MISSING
+from mongosim.shardsim.query.values import ALLOWED_DOLLAR_FIELDS, MISSING, dbref_doc
 from mongosim.shardsim.query.document_metadata import MetaDoc
 
 __all__ = [
@@ -143,7 +143,7 @@ def _validate_field_path(path: str):
     for p in path.split("."):
         if p == "":
             raise MongoError(15998, "FieldPath field names may not be empty strings.")
-        if p.startswith("$"):
+        if p.startswith("$") and p not in ALLOWED_DOLLAR_FIELDS:
             raise MongoError(16410, "FieldPath field names may not start with '$'. Consider using $getField or $setField.")
 
 
@@ -158,13 +158,16 @@ def field_path_get(v, parts, i=0):
         elif t is list:
             out = []
             for e in v:
-                if type(e) in (dict, list):
+                if type(e) in (dict, list, DBRef):
                     r = field_path_get(e, parts, i)
                     if r is not MISSING:
                         out.append(r)
             return out
         elif t is MetaDoc:  # (a document with metadata: a text score, a distance)
             v = v.get(parts[i], MISSING)
+            i += 1
+        elif t is DBRef:  # (the embedded document {$ref, $id, ...} it stands for)
+            v = dbref_doc(v).get(parts[i], MISSING)
             i += 1
         else:
             return MISSING

@@ -470,7 +470,9 @@ def _int_part(name, v, lo=-32768, hi=32767):
     if type(v) is bool or type(v) not in (int, Int64, float, Decimal128):
         raise MongoError(40515, f"'{name}' must evaluate to an integer, found {type_name(v)} with value {bson_str(v)}")
     x = v.to_decimal() if type(v) is Decimal128 else v
-    if x != x or x in (float("inf"), float("-inf")) or x != int(x):
+    whole = x.is_finite() and x == x.to_integral_value() if type(v) is Decimal128 else x == x and x not in (
+        float("inf"), float("-inf")) and x == int(x)
+    if not whole or not -(2**63) <= x < 2**63:  # (Value::integral64Bit)
         raise MongoError(40515, f"'{name}' must evaluate to an integer, found {type_name(v)} with value {bson_str(v)}")
     n = int(x)
     if name in ("year", "isoWeekYear"):

@@ -19,11 +19,13 @@ from decimal import Decimal
 from bson import Decimal128, Int64, Timestamp
 from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.query.expression_core import fixed_args, nullish, register, varargs
-from mongosim.shardsim.query.expression_numeric import numeric_kind
+from mongosim.oplog import _dec128
+from mongosim.shardsim.query.expression_numeric import numeric_kind, to_decimal128
 from mongosim.shardsim.query.fmt import bson_str, query_error
 from mongosim.shardsim.query.values import type_name
 
 _INF = math.inf
+_DEC = _dec128.context()
 
 # name -> (function, domain (lo, hi, lo inclusive, hi inclusive) or None)
 _TRIG = {
@@ -52,6 +54,16 @@ def _fmt_bound(x):
     return "inf" if x == _INF else "-inf" if x == -_INF else repr(x).rstrip("0").rstrip(".") if isinstance(x, float) else str(x)
 
 
+def _c_call(name, fn, x: float) -> float:
+    """fn(x) as the C library answers it: overflow is ±Infinity (cosh: +), a domain error NaN."""
+    try:
+        return fn(x)
+    except OverflowError:
+        return _INF if name == "$cosh" else math.copysign(_INF, x)
+    except ValueError:
+        return math.nan
+
+
 def _trig_op(name, fn, domain):
     def build(arg):
         (a,) = fixed_args(name, arg, 1)
@@ -71,7 +83,7 @@ def _trig_op(name, fn, domain):
                     lb, rb = "[" if lo_in else "(", "]" if hi_in else ")"
                     raise MongoError(50989, f"cannot apply {name} to {bson_str(v)}, value must be in "
                                             f"{lb}{_fmt_bound(lo)},{_fmt_bound(hi)}{rb}")
-            r = fn(x) if x == x else math.nan
+            r = _c_call(name, fn, x) if x == x else math.nan
             return Decimal128(Decimal(repr(r))) if k == 4 else r
 
         return f
@@ -116,11 +128,11 @@ def _log(arg):
         if 4 in (kx, kb):
             dx = x.to_decimal() if kx == 4 else Decimal(repr(float(x)) if kx == 3 else int(x))
             db = base.to_decimal() if kb == 4 else Decimal(repr(float(base)) if kb == 3 else int(base))
-            if not dx > 0:
+            if dx.is_nan() or not dx > 0:
                 raise MongoError(28758, f"$log's argument must be a positive number, but is {bson_str(x)}")
-            if not db > 0 or db == 1:
+            if db.is_nan() or not db > 0 or db == 1:
                 raise MongoError(28759, f"$log's base must be a positive number not equal to 1, but is {bson_str(base)}")
-            return Decimal128(dx.ln() / db.ln())
+            return to_decimal128(_DEC.divide(_DEC.ln(dx), _DEC.ln(db)))
         fx, fb = float(x), float(base)
         if not fx > 0:
             raise MongoError(28758, f"$log's argument must be a positive number, but is {bson_str(x)}")

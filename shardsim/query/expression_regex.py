@@ -16,6 +16,7 @@ import re
 
 from bson import Regex
 from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.query.buf_builder import BUFFER_MAX_SIZE
 from mongosim.shardsim.query.expression_core import compile_node, nullish, register
 from mongosim.shardsim.query.regex import compile_regex
 from mongosim.shardsim.query.values import regex_flags, type_name
@@ -107,6 +108,23 @@ for _name in ("$regexMatch", "$regexFind", "$regexFindAll"):
     register(_name)(_regex_op(_name))
 
 
+def _check_size(s: str, find: str, repl: str, count: int) -> None:
+    """The result goes through the server's StringBuilder (64 MiB, 13548).  Its size is known
+    before building it: the input's bytes plus, per replacement, the replacement's minus the
+    match's.  (The server's message names the append that first passed the ceiling; here it is
+    the whole result's size, the same error for the same requests.)"""
+    if len(repl) <= len(find) and len(s) <= BUFFER_MAX_SIZE // 4:
+        return  # (it cannot grow past its input, which is far below the ceiling)
+    n = s.count(find) if count < 0 else min(s.count(find), count)
+    total = _utf8_len(s) + n * (_utf8_len(repl) - _utf8_len(find))
+    if total > BUFFER_MAX_SIZE:
+        raise MongoError(13548, f"BufBuilder attempted to grow() to {total} bytes, past the 64MB limit.")
+
+
+def _utf8_len(s: str) -> int:
+    return len(s) if s.isascii() else len(s.encode("utf-8", "surrogatepass"))
+
+
 def _replace_op(name, count):
     def build(arg):
         if not isinstance(arg, dict):
@@ -128,7 +146,9 @@ def _replace_op(name, count):
                 vals[k] = v
             if any(nullish(v) for v in vals.values()):
                 return None
-            return vals["input"].replace(vals["find"], vals["replacement"], count)
+            s, find, repl = vals["input"], vals["find"], vals["replacement"]
+            _check_size(s, find, repl, count)
+            return s.replace(find, repl, count)
 
         return f
 

@@ -38,8 +38,11 @@ from decimal import Decimal
 from typing import Any, Callable
 
 from bson import Decimal128, Int64, ObjectId, Regex, Timestamp
+from bson.datetime_ms import DatetimeMS
+from mongosim.oplog import _dec128
 from mongosim.oplog.bsonutil import encode
 from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.query.buf_builder import StringBuilderSize
 from mongosim.shardsim.query.document_metadata import meta_value, parse_meta
 from mongosim.shardsim.query.collation import comparison_keys, expression_context
 from mongosim.shardsim.query.expression_core import (  # noqa: F401  (re-exported)
@@ -64,15 +67,22 @@ from mongosim.shardsim.query.expression_convert import to_string as _to_string
 from mongosim.shardsim.query.expression_numeric import (
     as_decimal as _as_dec,
     numeric_kind as _kind,
+    coerce_to_long as _coerce_to_long,
+    int_to_double as _int_to_double,
+    integral32 as _integral32,
     numeric_result as _num_result,
+    to_decimal128 as _to_dec128,
 )
-from mongosim.shardsim.query.fmt import bson_str, query_error
+from mongosim.shardsim.query.fmt import bson_str, query_error, value_str
+from mongosim.shardsim.query.summation import DoubleDoubleSummation
 from mongosim.shardsim.query.values import (
     MISSING,
     date_millis,
     is_number,
     type_name,
 )
+
+_DEC = _dec128.context()
 
 __all__ = ["compile_expression", "to_bool", "evaluate", "field_path_get", "KEEP", "PRUNE", "DESCEND"]
 
@@ -231,17 +241,60 @@ def _add(arg):
             total_kind = max(total_kind, k)
         nums = [v for v in vals if not isinstance(v, datetime.datetime)]
         if total_kind == 4:
-            r = sum((_as_dec(v) for v in nums), Decimal(0))
-        elif total_kind == 3:
-            r = math.fsum(float(v) for v in nums)
+            r = Decimal(0)
+            for v in nums:  # (in the decimal128 context: Infinity - Infinity is NaN, not an exception)
+                r = _DEC.add(r, _as_dec(v))
+        elif total_kind == 3:  # (ExpressionAdd sums non-decimals with DoubleDoubleSummation)
+            dd = DoubleDoubleSummation()
+            for v in nums:
+                if type(v) is float:
+                    dd.add_double(v)
+                else:
+                    dd.add_int(int(v))
+            r = dd.get_double()
         else:
             r = sum(int(v) for v in nums)
         if date is not None:
-            ms = date_millis(date) + int(round(float(r)))
-            return datetime.datetime(1970, 1, 1) + datetime.timedelta(milliseconds=ms)
+            return _date_plus(date, r, total_kind, "date overflow in $add")
         return _num_result(r, total_kind)
 
     return f
+
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+def _millis_date(ms: int):
+    """A date from milliseconds since the epoch: a datetime, or a DatetimeMS beyond year 9999."""
+    try:
+        return datetime.datetime(1970, 1, 1) + datetime.timedelta(milliseconds=ms)
+    except OverflowError:
+        return DatetimeMS(ms)
+
+
+def _date_plus(date, r, kind, message):
+    """Date + number, the number's kind deciding (ExpressionAdd's AddState, evaluateSubtract):
+    an integer or a double (rounded half away from zero, llround) must keep the milliseconds in
+    int64, else Overflow `message`; a decimal is not checked by $add (Decimal128::toLong answers
+    the smallest long for what it cannot convert) and is by $subtract."""
+    if kind == 4:
+        d = r if isinstance(r, Decimal) else _as_dec(r)
+        add = int(d.to_integral_value(rounding="ROUND_HALF_EVEN")) if d.is_finite() else None
+        if message == "date overflow in $add":
+            ms = date_millis(date) + add if add is not None else _INT64_MIN
+            return _millis_date(ms if _INT64_MIN <= ms <= _INT64_MAX else _INT64_MIN)
+        if add is None:
+            raise MongoError("Overflow", message)
+    elif kind == 3:
+        if not math.isfinite(r) or not (-(2.0**63) <= r < 2.0**63):
+            raise MongoError("Overflow", message)
+        add = int(math.copysign(math.floor(abs(r) + 0.5), r))
+    else:
+        add = int(r)
+    ms = date_millis(date) + add
+    if not _INT64_MIN <= ms <= _INT64_MAX:
+        raise MongoError("Overflow", message)
+    return _millis_date(ms)
 
 
 @_op("$subtract")
@@ -255,15 +308,15 @@ def _subtract(arg):
         if isinstance(x, datetime.datetime):
             if isinstance(y, datetime.datetime):
                 return Int64(date_millis(x) - date_millis(y))
-            if _kind(y):
-                ms = date_millis(x) - int(round(float(_as_dec(y))))
-                return datetime.datetime(1970, 1, 1) + datetime.timedelta(milliseconds=ms)
+            ky = _kind(y)
+            if ky:
+                return _date_plus(x, -y if ky == 3 else -_as_dec(y) if ky == 4 else -int(y), ky, "date overflow")
         kx, ky = _kind(x), _kind(y)
         if not kx or not ky:
             raise MongoError(16556, f"cant $subtract a {type_name(y)} from a {type_name(x)}")
         k = max(kx, ky)
         if k == 4:
-            return _num_result(_as_dec(x) - _as_dec(y), 4)
+            return _num_result(_DEC.subtract(_as_dec(x), _as_dec(y)), 4)
         if k == 3:
             return float(x) - float(y)
         return _num_result(int(x) - int(y), k)
@@ -288,7 +341,7 @@ def _multiply(arg):
         if k == 4:
             r = Decimal(1)
             for v in vals:
-                r *= _as_dec(v)
+                r = _DEC.multiply(r, _as_dec(v))
             return _num_result(r, 4)
         if k == 3:
             r = 1.0
@@ -317,7 +370,7 @@ def _divide(arg):
         if (ky == 4 and y.to_decimal() == 0) or (ky != 4 and float(y) == 0):
             raise MongoError(16608, "can't $divide by zero")
         if kx == 4 or ky == 4:
-            return Decimal128(_as_dec(x) / _as_dec(y))
+            return _to_dec128(_DEC.divide(_as_dec(x), _as_dec(y)))
         return float(x) / float(y)
 
     return f
@@ -338,9 +391,12 @@ def _mod(arg):
             raise MongoError(16610, "can't $mod by zero")
         k = max(kx, ky)
         if k == 4:
-            return Decimal128(_as_dec(x) % _as_dec(y))
+            return _to_dec128(_DEC.remainder(_as_dec(x), _as_dec(y)))
         if k == 3:
-            return math.fmod(float(x), float(y))
+            fx, fy = float(x), float(y)
+            if not math.isfinite(fx) or fy != fy:
+                return math.nan  # (C's fmod; Python raises)
+            return math.fmod(fx, fy)
         r = abs(int(x)) % abs(int(y))
         return _num_result(-r if int(x) < 0 else r, k)
 
@@ -361,7 +417,7 @@ def _unary_num(name, fn, *, keep_int=False):
             if keep_int and k in (1, 2):
                 return fn(x)
             if k == 4:
-                return Decimal128(Decimal(fn(x.to_decimal())))
+                return _to_dec128(fn(x.to_decimal()))
             return fn(float(x))
 
         return f
@@ -369,36 +425,111 @@ def _unary_num(name, fn, *, keep_int=False):
     return build
 
 
-_OPS["$abs"] = _unary_num("$abs", lambda x: _num_result(abs(int(x)), _kind(x)) if isinstance(x, int) else abs(x), keep_int=True)
+def _abs(x):
+    """ExpressionAbs: an int's absolute value may widen to a long; the smallest long has none (28680)."""
+    if isinstance(x, int):
+        if int(x) == _INT64_MIN:
+            raise MongoError(28680, "can't take $abs of long long min")
+        return _num_result(abs(int(x)), _kind(x))
+    return abs(x)
+
+
+_OPS["$abs"] = _unary_num("$abs", _abs, keep_int=True)
 _OPS["$ceil"] = _unary_num("$ceil", lambda x: x if isinstance(x, int) else float(math.ceil(x)) if math.isfinite(x) else x, keep_int=True)
 _OPS["$floor"] = _unary_num("$floor", lambda x: x if isinstance(x, int) else float(math.floor(x)) if math.isfinite(x) else x, keep_int=True)
-_OPS["$sqrt"] = _unary_num("$sqrt", lambda x: math.sqrt(x) if x >= 0 else math.nan)
-_OPS["$exp"] = _unary_num("$exp", math.exp)
-_OPS["$ln"] = _unary_num("$ln", lambda x: math.log(x) if x > 0 else (-math.inf if x == 0 else math.nan))
-_OPS["$log10"] = _unary_num("$log10", lambda x: math.log10(x) if x > 0 else (-math.inf if x == 0 else math.nan))
+def _exp(x):
+    """std::exp / Decimal128::exponential: overflow gives Infinity, not an error."""
+    if isinstance(x, Decimal):
+        return _DEC.exp(x)
+    try:
+        return math.exp(x)
+    except OverflowError:
+        return math.inf
+
+
+def _log_like(name, code, fn):
+    """$ln/$log10 (ExpressionLn, ExpressionLog10): a positive argument or NaN, else `code`."""
+    def g(x):
+        if isinstance(x, Decimal):
+            if x.is_nan() or x > 0:
+                return _DEC.ln(x) if name == "$ln" else _DEC.log10(x)
+            x = float(x)
+        if not (x > 0 or x != x):
+            raise MongoError(code, f"{name}'s argument must be a positive number, but is {x:g}")  # (str::stream << double)
+        return fn(x) if x == x and x != math.inf else x
+
+    return g
+
+
+def _sqrt(x):
+    """ExpressionSqrt: 28714 for a negative argument; NaN passes through."""
+    if x != x:
+        return x
+    if x < 0:
+        raise MongoError(28714, "$sqrt's argument must be greater than or equal to 0")
+    if isinstance(x, Decimal):
+        return _DEC.sqrt(x)
+    return math.sqrt(x) if x == x else x
+
+
+_OPS["$sqrt"] = _unary_num("$sqrt", _sqrt)
+_OPS["$exp"] = _unary_num("$exp", _exp)
+_OPS["$ln"] = _unary_num("$ln", _log_like("$ln", 28766, math.log))
+_OPS["$log10"] = _unary_num("$log10", _log_like("$log10", 28761, math.log10))
 
 
 def _round_like(name, mode):
+    """ExpressionRound/ExpressionTrunc (evaluateRoundOrTrunc in expression.cpp).
+
+    The precision is coerced to a long (16004, 31109), then must be a whole 32-bit number
+    (51082) in [-20, 100] (51083).  A double is taken
+    as a 34-digit decimal and quantized to 10^-place; a decimal is quantized as it is; an
+    int/long only changes for a negative place (51080 when the result leaves int64).
+    Decimal128::quantize keeps the value (at 34 digits) when the quantum is more than 33
+    digits below it, so `{$round: [1e300, 2]}` is 1e300; infinities and NaN stay.
+    """
+    rounding = "ROUND_HALF_EVEN" if mode == "round" else "ROUND_DOWN"
+
+    def quantize(d: Decimal, place: int) -> Decimal:
+        if not d.is_finite():
+            return d
+        if d and d.adjusted() + place > 33:
+            return _dec128.normalize(d)
+        return _dec128.context(rounding).quantize(d, Decimal(1).scaleb(-place))
+
     def build(arg):
         fs = _args(name, arg, 1, 2)
 
         def f(vs):
             x = fs[0](vs)
-            place = fs[1](vs) if len(fs) > 1 else 0
-            if _nullish(x) or _nullish(place):
+            if _nullish(x):
                 return None
             k = _kind(x)
             if not k:
                 raise MongoError(51081, f"{name} only supports numeric types, not {type_name(x)}")
-            d = _as_dec(x)
-            q = Decimal(1).scaleb(-int(place))
-            rounding = "ROUND_HALF_EVEN" if mode == "round" else "ROUND_DOWN"
-            r = d.quantize(q, rounding=rounding) if d.is_finite() else d
+            place = 0
+            if len(fs) > 1:
+                pv = fs[1](vs)
+                if _nullish(pv):
+                    return None
+                place = _coerce_to_long(pv)  # (16004 for a non-number, 31109 out of int64)
+                if _integral32(pv) is None:
+                    raise MongoError(51082, f"precision argument to  {name} must be a integral value")
+                if not -20 <= place <= 100:
+                    raise MongoError(51083, f"cannot apply {name} with precision value {place} value must be in [-20, 100]")
             if k == 4:
-                return Decimal128(r)
+                return Decimal128(quantize(x.to_decimal(), place))
             if k == 3:
-                return float(r)
-            return _num_result(int(r), k)
+                if not math.isfinite(x):
+                    return x
+                return float(quantize(_dec128.from_double(x, 34, _dec128.HALF_EVEN), place))
+            if place >= 0:
+                return x
+            r = int(quantize(Decimal(int(x)), place))
+            if not _INT64_MIN <= r <= _INT64_MAX:
+                raise MongoError(51080, f"invalid conversion from Decimal128 result in {name} resulting from "
+                                        f"arguments: [{int(x)}, {place}]")
+            return Int64(r) if k == 2 or r > 2**31 - 1 else r
 
         return f
 
@@ -409,8 +540,46 @@ _OPS["$round"] = _round_like("$round", "round")
 _OPS["$trunc"] = _round_like("$trunc", "trunc")
 
 
+# Per exponent 0..63, the bases whose power fits a long (ExpressionPow's representableAsLong):
+# the largest b with b**e <= 2**63 - 1 and the smallest with b**e >= -2**63.
+def _pow_base_limits():
+    out = [(_INT64_MIN, _INT64_MAX), (_INT64_MIN, _INT64_MAX)]
+    for e in range(2, 64):
+        hi = int(round(_INT64_MAX ** (1.0 / e)))
+        while hi ** e > _INT64_MAX:
+            hi -= 1
+        while (hi + 1) ** e <= _INT64_MAX:
+            hi += 1
+        if e % 2:
+            lo = -hi
+            while (lo - 1) ** e >= _INT64_MIN:
+                lo -= 1
+        else:
+            lo = -hi
+        out.append((lo, hi))
+    return out
+
+
+_POW_LIMITS = _pow_base_limits()
+
+
+def _c_pow(x: float, y: float) -> float:
+    """std::pow: overflow is ±Infinity, a negative base with a fractional exponent NaN."""
+    try:
+        r = x ** y
+    except OverflowError:
+        neg = x < 0 and y == int(y) and int(y) % 2 == 1
+        return -math.inf if neg else math.inf
+    except ZeroDivisionError:  # (0.0 ** negative; refused before, kept for -0.0 edge cases)
+        return math.inf
+    return math.nan if type(r) is complex else r
+
+
 @_op("$pow")
 def _pow(arg):
+    """ExpressionPow: a decimal if either is a decimal, a double if either is a double (std::pow);
+    two integers stay a long (an int if both are ints and it fits) when the power fits int64
+    (bases -1, 0, 1 always; others by exponent 0..63 and the base limits), else a double."""
     a, b = _args("$pow", arg, 2)
 
     def f(vs):
@@ -418,16 +587,36 @@ def _pow(arg):
         if _nullish(x) or _nullish(y):
             return None
         kx, ky = _kind(x), _kind(y)
-        if not kx or not ky:
+        if not kx:
             raise MongoError(28762, f"$pow's base must be numeric, not {type_name(x)}")
+        if not ky:
+            raise MongoError(28763, f"$pow's exponent must be numeric, not {type_name(y)}")
         k = max(kx, ky)
-        if k in (1, 2) and int(y) >= 0:
-            return _num_result(int(x) ** int(y), k)
         if k == 4:
-            return Decimal128(_as_dec(x) ** _as_dec(y))
-        if float(x) == 0 and float(y) < 0:
+            dx, dy = _as_dec(x), _as_dec(y)
+            if dx.is_zero() and dy < 0:
+                raise MongoError(28764, "$pow cannot take a base of 0 and a negative exponent")
+            return Decimal128(_dec128.normalize(_DEC.power(dx, dy)) if dx.is_finite() or dy.is_finite() else _DEC.power(dx, dy))
+        fx, fy = float(x), float(y)
+        if fx == 0 and fy < 0:
             raise MongoError(28764, "$pow cannot take a base of 0 and a negative exponent")
-        return float(x) ** float(y)
+        if k == 3:
+            return _c_pow(fx, fy)
+        bx, ey = int(x), int(y)
+
+        def fmt(r):
+            return Int64(r) if k == 2 else (r if -(2**31) <= r < 2**31 else Int64(r))
+
+        if bx in (0, 1):
+            return fmt(1 if ey == 0 or bx == 1 else 0)
+        if bx == -1:
+            return fmt(1 if ey % 2 == 0 else -1)
+        if ey > 63 or ey < 0:
+            return _c_pow(fx, fy)
+        lo, hi = _POW_LIMITS[ey]
+        if not lo <= bx <= hi:
+            return _c_pow(fx, fy)
+        return fmt(bx ** ey)
 
     return f
 
@@ -441,12 +630,14 @@ def _concat(arg):
 
     def f(vs):
         out = []
+        size = StringBuilderSize()  # (the server's StringBuilder stops at 64 MiB: 13548)
         for g in fs:
             v = g(vs)
             if _nullish(v):
                 return None
             if type(v) is not str:
                 raise MongoError(16702, f"$concat only supports strings, not {type_name(v)}")
+            size.append(v)
             out.append(v)
         return "".join(out)
 
@@ -510,11 +701,17 @@ def _substr_build(name, by_bytes):
         def f(vs):
             st = _coerce_str(name, s(vs))
             start, cnt = i(vs), n(vs)
+            if not by_bytes:  # (ExpressionSubstrCP: 32-bit integral values, 34450..34453)
+                for v, what, c_num, c_int in ((start, "starting index", 34450, 34451), (cnt, "length", 34452, 34453)):
+                    if not is_number(v):
+                        raise MongoError(c_num, f"{name}: {what} must be a numeric type (is BSON type {type_name(v)})")
+                    if _integral32(v) is None:
+                        raise MongoError(c_int, f"{name}: {what} cannot be represented as a 32-bit integral value: {value_str(v)}")
             if not is_number(start):
                 raise MongoError(16034, f"{name}:  starting index must be a numeric type (is BSON type {type_name(start)})")
             if not is_number(cnt):
                 raise MongoError(16035, f"{name}:  length must be a numeric type (is BSON type {type_name(cnt)})")
-            start, cnt = int(start), int(cnt)
+            start, cnt = _coerce_to_long(start), _coerce_to_long(cnt)
             if by_bytes:
                 b = st.encode("utf-8")
                 if start < 0 or start >= len(b):
@@ -601,6 +798,17 @@ _OPS["$ltrim"] = _trim_build("$ltrim", True, False)
 _OPS["$rtrim"] = _trim_build("$rtrim", False, True)
 
 
+def _index_arg(name, v, what):
+    """uassertIfNotIntegralAndNonNegative: a whole 32-bit number (40096), not negative (40097)."""
+    n = _integral32(v)
+    if n is None:  # (the server's message has no space after the name)
+        raise MongoError(40096, f"{name}requires an integral {what}, found a value of type: {type_name(v)}, "
+                                f"with value: {value_str(v)}")
+    if n < 0:
+        raise MongoError(40097, f"{name} requires a nonnegative {what}, found: {value_str(v)}")
+    return n
+
+
 def _index_of_build(name, by_bytes):
     def build(arg):
         fs = _args(name, arg, 2, 4)
@@ -613,8 +821,8 @@ def _index_of_build(name, by_bytes):
                 raise MongoError(40091, f"{name} requires a string as the first argument, found: {type_name(s)}")
             if type(sub) is not str:
                 raise MongoError(40092, f"{name} requires a string as the second argument, found: {type_name(sub)}")
-            start = int(fs[2](vs)) if len(fs) > 2 else 0
-            end = int(fs[3](vs)) if len(fs) > 3 else None
+            start = _index_arg(name, fs[2](vs), "starting index") if len(fs) > 2 else 0
+            end = _index_arg(name, fs[3](vs), "ending index") if len(fs) > 3 else None
             if by_bytes:
                 b, sb = s.encode(), sub.encode()
                 return b.find(sb, start, end if end is not None else len(b))
@@ -672,10 +880,9 @@ def _array_elem_at(arg):
             raise MongoError(28689, f"$arrayElemAt's first argument must be an array, but is {type_name(arr)}")
         if not is_number(idx):
             raise MongoError(28690, f"$arrayElemAt's second argument must be a numeric value, but is {type_name(idx)}")
-        fi = float(idx.to_decimal()) if type(idx) is Decimal128 else float(idx)
-        if fi != int(fi) or not (-(2**31) <= fi < 2**31):
-            raise MongoError(28691, f"$arrayElemAt's second argument must be representable as a 32-bit integer: {bson_str(idx)}")
-        i = int(fi)
+        i = _integral32(idx)
+        if i is None:
+            raise MongoError(28691, f"$arrayElemAt's second argument must be representable as a 32-bit integer: {value_str(idx)}")
         if i < 0:
             i += len(arr)
         return arr[i] if 0 <= i < len(arr) else MISSING
@@ -745,6 +952,18 @@ def _reverse_array(arg):
     return f
 
 
+def _slice_arg(v, which, c_num, c_int):
+    """ExpressionSlice's position/count: null stays null; a number that is whole and fits 32 bits."""
+    if _nullish(v):
+        return None
+    if not is_number(v):
+        raise MongoError(c_num, f"{which} argument to $slice must be a numeric value, but is of type: {type_name(v)}")
+    n = _integral32(v)
+    if n is None:
+        raise MongoError(c_int, f"{which} argument to $slice can't be represented as a 32-bit integer: {value_str(v)}")
+    return n
+
+
 @_op("$slice")
 def _slice(arg):
     fs = _args("$slice", arg, 2, 3)
@@ -756,9 +975,13 @@ def _slice(arg):
         if type(arr) is not list:
             raise MongoError(28724, f"First argument to $slice must be an array, but is of type: {type_name(arr)}")
         if len(fs) == 2:
-            n = int(fs[1](vs))
+            n = _slice_arg(fs[1](vs), "Second", 28725, 28726)
+            if n is None:
+                return None
             return arr[:n] if n >= 0 else arr[max(len(arr) + n, 0):]
-        pos, n = int(fs[1](vs)), int(fs[2](vs))
+        pos, n = _slice_arg(fs[1](vs), "Second", 28725, 28726), _slice_arg(fs[2](vs), "Third", 28727, 28728)
+        if pos is None or n is None:
+            return None
         if n <= 0:
             raise MongoError(28729, f"Third argument to $slice must be positive: {n}")
         if pos < 0:
@@ -796,6 +1019,18 @@ def _map(arg):
     return f
 
 
+def _filter_limit(v):
+    """ExpressionFilter's limit: null is none; else a whole 32-bit number (327391), positive (327392)."""
+    if _nullish(v):
+        return None
+    n = _integral32(v)
+    if n is None:
+        raise MongoError(327391, f"$filter: limit must be represented as a 32-bit integral value: {value_str(v)}")
+    if n < 1:
+        raise MongoError(327392, f"$filter: limit must be greater than 0: {n}")
+    return n
+
+
 @_op("$filter")
 def _filter(arg):
     if not isinstance(arg, dict) or "input" not in arg or "cond" not in arg:
@@ -810,14 +1045,14 @@ def _filter(arg):
             return None
         if type(arr) is not list:
             raise MongoError(28651, f"input to $filter must be an array not {type_name(arr)}")
-        lim = limit(vs) if limit else None
+        lim = _filter_limit(limit(vs)) if limit else None
         out = []
         inner = dict(vs)
         for e in arr:
             inner[name] = e
             if to_bool(cond(inner)):
                 out.append(e)
-                if lim is not None and len(out) >= int(lim):
+                if lim is not None and len(out) >= lim:
                     break
         return out
 
@@ -847,21 +1082,42 @@ def _reduce(arg):
     return f
 
 
+MAX_RANGE_BYTES = 64 * 1024 * 1024  # internalQueryMaxRangeBytes
+_VALUE_SIZE, _VECTOR_SIZE = 16, 24  # sizeof(Value), sizeof(std::vector<Value>)
+
+
 @_op("$range")
 def _range(arg):
+    """ExpressionRange: start, end and step are numbers representable as 32-bit ints (34443..34448);
+    the array would take `24 + length * 16` bytes, which must stay below internalQueryMaxRangeBytes
+    (64 MiB) or the expression fails with ExceededMemoryLimit before building anything."""
     fs = _args("$range", arg, 2, 3)
+    what = (("starting", 34443, 34444), ("ending", 34445, 34446), ("step", 34447, 34448))
 
     def f(vs):
-        vals = [g(vs) for g in fs]
         ints = []
-        for v in vals:
-            if not is_number(v) or float(v) != int(v):
-                raise MongoError(34443, f"$range requires a numeric starting value, found value of type: {type_name(v)}")
-            ints.append(int(v))
+        for g, (label, c_num, c_int) in zip(fs, what):
+            v = g(vs)
+            if not is_number(v):
+                sep = ":" if label == "step" else ": "
+                raise MongoError(c_num, f"$range requires a numeric {label} value, found value of type{sep}{type_name(v)}")
+            d = _as_dec(v)
+            if not d.is_finite() or d != d.to_integral_value() or not -(2**31) <= d < 2**31:
+                article = "a" if label == "step" else "an" if label == "ending" else "a"
+                raise MongoError(c_int, f"$range requires {article} {label} value that can be represented as a "
+                                        f"32-bit integer, found value: {value_str(v)}")
+            ints.append(int(d))
         step = ints[2] if len(ints) > 2 else 1
         if step == 0:
             raise MongoError(34449, "$range requires a non-zero step value")
-        return list(range(ints[0], ints[1], step))
+        start, end = ints[0], ints[1]
+        steps = int((end - start) / step)  # (C++ division truncates toward zero)
+        length = 1 + steps if steps >= 0 else 0
+        mem = _VECTOR_SIZE + length * _VALUE_SIZE
+        if not mem < MAX_RANGE_BYTES:
+            raise MongoError("ExceededMemoryLimit", f"$range would use too much memory ({mem} bytes) and cannot "
+                                                    f"spill to disk. Memory limit: {MAX_RANGE_BYTES} bytes")
+        return list(range(start, end, step))
 
     return f
 
@@ -877,8 +1133,8 @@ def _index_of_array(arg):
             return None
         if type(arr) is not list:
             raise MongoError(40090, f"$indexOfArray requires an array as a first argument, found: {type_name(arr)}")
-        start = int(fs[2](vs)) if len(fs) > 2 else 0
-        end = int(fs[3](vs)) if len(fs) > 3 else len(arr)
+        start = _index_arg("$indexOfArray", fs[2](vs), "starting index") if len(fs) > 2 else 0
+        end = _index_arg("$indexOfArray", fs[3](vs), "ending index") if len(fs) > 3 else len(arr)
         k = key(x)
         for i in range(start, min(end, len(arr))):
             if key(arr[i]) == k:

@@ -20,7 +20,7 @@ from bson import Binary, Code, Decimal128, Int64, MaxKey, MinKey, ObjectId, Rege
 
 from mongosim.shardsim.query.values import MISSING, date_millis, regex_flags
 
-__all__ = ["bson_str", "element_str"]
+__all__ = ["bson_str", "element_str", "value_str"]
 
 
 def _double(x: float) -> str:
@@ -29,6 +29,12 @@ def _double(x: float) -> str:
     if "." not in s and "E" not in s and "N" not in s:
         s += ".0"
     return s
+
+
+def value_str(v) -> str:
+    """Value::toString: as bson_str, except that a double is streamed as std::ostream prints it
+    (six significant digits, "%g": 1.5, 1e+300, inf, nan)."""
+    return f"{v:g}" if type(v) is float else bson_str(v)
 
 
 def bson_str(v) -> str:

@@ -29,11 +29,12 @@ are the server's rules, not a general-purpose library concern.
 
 from __future__ import annotations
 
+from bson import DBRef
 from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.query.collation import hashable_for
 from mongosim.shardsim.query.fmt import bson_str
 from mongosim.shardsim.query.paths import split
-from mongosim.shardsim.query.values import MISSING, hashable
+from mongosim.shardsim.query.values import MISSING, dbref_doc, hashable
 
 __all__ = ["btree_keys", "index_keys", "index_key_hashes", "duplicate_key_error", "index_name", "UNDEFINED",
            "multikey_values", "key_hash"]
@@ -84,6 +85,8 @@ def multikey_values(doc, parts: tuple[str, ...]) -> tuple[list, bool]:
             else:
                 out.append(None if v is MISSING else v)
             return
+        if type(v) is DBRef:  # (the embedded document {$ref, $id, ...} it stands for)
+            v = dbref_doc(v)
         if type(v) is dict:
             walk(v.get(parts[i], MISSING), i + 1)
         elif type(v) is list:
@@ -96,6 +99,8 @@ def multikey_values(doc, parts: tuple[str, ...]) -> tuple[list, bool]:
                 walk(MISSING, len(parts))
                 return
             for e in v:
+                if type(e) is DBRef:
+                    e = dbref_doc(e)
                 if type(e) is dict:
                     walk(e.get(p, MISSING), i + 1)
                 else:
@@ -118,6 +123,8 @@ def _member(obj, name: str):
     t = type(obj)
     if t is dict:
         return obj.get(name, MISSING)
+    if t is DBRef:  # (the embedded document {$ref, $id, ...} it stands for)
+        return dbref_doc(obj).get(name, MISSING)
     if t is list:
         if name.isdigit() and (len(name) == 1 or name[0] != "0"):
             i = int(name)
@@ -143,7 +150,7 @@ def _extract(obj, path: str) -> tuple:
             return v, p, ".".join(parts[j + 1:])
         if j == last:
             return v, p, ""
-        if type(v) is not dict:
+        if type(v) is not dict and type(v) is not DBRef:
             return MISSING, p, ""
         cur = v
     return MISSING, "", ""  # (unreachable: paths are never empty)

@@ -37,7 +37,7 @@ import math
 import re
 from typing import Any, Callable
 
-from bson import Decimal128, Int64, MaxKey, MinKey, ObjectId, Regex
+from bson import DBRef, Decimal128, Int64, MaxKey, MinKey, ObjectId, Regex
 from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.query.collation import comparison_keys, expression_context
 from mongosim.shardsim.query.extensions_callback import PATH_OPERATORS, parse_text
@@ -49,6 +49,7 @@ from mongosim.shardsim.query.values import (
     R_NUM,
     TYPE_ALIASES,
     canonical_rank,
+    dbref_doc,
     regex_flags,
     sort_key,
     type_number,
@@ -415,8 +416,8 @@ def _walk(container, parts, i, n, expand, pos):
     """
     x = container.get(parts[i], MISSING)
     j = i + 1
-    while j < n and type(x) is dict:
-        x = x.get(parts[j], MISSING)
+    while j < n and (type(x) is dict or type(x) is DBRef):
+        x = (x if type(x) is dict else dbref_doc(x)).get(parts[j], MISSING)  # (a DBRef is {$ref, $id, ...})
         j += 1
     if type(x) is list:
         yield from _iter_array(x, parts, j, n, expand, pos)
@@ -438,6 +439,8 @@ def _iter_array(arr, parts, j, n, expand, pos):
     numeric = nxt.isdigit() and nxt.isascii()
     for k, e in enumerate(arr):
         te = type(e)
+        if te is DBRef:
+            e, te = dbref_doc(e), dict
         if te is dict:
             # implicit traversal: the outermost array offset wins
             yield from _walk(e, parts, j, n, expand, k if pos is None else pos)

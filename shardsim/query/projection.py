@@ -26,11 +26,11 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from bson import Decimal128, Int64
+from bson import DBRef, Decimal128, Int64
 
 from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.query.document_metadata import meta_value, parse_meta
-from mongosim.shardsim.query.values import MISSING
+from mongosim.shardsim.query.values import MISSING, dbref_doc
 
 __all__ = ["compile_projection"]
 
@@ -269,6 +269,8 @@ def _inc_doc(doc: dict, node: _Node, root, pos) -> dict:
         if c is True:
             out[k] = v
         elif isinstance(c, _Node):
+            if type(v) is DBRef:  # (the embedded document {$ref, $id, ...} it stands for)
+                v = dbref_doc(v)
             if type(v) is dict:
                 out[k] = _inc_doc(v, c, root, pos)
             elif type(v) is list:
@@ -317,6 +319,8 @@ def _has_expr(node: _Node) -> bool:
 def _inc_array(arr: list, node: _Node, root, pos) -> list:
     out = []
     for e in arr:
+        if type(e) is DBRef:
+            e = dbref_doc(e)
         if type(e) is dict:
             out.append(_inc_doc(e, node, root, pos))
         elif type(e) is list:
@@ -337,6 +341,8 @@ def _exc_doc(doc: dict, node: _Node, root) -> dict:
         elif c is True:
             out[k] = v
         elif isinstance(c, _Node):
+            if type(v) is DBRef:
+                v = dbref_doc(v)
             if type(v) is dict:
                 out[k] = _exc_doc(v, c, root)
             elif type(v) is list:
@@ -353,6 +359,8 @@ def _exc_doc(doc: dict, node: _Node, root) -> dict:
 def _exc_array(arr, node, root):
     out = []
     for e in arr:
+        if type(e) is DBRef:
+            e = dbref_doc(e)
         if type(e) is dict:
             out.append(_exc_doc(e, node, root))
         elif type(e) is list:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import heapq
 from typing import Any, Callable, Iterable, Iterator
 
-from bson import Decimal128, Int64
+from bson import DBRef, Decimal128, Int64
 from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.query.expressions import (
     _DESCEND,
@@ -44,6 +44,7 @@ from mongosim.shardsim.query.pipeline_context import PipelineContext
 from mongosim.shardsim.query.stage_registry import NOT_IN_FACET, NOT_IN_LOOKUP, NOT_IN_UNION, STAGES
 from mongosim.shardsim.query.values import (
     MISSING,
+    dbref_doc,
     is_number,
     type_name,
 )
@@ -515,7 +516,9 @@ def _unwind(stream, parts, idx_parts, preserve):
 def _plain_get(doc, parts):
     cur = doc
     for p in parts:
-        if type(cur) is not dict and type(cur) is not MetaDoc:
+        if type(cur) is DBRef:  # (the embedded document {$ref, $id, ...} it stands for)
+            cur = dbref_doc(cur)
+        elif type(cur) is not dict and type(cur) is not MetaDoc:
             return MISSING
         cur = cur.get(p, MISSING)
     return cur

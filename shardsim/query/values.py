@@ -41,6 +41,8 @@ from bson.datetime_ms import DatetimeMS, _datetime_to_millis
 
 __all__ = [
     "MISSING",
+    "dbref_doc",
+    "ALLOWED_DOLLAR_FIELDS",
     "compare",
     "sort_key",
     "hashable",
@@ -98,6 +100,19 @@ def regex_flags(v) -> str:
         if flags & bit:
             out.append(ch)
     return "".join(out)
+
+
+# Field names a FieldPath may hold although they start with '$' (kAllowedDollarPrefixedFields
+# in src/mongo/db/pipeline/field_path.cpp): a DBRef's parts, then metadata fields.
+ALLOWED_DOLLAR_FIELDS = frozenset(("$id", "$ref", "$db", "$sortKey", "$recordId", "$searchSortValues", "$searchScore"))
+
+
+def dbref_doc(r: DBRef) -> dict:
+    """The embedded document a DBRef encodes: {$ref, $id[, $db], extra fields...}.
+
+    bson decodes such a sub-document as a `bson.DBRef`; on the server it is a plain
+    document, so paths (`vendor.$id`) walk into this form."""
+    return dict(r.as_doc())
 
 
 def date_millis(v) -> int:

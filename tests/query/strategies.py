@@ -6,9 +6,10 @@ often, so array traversal, numeric components and conflicts are exercised.
 
 from __future__ import annotations
 
+import math
 import re
 
-from bson import Int64
+from bson import Decimal128, Int64
 from hypothesis import strategies as st
 
 FIELDS = ["a", "b", "c", "0", "1"]
@@ -161,3 +162,63 @@ def pipeline_updates(draw):
         else:
             stages.append({"$replaceWith": {"$literal": draw(st.dictionaries(st.sampled_from(["a", "b", "c"]), values(), max_size=3))}})
     return stages
+
+
+# --- extreme numbers in expressions (tests/query/test_expression_numeric_extremes.py, tests/crud/test_expression_limits.py)
+
+_EXTREMES = [
+    0, 1, -1, 2, 3, 10, 63, 64, 400, -400, 2**31 - 1, -(2**31), Int64(2**63 - 1), Int64(-(2**63)), Int64(0),
+    10**12, 0.0, -0.0, 0.5, -8.0, 1e308, -1e308, 1.7976931348623157e308, 5e-324, math.inf, -math.inf, math.nan, 1e300,
+    Decimal128("NaN"), Decimal128("Infinity"), Decimal128("-Infinity"), Decimal128("9.999999999999999999999999999999999E+6144"),
+    Decimal128("-9.999999999999999999999999999999999E+6144"), Decimal128("1E-6176"), Decimal128("0"), Decimal128("-1.5"),
+    Decimal128("1E+6000"), None,
+]
+_UNARY = ["$abs", "$ceil", "$floor", "$sqrt", "$exp", "$ln", "$log10", "$round", "$trunc", "$toInt", "$toLong",
+          "$toDouble", "$toDecimal", "$toDate", "$toString", "$sin", "$cosh", "$atanh", "$degreesToRadians"]
+_BINARY = ["$pow", "$log", "$subtract", "$divide", "$mod", "$round", "$trunc", "$atan2"]
+NARY_NUMERIC = ["$add", "$multiply", "$sum", "$avg", "$max", "$min", "$stdDevPop"]
+
+extreme_numbers = st.sampled_from(_EXTREMES) | st.floats() | st.integers(-(2**63), 2**63 - 1)
+
+
+# Operators taking a number as a position, a count, a precision, a date part or a date offset.
+_POSITIONAL = [
+    lambda a, b: {"$substrCP": ["abc", a, b]},
+    lambda a, b: {"$substrBytes": ["abc", a, b]},
+    lambda a, b: {"$slice": [[1, 2, 3], a, b]},
+    lambda a, b: {"$slice": [[1, 2, 3], a]},
+    lambda a, b: {"$arrayElemAt": [[1, 2], a]},
+    lambda a, b: {"$indexOfArray": [[1, 2], 2, a, b]},
+    lambda a, b: {"$indexOfCP": ["abc", "c", a, b]},
+    lambda a, b: {"$indexOfBytes": ["abc", "c", a]},
+    lambda a, b: {"$filter": {"input": [1, 2], "cond": True, "limit": a}},
+    lambda a, b: {"$range": [a, b]},
+    lambda a, b: {"$range": [0, a, b]},
+    lambda a, b: {"$firstN": {"n": a, "input": [1, 2]}},
+    lambda a, b: {"$dateFromParts": {"year": a, "month": b}},
+    lambda a, b: {"$dateFromParts": {"isoWeekYear": 2000, "isoWeek": a, "millisecond": b}},
+    lambda a, b: {"$dateAdd": {"startDate": {"$toDate": 0}, "unit": "day", "amount": a}},
+    lambda a, b: {"$add": [{"$toDate": 0}, a, b]},
+    lambda a, b: {"$subtract": [{"$toDate": 0}, a]},
+    lambda a, b: {"$year": {"$toDate": a}},
+    lambda a, b: {"$dateToString": {"date": {"$toDate": a}}},
+    lambda a, b: {"$toString": a},
+    lambda a, b: {"$bitAnd": [a, b]},
+]
+
+def numeric_expressions(depth=2):
+    """Numeric expressions nested `depth` deep over extreme numbers (±inf, NaN, ±1e308, int64 and
+    Decimal128 limits), with the operators that take a number as a position, count or date part."""
+    leaf = extreme_numbers.map(lambda v: {"$literal": v})
+    if depth == 0:
+        return leaf
+    sub = numeric_expressions(depth - 1) | leaf
+    return st.one_of(
+        st.builds(lambda op, a: {op: a}, st.sampled_from(_UNARY), sub),
+        st.builds(lambda op, a, b: {op: [a, b]}, st.sampled_from(_BINARY), sub, sub),
+        st.builds(lambda op, xs: {op: xs}, st.sampled_from(NARY_NUMERIC), st.lists(sub, min_size=1, max_size=4)),
+        st.builds(lambda a, b: {"$convert": {"input": a, "to": b, "onError": "err"}}, sub,
+                  st.sampled_from(["int", "long", "double", "decimal", "date", "string", "bool"])),
+        st.builds(lambda make, a, b: make(a, b), st.sampled_from(_POSITIONAL), sub, sub),
+    )
+

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from bson import MaxKey, MinKey, Regex
+from bson import DBRef, MaxKey, MinKey, Regex
 
 from mongosim.shardsim.query.collation import hashable_for
 from mongosim.shardsim.query.matcher import Matcher
-from mongosim.shardsim.query.values import MISSING
+from mongosim.shardsim.query.values import MISSING, dbref_doc
 
 __all__ = ["LookupHashTable"]
 
@@ -85,11 +85,13 @@ def _equality_values(v: Any, parts: tuple[str, ...], i: int):
         if type(v) is list:
             yield from v
         return
+    if type(v) is DBRef:  # (the embedded document {$ref, $id, ...} it stands for)
+        v = dbref_doc(v)
     if type(v) is dict:
         nxt = v.get(parts[i], MISSING)
         if nxt is not MISSING:
             yield from _equality_values(nxt, parts, i + 1)
     elif type(v) is list:
         for e in v:
-            if type(e) in (dict, list):
+            if type(e) in (dict, list, DBRef):
                 yield from _equality_values(e, parts, i)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.query.values import ALLOWED_DOLLAR_FIELDS
 
 __all__ = ["pipeline_array", "field_path", "idl_fields"]
 
@@ -34,7 +35,7 @@ def field_path(value: str) -> tuple[str, ...]:
     for p in parts:
         if p == "":
             raise MongoError(15998, "FieldPath field names may not be empty strings.")
-        if p.startswith("$"):
+        if p.startswith("$") and p not in ALLOWED_DOLLAR_FIELDS:  # (a DBRef's $id, $ref, $db...)
             raise MongoError(16410, "FieldPath field names may not start with '$'. Consider using $getField or $setField.")
     return parts
 
