@@ -27,6 +27,7 @@ cache and remotes), under the cluster's DDL lock like any moveChunk.
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 import trio
@@ -35,11 +36,13 @@ from bson import Int64
 from mongosim.router.command_registry import router_command
 from mongosim.router.request import Request
 from mongosim.oplog.errors import MongoError
-from mongosim.router import zones
+from mongosim.router import zone_info as zones
 from mongosim.router.sharding import admin_only, config_write, migrate_chunk, split_chunk
 
 if TYPE_CHECKING:
     from mongosim.router.mongos import Router
+
+log = logging.getLogger(__name__)
 
 ROUND_INTERVAL_S = 10.0  # kBalanceRoundDefaultInterval
 SHORT_ROUND_INTERVAL_S = 1.0  # kShortBalanceRoundInterval, after a round that moved chunks
@@ -58,8 +61,9 @@ class Balancer:
         self._wake.set()
 
     async def run(self) -> None:
-        """Balance in rounds until cancelled.  With no shard draining there is nothing for it to do,
-        and it sleeps until woken (a shard starts draining, the balancer is started)."""
+        """Balance in rounds until cancelled.  With no shard draining and every zone kept there is
+        nothing for it to do, and it sleeps until woken (a shard starts draining, a zone changes, the
+        balancer is started).  A round that fails is retried after the round interval."""
         while True:
             await self._wake.wait()
             self._wake = trio.Event()
@@ -68,7 +72,12 @@ class Balancer:
                 with trio.move_on_after(interval):
                     await self._wake.wait()
                 self._wake = trio.Event()
-                interval = SHORT_ROUND_INTERVAL_S if await self.round() else ROUND_INTERVAL_S
+                try:
+                    moved = await self.round()
+                except MongoError as err:  # (a failed migration or split: the next round tries again, as the
+                    log.warning("balancer round failed: %s", err)  # server's balancer logs and goes on)
+                    moved = 0
+                interval = SHORT_ROUND_INTERVAL_S if moved else ROUND_INTERVAL_S
 
     def draining_shards(self) -> list[str]:
         shards = self.router.config.catalog.collection("config", "shards")

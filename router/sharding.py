@@ -16,6 +16,7 @@ recipient had no chunk of the collection, the donor first writes the
 from __future__ import annotations
 
 import uuid as _uuid
+from dataclasses import replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +26,7 @@ from mongosim.oplog import bsonutil
 from mongosim.oplog.errors import MongoError
 from mongosim.router.catalog_cache import Chunk, CollectionRouting
 from mongosim.router.collation_targeting import check_default_collation, check_shard_collection_collation
-from mongosim.router import timeseries_routing
+from mongosim.router import timeseries_routing, zone_info
 from mongosim.router.command_registry import router_command
 from mongosim.router.request import Request
 from mongosim.router.sharding_catalog_manager import CriticalSections
@@ -448,6 +449,7 @@ async def cmd_move_chunk(router: Router, req: Request) -> dict:
             chunk = _chunk_by_bounds(r, req.cmd["bounds"])
         else:
             raise MongoError("InvalidOptions", "need to specify either a find query, or both lower and upper bounds.")
+        zone_info.check_receiver(router, r, chunk, to)
         await migrate_chunk(router, r, chunk, to)
     return {"millis": 0, "ok": 1.0}
 
@@ -464,6 +466,11 @@ async def cmd_move_range(router: Router, req: Request) -> dict:
         router.refresh_catalog()  # DDL runs on the authoritative metadata
         r = _routing(router, ns)
         chunk = r.find_chunk_with_min(mn)
+        # the range that would move, checked before anything is split
+        whole = chunk if chunk is not None else _chunk_containing(r, mn)
+        hi = whole.max_key if mx is None else min(whole.max_key, ShardKeyPattern.comparable(r.pattern.values_of_bound(mx)))
+        zone_info.check_receiver(router, r, replace(whole, min_key=ShardKeyPattern.comparable(r.pattern.values_of_bound(mn)),
+                                                    max_key=hi), to)
         if chunk is None:
             chunk = _chunk_containing(r, mn)
             await split_chunk(router, r, chunk, mn)

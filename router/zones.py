@@ -2,8 +2,8 @@
 
 A zone is a name; a shard belongs to the zones listed in its `config.shards` document's `tags`
 array, and a collection's zone ranges are `config.tags` documents `{_id, ns, min, max, tag}`.  The
-balancer then keeps every chunk that lies in a zone range on a shard of that zone (see
-`violations`; router/balancer.py runs it), after splitting chunks at the ranges' bounds so that each
+balancer then keeps every chunk that lies in a zone range on a shard of that zone
+(router/zone_info.py; router/balancer.py runs it), after splitting chunks at the ranges' bounds so that each
 chunk lies in one zone or none.
 
 The commands, as 8.0's mongos forwards them to the config server (ShardingCatalogManager's
@@ -23,87 +23,20 @@ A dropped collection's ranges go with it (router/commands_ddl.py).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from bson import Int64, MaxKey, MinKey, ObjectId
 
 from mongosim.oplog.errors import MongoError
-from mongosim.router.catalog_cache import Chunk, CollectionRouting
 from mongosim.router.command_registry import router_command
 from mongosim.router.request import Request
-from mongosim.router.sharding import _split_ns, admin_only, config_write, draining_shards
+from mongosim.router.sharding import _split_ns, admin_only, config_write
+from mongosim.router.zone_info import ZoneRange, _config_docs, zone_ranges
 from mongosim.shardsim.query.fmt import bson_str
 from mongosim.shardsim.query.values import describe_type, sort_key
-from mongosim.shardsim.shard_key import ShardKeyPattern
 
 if TYPE_CHECKING:
     from mongosim.router.mongos import Router
-
-
-@dataclass
-class ZoneRange:
-    min: dict
-    max: dict
-    zone: str
-
-    def keys(self) -> tuple[tuple, tuple]:
-        """The bounds as comparable keys (their values in field order, as chunk bounds compare)."""
-        return (ShardKeyPattern.comparable(tuple(self.min.values())),
-                ShardKeyPattern.comparable(tuple(self.max.values())))
-
-    def __str__(self) -> str:  # ZoneRange::toString
-        return f"{bson_str(self.min)} -->> {bson_str(self.max)}  on  {self.zone}"
-
-
-# -- reading the config server's catalog --------------------------------------------------
-def _config_docs(router: Router, name: str) -> list[dict]:
-    coll = router.config.catalog.collection("config", name)
-    return list(coll.docs.values()) if coll is not None else []
-
-
-def zone_ranges(router: Router, ns: str) -> list[ZoneRange]:
-    """`ns`'s zone ranges, in shard-key order."""
-    ranges = [ZoneRange(d["min"], d["max"], d["tag"]) for d in _config_docs(router, "tags") if d.get("ns") == ns]
-    return sorted(ranges, key=lambda r: r.keys()[0])
-
-
-def zone_shards(router: Router, zone: str) -> list[str]:
-    """The shards in `zone` (none draining), by name."""
-    draining = draining_shards(router)
-    return sorted(d["_id"] for d in _config_docs(router, "shards")
-                  if zone in (d.get("tags") or []) and d["_id"] not in draining)
-
-
-def zone_of(ranges: list[ZoneRange], chunk: Chunk) -> str:
-    """The zone a chunk lies in ("" if none, or if it straddles a range's bound: ZoneInfo::getZoneForRange)."""
-    for r in ranges:
-        lo, hi = r.keys()
-        if lo <= chunk.min_key and chunk.max_key <= hi:
-            return r.zone
-    return ""
-
-
-def split_points(routing: CollectionRouting, ranges: list[ZoneRange]) -> list[tuple[Chunk, dict]]:
-    """(chunk, bound) for every zone range bound strictly inside a chunk: where the balancer splits."""
-    out = []
-    for r in ranges:
-        for bound in (r.min, r.max):
-            key = ShardKeyPattern.comparable(tuple(bound.values()))
-            chunk = routing.chunk_for(tuple(bound.values()))
-            if chunk.min_key < key < chunk.max_key:
-                out.append((chunk, bound))
-    return out
-
-
-def violations(router: Router, routing: CollectionRouting, ranges: list[ZoneRange]) -> list[tuple[Chunk, str]]:
-    """(chunk, zone) for every chunk in a zone but on a shard outside it (the balancer's zoneViolation)."""
-    out = []
-    for chunk in routing.chunks:
-        zone = zone_of(ranges, chunk)
-        if zone and chunk.shard not in zone_shards(router, zone) and zone_shards(router, zone):
-            out.append((chunk, zone))
-    return out
 
 
 # -- the commands ---------------------------------------------------------------------------
@@ -224,6 +157,3 @@ async def cmd_update_zone_key_range(router: Router, req: Request) -> dict:
                 {"_id": ObjectId(), "ns": ns, "min": lo, "max": hi, "tag": zone}]})
     _wake_balancer(router)
     return {"ok": 1.0}
-
-
-__all__: list[Any] = ["zone_ranges", "zone_shards", "zone_of", "split_points", "violations", "ZoneRange"]

@@ -113,3 +113,26 @@ async def test_hashed_zone_bounds_are_longs(autojump_clock):
         assert code == "InvalidOptions" and msg.startswith("there exists a field in the range { h: 0 } -->> { h: 10 } "
                                                            "not of type NumberLong, MinKey, or MaxKey")
         await c.admin({"updateZoneKeyRange": "db.h", "min": {"h": MinKey()}, "max": {"h": Int64(0)}, "zone": "Z"})
+
+
+async def test_a_chunk_moves_only_into_its_zone(autojump_clock):
+    """moveChunk / moveRange to a shard outside the chunk's zone, or draining: IllegalOperation (the
+    balancer's isShardSuitableReceiver), and nothing split or moved."""
+    async with open_cluster(shards=3, listen=False, epoch=EPOCH, instant_hwm=True) as core:
+        c = AsyncClient(core.router)
+        await c.admin({"enableSharding": "db", "primaryShard": "shard00"})
+        await c.admin({"shardCollection": "db.c", "key": {"k": 1}})
+        await c.admin({"split": "db.c", "middle": {"k": 100}})
+        await c.admin({"addShardToZone": "shard00", "zone": "low"})
+        await c.admin({"updateZoneKeyRange": "db.c", "min": {"k": MinKey()}, "max": {"k": 100}, "zone": "low"})
+        assert await _error(c, {"moveChunk": "db.c", "find": {"k": 5}, "to": "shard01"}) == (
+            "IllegalOperation", "shard01 is not in the correct zone low")
+        chunks = await c.find("config", "chunks")
+        assert await _error(c, {"moveRange": "db.c", "min": {"k": 10}, "max": {"k": 20}, "toShard": "shard02"}) == (
+            "IllegalOperation", "shard02 is not in the correct zone low")
+        assert await c.find("config", "chunks") == chunks  # (not split either)
+        await c.admin({"moveChunk": "db.c", "find": {"k": 150}, "to": "shard01"})  # outside the zone: anywhere
+        await c.admin({"balancerStop": 1})
+        await c.admin({"removeShard": "shard02"})
+        assert await _error(c, {"moveChunk": "db.c", "find": {"k": 150}, "to": "shard02"}) == (
+            "IllegalOperation", "shard02 is currently draining.")

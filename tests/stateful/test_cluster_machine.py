@@ -128,6 +128,7 @@ class ClusterMachine(RuleBasedStateMachine):
         self.added = 0
         self.snapshots: list[tuple] = []  # (atClusterTime, {_id: k} seen, drops then, restarts then, trio time)
         self.drops = 0
+        self.zone: tuple[int, int] | None = None  # db.c's zone range, if any (router/zones.py)
         self.restarts = 0  # a restarted shard has no snapshot history
         self.created = 0  # collections db.t<N> created by transactions (rule transaction_creates_a_collection)
         self.removed: set[str] = set()  # shards removed by removeShard
@@ -354,11 +355,41 @@ class ClusterMachine(RuleBasedStateMachine):
         self._write(self.clients[via].admin, {"moveChunk": "db.c", "find": {"k": 100 * region},
                                                "to": shards[to % len(shards)]})
 
+    @rule(lo=st.integers(0, 399), span=st.integers(1, 200), which=st.integers(0, 2**16))
+    def zone_a_range(self, lo: int, span: int, which: int) -> None:
+        """A range of db.c pinned to one shard's zone: the balancer splits chunks at its bounds and moves
+        them there while the watchers go on (migrations are invisible to change streams)."""
+        self.portal.call(self._clear_faults)
+        shards = self.live_shards()
+        self.portal.call(self._zone, shards[which % len(shards)], lo, min(lo + span, 400))
+
+    async def _zone(self, shard: str, lo: int, hi: int) -> None:
+        c = self.client
+        await self._unzone()
+        zone = f"z_{shard}"
+        await c.admin({"addShardToZone": shard, "zone": zone})
+        await c.admin({"updateZoneKeyRange": "db.c", "min": {"k": lo}, "max": {"k": hi}, "zone": zone})
+        self.zone = (lo, hi)
+        for _ in range(600):
+            if (await c.admin({"balancerCollectionStatus": "db.c"}))["balancerCompliant"]:
+                break
+            await trio.sleep(1)
+        chunks = await c.find("config", "chunks", {"min.k": {"$gte": lo}, "max.k": {"$lte": hi}})
+        assert {d["min"]["k"] for d in chunks if isinstance(d["min"]["k"], int)} >= {lo}, "no chunk starts at the zone"
+        assert {d["shard"] for d in chunks} == {shard}, f"zone [{lo}, {hi}) of {shard} holds chunks elsewhere: {chunks}"
+
+    async def _unzone(self) -> None:
+        if self.zone is not None:
+            lo, hi = self.zone
+            await self.client.admin({"updateZoneKeyRange": "db.c", "min": {"k": lo}, "max": {"k": hi}, "zone": None})
+            self.zone = None
+
     @precondition(lambda self: not self.removed)
     @rule(which=st.integers(0, 2**16))
     def remove_a_shard(self, which: int) -> None:
         """removeShard until completed: the balancer drains it, its databases move (movePrimary)."""
         self.portal.call(self._clear_faults)
+        self.portal.call(self._unzone)  # (a shard that is its zone's last one could not be drained)
         shard = self.live_shards()[which % len(self.live_shards())]
         for w in self.watchers:  # (every watcher has caught up: what it saw so far precedes the removal)
             w.resumable_from = len(w.tokens)
@@ -394,6 +425,7 @@ class ClusterMachine(RuleBasedStateMachine):
     def drop_and_recreate(self) -> None:
         self.portal.call(self._clear_faults)
         self.portal.call(self.client.command, "db", {"drop": "c"})
+        self.zone = None  # (its zone ranges went with it)
         self.log.append(("db.c", "drop", None))
         self.drops += 1
         self.docs.clear()
