@@ -218,3 +218,32 @@ def test_stats_of_a_time_series_collection(mongosh, mongosim_cluster):
     assert out["ns"] == "tsstats.t" and out["sharded"] is False
     assert out["timeseries"]["bucketsNs"] == "tsstats.system.buckets.t"
     assert out["timeseries"]["bucketCount"] == 1
+
+
+ZONES_JS = """
+sh.addShardToZone("shard01", "high");
+sh.addShardTag("shard00", "low");
+sh.updateZoneKeyRange("shop.orders", {k: 100}, {k: MaxKey}, "high");
+sh.addTagRange("shop.orders", {k: MinKey}, {k: 50}, "low");
+let refused = null;
+try { sh.moveChunk("shop.orders", {k: 150}, "shard00"); } catch (e) { refused = e.message; }
+const status = sh.status().value;
+sh.removeRangeFromZone("shop.orders", {k: MinKey}, {k: 50});
+sh.removeShardFromZone("shard00", "low");
+const tags = db.getSiblingDB("config").tags.find({}, {_id: 0}).toArray();
+print(EJSON.stringify({status, refused, tags}, {relaxed: false}));
+"""
+
+
+@pytest.mark.mongosim(isolated=True, shards=2)
+def test_zones_in_mongosh(mongosh, mongosim_cluster, shop):
+    """sh.addShardToZone / addShardTag, updateZoneKeyRange / addTagRange, removeRangeFromZone,
+    removeShardFromZone, and sh.status() listing each shard's zones and the collection's ranges."""
+    out = _plain(run_js(mongosh, mongosim_cluster.uri, ZONES_JS))
+    status = out["status"]
+    assert {s["_id"]: s.get("tags") for s in status["shards"]} == {"shard00": ["low"], "shard01": ["high"]}
+    (shop_db,) = [d for d in status["databases"] if d["database"]["_id"] == "shop"]
+    orders = shop_db["collections"]["shop.orders"]
+    assert [t["tag"] for t in orders["tags"]] == ["low", "high"]
+    assert out["refused"] == "shard00 is not in the correct zone high"
+    assert [t["tag"] for t in out["tags"]] == ["high"]
