@@ -271,6 +271,23 @@ async def cmd_drop_indexes(router: Router, req: Request) -> dict:
     return await _broadcast_collection_ddl(router, req)
 
 
+@router_command("convertToCapped")
+async def cmd_convert_to_capped(router: Router, req: Request) -> dict:
+    """cluster_convert_to_capped_cmd.cpp: a sharded collection is refused; an unsharded one converts on its
+    database's primary shard (shardsim/capped_utils.py)."""
+    name = check_namespace(req.db, req.cmd["convertToCapped"])
+    router.refresh_catalog()
+    if router.catalog.routing(f"{req.db}.{name}") is not None:
+        raise MongoError("IllegalOperation", "You can't convertToCapped a sharded collection")
+    primary = router.catalog.primary_of(req.db)
+    if primary is None:
+        raise MongoError("NamespaceNotFound", f"database {req.db} not found")
+    async with router._ddl_lock:
+        reply = await _on_shard(router, req, primary)
+    req.op_time_key = router.shard(primary).node.oplog.last_key
+    return reply
+
+
 @router_command("collMod")
 async def cmd_coll_mod(router: Router, req: Request) -> dict:
     """mongos's collMod (cluster_collection_mod_cmd.cpp) and the primary shard's CollModCoordinator

@@ -7,6 +7,7 @@ module imports the node back.
 
 from mongosim.shardsim import (  # noqa: F401
     bulk_write,
+    capped_utils,
     coll_mod,
     collection_validation,
     current_op_stage,

@@ -231,15 +231,16 @@ def _copy_documents(node: Node, ctx: OpCtx, source: Collection, tmp: Collection)
     for doc in docs:
         n = len(bsonutil.encode(doc))
         if batch and (one_by_one or len(batch) >= MAX_BATCH_INSERTS or size + n > MAX_BATCH_BYTES):
-            _insert_batch(node, ctx, tmp, batch)
+            insert_copied(node, ctx, tmp, batch)
             batch, size = [], 0
         batch.append(doc)
         size += n
     if batch:
-        _insert_batch(node, ctx, tmp, batch)
+        insert_copied(node, ctx, tmp, batch)
 
 
-def _insert_batch(node: Node, ctx: OpCtx, tmp: Collection, batch: list[dict]) -> None:
+def insert_copied(node: Node, ctx: OpCtx, tmp: Collection, batch: list[dict]) -> None:
+    """Copied documents into `tmp`: one insert entry, or one applyOps entry for several (no validation)."""
     ops = [E.insert_op(tmp.ns, tmp.uuid, doc, tmp.document_key(doc)) for doc in batch]
     node.log(ops[0] if len(ops) == 1 else E.command_op("admin", E.apply_ops_o(ops)), ctx)
     for doc in batch:
