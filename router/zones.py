@@ -23,7 +23,7 @@ A dropped collection's ranges go with it (router/commands_ddl.py).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from bson import Int64, MaxKey, MinKey, ObjectId
 
@@ -46,12 +46,14 @@ def _wake_balancer(router: Router) -> None:
         balancer.wake()
 
 
-def _string_field(req: Request, field: str) -> str:
+def _field(req: Request, field: str, kind: type = str) -> Any:
+    """A required field of type `kind` (str or dict) as bsonExtract*Field checks it."""
     v = req.cmd.get(field)
     if v is None:
         raise MongoError("NoSuchKey", f"Missing expected field \"{field}\"")
-    if not isinstance(v, str):
-        raise MongoError("TypeMismatch", f"\"{field}\" had the wrong type. Expected string, found {describe_type(v)}")
+    if not isinstance(v, kind):
+        raise MongoError("TypeMismatch", f"\"{field}\" had the wrong type. Expected "
+                                         f"{'string' if kind is str else 'object'}, found {describe_type(v)}")
     return v
 
 
@@ -62,7 +64,7 @@ def _shard_doc(router: Router, shard: str) -> dict | None:
 @router_command("addShardToZone", "addshardtozone")
 async def cmd_add_shard_to_zone(router: Router, req: Request) -> dict:
     admin_only(req)
-    shard, zone = _string_field(req, req.name), _string_field(req, "zone")
+    shard, zone = _field(req, req.name), _field(req, "zone")
     if _shard_doc(router, shard) is None:
         raise MongoError("ShardNotFound", f"shard {shard} does not exist")
     await config_write(router, {"update": "shards", "updates": [{"q": {"_id": shard},
@@ -74,7 +76,7 @@ async def cmd_add_shard_to_zone(router: Router, req: Request) -> dict:
 @router_command("removeShardFromZone", "removeshardfromzone")
 async def cmd_remove_shard_from_zone(router: Router, req: Request) -> dict:
     admin_only(req)
-    shard, zone = _string_field(req, req.name), _string_field(req, "zone")
+    shard, zone = _field(req, req.name), _field(req, "zone")
     doc = _shard_doc(router, shard)
     if doc is None:
         raise MongoError("ShardNotFound", f"shard {shard} does not exist")
@@ -83,15 +85,6 @@ async def cmd_remove_shard_from_zone(router: Router, req: Request) -> dict:
         raise MongoError("ZoneStillInUse", "cannot remove a shard from zone if a chunk range is associated with it")
     await config_write(router, {"update": "shards", "updates": [{"q": {"_id": shard}, "u": {"$pull": {"tags": zone}}}]})
     return {"ok": 1.0}
-
-
-def _bound(req: Request, field: str) -> dict:
-    v = req.cmd.get(field)
-    if v is None:
-        raise MongoError("NoSuchKey", f"Missing expected field \"{field}\"")
-    if not isinstance(v, dict):
-        raise MongoError("TypeMismatch", f"\"{field}\" had the wrong type. Expected object, found {describe_type(v)}")
-    return dict(v)
 
 
 def _full_range(router: Router, ns: str, lo: dict, hi: dict) -> tuple[dict, dict]:
@@ -131,9 +124,9 @@ def _check_overlap(existing: list[ZoneRange], new: ZoneRange) -> bool:
 @router_command("updateZoneKeyRange", "updatezonekeyrange")
 async def cmd_update_zone_key_range(router: Router, req: Request) -> dict:
     admin_only(req)
-    ns = _string_field(req, req.name)
+    ns = _field(req, req.name)
     _split_ns(ns)
-    lo, hi = _bound(req, "min"), _bound(req, "max")
+    lo, hi = dict(_field(req, "min", dict)), dict(_field(req, "max", dict))
     if [sort_key(v) for v in lo.values()] >= [sort_key(v) for v in hi.values()]:
         raise MongoError("FailedToParse", f"min: {bson_str(lo)} should be less than max: {bson_str(hi)}")
     if "zone" not in req.cmd:
