@@ -271,6 +271,17 @@ async def cmd_drop_indexes(router: Router, req: Request) -> dict:
     return await _broadcast_collection_ddl(router, req)
 
 
+@router_command("planCacheClear")
+async def cmd_plan_cache_clear(router: Router, req: Request) -> dict:
+    """cluster_plan_cache_clear_cmd.cpp: run on every shard holding the collection (shardsim/
+    plan_cache_commands.py); the first error is the reply."""
+    coll = check_namespace(req.db, req.cmd["planCacheClear"])
+    router.refresh_catalog()
+    for shard in shards_holding(router, req.db, coll):
+        await router.shard(shard).command(req.db, _forward(req.cmd))
+    return {"ok": 1.0}
+
+
 @router_command("convertToCapped")
 async def cmd_convert_to_capped(router: Router, req: Request) -> dict:
     """cluster_convert_to_capped_cmd.cpp: a sharded collection is refused; an unsharded one converts on its

@@ -18,6 +18,7 @@ from mongosim.shardsim import (  # noqa: F401
     profiler,
     explain_cmd,
     index_stats_stage,
+    plan_cache_commands,
     plan_cache_stats_stage,
     reads,
     rename_collection,

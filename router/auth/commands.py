@@ -625,6 +625,7 @@ _RULES: dict[str, Callable[[str, Mapping[str, Any]], list[Requirement]]] = {
     "compact": _crud("compact"),
     "validate": _crud("validate"),
     "collStats": _crud("collStats"),
+    "planCacheClear": _crud("planCacheWrite"),
     "dataSize": _on_arg_ns("find"),
     "dbStats": _on_db("dbStats"),
     "dbHash": _on_db("dbHash"),
