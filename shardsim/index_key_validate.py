@@ -26,7 +26,7 @@ from bson import Decimal128, Int64
 from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.query.fmt import bson_str
 from mongosim.shardsim.query.index_keys import index_name
-from mongosim.shardsim.query.matcher import Matcher
+from mongosim.shardsim.query.matcher import Matcher, truthy_arg
 from mongosim.shardsim.query.values import describe_type
 from mongosim.shardsim.query.wildcard_key_generator import WildcardProjection, parse_projection
 
@@ -310,7 +310,7 @@ def validate_index_spec(spec: Any) -> dict:
     # (dropped when false), key, name, then the other fields as given (`ns`, `dropDups` and `_id` dropped)
     out: dict[str, Any] = {"v": 2}
     for flag in ("unique", "hidden"):
-        if _true_value(spec.get(flag)):
+        if truthy_arg(spec.get(flag)):  # (BSONElement::trueValue)
             out[flag] = True
     out["key"] = dict(key)
     out["name"] = name or index_name(key)
@@ -338,17 +338,6 @@ def validate_index_spec(spec: Any) -> dict:
     except MongoError as err:
         raise _spec_error(original, err) from None
     return out
-
-
-def _true_value(v: Any) -> bool:
-    """BSONElement::trueValue: false for a missing field, false, null, undefined and numeric zero."""
-    if v is None or v is False:
-        return False
-    if isinstance(v, (int, float)):
-        return v != 0
-    if type(v).__name__ in ("Int64", "Decimal128"):
-        return float(str(v)) != 0 if type(v).__name__ == "Decimal128" else int(v) != 0
-    return True
 
 
 def validate_wildcard_spec(key: dict, spec: dict, plugin: str) -> None:
