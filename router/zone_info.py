@@ -73,15 +73,15 @@ def split_points(routing: CollectionRouting, ranges: list[ZoneRange]) -> list[tu
 
 
 def violations(router: Router, routing: CollectionRouting, ranges: list[ZoneRange]) -> list[tuple[Chunk, str]]:
-    """(chunk, zone) for every chunk in a zone but on a shard outside it (the balancer's zoneViolation)."""
+    """(chunk, zone) for every chunk in a zone but on a shard outside it, when the zone has a shard to
+    go to (the balancer's zoneViolation)."""
+    shards = {r.zone: zone_shards(router, r.zone) for r in ranges}
     out = []
     for chunk in routing.chunks:
         zone = zone_of(ranges, chunk)
-        if zone and chunk.shard not in zone_shards(router, zone) and zone_shards(router, zone):
+        if zone and shards[zone] and chunk.shard not in shards[zone]:
             out.append((chunk, zone))
     return out
-
-
 
 
 def check_receiver(router: Router, routing: CollectionRouting, chunk: Chunk, to: str) -> None:
