@@ -164,7 +164,7 @@ def try_insert_batch(node: Node, ctx: OpCtx, ws: WriteSession, db: str, name: st
     if max(map(len, raws)) > bsonutil.MAX_BSON_OBJECT_SIZE:
         return False  # too large: the loop's error
     coll = node.catalog.collection(db, name)
-    if coll is not None and (not coll.batch_insertable() or not coll.docs.keys().isdisjoint(idks)):
+    if coll is not None and (not coll.batch_insertable() or not coll.has_none_of(idks)):
         return False
     if coll is not None and coll.shard_key and list(coll.shard_key) != ["_id"]:
         return False  # a documentKey of other fields: the per-document loop builds it
@@ -194,7 +194,10 @@ def try_insert_batch(node: Node, ctx: OpCtx, ws: WriteSession, db: str, name: st
     # -- append, store, remember ----------------------------------------------------------------
     last = first + n - 1
     node.oplog.extend_raw(entries, first, E.INSERT, coll.ns)
-    coll.insert_batch(idks, docs)
+    if coll.raw_insertable():
+        coll.insert_raw_batch(idks, raws)  # stored as the bytes that came (decoded when first read)
+    else:
+        coll.insert_batch(idks, docs)
     if state is not None:
         state.executed.update(zip(stmt_ids, repeat(True)))
         state.last_write_key = last

@@ -234,3 +234,19 @@ def test_a_batch_keeps_what_an_open_snapshot_sees():
     assert [d["_id"] for d in replies[3]["cursor"]["firstBatch"]] == [0, 1, 2]
     assert [d["_id"] for d in replies[4]["cursor"]["firstBatch"]] == [0, 1, 2, 10, 11, 12, 13, 14]
     assert replies[5]["ok"] == 1.0
+
+
+def test_a_batch_is_stored_as_its_bytes_until_read():
+    """The batch path stores the documents as the bytes they came in (nothing decoded per document
+    is kept: a bulk load leaves no objects for the collector to walk); the first read decodes them
+    into their places, so natural order holds across batches and single inserts."""
+    replies, stored, node = trio.run(_on_a_mongod, [
+        ({"insert": "c", "$db": "db"}, [{"_id": i, "v": "x" * i} for i in range(4)]),
+        ({"insert": "c", "$db": "db"}, [{"_id": 9, "v": "single"}]),  # (the per-document path)
+        ({"insert": "c", "$db": "db"}, [{"_id": i} for i in (7, 5, 6)]),
+    ], clock=trio.testing.MockClock(autojump_threshold=0))
+    assert [r["n"] for r in replies] == [4, 1, 3] and stored == [("db", "c", 4), ("db", "c", 3)]
+    coll = node.catalog.collection("db", "c")
+    assert len(coll) == 8 and coll._undecoded is not None and len(coll._undecoded) == 3  # (the single insert read them)
+    assert [d["_id"] for d in coll.scan()] == [0, 1, 2, 3, 9, 7, 5, 6]
+    assert coll._undecoded is None and coll.get(3) == {"_id": 3, "v": "xxx"}
