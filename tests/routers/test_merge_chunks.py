@@ -92,13 +92,15 @@ async def test_merge_chunks_commits_the_merged_chunk_as_the_config_server_does(a
         # major version moved, so the shards accept the version it routes by)
         assert (await stale.admin({"getShardVersion": "db.c"}))["version"] == prev
         await stale.insert("db", "c", [{"_id": 100 + k, "k": k} for k in (15, 25, 35)])
-        await stale.command("db", {"update": "c", "updates": [{"q": {"k": 25}, "u": {"$set": {"x": 1}}, "multi": True}]})
+        await stale.command("db", {"update": "c", "updates": [{"q": {"k": 25}, "u": {"$set": {"x": 1}},
+                                                               "multi": True}]})
         assert sorted(d["k"] for d in await stale.find("db", "c", {"k": {"$gte": 10, "$lt": 30}})) == \
             sorted([*range(10, 30), 15, 25])
         assert {d["_id"] for d in await stale.find("db", "c", {"x": 1})} == {25, 125}
         on = {name: {d["k"] for d in core.router.shard(name).node.catalog.collection("db", "c").docs.values()}
               for name in ("shard00", "shard01")}
         assert on["shard01"] == set(range(30, 40)) | {35} and 15 in on["shard00"] and 25 in on["shard00"]
+        assert (await stale.admin({"getShardVersion": "db.c"}))["version"] == prev  # (never told it was stale)
 
         # getShardVersion answers from the cache: the new version once the router refreshes
         await stale.admin({"flushRouterConfig": 1})
@@ -185,7 +187,8 @@ async def test_merge_all_chunks_on_shard_merges_what_left_the_history_window(aut
         await c.admin({"moveChunk": "db.c", "find": {"k": 60}, "to": "shard01"})
         await c.admin({"moveChunk": "db.c", "find": {"k": 60}, "to": "shard00"})
         # a jumbo chunk is not merged either
-        await c.command("config", {"update": "chunks", "updates": [{"q": {"min.k": 50}, "u": {"$set": {"jumbo": True}}}]})
+        await c.command("config", {"update": "chunks", "updates": [
+            {"q": {"min.k": 50}, "u": {"$set": {"jumbo": True}}}]})
         before = await _chunks(c)
         prev = _version(before)
         assert await _admin(c, {"mergeAllChunksOnShard": "db.c", "shard": "shard00"}) == {"ok": 1.0}
@@ -284,7 +287,8 @@ def test_merge_all_chunks_on_shard_merges_each_run_of_old_contiguous_chunks(owne
                    for lo, hi, s in _bounds(await _chunks(c))]
             assert got == model()
             for i in range(len(owners)):
-                assert [d["_id"] for d in await c.find("db", "c", {"k": 10 * i + 5, "_id": {"$gte": 1000}})] == [1000 + i]
+                docs = await c.find("db", "c", {"k": 10 * i + 5, "_id": {"$gte": 1000}})
+                assert [d["_id"] for d in docs] == [1000 + i]
 
     trio.run(run, clock=trio.testing.MockClock(autojump_threshold=0))
 
@@ -336,13 +340,16 @@ async def test_clear_jumbo_flag(autojump_clock):
         assert await _chunks(c) == after
         # the router that cached the old versions is refused by shard00 (its major version moved), refreshes,
         # and reads on
+        assert (await stale.admin({"getShardVersion": "db.c"}))["version"] == prev
         assert sorted(d["k"] for d in await stale.find("db", "c", {"k": {"$gte": 5, "$lt": 45}})) == list(range(5, 45))
+        assert (await stale.admin({"getShardVersion": "db.c"}))["version"] == Timestamp(prev.time + 2, 0)
 
         errors = [
             ({"clearJumboFlag": "db.c", "find": {"k": 1}}, "db",
              ("Unauthorized", "clearJumboFlag may only be run against the admin database.")),
             ({"clearJumboFlag": 1, "find": {"k": 1}}, "admin",
-             ("TypeMismatch", "BSON field 'clearJumboFlag.clearJumboFlag' is the wrong type 'int', expected type 'string'")),
+             ("TypeMismatch",
+              "BSON field 'clearJumboFlag.clearJumboFlag' is the wrong type 'int', expected type 'string'")),
             ({"clearJumboFlag": "db.c", "find": 1}, "admin",
              ("TypeMismatch", "BSON field 'clearJumboFlag.find' is the wrong type 'int', expected type 'object'")),
             ({"clearJumboFlag": "db.c", "bounds": {}}, "admin",

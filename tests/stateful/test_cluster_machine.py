@@ -1,4 +1,4 @@
-"""The whole cluster under random writes, transactions, migrations, new shards, drops and faults,
+"""The whole cluster under random writes, transactions, migrations, chunk merges, new shards, drops and faults,
 through two routers (each with its own, possibly stale, routing cache), while routers restart and a
 shard drains and leaves.
 
@@ -383,6 +383,56 @@ class ClusterMachine(RuleBasedStateMachine):
             lo, hi = self.zone
             await self.client.admin({"updateZoneKeyRange": "db.c", "min": {"k": lo}, "max": {"k": hi}, "zone": None})
             self.zone = None
+
+    @rule(at=st.integers(1, 399), pick=st.integers(0, 2**16), span=st.integers(2, 4), via=st.integers(0, 1),
+          every=st.booleans())
+    def merge_chunks(self, at: int, pick: int, span: int, via: int, every: bool) -> None:
+        """db.c split at `at` (two adjacent chunks on one shard at least), then adjacent chunks of one shard
+        merged through one router: `mergeChunks` on up to `span` of them, or `mergeAllChunksOnShard` (which
+        takes only the chunks on the shard since before the history window).  A merge moves no shard's major
+        version: the other router, routing by the chunks from before, still reads exactly the documents
+        written; watchers see nothing of it."""
+        chunks = self.portal.call(self._db_c_chunks)
+        if all(d["min"] != {"k": at} for d in chunks):
+            self.portal.call(self.client.admin, {"split": "db.c", "middle": {"k": at}})
+            chunks = self.portal.call(self._db_c_chunks)
+        runs: list[list[dict]] = []
+        for d in chunks:
+            if runs and runs[-1][-1]["shard"] == d["shard"] and runs[-1][-1]["max"] == d["min"]:
+                runs[-1].append(d)
+            else:
+                runs.append([d])
+        runs = [r for r in runs if len(r) > 1]
+        if not runs:
+            return
+        run = runs[pick % len(runs)]
+        n = min(span, len(run))
+        start = (pick // len(runs)) % (len(run) - n + 1)
+        first, last = run[start], run[start + n - 1]
+        client = self.clients[via]
+        if every:
+            self.portal.call(client.admin, {"mergeAllChunksOnShard": "db.c", "shard": first["shard"]})
+        else:
+            self.portal.call(client.admin, {"mergeChunks": "db.c", "bounds": [first["min"], last["max"]]})
+        after = self.portal.call(self._db_c_chunks)
+        assert all(a["max"] == b["min"] for a, b in zip(after, after[1:])), f"a hole or an overlap: {after}"
+        assert len(after) <= len(chunks) - (0 if every else n - 1)
+        if not every:
+            assert any(d["min"] == first["min"] and d["max"] == last["max"] and d["shard"] == first["shard"]
+                       for d in after), f"no merged chunk [{first['min']}, {last['max']}) in {after}"
+        lo, hi = first["min"]["k"], last["max"]["k"]
+        lo, hi = (lo if isinstance(lo, int) else -1), (hi if isinstance(hi, int) else 400)
+        try:
+            docs = self.portal.call(self.clients[1 - via].find, "db", "c", {"k": {"$gte": lo, "$lt": hi}})
+        except CommandError:
+            return  # an injected fault
+        assert sorted(d["_id"] for d in docs) == sorted(i for i, k in self.docs.items() if lo <= k < hi)
+
+    async def _db_c_chunks(self) -> list[dict]:
+        """db.c's chunks in config.chunks, by lower bound."""
+        [coll] = await self.client.find("config", "collections", {"_id": "db.c"})
+        docs = await self.client.find("config", "chunks", {"uuid": coll["uuid"]})
+        return sorted(docs, key=lambda d: (1, d["min"]["k"]) if isinstance(d["min"]["k"], int) else (0, 0))
 
     @precondition(lambda self: not self.removed)
     @rule(which=st.integers(0, 2**16))
