@@ -4,6 +4,10 @@ the balancer re-splitting a merged chunk at its zone's bounds, and `clearJumboFl
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from itertools import groupby
+
 import pytest
 import trio
 import trio.testing
@@ -44,21 +48,29 @@ def _version(chunks: list[dict]) -> Timestamp:
 
 
 async def _setup(c: AsyncClient, splits=(10, 20, 30, 40), moved=(30,)) -> None:
-    """db.c on shard00, split at `splits`, the chunks starting at `moved` moved to shard01."""
+    """db.c on shard00, split at `splits`, the chunks starting at `moved` moved to shard01; db.plain unsharded."""
     await c.admin({"balancerStop": 1})
     await c.admin({"enableSharding": "db", "primaryShard": "shard00"})
     await c.admin({"shardCollection": "db.c", "key": {"k": 1}})
     await c.insert("db", "c", [{"_id": i, "k": i} for i in range(50)])
+    await c.insert("db", "plain", [{"_id": 1}])
     for m in splits:
         await c.admin({"split": "db.c", "middle": {"k": m}})
     for m in moved:
         await c.admin({"moveChunk": "db.c", "find": {"k": m}, "to": "shard01"})
 
 
+@asynccontextmanager
+async def _cluster(routers: int = 1, **setup) -> AsyncIterator[tuple]:
+    """A two-shard cluster set up by `_setup`: the cluster and a client of each router."""
+    async with open_cluster(shards=2, routers=routers, listen=False, epoch=EPOCH, instant_hwm=True) as core:
+        clients = [AsyncClient(r) for r in core.routers]
+        await _setup(clients[0], **setup)
+        yield core, clients
+
+
 async def test_merge_chunks_commits_the_merged_chunk_as_the_config_server_does(autojump_clock):
-    async with open_cluster(shards=2, routers=2, listen=False, epoch=EPOCH, instant_hwm=True) as core:
-        c, stale = AsyncClient(core.routers[0]), AsyncClient(core.routers[1])
-        await _setup(c)
+    async with _cluster(routers=2) as (core, (c, stale)):
         await stale.command("db", {"count": "c"})  # (its cache: the chunks before the merge)
         before = await _chunks(c)
         assert _bounds(before) == [(MinKey(), 10, "shard00"), (10, 20, "shard00"), (20, 30, "shard00"),
@@ -116,10 +128,7 @@ async def test_merge_chunks_commits_the_merged_chunk_as_the_config_server_does(a
 
 
 async def test_merge_chunks_errors(autojump_clock):
-    async with open_cluster(shards=2, listen=False, epoch=EPOCH, instant_hwm=True) as core:
-        c = AsyncClient(core.router)
-        await _setup(c)
-        await c.insert("db", "plain", [{"_id": 1}])
+    async with _cluster() as (core, (c,)):
         before = await _chunks(c)
 
         async def errmsg(cmd: dict) -> str:
@@ -176,9 +185,7 @@ async def test_merge_chunks_errors(autojump_clock):
 
 
 async def test_merge_all_chunks_on_shard_merges_what_left_the_history_window(autojump_clock):
-    async with open_cluster(shards=2, listen=False, epoch=EPOCH, instant_hwm=True) as core:
-        c = AsyncClient(core.router)
-        await _setup(c, splits=(10, 20, 30, 40, 50, 60), moved=(30,))
+    async with _cluster(splits=(10, 20, 30, 40, 50, 60), moved=(30,)) as (core, (c,)):
         # within the history window nothing is mergeable
         assert await _admin(c, {"mergeAllChunksOnShard": "db.c", "shard": "shard00"}) == {"ok": 1.0}
         assert len(await _chunks(c)) == 7
@@ -213,9 +220,7 @@ async def test_merge_all_chunks_on_shard_merges_what_left_the_history_window(aut
 
 
 async def test_merge_all_chunks_on_shard_errors(autojump_clock):
-    async with open_cluster(shards=2, listen=False, epoch=EPOCH, instant_hwm=True) as core:
-        c = AsyncClient(core.router)
-        await _setup(c)
+    async with _cluster() as (core, (c,)):
         before = await _chunks(c)
         ns = "db.c"
         assert await _error(c, {"mergeAllChunksOnShard": ns, "shard": "shard00"}, db="db") == (
@@ -248,31 +253,28 @@ def test_merge_all_chunks_on_shard_merges_each_run_of_old_contiguous_chunks(owne
     document stays readable by its shard key."""
 
     def model() -> list[tuple]:
+        """The chunks after the merge: each maximal stretch of old shard00 chunks, in order, is merged
+        whole while the chunks taken stay under `limit`; the stretch that reaches it is cut there."""
         old = [i for i, s in enumerate(owners) if s == "shard00" and i not in recent]
-        runs, run, taken = [], [], 0
-        for i in old:
-            if run and run[-1] + 1 != i:
-                if len(run) > 1:
-                    runs.append(run)
-                    taken += len(run)
-                run = []
-            run.append(i)
-            if taken + len(run) == limit:
+        stretches = [[i for _, i in g] for _, g in groupby(enumerate(old), key=lambda p: p[1] - p[0])]
+        merged, taken = [], 0
+        for stretch in stretches:
+            if taken < limit <= taken + len(stretch):  # the scan stops inside this stretch
+                if limit - taken > 1:
+                    merged.append((stretch[0], stretch[limit - taken - 1] + 1))
                 break
-        if len(run) > 1:
-            runs.append(run)
-        starts = {r[0]: r[-1] for r in runs}
+            if len(stretch) > 1:
+                merged.append((stretch[0], stretch[-1] + 1))
+                taken += len(stretch)
+        ends = dict(merged)
         out, i = [], 0
         while i < len(owners):
-            j = starts.get(i, i)
-            out.append((i, j + 1, owners[i]))
-            i = j + 1
+            out.append((i, ends.get(i, i + 1), owners[i]))
+            i = ends.get(i, i + 1)
         return out
 
     async def run() -> None:
-        async with open_cluster(shards=2, listen=False, epoch=EPOCH, instant_hwm=True) as core:
-            c = AsyncClient(core.router)
-            await _setup(c, splits=[10 * i for i in range(1, len(owners))], moved=())
+        async with _cluster(splits=[10 * i for i in range(1, len(owners))], moved=()) as (core, (c,)):
             await c.insert("db", "c", [{"_id": 1000 + i, "k": 10 * i + 5} for i in range(len(owners))])
             for i, s in enumerate(owners):
                 if s != "shard00" and i not in recent:
@@ -294,9 +296,7 @@ def test_merge_all_chunks_on_shard_merges_each_run_of_old_contiguous_chunks(owne
 
 
 async def test_the_balancer_splits_a_merged_chunk_at_its_zone_bounds(autojump_clock):
-    async with open_cluster(shards=2, listen=False, epoch=EPOCH, instant_hwm=True) as core:
-        c = AsyncClient(core.router)
-        await _setup(c, splits=(), moved=())
+    async with _cluster(splits=(), moved=()) as (core, (c,)):
         await c.admin({"balancerStart": 1})
         await c.admin({"addShardToZone": "shard00", "zone": "Z"})
         await c.admin({"updateZoneKeyRange": "db.c", "min": {"k": 10}, "max": {"k": 20}, "zone": "Z"})
@@ -316,10 +316,7 @@ async def test_the_balancer_splits_a_merged_chunk_at_its_zone_bounds(autojump_cl
 
 
 async def test_clear_jumbo_flag(autojump_clock):
-    async with open_cluster(shards=2, routers=2, listen=False, epoch=EPOCH, instant_hwm=True) as core:
-        c, stale = AsyncClient(core.routers[0]), AsyncClient(core.routers[1])
-        await _setup(c)
-        await c.insert("db", "plain", [{"_id": 1}])
+    async with _cluster(routers=2) as (core, (c, stale)):
         await stale.command("db", {"count": "c"})
         await c.command("config", {"update": "chunks", "updates": [
             {"q": {"min.k": {"$in": [10, 40]}}, "u": {"$set": {"jumbo": True}}, "multi": True}]})
@@ -374,10 +371,7 @@ async def test_clear_jumbo_flag(autojump_clock):
 
 
 async def test_get_shard_version_and_get_shard_map(autojump_clock):
-    async with open_cluster(shards=2, listen=False, epoch=EPOCH, instant_hwm=True) as core:
-        c = AsyncClient(core.router)
-        await _setup(c)
-        await c.insert("db", "plain", [{"_id": 1}])
+    async with _cluster() as (core, (c,)):
         chunks = await _chunks(c)
         coll = (await c.find("config", "collections", {"_id": "db.c"}))[0]
         assert await _admin(c, {"getShardVersion": "db.c"}) == {
