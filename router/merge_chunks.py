@@ -61,21 +61,17 @@ def fully_qualified_ns(req: Request) -> str:
     ns = req.cmd[req.name]
     if not isinstance(ns, str):
         raise MongoError("BadValue", f"collection name has invalid type {describe_type(ns)}")
-    return _valid_ns(ns)
-
-
-def idl_ns(req: Request) -> str:
-    """The namespace of a command the IDL parses (`namespace: type`, a namespacestring)."""
-    ns = req.cmd[req.name]
-    if not isinstance(ns, str):
-        raise wrong_type(f"{req.name}.{req.name}", ns, "string")
-    return _valid_ns(ns)
-
-
-def _valid_ns(ns: str) -> str:
     db, _, coll = ns.partition(".")
     if not db or not coll:
         raise MongoError("InvalidNamespace", f"Invalid namespace specified '{ns}'")
+    return ns
+
+
+def idl_ns(req: Request) -> str:
+    """The namespace of a command the IDL parses (`namespace: type`, a namespacestring: any string)."""
+    ns = req.cmd[req.name]
+    if not isinstance(ns, str):
+        raise wrong_type(f"{req.name}.{req.name}", ns, "string")
     return ns
 
 

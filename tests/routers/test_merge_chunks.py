@@ -72,6 +72,8 @@ async def _cluster(routers: int = 1, **setup) -> AsyncIterator[tuple]:
 async def test_merge_chunks_commits_the_merged_chunk_as_the_config_server_does(autojump_clock):
     async with _cluster(routers=2) as (core, (c, stale)):
         await stale.command("db", {"count": "c"})  # (its cache: the chunks before the merge)
+        stream = stale.watch("db", "c", max_await_time_ms=100)
+        await stream.open()
         before = await _chunks(c)
         assert _bounds(before) == [(MinKey(), 10, "shard00"), (10, 20, "shard00"), (20, 30, "shard00"),
                                    (30, 40, "shard01"), (40, MaxKey(), "shard00")]
@@ -113,6 +115,13 @@ async def test_merge_chunks_commits_the_merged_chunk_as_the_config_server_does(a
               for name in ("shard00", "shard01")}
         assert on["shard01"] == set(range(30, 40)) | {35} and 15 in on["shard00"] and 25 in on["shard00"]
         assert (await stale.admin({"getShardVersion": "db.c"}))["version"] == prev  # (never told it was stale)
+        events = []
+        for _ in range(50):  # the stream opened before the merge has every write after it, in order
+            ev = await stream.try_next()
+            if ev is not None:
+                events.append((ev["operationType"], ev["documentKey"]["_id"]))
+        assert events == [("insert", 115), ("insert", 125), ("insert", 135), ("update", 25), ("update", 125)]
+        await stream.close()
 
         # getShardVersion answers from the cache: the new version once the router refreshes
         await stale.admin({"flushRouterConfig": 1})
