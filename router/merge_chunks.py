@@ -40,7 +40,6 @@ from mongosim.router.request import Request
 from mongosim.router.sharding import admin_only, config_write
 from mongosim.router.sharding_logging import log_change
 from mongosim.router.zone_info import _config_docs
-from mongosim.shardsim.node import TXN_LIFETIME_LIMIT_S
 from mongosim.shardsim.query.fmt import bson_str
 from mongosim.shardsim.query.idl_errors import wrong_type
 from mongosim.shardsim.query.values import describe_type
@@ -99,10 +98,10 @@ def range_str(lo: dict, hi: dict) -> str:
     return f"[{bson_str(lo)}, {bson_str(hi)})"
 
 
-def _bounds_errmsg(bounds: Any) -> str | None:
-    """FieldParser's extraction of `bounds` (a vector of objects) and the command's own checks."""
-    if bounds is None:
-        bounds = []
+def _bounds_errmsg(cmd: dict) -> str | None:
+    """FieldParser's extraction of `bounds` (a vector of objects; none is an empty one) and the command's
+    own checks."""
+    bounds = cmd.get("bounds", [])
     if not isinstance(bounds, list):
         return f"wrong type for 'bounds' field, expected vector array, found bounds: {bson_str(bounds)}"
     for i, b in enumerate(bounds):
@@ -218,7 +217,7 @@ def _wake_balancer(router: Router) -> None:
 async def cmd_merge_chunks(router: Router, req: Request) -> dict:
     admin_only(req)
     ns = fully_qualified_ns(req)
-    errmsg = _bounds_errmsg(req.cmd.get("bounds"))
+    errmsg = _bounds_errmsg(req.cmd)
     if errmsg is not None:
         return {"ok": 0.0, "errmsg": errmsg}
     lo, hi = req.cmd["bounds"]
@@ -239,7 +238,7 @@ async def cmd_merge_chunks(router: Router, req: Request) -> dict:
 # -- mergeAllChunksOnShard ------------------------------------------------------------------------------
 def history_window_s(router: Router) -> float:
     """getHistoryWindowInSeconds: max(minSnapshotHistoryWindowInSeconds, transactionLifetimeLimitSeconds, 10)."""
-    return max(HISTORY_WINDOW_S, getattr(router.config, "txn_lifetime_s", TXN_LIFETIME_LIMIT_S), 10)
+    return max(HISTORY_WINDOW_S, router.config.txn_lifetime_s, 10)
 
 
 def oldest_timestamp_supported_for_history(router: Router) -> Timestamp:
@@ -252,13 +251,11 @@ def mergeable_runs(r: CollectionRouting, docs: list[dict], shard: str, oldest: T
                    limit: int) -> list[list[dict]]:
     """The runs of contiguous mergeable chunks on `shard` (two or more each), taking at most `limit`
     chunks in all: a chunk is mergeable when not jumbo and on the shard since before `oldest`."""
-    def since(d: dict) -> tuple:
+    def old(d: dict) -> bool:  # (`onCurrentShardSince: {$lt: oldest}`: a chunk without one is not taken)
         t = d.get("onCurrentShardSince")
-        return (t.time, t.inc) if isinstance(t, Timestamp) else (0, 1)
+        return isinstance(t, Timestamp) and (t.time, t.inc) < (oldest.time, oldest.inc)
 
-    cutoff = (oldest.time, oldest.inc)
-    candidates = [d for d in docs if d["shard"] == shard and d.get("jumbo") is not True
-                  and isinstance(d.get("onCurrentShardSince"), Timestamp) and since(d) < cutoff]
+    candidates = [d for d in docs if d["shard"] == shard and d.get("jumbo") is not True and old(d)]
     runs: list[list[dict]] = []
     run: list[dict] = []
     taken = 0

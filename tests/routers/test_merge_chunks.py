@@ -158,6 +158,8 @@ async def test_merge_chunks_errors(autojump_clock):
         assert await errmsg({"mergeChunks": "db.c"}) == "no bounds were specified"
         assert await errmsg({"mergeChunks": "db.c", "bounds": 1}) == \
             "wrong type for 'bounds' field, expected vector array, found bounds: 1"
+        assert await errmsg({"mergeChunks": "db.c", "bounds": None}) == \
+            "wrong type for 'bounds' field, expected vector array, found bounds: null"
         assert await errmsg(merge({"k": 10}, 5)) == ("error parsing element 1 of field bounds :: caused by :: "
                                                      "wrong type for '' field, expected object, found 1: 5")
         assert await errmsg(merge({"k": 10})) == "only a min and max bound may be specified"
