@@ -691,6 +691,7 @@ _RULES: dict[str, Callable[[str, Mapping[str, Any]], list[Requirement]]] = {
     "moveRange": _on_arg_ns("moveChunk"),
     "split": _on_arg_ns("splitChunk"),
     "mergeChunks": _on_arg_ns("splitChunk"),
+    "mergeAllChunksOnShard": _on_arg_ns("splitChunk"),
     "clearJumboFlag": _on_arg_ns("clearJumboFlag"),
     "analyzeShardKey": _on_arg_ns("analyzeShardKey"),
     "getShardVersion": _on_arg_ns("getShardVersion"),

@@ -1,4 +1,4 @@
-"""The whole cluster under random writes, transactions, migrations, new shards, drops and faults,
+"""The whole cluster under random writes, transactions, migrations, chunk merges, new shards, drops and faults,
 through two routers (each with its own, possibly stale, routing cache), while routers restart and a
 shard drains and leaves.
 
@@ -30,7 +30,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 import trio
-from bson import Int64
+from bson import Int64, MinKey
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
@@ -105,6 +105,12 @@ def _ns_of(ev: dict) -> str:
         return "db.c"  # (an invalidate)
     coll = ev["ns"].get("coll")
     return f"{ev['ns']['db']}.{'tmp' if coll and TMP.match(coll) else coll}"
+
+
+def _k(bound: dict) -> int:
+    """A chunk bound of db.c as a number (MinKey and MaxKey beyond every k)."""
+    k = bound["k"]
+    return k if isinstance(k, int) else -(10**9) if isinstance(k, MinKey) else 10**9
 
 
 class ClusterMachine(RuleBasedStateMachine):
@@ -370,19 +376,76 @@ class ClusterMachine(RuleBasedStateMachine):
         await c.admin({"addShardToZone": shard, "zone": zone})
         await c.admin({"updateZoneKeyRange": "db.c", "min": {"k": lo}, "max": {"k": hi}, "zone": zone})
         self.zone = (lo, hi)
-        for _ in range(600):
-            if (await c.admin({"balancerCollectionStatus": "db.c"}))["balancerCompliant"]:
-                break
-            await trio.sleep(1)
+        await self._balanced()
         chunks = await c.find("config", "chunks", {"min.k": {"$gte": lo}, "max.k": {"$lte": hi}})
         assert {d["min"]["k"] for d in chunks if isinstance(d["min"]["k"], int)} >= {lo}, "no chunk starts at the zone"
         assert {d["shard"] for d in chunks} == {shard}, f"zone [{lo}, {hi}) of {shard} holds chunks elsewhere: {chunks}"
+
+    async def _balanced(self) -> None:
+        """Wait until the balancer has split and placed db.c's chunks by its zone."""
+        for _ in range(600):
+            if (await self.client.admin({"balancerCollectionStatus": "db.c"}))["balancerCompliant"]:
+                return
+            await trio.sleep(1)
 
     async def _unzone(self) -> None:
         if self.zone is not None:
             lo, hi = self.zone
             await self.client.admin({"updateZoneKeyRange": "db.c", "min": {"k": lo}, "max": {"k": hi}, "zone": None})
             self.zone = None
+
+    @rule(at=st.integers(1, 399), pick=st.integers(0, 2**16), span=st.integers(2, 4), via=st.integers(0, 1),
+          every=st.booleans())
+    def merge_chunks(self, at: int, pick: int, span: int, via: int, every: bool) -> None:
+        """db.c split at `at` (two adjacent chunks on one shard at least), then adjacent chunks of one shard
+        merged through one router: `mergeChunks` on up to `span` of them, or `mergeAllChunksOnShard` (which
+        takes only the chunks on the shard since before the history window).  A merge moves no shard's major
+        version: the other router, routing by the chunks from before, still reads exactly the documents
+        written; watchers see nothing of it."""
+        chunks = self.portal.call(self._db_c_chunks)
+        if all(d["min"] != {"k": at} for d in chunks):
+            self.portal.call(self.client.admin, {"split": "db.c", "middle": {"k": at}})
+            chunks = self.portal.call(self._db_c_chunks)
+        runs: list[list[dict]] = []
+        for d in chunks:
+            if runs and runs[-1][-1]["shard"] == d["shard"] and runs[-1][-1]["max"] == d["min"]:
+                runs[-1].append(d)
+            else:
+                runs.append([d])
+        runs = [r for r in runs if len(r) > 1]
+        if not runs:
+            return
+        run = runs[pick % len(runs)]
+        n = min(span, len(run))
+        start = (pick // len(runs)) % (len(run) - n + 1)
+        first, last = run[start], run[start + n - 1]
+        client = self.clients[via]
+        if every:
+            self.portal.call(client.admin, {"mergeAllChunksOnShard": "db.c", "shard": first["shard"]})
+        else:
+            self.portal.call(client.admin, {"mergeChunks": "db.c", "bounds": [first["min"], last["max"]]})
+        if self.zone is not None:  # a merged chunk across a zone bound: the balancer splits it there again
+            self.portal.call(self._balanced)
+        after = self.portal.call(self._db_c_chunks)
+        assert all(a["max"] == b["min"] for a, b in zip(after, after[1:])), f"a hole or an overlap: {after}"
+        lo, hi = _k(first["min"]), _k(last["max"])
+        resplit = self.zone is not None and any(lo < b < hi for b in self.zone)
+        assert len(after) <= len(chunks) - (0 if every or resplit else n - 1)
+        if not every:  # [lo, hi) is on the shard it was on, in one chunk unless a zone bound cuts it
+            inside = [d for d in after if lo <= _k(d["min"]) and _k(d["max"]) <= hi]
+            assert {d["shard"] for d in inside} == {first["shard"]}, after
+            assert resplit or [(d["min"], d["max"]) for d in inside] == [(first["min"], last["max"])], after
+        try:
+            docs = self.portal.call(self.clients[1 - via].find, "db", "c", {"k": {"$gte": lo, "$lt": hi}})
+        except CommandError:
+            return  # an injected fault
+        assert sorted(d["_id"] for d in docs) == sorted(i for i, k in self.docs.items() if lo <= k < hi)
+
+    async def _db_c_chunks(self) -> list[dict]:
+        """db.c's chunks in config.chunks, by lower bound."""
+        [coll] = await self.client.find("config", "collections", {"_id": "db.c"})
+        docs = await self.client.find("config", "chunks", {"uuid": coll["uuid"]})
+        return sorted(docs, key=lambda d: _k(d["min"]))
 
     @precondition(lambda self: not self.removed)
     @rule(which=st.integers(0, 2**16))

@@ -1,5 +1,5 @@
 """mongosh, for learners: the real mongosh 2.x against a mongosim cluster — `sh.status()`, every `sh.*` read
-helper, `db.c.getShardDistribution()` and `db.c.watch()`.
+helper, `db.c.getShardDistribution()`, `db.c.watch()` and `mergeChunks` through `db.adminCommand`.
 
 Finding mongosh: `$MONGOSIM_MONGOSH` (the path of a mongosh binary), a `mongosh` on PATH, or one installed
 earlier into the clone's `.tools/mongosh` (ignored by git).  Otherwise, when `npm` is on PATH, the test
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pymongo
 import pytest
-from bson import json_util
+from bson import MaxKey, MinKey, Timestamp, json_util
 
 REPO = Path(__file__).resolve().parents[2]
 PREFIX = REPO / ".tools" / "mongosh"
@@ -247,3 +247,34 @@ def test_zones_in_mongosh(mongosh, mongosim_cluster, shop):
     assert [t["tag"] for t in orders["tags"]] == ["low", "high"]
     assert out["refused"] == "shard00 is not in the correct zone high"
     assert [t["tag"] for t in out["tags"]] == ["high"]
+
+
+MERGE_JS = """
+sh.splitAt("shop.orders", {k: 50});
+const split = sh.status().value;
+const merged = db.adminCommand({mergeChunks: "shop.orders", bounds: [{k: MinKey}, {k: 100}]});
+const status = sh.status().value;
+const version = db.adminCommand({getShardVersion: "shop.orders", fullMetadata: true});
+const map = db.adminCommand({getShardMap: 1});
+print(EJSON.stringify({split, merged, status, version, map}, {relaxed: false}));
+"""
+
+
+@pytest.mark.mongosim(isolated=True, shards=2)
+def test_merge_chunks_from_mongosh(mongosh, mongosim_cluster, shop):
+    """mongosh has no sh.* helper for mergeChunks: `db.adminCommand` runs it, and sh.status() lists the
+    merged chunk; getShardVersion's chunks and getShardMap's map as mongosh receives them."""
+    out = run_js(mongosh, mongosim_cluster.uri, MERGE_JS)
+
+    def chunks(status) -> list:
+        (shop_db,) = [d for d in status["databases"] if d["database"]["_id"] == "shop"]
+        return _plain(shop_db["collections"]["shop.orders"]["chunkMetadata"])
+
+    assert chunks(out["split"]) == [{"shard": "shard00", "nChunks": 2}, {"shard": "shard01", "nChunks": 1}]
+    assert out["merged"]["ok"] == 1
+    assert chunks(out["status"]) == [{"shard": "shard00", "nChunks": 1}, {"shard": "shard01", "nChunks": 1}]
+    assert [[b["k"] for b in c] for c in out["version"]["chunks"]] == [[MinKey(), 100], [100, MaxKey()]]
+    assert isinstance(out["version"]["version"], Timestamp)  # (a Timestamp, as the server appends it)
+    assert list(out["map"]["map"]) == ["shard00", "shard01", "config"]
+    chunk_docs = list(shop.config.chunks.find({}, sort=[("lastmod", -1)]))
+    assert out["version"]["version"] == chunk_docs[0]["lastmod"]
