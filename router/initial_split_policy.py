@@ -12,7 +12,8 @@ The policy:
   on (31389, 31391).  Each range is then split, on the hashed field, into one chunk per shard of
   its zone (with the range's prefix values; calculateHashedSplitPoints), each on one of them;
 - an empty collection without zone ranges and a hashed-prefix key: one chunk per shard
-  (SplitPointsBasedSplitPolicy; mongosim keeps its own placement, see `_split_points_chunks`);
+  (SplitPointsBasedSplitPolicy; mongosim does this for any hashed key, with its own split points and
+  shard order: `even_hashed_chunks`);
 - an empty collection with zone ranges: one chunk per range, on a shard of the range's zone taken
   round-robin over the zone's shards (in `config.shards` order) from one range of the zone to the
   next (SingleChunkPerTagSplitPolicy); every gap before, between and after the ranges is one chunk,
@@ -188,9 +189,9 @@ def hashed_split_points(pattern: ShardKeyPattern, prefix: tuple, n: int) -> list
     return [(*prefix, Int64(v), *(MinKey() for _ in range(rest))) for v in sorted(values)]
 
 
-def _split_points_chunks(router: Router, pattern: ShardKeyPattern, shards: list[str]) -> Chunks:
-    """An empty collection on a hashed key, without zones: one chunk per shard, `shards` in name order
-    over 2^64 / n wide ranges (mongosim's placement, kept as it was)."""
+def even_hashed_chunks(pattern: ShardKeyPattern, shards: list[str]) -> Chunks:
+    """One chunk per shard of `shards`, in their order, over 2^64 / n wide ranges of the hashed field
+    (mongosim's placement for a hashed key on an empty collection without zones, and resharding's)."""
     n = len(shards)
     points = [-(2**63) + (2**64 * i) // n for i in range(1, n)]
     edges = [None, *points, None]
@@ -247,6 +248,6 @@ def first_chunks(router: Router, pattern: ShardKeyPattern, ranges: list[ZoneRang
     if empty and ranges:
         return _zoned_chunks(router, pattern, ranges, False, _zone_to_shards(router, ranges))
     if empty and pattern.hashed and len(shards) > 1:
-        return _split_points_chunks(router, pattern, shards)
+        return even_hashed_chunks(pattern, shards)
     whole = (tuple(MinKey() for _ in pattern.fields), tuple(MaxKey() for _ in pattern.fields))
     return [(*whole, primary)]

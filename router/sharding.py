@@ -601,12 +601,7 @@ async def cmd_reshard_collection(router: Router, req: Request) -> dict:
             new_uuid = Binary(_uuid.uuid4().bytes, 4)
             names = placeable_shards(router)
             if new.hashed and len(names) > 1:
-                n = len(names)
-                points = [-(2**63) + (2**64 * i) // n for i in range(1, n)]
-                edges = [None, *points, None]
-                bounds = [(tuple(MinKey() if edges[i] is None else Int64(edges[i]) if f in new.hashed else MinKey() for f in new.fields),
-                           tuple(MaxKey() if edges[i + 1] is None else Int64(edges[i + 1]) if f in new.hashed else MinKey() for f in new.fields),
-                           names[i]) for i in range(n)]
+                bounds = initial_split_policy.even_hashed_chunks(new, names)
             else:
                 bounds = [(tuple(MinKey() for _ in new.fields), tuple(MaxKey() for _ in new.fields), primary)]
             owners = sorted({b[2] for b in bounds})

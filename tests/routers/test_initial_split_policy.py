@@ -264,7 +264,9 @@ ZONES = ("A", "B", "C")
 
 @st.composite
 def layouts(draw):
-    """(shard count, {shard: zones}, [(lo, hi, zone)] disjoint in key order over 0..99 or open ends, presplit)."""
+    """(shard count, {shard: zones}, [(lo, hi, zone)] disjoint in key order over 0..99, the first from
+    "min" or the last to "max" at times, presplit)."""
+    presplit = draw(st.booleans())
     n = draw(st.integers(2, 4))
     members = {z: draw(st.lists(st.integers(0, n - 1), min_size=1, max_size=n, unique=True)) for z in ZONES}
     cuts = sorted(draw(st.lists(st.integers(0, 99), min_size=2, max_size=10, unique=True)))
@@ -274,14 +276,15 @@ def layouts(draw):
             ranges.append((cuts[i], cuts[i + 1], draw(st.sampled_from(ZONES))))
     if not ranges:
         ranges.append((cuts[0], cuts[1], "A"))
-    if draw(st.booleans()):  # an open end
-        lo, hi, z = ranges[-1]
-        ranges[-1] = (lo, None, z)
+    if draw(st.booleans()):
+        ranges[-1] = (ranges[-1][0], "max", ranges[-1][2])
+    if not presplit and draw(st.booleans()):  # (presplitting needs a value before the hashed field)
+        ranges[0] = ("min", ranges[0][1], ranges[0][2])
     shard_zones: dict[int, list[str]] = {}
     for z, shards in members.items():
         for s in shards:
             shard_zones.setdefault(s, []).append(z)
-    return n, shard_zones, ranges, draw(st.booleans())
+    return n, shard_zones, ranges, presplit
 
 
 @settings(max_examples=50)
@@ -295,10 +298,10 @@ def test_initial_chunks_tile_the_key_space_and_keep_every_zone(layout):
             names = sorted(core.router.shards)
             if presplit:  # a compound key {p, h: hashed}, each range over p values, presplit on h
                 key = {"p": 1, "h": "hashed"}
-                def bound(v): return {"p": MAX, "h": MAX} if v is None else {"p": v, "h": MIN}
+                def bound(v): return {"p": MAX, "h": MAX} if v == "max" else {"p": v, "h": MIN}
             else:
                 key = {"k": 1}
-                def bound(v): return {"k": MAX} if v is None else {"k": v}
+                def bound(v): return {"k": {"min": MIN, "max": MAX}.get(v, v)}
             await _zones(c, "db.c", {names[s]: zs for s, zs in shard_zones.items()},
                          [(bound(lo), bound(hi), z) for lo, hi, z in ranges])
             await c.admin({"shardCollection": "db.c", "key": key, "presplitHashedZones": presplit})
