@@ -6,6 +6,7 @@ collection that has documents, and the ranges checked against the proposed key (
 
 from __future__ import annotations
 
+import pymongo
 import pytest
 import trio
 import trio.testing
@@ -13,6 +14,7 @@ from bson import Int64, MaxKey, MinKey, Timestamp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import mongosim
 from mongosim.core import open_cluster
 from mongosim.router.initial_split_policy import default_engine_shuffle
 from mongosim.shardsim.shard_key import ShardKeyPattern, hash64
@@ -132,6 +134,41 @@ async def test_without_zones_nothing_changes(autojump_clock):
         assert _layout(await _chunks(c, "db.r"), "k") == [(MIN, MAX, "shard01")]
         await c.admin({"shardCollection": "db.h", "key": {"h": "hashed"}})
         assert [d["shard"] for d in await _chunks(c, "db.h")] == ["shard00", "shard01", "shard02"]
+
+
+def test_through_pymongo_zones_then_shard_collection():
+    """The shell's order of things (sh.addShardToZone, sh.updateZoneKeyRange, then sh.shardCollection) over the
+    wire: the chunks keep the zones at once, documents and a change stream follow them."""
+    with mongosim.Cluster(shards=3, port=0, instant_hwm=True) as cluster:
+        client = pymongo.MongoClient(cluster.uri)
+        admin = client.admin
+        admin.command("balancerStop")
+        admin.command("enableSharding", "pz", primaryShard="shard00")
+        admin.command("addShardToZone", "shard01", zone="EU")
+        admin.command("addShardToZone", "shard02", zone="US")
+        admin.command("updateZoneKeyRange", "pz.c", min={"region": "EU"}, max={"region": "EV"}, zone="EU")
+        admin.command("updateZoneKeyRange", "pz.c", min={"region": "US"}, max={"region": "UT"}, zone="US")
+        with pytest.raises(pymongo.errors.OperationFailure) as info:
+            admin.command("shardCollection", "pz.c", key={"region": 1, "_id": 1})
+        assert info.value.code == 72 and info.value.details["codeName"] == "InvalidOptions"
+        with client.pz.c.watch() as stream:
+            reply = admin.command("shardCollection", "pz.c", key={"region": 1})
+            assert (reply["collectionsharded"], reply["ok"]) == ("pz.c", 1.0)
+            uuid = client.config.collections.find_one({"_id": "pz.c"})["uuid"]
+            chunks = list(client.config.chunks.find({"uuid": uuid}).sort("lastmod", 1))
+            gaps = default_engine_shuffle(["shard00", "shard01", "shard02"])
+            assert [(d["min"]["region"], d["max"]["region"], d["shard"]) for d in chunks] == [
+                (MIN, "EU", gaps[0]), ("EU", "EV", "shard01"), ("EV", "US", gaps[1]), ("US", "UT", "shard02"),
+                ("UT", MAX, gaps[2])]
+            docs = [{"_id": i, "region": r} for i, r in enumerate(["EU", "EU", "US", "AF", "US", "ZZ"])]
+            client.pz.c.insert_many(docs)
+            assert sorted(next(stream)["documentKey"]["_id"] for _ in docs) == [d["_id"] for d in docs]
+        for d in docs:
+            holders = [name for name, node in cluster.core.shards.items()
+                       if (coll := node.catalog.collection("pz", "c")) is not None and coll.get(d["_id"]) is not None]
+            want = {"EU": "shard01", "US": "shard02", "AF": gaps[0], "ZZ": gaps[2]}[d["region"]]
+            assert holders == [want]
+        client.close()
 
 
 # -- the ranges against the proposed key -----------------------------------------------------------
