@@ -112,6 +112,22 @@ async def test_an_empty_collection_gets_a_chunk_per_zone_range_and_per_gap(autoj
         await stream.close()
 
 
+async def test_a_draining_shard_gets_no_gap_but_keeps_its_zone_turn(autojump_clock):
+    """The gaps go round the non-draining shards (getAllNonDrainingShardIdsShuffled); a zone's ranges round
+    all the zone's shards, draining or not (buildTagsToShardIdsMap reads every config.shards document)."""
+    async with open_cluster(shards=3, listen=False, epoch=EPOCH, instant_hwm=True) as core:
+        c = AsyncClient(core.router)
+        await c.admin({"enableSharding": "db", "primaryShard": "shard01"})
+        await _zones(c, "db.c", {"shard00": ["A"], "shard01": ["A"]}, [
+            ({"k": 10}, {"k": 20}, "A"), ({"k": 30}, {"k": 40}, "A")])
+        assert (await c.admin({"removeShard": "shard00"}))["state"] == "started"  # (the balancer is stopped)
+        await c.admin({"shardCollection": "db.c", "key": {"k": 1}})
+        gaps = default_engine_shuffle(["shard01", "shard02"])
+        assert gaps == ["shard02", "shard01"]
+        assert _layout(await _chunks(c, "db.c"), "k") == [
+            (MIN, 10, gaps[0]), (10, 20, "shard00"), (20, 30, gaps[1]), (30, 40, "shard01"), (40, MAX, gaps[0])]
+
+
 async def test_a_collection_with_documents_gets_one_chunk_on_its_primary(autojump_clock):
     async with open_cluster(shards=3, listen=False, epoch=EPOCH, instant_hwm=True) as core:
         c = AsyncClient(core.router)
