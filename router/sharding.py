@@ -26,12 +26,13 @@ from mongosim.oplog import bsonutil
 from mongosim.oplog.errors import MongoError
 from mongosim.router.catalog_cache import Chunk, CollectionRouting
 from mongosim.router.collation_targeting import check_default_collation, check_shard_collection_collation
-from mongosim.router import timeseries_routing, zone_info
+from mongosim.router import initial_split_policy, timeseries_routing, zone_info
 from mongosim.router.command_registry import router_command
 from mongosim.router.request import Request
 from mongosim.router.sharding_catalog_manager import CriticalSections
 from mongosim.router.sharding_logging import chunk_version_string, log_change
 from mongosim.shardsim.collection_uuid import check_collection_uuid, uuid_arg
+from mongosim.shardsim.query.values import type_name
 from mongosim.shardsim.shard_key import ShardKeyPattern
 
 if TYPE_CHECKING:
@@ -163,6 +164,7 @@ async def cmd_shard_collection(router: Router, req: Request) -> dict:
         raise MongoError(5731501, "Sharding a time-series buckets collection is not allowed; shard the time-series "
                                   "collection itself")
     pattern = ShardKeyPattern(key)
+    _presplit_hashed_zones(req)
     if req.cmd.get("unique") and pattern.hashed:
         raise MongoError("InvalidOptions", "hashed shard keys cannot be declared unique.")
     check_shard_collection_collation(req.cmd.get("collation"))
@@ -176,6 +178,15 @@ async def cmd_shard_collection(router: Router, req: Request) -> dict:
                                  primary, ts)
             return {**reply, "collectionsharded": ns}
         return await _shard(router, req, ns, key, bool(req.cmd.get("unique", False)), primary)
+
+
+def _presplit_hashed_zones(req: Request) -> bool:
+    """The `presplitHashedZones` option (an IDL bool: a bool or absent)."""
+    v = req.cmd.get("presplitHashedZones")
+    if v is not None and not isinstance(v, bool):
+        raise MongoError("TypeMismatch", f"BSON field 'ShardCollection.presplitHashedZones' is the wrong type "
+                                         f"'{type_name(v)}', expected type 'bool'")
+    return bool(v)
 
 
 async def _shard(router: Router, req: Request, ns: str, key: Any, unique: bool, primary: str, ts: Any = None) -> dict:
@@ -192,11 +203,15 @@ async def _shard(router: Router, req: Request, ns: str, key: Any, unique: bool, 
     await log_change(router, "shardCollection.start", ns, {"shardKey": dict(pattern.key), "collection": ns,
                                                            "primary": primary}, by=pnode, client_addr=_peer(req))
     coll = pnode.catalog.collection(db, name)
+    default_collation = coll.options.get("collation") if coll is not None else None
+    check_default_collation(default_collation, req.cmd.get("collation"))
+    # the initial chunks (before the collection and its index are made, as the coordinator decides)
+    bounds = initial_split_policy.first_chunks(
+        router, pattern, zone_info.zone_ranges(router, ns), empty=coll is None or len(coll) == 0,
+        presplit=_presplit_hashed_zones(req), primary=primary, shards=placeable_shards(router))
     if coll is None:
         await router.shard(primary).command(db, {"create": name})
         coll = pnode.catalog.collection(db, name)
-    default_collation = coll.options.get("collation")
-    check_default_collation(default_collation, req.cmd.get("collation"))
     # the shard key index (chunks hold binary ranges: only an index of the simple collation serves)
     has_index = any(list(s["key"]) [: len(pattern.fields)] == pattern.fields and "collation" not in s and
                     all(s["key"][f] == pattern.key[f] for f in pattern.fields) for s in coll.indexes)
@@ -214,22 +229,6 @@ async def _shard(router: Router, req: Request, ns: str, key: Any, unique: bool, 
     uuid = coll.uuid
     epoch = ObjectId()
     timestamp = router.clock.now()
-    # initial chunks: one chunk on the primary; hashed keys on an empty collection get one per shard
-    bounds: list[tuple[tuple, tuple, str]] = []
-    if pattern.hashed and len(coll) == 0 and len(placeable_shards(router)) > 1:
-        names = placeable_shards(router)
-        n = len(names)
-        span = 2**64
-        points = [-(2**63) + (span * i) // n for i in range(1, n)]
-        edges = [None, *points, None]
-        for i, shard_name in enumerate(names):
-            lo = tuple(MinKey() if edges[i] is None else (Int64(edges[i]) if f in pattern.hashed else MinKey())
-                       for f in pattern.fields)
-            hi = tuple(MaxKey() if edges[i + 1] is None else (Int64(edges[i + 1]) if f in pattern.hashed else MinKey())
-                       for f in pattern.fields)
-            bounds.append((lo, hi, shard_name))
-    else:
-        bounds.append((tuple(MinKey() for _ in pattern.fields), tuple(MaxKey() for _ in pattern.fields), primary))
     owners = sorted({b[2] for b in bounds})
     for shard_name in owners:
         await router.shard(shard_name).command(db, {
@@ -254,7 +253,7 @@ async def _shard(router: Router, req: Request, ns: str, key: Any, unique: bool, 
         })
     await config_write(router, {"insert": "chunks", "documents": chunk_docs})
     router.refresh_catalog()
-    request = {"shardKey": dict(pattern.key), "unique": unique, "presplitHashedZones": bool(req.cmd.get("presplitHashedZones", False))}
+    request = {"shardKey": dict(pattern.key), "unique": unique, "presplitHashedZones": _presplit_hashed_zones(req)}
     await router.shard(primary).command(db, {"_shardsvrNotifyShardCollection": ns, "request": request})
     await log_change(router, "shardCollection.end", ns, {
         "uuid": uuid, "placementVersion": chunk_version_string(1, len(bounds) - 1, epoch, timestamp),
@@ -602,12 +601,7 @@ async def cmd_reshard_collection(router: Router, req: Request) -> dict:
             new_uuid = Binary(_uuid.uuid4().bytes, 4)
             names = placeable_shards(router)
             if new.hashed and len(names) > 1:
-                n = len(names)
-                points = [-(2**63) + (2**64 * i) // n for i in range(1, n)]
-                edges = [None, *points, None]
-                bounds = [(tuple(MinKey() if edges[i] is None else Int64(edges[i]) if f in new.hashed else MinKey() for f in new.fields),
-                           tuple(MaxKey() if edges[i + 1] is None else Int64(edges[i + 1]) if f in new.hashed else MinKey() for f in new.fields),
-                           names[i]) for i in range(n)]
+                bounds = initial_split_policy.even_hashed_chunks(new, names)
             else:
                 bounds = [(tuple(MinKey() for _ in new.fields), tuple(MaxKey() for _ in new.fields), primary)]
             owners = sorted({b[2] for b in bounds})

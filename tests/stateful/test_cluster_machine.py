@@ -19,7 +19,8 @@ Reads through the shard-key index (rule `indexed_read`, also under a collation) 
 documents written; a capped collection (rule `insert_capped`) keeps its newest three, and streams show
 the evictions as deletes.  DDL: the sharded collection dropped and recreated, an unsharded one renamed
 into another database (its copy's events in whole-cluster streams), a view's definition modified (both
-routers read the new one at once).
+routers read the new one at once), and a collection sharded after its zone range was defined (its
+first chunks keep the zone: the documents written to it are on the zone's shard at once).
 """
 
 from __future__ import annotations
@@ -135,6 +136,7 @@ class ClusterMachine(RuleBasedStateMachine):
         self.snapshots: list[tuple] = []  # (atClusterTime, {_id: k} seen, drops then, restarts then, trio time)
         self.drops = 0
         self.zone: tuple[int, int] | None = None  # db.c's zone range, if any (router/zones.py)
+        self.zoned = 0  # collections db.z<N> sharded after their zone range was defined (shard_a_zoned_collection)
         self.restarts = 0  # a restarted shard has no snapshot history
         self.created = 0  # collections db.t<N> created by transactions (rule transaction_creates_a_collection)
         self.removed: set[str] = set()  # shards removed by removeShard
@@ -446,6 +448,43 @@ class ClusterMachine(RuleBasedStateMachine):
         [coll] = await self.client.find("config", "collections", {"_id": "db.c"})
         docs = await self.client.find("config", "chunks", {"uuid": coll["uuid"]})
         return sorted(docs, key=lambda d: _k(d["min"]))
+
+    @precondition(lambda self: self.zoned < 3)
+    @rule(lo=st.integers(0, 398), span=st.integers(1, 200), which=st.integers(0, 2**16))
+    def shard_a_zoned_collection(self, lo: int, span: int, which: int) -> None:
+        """A new collection whose zone range was defined before it was sharded (router/initial_split_policy.py):
+        its first chunks keep the zone at once (nothing for the balancer to do), and its documents land where
+        their chunks are.  The range then goes, so that any shard can still be drained."""
+        self.portal.call(self._clear_faults)
+        shards = self.live_shards()
+        self.zoned += 1
+        self.portal.call(self._shard_zoned, f"z{self.zoned}", shards[which % len(shards)], lo, min(lo + span, 400))
+
+    async def _shard_zoned(self, name: str, shard: str, lo: int, hi: int) -> None:
+        c, ns, zone = self.client, f"db.{name}", f"initial_{name}"  # (keyed on z: rule zone_a_range reads chunks by k)
+        await c.admin({"addShardToZone": shard, "zone": zone})
+        await c.admin({"updateZoneKeyRange": ns, "min": {"z": lo}, "max": {"z": hi}, "zone": zone})
+        await c.admin({"shardCollection": ns, "key": {"z": 1}})
+        [coll] = await c.find("config", "collections", {"_id": ns})
+        chunks = await c.find("config", "chunks", {"uuid": coll["uuid"]})
+        # [MinKey, lo), the range on its zone's shard, [hi, MaxKey)
+        assert len(chunks) == 3 and [d["shard"] for d in chunks if d["min"]["z"] == lo] == [shard], chunks
+        assert (await c.admin({"balancerCollectionStatus": ns}))["balancerCompliant"]
+        written = []
+        for k in sorted({lo, (lo + hi) // 2, hi - 1, hi}):
+            i = self.next_id
+            self.next_id += 1
+            try:
+                await c.insert("db", name, [{"_id": i, "z": k}])
+            except CommandError:
+                continue
+            self.log.append((ns, "insert", i))
+            written.append((i, k))
+        held = self.core.router.shard(shard).node.catalog.collection("db", name)
+        assert {i for i, k in written if lo <= k < hi} <= {d["_id"] for d in held.docs.values()}
+        assert sorted(d["_id"] for d in await c.find("db", name)) == sorted(i for i, _ in written)
+        await c.admin({"updateZoneKeyRange": ns, "min": {"z": lo}, "max": {"z": hi}, "zone": None})
+        await c.admin({"removeShardFromZone": shard, "zone": zone})
 
     @precondition(lambda self: not self.removed)
     @rule(which=st.integers(0, 2**16))
