@@ -10,6 +10,7 @@ from mongosim.router import (  # noqa: F401
     bulk_write,
     check_metadata_consistency,
     cluster_aggregate,
+    cluster_compact,
     cluster_source_stages,
     cluster_storage_stats,
     cluster_explain,
