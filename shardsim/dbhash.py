@@ -42,6 +42,7 @@ from mongosim.shardsim import snapshot_reads
 from mongosim.shardsim.catalog import ID_INDEX
 from mongosim.shardsim.command_registry import command
 from mongosim.shardsim.index_access_method import IndexAccessMethod
+from mongosim.shardsim.query.matcher import truthy_arg
 
 if TYPE_CHECKING:
     from mongosim.shardsim.catalog import Collection
@@ -135,7 +136,7 @@ def db_hash(node: Node, db: str, cmd: dict) -> dict:
     if isinstance(rc, dict) and "afterClusterTime" in rc:  # (allowsAfterClusterTime: false)
         raise MongoError("InvalidOptions", "afterClusterTime is not allowed for this command")
     desired = _desired(cmd)
-    skip_temp = bool(cmd.get("skipTempCollections"))
+    skip_temp = truthy_arg(cmd.get("skipTempCollections"))  # (BSONElement::trueValue)
     first = next(iter(cmd.values()))
     if first == "":
         raise MongoError("InvalidNamespace", "Cannot pass empty string for 'dbHash' field")

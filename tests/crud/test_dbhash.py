@@ -127,6 +127,12 @@ def test_internal_read_at_cluster_time(member):
     db.c.insert_one({"_id": 1})
     now = db.command("ping")["operationTime"]
     assert db.command({"dbHash": 1, "$_internalReadAtClusterTime": now})["collections"]["c"] == md5_of({"_id": 1})
+    db.c.insert_one({"_id": 2})
+    # the documents as they were at that time (the read pinned its snapshot), by either option
+    assert db.command({"dbHash": 1, "$_internalReadAtClusterTime": now})["collections"]["c"] == md5_of({"_id": 1})
+    snap = {"dbHash": 1, "readConcern": {"level": "snapshot", "atClusterTime": now}}
+    assert db.command(snap)["collections"]["c"] == md5_of({"_id": 1})
+    assert db.command("dbHash")["collections"]["c"] == md5_of({"_id": 1}, {"_id": 2})
     assert _code(lambda: db.command({"dbHash": 1, "$_internalReadAtClusterTime": 5})) == (
         14, "TypeMismatch", "The '$_internalReadAtClusterTime' option must be a Timestamp")
     assert _code(lambda: db.command({"dbHash": 1, "$_internalReadAtClusterTime": Timestamp(0, 0)})) == (

@@ -3,6 +3,8 @@ mongosim writes no log file, so it has nothing to rotate and knows no log type; 
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from bson import Decimal128, Int64
 from pymongo.errors import OperationFailure
@@ -25,6 +27,11 @@ def test_a_named_log_type(client):
     for log_type in ("server", "audit", "nonsense"):
         assert _code(lambda: client.admin.command({"logRotate": log_type})) == (
             4, "NoSuchKey", "Log rotation failed due to one or more errors")
+    # the detail went to the log (warning 6221500), not to the client
+    lines = [json.loads(line) for line in client.admin.command({"getLog": "global"})["log"]]
+    warning = [line for line in lines if line.get("id") == 6221500][-1]
+    assert (warning["s"], warning["c"], warning["msg"]) == ("W", "CONTROL", "Unknown log type for rotate")
+    assert warning["attr"] == {"logType": "nonsense"}
 
 
 def test_bad_arguments(client):

@@ -11,7 +11,6 @@ from hypothesis import strategies as st
 from mongosim.core import open_cluster
 from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.sync_from import parse_host_and_port
-from mongosim.testing import AsyncClient
 from tests.replset.conftest import EPOCH, member_client, settle
 
 
