@@ -139,6 +139,10 @@ def cmd_repl_set_sync_from(node: Node, ctx: OpCtx) -> dict:
     if me.sync_source is not None:
         reply["prevSyncTarget"] = me.sync_source.host
     me.sync_from = src
-    rs.notify()  # (its replication task looks again)
+    # its replication task looks again (parked on its source's oplog, or for a source); no state of the
+    # set changed, so no topologyVersion moves
+    me.wakeup.unpark_all()
+    if me.sync_source is not None:
+        me.sync_source.node.oplog.wake_readers()
     reply["ok"] = 1.0
     return reply

@@ -47,6 +47,21 @@ async def test_a_secondary_syncs_from_the_member_it_names(rs3, autojump_clock):
     assert s2.sync_source is primary
 
 
+async def test_the_switch_needs_no_write_and_moves_no_topology_version(rs3, autojump_clock):
+    core, c = rs3
+    rs = core.replica_sets["shard00"]
+    await settle(rs)
+    primary, s1, s2 = rs.members
+    c2 = member_client(core, s2)
+    before = (await c2.admin({"hello": 1}))["topologyVersion"]
+    last = primary.last_key
+    await c2.admin({"replSetSyncFrom": s1.host})
+    await trio.sleep(0.01)
+    assert primary.last_key == last  # (nothing was written meanwhile)
+    assert (await c2.admin({"replSetGetStatus": 1}))["syncSourceHost"] == s1.host
+    assert (await c2.admin({"hello": 1}))["topologyVersion"] == before
+
+
 async def test_the_request_ends_when_the_source_goes(rs3, autojump_clock):
     """The secondary falls back to the primary once the member it was told to sync from is unreachable."""
     core, c = rs3
