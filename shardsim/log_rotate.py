@@ -1,20 +1,23 @@
 """logRotate: rotate the process's log files (db/commands/generic_servers.cpp, logv2/log_util.cpp rotateLogs).
 
-`{logRotate: 1}` (any bool or number) rotates every log the process registered
-a rotator for; `{logRotate: "<type>"}` only that one ("server": the log file
-given by --logpath, "audit": the audit log of an enterprise server auditing to
-a file).  The server logs "Log rotation initiated" (id 23166) with the new
-files' suffix (".<UTC time>"), and answers `{ok: 1}`.  A type with no rotator
-fails with NoSuchKey (4) — and whatever the cause, a failed rotation answers
-with its code and the masked message "Log rotation failed due to one or more
-errors".  Its argument is an IDL variant [safeBool, string]: another type is
-TypeMismatch, and the command is strict (an unknown field: 40415).  Admin only;
-mongod and mongos alike (forRouter().forShard()).
+`{logRotate: 1}` (any bool or number) runs every log rotator the process
+registered; `{logRotate: "<type>"}` only that one.  Every process registers
+"server" (logv2's global log domain, log_manager.cpp): it renames the file of
+--logpath with the suffix and opens a new one — and, logging to the console
+only, has nothing to rotate and succeeds.  "audit" exists only on an
+enterprise server auditing to a file.  The server logs "Log rotation
+initiated" (id 23166) with the suffix (".<UTC time>") and answers `{ok: 1}`.  A
+type with no rotator fails with NoSuchKey (4) — and whatever the cause, a failed
+rotation answers with its code and the masked message "Log rotation failed due
+to one or more errors" (the detail goes to the log: "Unknown log type for
+rotate", warning 6221500).  Its argument is an IDL variant [safeBool, string]:
+another type is TypeMismatch, and the command is strict (an unknown field:
+40415); parsed before the admin-only check.  mongod and mongos alike
+(forRouter().forShard()).
 
 mongosim logs to a stream (stderr, and the RamLog getLog reads), never to a
-file, like a mongod started without --logpath: no rotator is registered, so
-`{logRotate: 1}` succeeds having nothing to rotate, and a named type —
-"server" included — is NoSuchKey.
+file, like a mongod started without --logpath: "server" is registered and
+rotates nothing; there is no "audit".
 """
 
 from __future__ import annotations
@@ -38,8 +41,13 @@ __all__ = ["ROTATORS", "log_rotate"]
 
 log = logging.getLogger("mongosim.control")
 
-# log type -> its rotator (renames the file with the suffix, opens a new one); none in mongosim
-ROTATORS: dict[str, Callable[[str], None]] = {}
+
+def _rotate_server_log(suffix: str) -> None:
+    """The global log domain's rotation: no file sink (mongosim logs to a stream), nothing to rename."""
+
+
+# log type -> its rotator (given the suffix: renames its file, opens a new one)
+ROTATORS: dict[str, Callable[[str], None]] = {"server": _rotate_server_log}
 _VARIANT = ("bool", "long", "int", "decimal", "double", "string")
 ROTATE_ERRMSG = "Log rotation failed due to one or more errors"
 
