@@ -19,6 +19,15 @@ def _error(reply: dict) -> tuple[str, str]:
     return reply["codeName"], reply["errmsg"]
 
 
+async def _settled_set(rs3):
+    """The set once replication settled: (core, primary client, set, its three members, a client of the last)."""
+    core, c = rs3
+    rs = core.replica_sets["shard00"]
+    await settle(rs)
+    primary, s1, s2 = rs.members
+    return core, c, rs, primary, s1, s2, member_client(core, s2)
+
+
 async def test_a_secondary_syncs_from_the_member_it_names(rs3, autojump_clock):
     core, c = rs3
     rs = core.replica_sets["shard00"]
@@ -48,11 +57,7 @@ async def test_a_secondary_syncs_from_the_member_it_names(rs3, autojump_clock):
 
 
 async def test_the_switch_needs_no_write_and_moves_no_topology_version(rs3, autojump_clock):
-    core, c = rs3
-    rs = core.replica_sets["shard00"]
-    await settle(rs)
-    primary, s1, s2 = rs.members
-    c2 = member_client(core, s2)
+    core, c, rs, primary, s1, s2, c2 = await _settled_set(rs3)
     before = (await c2.admin({"hello": 1}))["topologyVersion"]
     last = primary.last_key
     await c2.admin({"replSetSyncFrom": s1.host})
@@ -94,11 +99,7 @@ async def test_warning_when_the_target_is_more_than_ten_seconds_behind(rs3, auto
 
 
 async def test_errors(rs3, autojump_clock):
-    core, c = rs3
-    rs = core.replica_sets["shard00"]
-    await settle(rs)
-    primary, s1, s2 = rs.members
-    c2 = member_client(core, s2)
+    core, c, rs, primary, s1, s2, c2 = await _settled_set(rs3)
 
     async def err(client, cmd, db="admin"):
         return _error(await client.command(db, cmd, check=False))
