@@ -11,6 +11,7 @@ from mongosim.router import (  # noqa: F401
     check_metadata_consistency,
     clear_jumbo_flag,
     cluster_aggregate,
+    cluster_compact,
     cluster_source_stages,
     cluster_storage_stats,
     cluster_explain,

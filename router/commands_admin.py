@@ -14,6 +14,7 @@ from mongosim.router.host_info import host_info
 from mongosim.router.server_status import server_status_sections
 from mongosim.router.request import Request
 from mongosim.shardsim import ram_log
+from mongosim.shardsim.log_rotate import log_rotate
 from mongosim.shardsim.javascript import engine as js_engine
 from mongosim.shardsim.profiler import apply_profile_command
 from mongosim.shardsim.rw_concern_defaults import RWConcernDefaults
@@ -72,6 +73,12 @@ async def cmd_get_log(router: Router, req: Request) -> dict:
     if req.db != "admin":
         raise MongoError("Unauthorized", "getLog may only be run against the admin database.")
     return ram_log.get_log(req.cmd["getLog"])
+
+
+@router_command("logRotate")
+async def cmd_log_rotate(router: Router, req: Request) -> dict:
+    """The process's log files (shardsim/log_rotate.py: mongosim writes none); admin only."""
+    return log_rotate(req.db, req.cmd)
 
 
 @router_command("clearLog")

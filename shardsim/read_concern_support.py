@@ -7,6 +7,7 @@ supports (service_entry_point_common.cpp `_extractReadConcern`, strategy.cpp):
 - find, distinct and aggregate accept every level (snapshot included: the
   reads `shardsim/snapshot_reads.py` serves);
 - count accepts every level but snapshot;
+- dbHash accepts local, and snapshot (with the server's test commands on, as here);
 - an aggregate whose pipeline opens with `$changeStream` accepts only
   majority (a change stream reads majority-committed data; with no level it
   upconverts by itself), one with `$listLocalSessions` or `$listSessions`
@@ -53,6 +54,8 @@ LOCAL_ONLY = frozenset({
     "create", "drop", "dropDatabase", "createIndexes", "dropIndexes", "deleteIndexes", "collMod", "renameCollection",
 })
 NO_SNAPSHOT = frozenset({"count"})
+# local, or snapshot (the server's test commands, which mongosim enables): dbHash
+LOCAL_OR_SNAPSHOT = frozenset({"dbHash", "dbhash"})
 _IN_TRANSACTION_LEVELS = frozenset({"local", "majority", "snapshot"})
 
 
@@ -96,6 +99,8 @@ def _unsupported_reason(name: str, cmd: dict, level: str) -> str | None:
         return _READ_CONCERN_NOT_SUPPORTED if level != "local" else None
     if name in NO_SNAPSHOT:
         return _SNAPSHOT_NOT_SUPPORTED if level == "snapshot" else None
+    if name in LOCAL_OR_SNAPSHOT:
+        return _READ_CONCERN_NOT_SUPPORTED if level not in ("local", "snapshot") else None
     if name == "aggregate":
         stage = _first_stage(cmd)
         only = _STAGE_LEVEL.get(stage) if stage is not None else None

@@ -104,6 +104,7 @@ class Member:
         self.buffer: deque[tuple[float, Any, list[str], list[str], list[bytes]]] = deque()
         self.fetched_key = 0
         self.sync_source: Member | None = None
+        self.sync_from: Member | None = None  # the member replSetSyncFrom named (shardsim/sync_from.py)
         self.ops: dict[trio.CancelScope, str] = {}  # commands running on it -> "read" | "write"
         self.writes_blocked: trio.Event | None = None  # set while a step-down waits for a secondary
         self.process_id = ObjectId()

@@ -6,7 +6,8 @@ OplogApplier in one loop):
 1. the sync source is the primary, when this member is an alive secondary
    that can talk to it and replication is not stopped (the server's
    `stopReplProducer` failpoint stops the fetcher the same way); with no
-   primary, a reachable secondary ahead of it (`sync_source`);
+   primary, a reachable secondary ahead of it; the member replSetSyncFrom
+   named, while it suits (`sync_source`);
 2. if this member's newest entry is not in the source's history, it has
    diverged: it rolls back (`shardsim.rollback`) — or, when the source's
    bounded oplog no longer reaches back to it, it re-syncs
@@ -37,13 +38,38 @@ if TYPE_CHECKING:
     from mongosim.shardsim.replica_set import Member, ReplicaSet
 
 
+def keeps_requested_source(rs: "ReplicaSet", m: "Member", src: "Member") -> bool:
+    """Whether `m` goes on syncing from the member replSetSyncFrom named (shardsim/sync_from.py), as
+    the server's fetcher keeps a source (shouldChangeSyncSource): reachable, a primary or secondary,
+    holding `m`'s newest entry (not behind it, not diverged), and the primary, or ahead of `m`, or
+    with a sync source of its own that is not `m`."""
+    if src.state not in (PRIMARY, SECONDARY) or src.arbiter or not rs.can_talk(m, src):
+        return False
+    if not m.on_history_of(src):
+        return False
+    if src.state == PRIMARY:
+        return True
+    if src.sync_source is m:
+        return False
+    return src.sync_source is not None or optime(src) > optime(m)
+
+
 def sync_source(rs: "ReplicaSet", m: "Member") -> "Member | None":
-    """The primary, when `m` can reach it; otherwise (chaining, allowed by default) the reachable
+    """The member replSetSyncFrom named while `m` keeps it (`keeps_requested_source`); else the
+    primary, when `m` can reach it; otherwise (chaining, allowed by default) the reachable
     secondary furthest ahead of `m` on the same history: with no primary, a lagging member catches
     up from another secondary, so it can win the next election (the one ahead of it may not stand,
     e.g. frozen by a step-down)."""
-    if not m.alive or not m.replicating or m.arbiter or m.state in (PRIMARY, ROLLBACK, REMOVED):
+    if not m.alive or m.arbiter or m.state in (PRIMARY, ROLLBACK, REMOVED):
+        m.sync_from = None  # (a request ends with the member's secondary life: elected, killed, ...)
         return None
+    if not m.replicating:
+        return None
+    wanted = m.sync_from
+    if wanted is not None:
+        if keeps_requested_source(rs, m, wanted):
+            return wanted
+        m.sync_from = None
     p = rs.primary
     if p is not None and p is not m and rs.can_talk(p, m):
         return p

@@ -264,6 +264,7 @@ def restart(rs: "ReplicaSet", m: "Member") -> None:
     m.node.catalog.snapshots.expire(float("inf"))
     m.fetched_key = m.last_key
     m.sync_source = None
+    m.sync_from = None  # (a replSetSyncFrom request does not outlive the process)
     if m.on_restart is not None:
         m.on_restart()
     rs.notify()

@@ -278,3 +278,29 @@ def test_merge_chunks_from_mongosh(mongosh, mongosim_cluster, shop):
     assert list(out["map"]["map"]) == ["shard00", "shard01", "config"]
     chunk_docs = list(shop.config.chunks.find({}, sort=[("lastmod", -1)]))
     assert out["version"]["version"] == chunk_docs[0]["lastmod"]
+
+
+SYNC_FROM_JS = """
+const first = rs.syncFrom(%(target)s);
+let refused = null;
+try { rs.syncFrom(%(me)s); } catch (e) { refused = {codeName: e.codeName, message: e.message}; }
+print(EJSON.stringify({first, refused, source: rs.status().syncSourceHost}, {relaxed: false}));
+"""
+
+
+def test_rs_sync_from_on_a_secondary(mongosh):
+    """rs.syncFrom(host) on a secondary: the member then syncs from that host; naming itself is refused."""
+    import mongosim
+
+    with mongosim.Cluster(topology="replset", members=3, port=0, instant_hwm=True) as cluster:
+        with pymongo.MongoClient(cluster.uri) as client:
+            client.shop.orders.insert_one({"_id": 1})
+            members = client.admin.command("replSetGetStatus")["members"]
+        primary = next(m["name"] for m in members if m["state"] == 1)
+        target, me = [m["name"] for m in members if m["state"] == 2]
+        script = SYNC_FROM_JS % {"target": json.dumps(target), "me": json.dumps(me)}
+        out = _plain(run_js(mongosh, f"mongodb://{me}/?directConnection=true", script))
+    assert out["first"]["syncFromRequested"] == target and out["first"]["prevSyncTarget"] == primary
+    assert out["first"]["ok"] == 1
+    assert out["refused"] == {"codeName": "InvalidOptions", "message": "I cannot sync from myself"}
+    assert out["source"] == target
