@@ -468,6 +468,17 @@ class ClusterMachine(RuleBasedStateMachine):
         self.zoned += 1
         self.portal.call(self._shard_zoned, f"z{self.zoned}", shards[which % len(shards)], lo, min(lo + span, 400))
 
+    async def _insert_one(self, name: str, fields: dict) -> int | None:
+        """Insert a document with the next `_id` into db.`name` and log it; None if the insert failed."""
+        i = self.next_id
+        self.next_id += 1
+        try:
+            await self.client.insert("db", name, [{"_id": i, **fields}])
+        except CommandError:
+            return None
+        self.log.append((f"db.{name}", "insert", i))
+        return i
+
     async def _shard_zoned(self, name: str, shard: str, lo: int, hi: int) -> None:
         c, ns, zone = self.client, f"db.{name}", f"initial_{name}"  # (keyed on z: rule zone_a_range reads chunks by k)
         await c.admin({"addShardToZone": shard, "zone": zone})
@@ -480,14 +491,8 @@ class ClusterMachine(RuleBasedStateMachine):
         assert (await c.admin({"balancerCollectionStatus": ns}))["balancerCompliant"]
         written = []
         for k in sorted({lo, (lo + hi) // 2, hi - 1, hi}):
-            i = self.next_id
-            self.next_id += 1
-            try:
-                await c.insert("db", name, [{"_id": i, "z": k}])
-            except CommandError:
-                continue
-            self.log.append((ns, "insert", i))
-            written.append((i, k))
+            if (i := await self._insert_one(name, {"z": k})) is not None:
+                written.append((i, k))
         held = self.core.router.shard(shard).node.catalog.collection("db", name)
         assert {i for i, k in written if lo <= k < hi} <= {d["_id"] for d in held.docs.values()}
         assert sorted(d["_id"] for d in await c.find("db", name)) == sorted(i for i, _ in written)
@@ -515,13 +520,8 @@ class ClusterMachine(RuleBasedStateMachine):
         assert [d["shard"] for d in chunks] == [shuffled[i % len(shuffled)] for i in range(len(chunks))], chunks
         assert len(chunks) == len(self.core.router.shards)
         for u in ids:
-            i = self.next_id
-            self.next_id += 1
-            try:
-                await c.insert("db", name, [{"_id": i, "u": u}])
-            except CommandError:
+            if (i := await self._insert_one(name, {"u": u})) is None:
                 continue
-            self.log.append((ns, "insert", i))
             [owner] = [d["shard"] for d in chunks if _hashed_in(d, hash64(u))]
             held = self.core.router.shard(owner).node.catalog.collection("db", name)
             assert held is not None and held.get(i) is not None
