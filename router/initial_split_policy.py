@@ -11,9 +11,11 @@ The policy:
   (31388), differs from the upper bound in one of them (31390), and is MinKey from the hashed field
   on (31389, 31391).  Each range is then split, on the hashed field, into one chunk per shard of
   its zone (with the range's prefix values; calculateHashedSplitPoints), each on one of them;
-- an empty collection without zone ranges and a hashed-prefix key: one chunk per shard
-  (SplitPointsBasedSplitPolicy; mongosim does this for any hashed key, with its own split points and
-  shard order: `even_hashed_chunks`);
+- an empty collection without zone ranges and a key whose FIRST field is hashed: one chunk per shard
+  of the cluster (SplitPointsBasedSplitPolicy: getNumShards counts draining shards too) between the
+  symmetric calculateHashedSplitPoints, the i-th chunk in key order on the (i mod k)-th of the k
+  non-draining shards in getAllNonDrainingShardIdsShuffled's order (below).  A hashed field after
+  the first (`{a: 1, h: "hashed"}`) gets no presplit: one chunk on the primary shard;
 - an empty collection with zone ranges: one chunk per range, on a shard of the range's zone taken
   round-robin over the zone's shards (in `config.shards` order) from one range of the zone to the
   next (SingleChunkPerTagSplitPolicy); every gap before, between and after the ranges is one chunk,
@@ -97,6 +99,13 @@ def default_engine_shuffle(items: list) -> list:
 def _shards_in_config_order(router: Router) -> list[dict]:
     """`config.shards` in natural order (the server's finds on it have no sort)."""
     return _config_docs(router, "shards")
+
+
+def _non_draining_shuffled(router: Router) -> list[str]:
+    """getAllNonDrainingShardIdsShuffled: the non-draining shards of `config.shards`, default-engine
+    shuffled (mongosim, which lets every shard drain, falls back to all of them rather than divide by 0)."""
+    docs = _shards_in_config_order(router)
+    return default_engine_shuffle([d["_id"] for d in docs if not d.get("draining")] or [d["_id"] for d in docs])
 
 
 def _zone_to_shards(router: Router, ranges: list[ZoneRange]) -> dict[str, list[str]]:
@@ -189,9 +198,22 @@ def hashed_split_points(pattern: ShardKeyPattern, prefix: tuple, n: int) -> list
     return [(*prefix, Int64(v), *(MinKey() for _ in range(rest))) for v in sorted(values)]
 
 
+def split_points_chunks(router: Router, pattern: ShardKeyPattern) -> Chunks:
+    """SplitPointsBasedSplitPolicy (a hashed-prefix key, an empty collection, no zones): as many chunks
+    as the cluster has shards, draining or not, between calculateHashedSplitPoints with no prefix; the
+    chunks in key order go round-robin over the shuffled non-draining shards
+    (generateShardCollectionInitialChunks)."""
+    n = max(1, len(_shards_in_config_order(router)))
+    shards = _non_draining_shuffled(router)
+    edges = [tuple(MinKey() for _ in pattern.fields), *hashed_split_points(pattern, (), n),
+             tuple(MaxKey() for _ in pattern.fields)]
+    return [(edges[i], edges[i + 1], shards[i % len(shards)]) for i in range(n)]
+
+
 def even_hashed_chunks(pattern: ShardKeyPattern, shards: list[str]) -> Chunks:
-    """One chunk per shard of `shards`, in their order, over 2^64 / n wide ranges of the hashed field
-    (mongosim's placement for a hashed key on an empty collection without zones, and resharding's)."""
+    """One chunk per shard of `shards`, in their order, over 2^64 / n wide ranges of the hashed field:
+    mongosim's stand-in for resharding's SamplingBasedSplitPolicy, whose split points come from a
+    `$sample` of the documents (random, so not reproducible)."""
     n = len(shards)
     points = [-(2**63) + (2**64 * i) // n for i in range(1, n)]
     edges = [None, *points, None]
@@ -210,7 +232,7 @@ def _zoned_chunks(router: Router, pattern: ShardKeyPattern, ranges: list[ZoneRan
     """AbstractTagsBasedSplitPolicy::createFirstChunks: the gaps round-robin over the shuffled
     non-draining shards; each range one chunk on its zone's next shard (SingleChunkPerTag) or, to
     presplit, one chunk per shard of its zone (PresplitHashedZones)."""
-    holes = default_engine_shuffle([d["_id"] for d in _shards_in_config_order(router) if not d.get("draining")])
+    holes = _non_draining_shuffled(router)
     out: Chunks = []
     hole_next = 0
     next_in_zone: dict[str, int] = {}
@@ -237,9 +259,9 @@ def _zoned_chunks(router: Router, pattern: ShardKeyPattern, ranges: list[ZoneRan
 
 
 def first_chunks(router: Router, pattern: ShardKeyPattern, ranges: list[ZoneRange], *, empty: bool,
-                 presplit: bool, primary: str, shards: list[str]) -> Chunks:
+                 presplit: bool, primary: str) -> Chunks:
     """The collection's initial chunks (createPolicy + createFirstChunks); `ranges`: its zone ranges in
-    key order, `shards`: the shards new chunks may go to (none draining)."""
+    key order."""
     validate_zones(pattern, ranges)
     if presplit:
         zone_shards = _zone_to_shards(router, ranges)
@@ -247,7 +269,7 @@ def first_chunks(router: Router, pattern: ShardKeyPattern, ranges: list[ZoneRang
         return _zoned_chunks(router, pattern, ranges, True, zone_shards)
     if empty and ranges:
         return _zoned_chunks(router, pattern, ranges, False, _zone_to_shards(router, ranges))
-    if empty and pattern.hashed and len(shards) > 1:
-        return even_hashed_chunks(pattern, shards)
+    if empty and pattern.fields[0] in pattern.hashed:  # (ShardKeyPattern::hasHashedPrefix)
+        return split_points_chunks(router, pattern)
     whole = (tuple(MinKey() for _ in pattern.fields), tuple(MaxKey() for _ in pattern.fields))
     return [(*whole, primary)]

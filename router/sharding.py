@@ -208,7 +208,7 @@ async def _shard(router: Router, req: Request, ns: str, key: Any, unique: bool, 
     # the initial chunks (before the collection and its index are made, as the coordinator decides)
     bounds = initial_split_policy.first_chunks(
         router, pattern, zone_info.zone_ranges(router, ns), empty=coll is None or len(coll) == 0,
-        presplit=_presplit_hashed_zones(req), primary=primary, shards=placeable_shards(router))
+        presplit=_presplit_hashed_zones(req), primary=primary)
     if coll is None:
         await router.shard(primary).command(db, {"create": name})
         coll = pnode.catalog.collection(db, name)

@@ -31,7 +31,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 import trio
-from bson import Int64, MinKey
+from bson import Int64, MaxKey, MinKey
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
@@ -40,7 +40,9 @@ from mongosim.core import ClusterOptions, serve_cluster
 from mongosim.testing import AsyncClient, CommandError
 from mongosim.testing.portal import TrioPortal
 from mongosim.router.catalog_cache import CatalogCache
+from mongosim.router.initial_split_policy import default_engine_shuffle
 from mongosim.router.sharding import add_shard
+from mongosim.shardsim.shard_key import hash64
 from mongosim.shardsim.snapshots import HISTORY_WINDOW_S
 
 EPOCH = 1_700_000_000
@@ -114,6 +116,11 @@ def _k(bound: dict) -> int:
     return k if isinstance(k, int) else -(10**9) if isinstance(k, MinKey) else 10**9
 
 
+def _hashed_in(chunk: dict, h: Int64) -> bool:
+    lo, hi = chunk["min"]["u"], chunk["max"]["u"]
+    return (isinstance(lo, MinKey) or lo <= h) and (isinstance(hi, MaxKey) or h < hi)
+
+
 class ClusterMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
@@ -137,6 +144,7 @@ class ClusterMachine(RuleBasedStateMachine):
         self.drops = 0
         self.zone: tuple[int, int] | None = None  # db.c's zone range, if any (router/zones.py)
         self.zoned = 0  # collections db.z<N> sharded after their zone range was defined (shard_a_zoned_collection)
+        self.hashed = 0  # collections db.h<N> sharded on a hashed key while empty (shard_a_hashed_collection)
         self.restarts = 0  # a restarted shard has no snapshot history
         self.created = 0  # collections db.t<N> created by transactions (rule transaction_creates_a_collection)
         self.removed: set[str] = set()  # shards removed by removeShard
@@ -460,6 +468,17 @@ class ClusterMachine(RuleBasedStateMachine):
         self.zoned += 1
         self.portal.call(self._shard_zoned, f"z{self.zoned}", shards[which % len(shards)], lo, min(lo + span, 400))
 
+    async def _insert_one(self, name: str, fields: dict) -> int | None:
+        """Insert a document with the next `_id` into db.`name` and log it; None if the insert failed."""
+        i = self.next_id
+        self.next_id += 1
+        try:
+            await self.client.insert("db", name, [{"_id": i, **fields}])
+        except CommandError:
+            return None
+        self.log.append((f"db.{name}", "insert", i))
+        return i
+
     async def _shard_zoned(self, name: str, shard: str, lo: int, hi: int) -> None:
         c, ns, zone = self.client, f"db.{name}", f"initial_{name}"  # (keyed on z: rule zone_a_range reads chunks by k)
         await c.admin({"addShardToZone": shard, "zone": zone})
@@ -472,19 +491,40 @@ class ClusterMachine(RuleBasedStateMachine):
         assert (await c.admin({"balancerCollectionStatus": ns}))["balancerCompliant"]
         written = []
         for k in sorted({lo, (lo + hi) // 2, hi - 1, hi}):
-            i = self.next_id
-            self.next_id += 1
-            try:
-                await c.insert("db", name, [{"_id": i, "z": k}])
-            except CommandError:
-                continue
-            self.log.append((ns, "insert", i))
-            written.append((i, k))
+            if (i := await self._insert_one(name, {"z": k})) is not None:
+                written.append((i, k))
         held = self.core.router.shard(shard).node.catalog.collection("db", name)
         assert {i for i, k in written if lo <= k < hi} <= {d["_id"] for d in held.docs.values()}
         assert sorted(d["_id"] for d in await c.find("db", name)) == sorted(i for i, _ in written)
         await c.admin({"updateZoneKeyRange": ns, "min": {"z": lo}, "max": {"z": hi}, "zone": None})
         await c.admin({"removeShardFromZone": shard, "zone": zone})
+
+    @precondition(lambda self: self.hashed < 2)
+    @rule(ids=st.lists(st.integers(0, 2**40), min_size=1, max_size=6, unique=True))
+    def shard_a_hashed_collection(self, ids: list[int]) -> None:
+        """A new empty collection sharded on a hashed key (router/initial_split_policy.py,
+        SplitPointsBasedSplitPolicy), whatever shards were added or removed before: one chunk per shard of
+        config.shards, round-robin over them in the server's shuffled order; documents land on their
+        chunk's shard."""
+        self.portal.call(self._clear_faults)
+        self.hashed += 1
+        self.portal.call(self._shard_hashed, f"h{self.hashed}", ids)
+
+    async def _shard_hashed(self, name: str, ids: list[int]) -> None:
+        c, ns = self.client, f"db.{name}"
+        await c.admin({"shardCollection": ns, "key": {"u": "hashed"}})
+        order = [d["_id"] for d in await c.find("config", "shards") if not d.get("draining")]
+        [coll] = await c.find("config", "collections", {"_id": ns})
+        chunks = sorted(await c.find("config", "chunks", {"uuid": coll["uuid"]}), key=lambda d: d["lastmod"])
+        shuffled = default_engine_shuffle(order)
+        assert [d["shard"] for d in chunks] == [shuffled[i % len(shuffled)] for i in range(len(chunks))], chunks
+        assert len(chunks) == len(self.core.router.shards)
+        for u in ids:
+            if (i := await self._insert_one(name, {"u": u})) is None:
+                continue
+            [owner] = [d["shard"] for d in chunks if _hashed_in(d, hash64(u))]
+            held = self.core.router.shard(owner).node.catalog.collection("db", name)
+            assert held is not None and held.get(i) is not None
 
     @precondition(lambda self: not self.removed)
     @rule(which=st.integers(0, 2**16))
