@@ -84,6 +84,8 @@ def tailable_find(node: Node, ctx: OpCtx, name: str) -> dict:
 
     cmd = ctx.cmd
     tailable_cursor.check_find_options(cmd)
+    int_arg(cmd, "skip", "find")
+    int_arg(cmd, "limit", "find")
     variables = for_command(node, ctx)
     matcher = Matcher(cmd.get("filter") or {}, variables)
     project = compile_projection(cmd["projection"], variables=variables) if cmd.get("projection") else None

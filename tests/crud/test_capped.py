@@ -83,6 +83,25 @@ def test_tailable_cursor_stays_open_at_the_end(db):
     assert db.command("find", "empty", tailable=True)["cursor"]["id"] == 0  # nothing to tail: not kept
 
 
+def test_tailable_cursor_skips_and_limits_across_its_batches(db):
+    db.create_collection("c", capped=True, size=4096)
+    db.c.insert_many([{"_id": i, "k": i % 2} for i in range(1, 8)])
+    reply = db.command("find", "c", filter={"k": 1}, tailable=True, skip=1, limit=3, batchSize=2)
+    cid = reply["cursor"]["id"]
+    assert [d["_id"] for d in reply["cursor"]["firstBatch"]] == [3, 5] and cid != 0
+    more = db.command("getMore", cid, collection="c", batchSize=5)
+    assert [d["_id"] for d in more["cursor"]["nextBatch"]] == [7]
+    db.c.insert_one({"_id": 9, "k": 1})
+    more = db.command("getMore", cid, collection="c")  # the limit is spent: open, and nothing more
+    assert more["cursor"]["nextBatch"] == [] and more["cursor"]["id"] == cid
+    db.command("killCursors", "c", cursors=[cid])
+    tail = db.c.find({"k": 0}, cursor_type=CursorType.TAILABLE)
+    assert [d["_id"] for d in tail[1:2]] == [4]  # pymongo's slice: skip 1, limit 1
+    with pytest.raises(OperationFailure) as e:
+        db.command("find", "c", tailable=True, limit=-2)
+    assert e.value.code == 2 and e.value.details["errmsg"] == "BSON field 'limit' value must be >= 0, actual value '-2'"
+
+
 def test_tailable_await_data_waits_for_new_documents(db):
     db.create_collection("c", capped=True, size=4096)
     db.c.insert_one({"_id": 1, "k": "a"})
