@@ -98,6 +98,27 @@ def test_max_time_always_times_out(rs_client):
         _failpoint(rs_client, "maxTimeAlwaysTimeOut", "off")
 
 
+def test_max_time_always_times_out_a_getmore_of_a_time_limited_cursor(rs_client):
+    """A cursor opened with a maxTimeMS keeps a time limit for its getMores (which may not name one): the
+    failpoint fails the getMore and frees the cursor; a cursor opened without one is unaffected."""
+    rs_client.fp.mtg.insert_many([{"_id": i} for i in range(5)])
+    limited = rs_client.fp.command("find", "mtg", batchSize=1, maxTimeMS=60000)["cursor"]["id"]
+    free = rs_client.fp.command("find", "mtg", batchSize=1)["cursor"]["id"]
+    _failpoint(rs_client, "maxTimeAlwaysTimeOut", "alwaysOn")
+    try:
+        with pytest.raises(ExecutionTimeout) as e:
+            rs_client.fp.command("getMore", limited, collection="mtg")
+        assert e.value.code == 50 and e.value.details["codeName"] == "MaxTimeMSExpired"
+        more = rs_client.fp.command("getMore", free, collection="mtg", batchSize=1)
+        assert more["cursor"]["nextBatch"] == [{"_id": 1}]
+    finally:
+        _failpoint(rs_client, "maxTimeAlwaysTimeOut", "off")
+    with pytest.raises(pymongo.errors.OperationFailure) as e:
+        rs_client.fp.command("getMore", limited, collection="mtg")
+    assert e.value.code == 43  # CursorNotFound: the failed getMore freed it
+    rs_client.fp.command("killCursors", "mtg", cursors=[free])
+
+
 # -- failCommand's matching (commands.cpp shouldActivateFailCommandFailPoint) -------------------------
 
 def _fail_times(client, **data):
