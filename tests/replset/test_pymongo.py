@@ -65,6 +65,25 @@ def test_majority_times_out_with_replication_stopped(cluster):
             router.admin.command({"mongosimFault": "shard01", "clear": True})
 
 
+def test_stop_repl_producer_failpoint_stops_one_secondary(cluster):
+    """configureFailPoint stopReplProducer on a secondary (as drivers' tests do): its fetcher stops, so w: 3
+    times out while w: 2 is still met by the other; turned off, the secondary catches up."""
+    rs = cluster.core.replica_sets["shard00"]
+    secondary = next(m for m in rs.members if m is not rs.primary)
+    with rs_client(cluster, "shard00") as c, \
+            pymongo.MongoClient(secondary.host, directConnection=True) as direct:
+        direct.admin.command("configureFailPoint", "stopReplProducer", mode="alwaysOn")
+        try:
+            with pytest.raises(WriteConcernError) as info:
+                c.fp.c.with_options(write_concern=WriteConcern(w=3, wtimeout=200)).insert_one({"_id": 1})
+            assert info.value.code == 64 and info.value.details["errInfo"]["writeConcern"]["w"] == 3
+            c.fp.c.with_options(write_concern=WriteConcern(w=2, wtimeout=5000)).insert_one({"_id": 2})
+        finally:
+            direct.admin.command("configureFailPoint", "stopReplProducer", mode="off")
+        c.fp.c.with_options(write_concern=WriteConcern(w=3, wtimeout=5000)).insert_one({"_id": 3})
+        assert direct.fp.c.count_documents({}) == 3
+
+
 def test_a_stream_on_a_secondary(cluster):
     with rs_client(cluster, "shard00", readPreference="secondary") as sec, rs_client(cluster, "shard00") as c:
         with sec.sec.c.watch(max_await_time_ms=100) as stream:
