@@ -84,6 +84,25 @@ def test_stop_repl_producer_failpoint_stops_one_secondary(cluster):
         assert direct.fp.c.count_documents({}) == 3
 
 
+def test_an_aggregate_that_writes_waits_for_its_write_concern(cluster):
+    """$out and $merge make an aggregate a write: its writeConcern is waited for and reported (a member's
+    and mongos's reply); a read-only pipeline's is not."""
+    with rs_client(cluster, "shard01") as c, pymongo.MongoClient(cluster.uri) as router:
+        for client in (c, router):
+            db = client.agg_wc
+            db.src.insert_one({"_id": 1})
+            four = db.src.with_options(write_concern=WriteConcern(w=4))
+            for stage in ({"$out": "o"}, {"$merge": {"into": "m"}}):
+                with pytest.raises(WriteConcernError) as info:
+                    four.aggregate([stage])
+                assert info.value.code == 100 and info.value.details["codeName"] == "UnsatisfiableWriteConcern"
+            assert db.o.find_one() == db.m.find_one() == {"_id": 1}  # (written: only the wait failed)
+            reply = db.command("aggregate", "src", pipeline=[], cursor={}, writeConcern={"w": 4})
+            assert "writeConcernError" not in reply
+            db.src.with_options(write_concern=WriteConcern(w=3, wtimeout=5000)).aggregate([{"$out": "o3"}])
+            client.drop_database("agg_wc")
+
+
 def test_a_stream_on_a_secondary(cluster):
     with rs_client(cluster, "shard00", readPreference="secondary") as sec, rs_client(cluster, "shard00") as c:
         with sec.sec.c.watch(max_await_time_ms=100) as stream:
