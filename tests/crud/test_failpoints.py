@@ -129,6 +129,26 @@ def _off(client):
     client.admin.command({"configureFailPoint": "failCommand", "mode": "off"})
 
 
+def test_fail_command_by_app_name_fails_the_handshake_hello(rs_client):
+    """A connection's first hello brings the client metadata: failCommand's appName matches it there
+    (drivers' tests fail a named client's handshakes so), and other clients connect as usual."""
+    uri = f"mongodb://{rs_client.address[0]}:{rs_client.address[1]}/?directConnection=true"
+    rs_client.admin.command({"configureFailPoint": "failCommand", "mode": "alwaysOn",
+                             "data": {"failCommands": ["hello", "isMaster"], "errorCode": 1234,
+                                      "appName": "handshakeFails"}})
+    try:
+        with pymongo.MongoClient(uri, appName="handshakeFails", serverSelectionTimeoutMS=300) as named:
+            with pytest.raises(pymongo.errors.ServerSelectionTimeoutError) as err:
+                named.admin.command("ping")
+            assert "Failing command via 'failCommand' failpoint" in str(err.value)
+        with pymongo.MongoClient(uri, appName="other", serverSelectionTimeoutMS=5000) as other:
+            assert other.admin.command("ping")["ok"] == 1.0
+    finally:
+        rs_client.admin.command({"configureFailPoint": "failCommand", "mode": "off"})
+    with pymongo.MongoClient(uri, appName="handshakeFails", serverSelectionTimeoutMS=5000) as named:
+        assert named.admin.command("ping")["ok"] == 1.0
+
+
 def test_fail_command_matches_a_command_by_its_aliases(rs_client):
     """failCommands names a command by any of its names: findandmodify fails findAndModify."""
     coll = rs_client.fp.alias
