@@ -106,33 +106,15 @@ def test_an_aggregate_that_writes_waits_for_its_write_concern(cluster):
 def test_out_and_merge_on_a_secondary_write_on_the_primary(cluster):
     """Since 5.0 a secondary runs an aggregate ending in $out or $merge and the primary takes the writes
     (they replicate to every member, the secondary included); its write concern is the primary's."""
-    from pymongo import monitoring
-    from pymongo.read_preferences import Secondary
-
-    class Where(monitoring.CommandListener):
-        def __init__(self):
-            self.ran_on = []
-
-        def started(self, event):
-            if event.command_name == "aggregate":
-                self.ran_on.append(event.connection_id)
-
-        def succeeded(self, event):
-            pass
-
-        def failed(self, event):
-            pass
-
-    where = Where()
     rs = cluster.core.replica_sets["shard01"]
-    with rs_client(cluster, "shard01", event_listeners=[where]) as c:
+    with rs_client(cluster, "shard01") as c:
         db = c.sec_out
         db.src.with_options(write_concern=WriteConcern(w=3)).insert_many([{"_id": 1}, {"_id": 2}])
-        sec = db.src.with_options(read_preference=Secondary(), write_concern=WriteConcern(w=3, wtimeout=10_000))
-        sec.aggregate([{"$match": {"_id": 2}}, {"$out": "o"}])
-        sec.aggregate([{"$merge": {"into": "m"}}])
-        primary = rs.primary.host
-        assert where.ran_on and all(f"{h}:{p}" != primary for h, p in where.ran_on)
+        sec = db.src.with_options(read_preference=ReadPreference.SECONDARY,
+                                 write_concern=WriteConcern(w=3, wtimeout=10_000))
+        ran_on = {sec.aggregate([{"$match": {"_id": 2}}, {"$out": "o"}]).address,
+                  sec.aggregate([{"$merge": {"into": "m"}}]).address}
+        assert rs.primary.host not in {f"{host}:{port}" for host, port in ran_on}
         for m in rs.members:
             with pymongo.MongoClient(m.host, directConnection=True) as direct:
                 assert list(direct.sec_out.o.find()) == [{"_id": 2}]
