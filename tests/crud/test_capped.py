@@ -7,6 +7,8 @@ import time
 
 import pytest
 from bson import Timestamp
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pymongo import CursorType
 from pymongo.errors import OperationFailure
 
@@ -100,6 +102,37 @@ def test_tailable_cursor_skips_and_limits_across_its_batches(db):
     with pytest.raises(OperationFailure) as e:
         db.command("find", "c", tailable=True, limit=-2)
     assert e.value.code == 2 and e.value.details["errmsg"] == "BSON field 'limit' value must be >= 0, actual value '-2'"
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ks=st.lists(st.integers(0, 2), max_size=12), skip=st.integers(0, 6), limit=st.integers(0, 6),
+       first=st.integers(0, 4), batches=st.lists(st.integers(1, 4), max_size=5), later=st.lists(st.integers(0, 2), max_size=4))
+def test_tailable_batches_are_the_skipped_and_limited_matches(db, ks, skip, limit, first, batches, later):
+    """Whatever the batch sizes, a tailable find's batches, with records added between getMores, are the
+    matching records in insertion order with the first `skip` passed over and at most `limit` of them."""
+    db.drop_collection("p")
+    db.create_collection("p", capped=True, size=1 << 20)
+    docs = [{"_id": i, "k": k} for i, k in enumerate(ks)]
+    if docs:
+        db.p.insert_many(docs)
+    reply = db.command("find", "p", filter={"k": 1}, tailable=True, skip=skip, limit=limit, batchSize=first)
+    got = [d["_id"] for d in reply["cursor"]["firstBatch"]]
+    cid = reply["cursor"]["id"]
+    assert (cid != 0) == bool(docs)  # (kept unless the collection is empty)
+    room = first
+    for n, k in zip(batches, later + [None] * len(batches)):
+        if not cid:
+            break
+        room += n
+        if k is not None:
+            docs.append({"_id": len(docs), "k": k})
+            db.p.insert_one(docs[-1])
+        got += [d["_id"] for d in db.command("getMore", cid, collection="p", batchSize=n)["cursor"]["nextBatch"]]
+    if cid:
+        db.command("killCursors", "p", cursors=[cid])
+    matching = [d["_id"] for d in docs if d["k"] == 1][skip:]
+    expected = matching[:limit] if limit else matching
+    assert got == expected[:room]  # each batch as full as its size allows
 
 
 def test_tailable_await_data_waits_for_new_documents(db):
