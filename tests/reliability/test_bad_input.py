@@ -302,3 +302,23 @@ def test_good_read_preferences_are_accepted(deployment):
         reply = client.bad.command("find", "c", filter={"_id": "seed"}, projection={"_id": 1},
                                    **{"$readPreference": rp})
         assert reply["cursor"]["firstBatch"] == [{"_id": "seed"}]
+
+
+@pytest.mark.parametrize("params, code, message", [
+    ({"apiVersion": "2"}, 322, "Cannot accept API version 2"),
+    ({"apiVersion": "3"}, 322, 'API version must be "1"'),
+    ({"apiStrict": True}, 4886600, "Provided apiStrict and/or apiDeprecationErrors without passing apiVersion"),
+    ({"apiDeprecationErrors": False}, 4886600,
+     "Provided apiStrict and/or apiDeprecationErrors without passing apiVersion"),
+    ({"apiVersion": 1}, 14, "BSON field 'APIParametersFromClient.apiVersion' is the wrong type 'int', expected type "
+                            "'string'"),
+    ({"apiVersion": "1", "apiStrict": 1}, 14, "BSON field 'APIParametersFromClient.apiStrict' is the wrong type"),
+])
+def test_bad_api_parameters_are_refused(deployment, params, code, message):
+    """initializeAPIParameters: every command but the handshake's and authentication's checks them."""
+    _topology, client = deployment
+    got, err = _code(lambda: client.bad.command("find", "c", **params))
+    assert got == code and err.details["errmsg"].startswith(message)
+    assert client.bad.command("find", "c", filter={"_id": "seed"}, apiVersion="1", apiStrict=True,
+                              apiDeprecationErrors=True)["cursor"]["firstBatch"][0]["_id"] == "seed"
+    assert client.admin.command("hello", apiVersion="2")["ok"] == 1.0  # (skipApiVersionCheck)
