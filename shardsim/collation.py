@@ -1,10 +1,10 @@
 """Which collation a command uses, and collations in the catalog (collections, views, indexes).
 
 The rule (the server's CollectionQueryInfo / ExpressionContext::setCollator): a command's
-own `collation` wins — an empty document `{}` is no collation at all (the server's
-`getCollation().isEmpty()`), so it falls through to the default like an absent one — — `{locale: "simple"}` included, which means binary comparison —
+own `collation` wins — `{locale: "simple"}` included, which means binary comparison —
 otherwise the collection's default collation (`create` with `collation`), otherwise the
-simple collation.  A read on a view uses the view's collation; asking for another one is
+simple collation.  An empty `collation: {}` is no collation at all (the server tests
+`getCollation().isEmpty()`): the default applies as if it were absent (`given`).  A read on a view uses the view's collation; asking for another one is
 OptionNotSupportedOnView.  Write statements (update, delete, bulkWrite ops) carry their
 own `collation` each; a bad one is that statement's write error.
 
