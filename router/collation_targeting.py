@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.collation import given
 from mongosim.shardsim.query.collation import make_collator
 from mongosim.shardsim.query.collation.comparison_keys import collatable
 from mongosim.shardsim.query.fmt import bson_str
@@ -49,7 +50,9 @@ def collation_sensitive(fields: Any, query: dict | None, collation: Any) -> bool
 
 
 def effective_collation(routing: Any, collation: Any) -> Any:
-    """The collation a command on a sharded collection runs with: its own, else the collection's default."""
+    """The collation a command on a sharded collection runs with: its own (`{}` is none), else the collection's
+    default."""
+    collation = given(collation)
     if collation is not None or routing is None:
         return collation
     return routing.default_collation

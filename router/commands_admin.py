@@ -18,6 +18,7 @@ from mongosim.shardsim.log_rotate import log_rotate
 from mongosim.shardsim.javascript import engine as js_engine
 from mongosim.shardsim.profiler import apply_profile_command
 from mongosim.shardsim.rw_concern_defaults import RWConcernDefaults
+from mongosim.shardsim.topology_coordinator import STOP_REPL_PRODUCER, set_replicating
 
 if TYPE_CHECKING:
     from mongosim.router.mongos import Router
@@ -181,7 +182,12 @@ async def cmd_refresh_logical_session_cache_now(router: Router, req: Request) ->
 async def cmd_configure_fail_point(router: Router, req: Request) -> dict:
     if not router.identity.parameters.get("enableTestCommands", 1):
         raise MongoError("CommandNotFound", "no such command: 'configureFailPoint'")
-    return router.failpoints.configure(req.cmd)
+    reply = router.failpoints.configure(req.cmd)
+    member = getattr(router, "member", None)
+    if member is not None and req.cmd.get("configureFailPoint") == STOP_REPL_PRODUCER:
+        # (a member's oplog fetcher stops while it is on: topology_coordinator.set_replicating)
+        set_replicating(member.rs, member, req.cmd.get("mode") == "off")
+    return reply
 
 
 def _rw_defaults_set(service: Any, name: str) -> Any:

@@ -397,7 +397,8 @@ async def cmd_list_databases(router: Router, req: Request) -> dict:
     sizes: dict[str, int] = {}
     on: dict[str, dict[str, Int64]] = {}
     for shard, node in holders:
-        for item in database_items(node, flt):
+        # (the config server's own databases include `admin`: its system.version, as every member's)
+        for item in database_items(node, flt, member_databases=shard == "config"):
             name = item["name"]
             if name == "admin" and shard != "config":
                 continue

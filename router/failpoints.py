@@ -72,6 +72,8 @@ async def apply_fail_command(failpoints: "FailPoints", req: "Request") -> None:
     if not failpoints:
         return
     app = app_name_of(req.conn.client)
+    if app is None and isinstance(req.cmd.get("client"), dict):
+        app = app_name_of(req.cmd["client"])  # (a connection's handshake hello: the metadata it brings)
     coll = req.cmd.get(req.name)
     ns = f"{req.db}.{coll}" if isinstance(coll, str) else None
     fp = failpoints.check_fail_command(req.name, app, ns)

@@ -3,7 +3,8 @@
 The rule (the server's CollectionQueryInfo / ExpressionContext::setCollator): a command's
 own `collation` wins — `{locale: "simple"}` included, which means binary comparison —
 otherwise the collection's default collation (`create` with `collation`), otherwise the
-simple collation.  A read on a view uses the view's collation; asking for another one is
+simple collation.  An empty `collation: {}` is no collation at all (the server tests
+`getCollation().isEmpty()`): the default applies as if it were absent (`given`).  A read on a view uses the view's collation; asking for another one is
 OptionNotSupportedOnView.  Write statements (update, delete, bulkWrite ops) carry their
 own `collation` each; a bad one is that statement's write error.
 
@@ -22,11 +23,16 @@ from mongosim.oplog.errors import MongoError
 from mongosim.shardsim.query.idl_errors import wrong_type
 from mongosim.shardsim.query.collation import make_collator
 
-__all__ = ["check_collations", "command_collator", "statement_collator", "normalise_option",
+__all__ = ["given", "check_collations", "command_collator", "statement_collator", "normalise_option",
            "index_collation", "collator_of_spec", "view_collator"]
 
 _TOP_LEVEL = frozenset({"find", "aggregate", "count", "distinct", "findAndModify", "findandmodify", "create",
                         "explain"})
+
+
+def given(collation: Any) -> Any:
+    """A command's (or a statement's) `collation` field as the rule reads it: None when absent or `{}`."""
+    return None if isinstance(collation, dict) and not collation else collation
 
 
 def _parse(collation: Any, where: str):
@@ -37,8 +43,10 @@ def _parse(collation: Any, where: str):
 
 def check_collations(name: str, cmd: dict) -> None:
     """Refuse a command whose own collation is invalid (the server parses it with the command)."""
-    if "collation" in cmd and name in _TOP_LEVEL:
+    if given(cmd.get("collation")) is not None and name in _TOP_LEVEL and name != "create":
         _parse(cmd["collation"], f"{name}.collation")
+    if name == "create" and "collation" in cmd:  # (create's collation is a Collation struct: {} lacks its locale)
+        _parse(cmd["collation"], "create.collation")
     if name == "createIndexes" and isinstance(cmd.get("indexes"), list):
         for spec in cmd["indexes"]:
             if isinstance(spec, dict) and "collation" in spec:
@@ -53,6 +61,7 @@ def collator_of_spec(spec: Any):
 def command_collator(collation: Any, coll: Any, where: str = "collation"):
     """The collator a command on `coll` (a Collection or None) runs with; `collation` is the command's
     own field (None when absent; `where` names it in a type error)."""
+    collation = given(collation)
     if collation is not None:
         return _parse(collation, where)
     if coll is not None:
@@ -70,6 +79,7 @@ def statement_collator(st: dict, coll: Any, where: str):
 def view_collator(view_doc: dict, collation: Any):
     """The collator of a read on a view: the view's own; the command may only repeat it."""
     own = collator_of_spec(view_doc.get("collation"))
+    collation = given(collation)
     if collation is not None and make_collator(collation) != own:
         raise MongoError("OptionNotSupportedOnView", "Cannot override a view's default collation")
     return own

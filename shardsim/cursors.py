@@ -17,6 +17,7 @@ from bson import Int64
 
 from mongosim.oplog import bsonutil
 from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.fail_point import check_max_time_always_times_out
 from mongosim.shardsim.generic_args import max_time_ms as generic_max_time_ms
 
 DEFAULT_FIRST_BATCH = 101
@@ -103,6 +104,7 @@ class CursorManager:
         self.node = node
         self._cursors: dict[int, Any] = {}
         self._pinned: set[int] = set()
+        self._time_limited: set[int] = set()  # opened by a command with a maxTimeMS
 
     def __len__(self) -> int:
         return len(self._cursors)
@@ -112,6 +114,14 @@ class CursorManager:
         cursor.last_used = trio.current_time()
         self._cursors[cid] = cursor
         return cid
+
+    def note_time_limit(self, reply: dict) -> None:
+        """The cursor a command with a maxTimeMS opened (if any) keeps a time limit: its getMores run with
+        what is left of it (getmore_cmd.cpp's leftover maxTime), so maxTimeAlwaysTimeOut fails them."""
+        cur = reply.get("cursor")
+        cid = cur.get("id") if isinstance(cur, dict) else None
+        if cid and int(cid) in self._cursors:
+            self._time_limited.add(int(cid))
 
     def items(self) -> list[tuple[int, Any]]:
         """(cursor id, cursor) of every open cursor (for $currentOp's idle cursors)."""
@@ -143,6 +153,7 @@ class CursorManager:
     def remove(self, cid: int) -> None:
         cur = self._cursors.pop(cid, None)
         self._pinned.discard(cid)
+        self._time_limited.discard(cid)
         if cur is not None:
             cur.close()
 
@@ -193,6 +204,8 @@ class CursorManager:
         max_time_ms = generic_max_time_ms(cmd)
         self.pin(int(cid))
         try:
+            if int(cid) in self._time_limited:
+                check_max_time_always_times_out(self.node.failpoints, cmd, True)
             batch, fields, exhausted = await cur.get_more(batch_size, max_time_ms)
         except MongoError:
             self.remove(int(cid))

@@ -169,7 +169,9 @@ class FailPoints:
         return fp if fp.hit() else None
 
 
-def check_max_time_always_times_out(failpoints: FailPoints, cmd: dict) -> None:
-    """maxTimeAlwaysTimeOut: every operation with a time limit times out (MaxTimeMSExpired)."""
-    if (cmd.get("maxTimeMS") or cmd.get("maxTimeMSOpOnly")) and failpoints.get(MAX_TIME_ALWAYS_TIME_OUT) is not None:
+def check_max_time_always_times_out(failpoints: FailPoints, cmd: dict, time_limited: bool = False) -> None:
+    """maxTimeAlwaysTimeOut: every operation with a time limit times out (MaxTimeMSExpired); `time_limited`:
+    the operation has one of its own (a getMore of a cursor whose command had a maxTimeMS)."""
+    if (time_limited or cmd.get("maxTimeMS") or cmd.get("maxTimeMSOpOnly")) \
+            and failpoints.get(MAX_TIME_ALWAYS_TIME_OUT) is not None:
         raise MongoError("MaxTimeMSExpired", "operation exceeded time limit")

@@ -7,7 +7,9 @@ wrong type before the command runs with TypeMismatch (14): "BSON field
 '<struct>.<field>' is the wrong type '<type>', expected type '<type>'".
 Checked here once, on the router and on every node, so that no handler meets
 e.g. a `txnNumber` that is an array.  Only types that are certainly wrong are
-refused (a number where the server takes a number, etc.).
+refused (a number where the server takes a number, etc.); `$readPreference` is then
+parsed as the server parses it (`shardsim.read_preference`), and the Stable API
+parameters checked (`shardsim.api_parameters`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 from bson import Binary
 
 from mongosim.oplog.errors import MongoError
+from mongosim.shardsim import api_parameters, read_preference
 from mongosim.shardsim.query.idl_errors import wrong_bindata_type, wrong_type
 
 _NUMBER = (int, float)
@@ -62,6 +65,10 @@ def check_generic_arguments(name: str, cmd: dict) -> None:
             _raise_first_wrong_type(name, cmd)
     if "lsid" in cmd:
         check_lsid(cmd["lsid"])
+    if "$readPreference" in cmd:
+        read_preference.check(cmd["$readPreference"])
+    if "apiVersion" in cmd or "apiStrict" in cmd or "apiDeprecationErrors" in cmd:
+        api_parameters.check(name, cmd)
     if "maxTimeMS" in cmd:
         max_time_ms(cmd)
     if name in _CURSOR_COMMANDS and "cursor" in cmd and not isinstance(cmd["cursor"], dict):

@@ -259,6 +259,8 @@ class Node:
             self.top.record(db, name, cmd, (time.perf_counter_ns() - started) // 1000)
         if ctx.txn is not None and any(e.get("code") != WOULD_CHANGE_OWNING_SHARD for e in reply.get("writeErrors", ())):
             ctx.txn.abort(ctx)  # (WouldChangeOwningShard is mongos's to handle: the transaction goes on)
+        if max_time_ms and name != "getMore":
+            self.cursors.note_time_limit(reply)
         if ctx.at_cluster_time:
             snapshot_reads.stamp_reply(name, reply, ctx.at_cluster_time)
         if ctx.op_time_key:

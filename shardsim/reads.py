@@ -84,6 +84,8 @@ def tailable_find(node: Node, ctx: OpCtx, name: str) -> dict:
 
     cmd = ctx.cmd
     tailable_cursor.check_find_options(cmd)
+    int_arg(cmd, "skip", "find")
+    int_arg(cmd, "limit", "find")
     variables = for_command(node, ctx)
     matcher = Matcher(cmd.get("filter") or {}, variables)
     project = compile_projection(cmd["projection"], variables=variables) if cmd.get("projection") else None
@@ -264,10 +266,22 @@ async def cmd_aggregate(node: Node, ctx: OpCtx) -> dict:
     if cmd.get("needsMerge"):  # (for mongos: the documents' metadata goes with them)
         results = [to_wire(d) for d in results]
     if write is not None:
-        await write(node, ctx, strip(results), variables)
+        await write(output_node(node), ctx, strip(results), variables)
         results = []
     batch_size = (cursor_opt or {}).get("batchSize")
     return serve_cursor(node, ns, iter(results), batch_size)
+
+
+def output_node(node: Node) -> Node:
+    """The node an aggregate's $out or $merge writes on: its own, or on a secondary its set's primary's
+    (since 5.0 a secondary runs the pipeline and sends the writes to the primary)."""
+    m = node.member
+    if m is None or m.is_primary:
+        return node
+    primary = m.rs.primary
+    if primary is None:
+        raise MongoError("NotWritablePrimary", "not primary")
+    return primary.node
 
 
 def output_writer(db: str, writer: tuple[str, Any] | None):

@@ -131,8 +131,11 @@ async def _run(m: "Member", db: str, name: str, cmd: dict, wc: "write_concern.Wr
     if rs.multi and "readConcern" in cmd and read_concern.level_of(cmd)[0] == "linearizable":
         await read_concern.linearize(m)
     if wc is not None and (rs.multi or wc.w != "majority"):
-        op_key = reply.get("_opTimeKey") or m.last_key
-        wce = await write_concern.wait(m, op_key, wc)
+        waiter = m
+        if name == "aggregate" and m.state != PRIMARY and rs.primary is not None:
+            waiter = rs.primary  # (a secondary's $out or $merge wrote on the primary: reads.output_node)
+        op_key = reply.get("_opTimeKey") or waiter.last_key
+        wce = await write_concern.wait(waiter, op_key, wc)
         if wce is not None:
             reply["writeConcernError"] = wce
     return reply

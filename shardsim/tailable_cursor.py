@@ -4,7 +4,9 @@
 collection has records (find_cmd.cpp's shouldSaveCursor: a tailable cursor is
 kept unless the collection is empty); each getMore continues after the last
 record it examined, in insertion order, and may return an empty batch without
-closing.  With `awaitData: true` a getMore that finds nothing waits for new
+closing.  `skip` passes over the first matching records and `limit` caps
+the records of all batches together (the plan's SKIP and LIMIT stages above the
+scan); past the limit the cursor stays open, returning nothing.  With `awaitData: true` a getMore that finds nothing waits for new
 records until its `maxTimeMS` (default one second) runs out — woken by the
 node's writes, no polling.  If capped deletion removed the record the cursor
 stands on, the next getMore fails with CappedPositionLost.
@@ -87,14 +89,24 @@ class TailableCursor:
         self.pos = 0
         self.last_used = 0.0
         self.exhausted = False
+        self.skip = 0  # matching records still to pass over
+        self.remaining: int | None = None  # records the find's limit still allows (None: no limit)
 
     def take(self, limit: int | None) -> list:
         out: list = []
         size = 0
+        if self.remaining is not None:
+            limit = min(limit, self.remaining) if limit else self.remaining
+            if not limit:
+                return out
         for pos, item, doc in self.source.records_after(self.pos):
             if limit and len(out) >= limit:
                 break
             if not self.match(doc):
+                self.pos = pos
+                continue
+            if self.skip:
+                self.skip -= 1
                 self.pos = pos
                 continue
             value = self.project(doc) if self.project is not None else item
@@ -103,6 +115,8 @@ class TailableCursor:
                 break
             out.append(value)
             self.pos = pos
+        if self.remaining is not None:
+            self.remaining -= len(out)
         return out
 
     async def get_more(self, batch_size: int | None, max_time_ms: int | None):
@@ -121,6 +135,9 @@ class TailableCursor:
 
 def serve(node: Node, cursor: TailableCursor, cmd: dict, keep: bool) -> dict:
     """The find reply: the first batch, and the cursor kept unless the collection was empty."""
+    cursor.skip = int(cmd.get("skip") or 0)
+    if cmd.get("limit"):
+        cursor.remaining = int(cmd["limit"])
     batch_size = cmd.get("batchSize")
     batch = cursor.take(batch_size if batch_size is not None else DEFAULT_FIRST_BATCH) if batch_size != 0 else []
     if not keep:

@@ -282,8 +282,12 @@ def set_lag(rs: "ReplicaSet", m: "Member", seconds: float) -> None:
     rs.notify()
 
 
+STOP_REPL_PRODUCER = "stopReplProducer"
+
+
 def set_replicating(rs: "ReplicaSet", m: "Member", on: bool) -> None:
-    """The stopReplProducer failpoint: `m` stops (or resumes) fetching from its source."""
+    """The stopReplProducer failpoint (configureFailPoint on `m`, or mongosim's faults): `m` stops (or
+    resumes) fetching from its source."""
     m.replicating = on
     rs.notify()
 

@@ -1,6 +1,7 @@
 """Write concern on a replica-set member: wait until a write is where the client asked.
 
-After a command that supports write concern has run on the primary, the
+After a command that supports write concern (an aggregate ending in $out or
+$merge among them) has run on the primary, the
 member waits (the server's waitForWriteConcern) until the optime of the
 write — or, for a command that wrote nothing, the member's newest optime —
 is held by:
@@ -77,8 +78,17 @@ _IMPLICIT_W1 = WriteConcern(w=1)
 
 
 def applies(name: str, cmd: dict) -> bool:
-    """Whether `cmd` waits for write concern (a statement inside a transaction does not)."""
+    """Whether `cmd` waits for write concern (a statement inside a transaction does not); an aggregate
+    does when its pipeline ends in $out or $merge (the server's aggregate supportsWriteConcern)."""
+    if name == "aggregate":
+        return "autocommit" not in cmd and writes_output(cmd.get("pipeline"))
     return name in WRITE_CONCERN_COMMANDS and ("autocommit" not in cmd or name in _TXN_END)
+
+
+def writes_output(pipeline: Any) -> bool:
+    """Whether an aggregate's pipeline ends in a stage that writes ($out, $merge)."""
+    last = pipeline[-1] if isinstance(pipeline, list) and pipeline else None
+    return isinstance(last, dict) and len(last) == 1 and next(iter(last)) in ("$out", "$merge")
 
 
 def default(rs: "ReplicaSet | None") -> WriteConcern:

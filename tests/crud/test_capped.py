@@ -7,6 +7,8 @@ import time
 
 import pytest
 from bson import Timestamp
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pymongo import CursorType
 from pymongo.errors import OperationFailure
 
@@ -81,6 +83,56 @@ def test_tailable_cursor_stays_open_at_the_end(db):
     assert killed["cursorsKilled"] == [reply["cursor"]["id"]]
     db.create_collection("empty", capped=True, size=4096)
     assert db.command("find", "empty", tailable=True)["cursor"]["id"] == 0  # nothing to tail: not kept
+
+
+def test_tailable_cursor_skips_and_limits_across_its_batches(db):
+    db.create_collection("c", capped=True, size=4096)
+    db.c.insert_many([{"_id": i, "k": i % 2} for i in range(1, 8)])
+    reply = db.command("find", "c", filter={"k": 1}, tailable=True, skip=1, limit=3, batchSize=2)
+    cid = reply["cursor"]["id"]
+    assert [d["_id"] for d in reply["cursor"]["firstBatch"]] == [3, 5] and cid != 0
+    more = db.command("getMore", cid, collection="c", batchSize=5)
+    assert [d["_id"] for d in more["cursor"]["nextBatch"]] == [7]
+    db.c.insert_one({"_id": 9, "k": 1})
+    more = db.command("getMore", cid, collection="c")  # the limit is spent: open, and nothing more
+    assert more["cursor"]["nextBatch"] == [] and more["cursor"]["id"] == cid
+    db.command("killCursors", "c", cursors=[cid])
+    tail = db.c.find({"k": 0}, cursor_type=CursorType.TAILABLE)
+    assert [d["_id"] for d in tail[1:2]] == [4]  # pymongo's slice: skip 1, limit 1
+    with pytest.raises(OperationFailure) as e:
+        db.command("find", "c", tailable=True, limit=-2)
+    assert e.value.code == 2 and e.value.details["errmsg"] == "BSON field 'limit' value must be >= 0, actual value '-2'"
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ks=st.lists(st.integers(0, 2), max_size=12), skip=st.integers(0, 6), limit=st.integers(0, 6),
+       first=st.integers(0, 4), batches=st.lists(st.integers(1, 4), max_size=5), later=st.lists(st.integers(0, 2), max_size=4))
+def test_tailable_batches_are_the_skipped_and_limited_matches(db, ks, skip, limit, first, batches, later):
+    """Whatever the batch sizes, a tailable find's batches, with records added between getMores, are the
+    matching records in insertion order with the first `skip` passed over and at most `limit` of them."""
+    db.drop_collection("p")
+    db.create_collection("p", capped=True, size=1 << 20)
+    docs = [{"_id": i, "k": k} for i, k in enumerate(ks)]
+    if docs:
+        db.p.insert_many(docs)
+    reply = db.command("find", "p", filter={"k": 1}, tailable=True, skip=skip, limit=limit, batchSize=first)
+    got = [d["_id"] for d in reply["cursor"]["firstBatch"]]
+    cid = reply["cursor"]["id"]
+    assert (cid != 0) == bool(docs)  # (kept unless the collection is empty)
+    room = first
+    for n, k in zip(batches, later + [None] * len(batches)):
+        if not cid:
+            break
+        room += n
+        if k is not None:
+            docs.append({"_id": len(docs), "k": k})
+            db.p.insert_one(docs[-1])
+        got += [d["_id"] for d in db.command("getMore", cid, collection="p", batchSize=n)["cursor"]["nextBatch"]]
+    if cid:
+        db.command("killCursors", "p", cursors=[cid])
+    matching = [d["_id"] for d in docs if d["k"] == 1][skip:]
+    expected = matching[:limit] if limit else matching
+    assert got == expected[:room]  # each batch as full as its size allows
 
 
 def test_tailable_await_data_waits_for_new_documents(db):

@@ -173,6 +173,27 @@ def test_collection_default_collation(client):
     assert "collation" not in info["options"]
 
 
+def test_an_empty_collation_is_no_collation(client):
+    """`collation: {}` on a read or a write statement means the collection's default (the server tests
+    getCollation().isEmpty()); on `create`, whose collation is a Collation struct, it lacks its locale."""
+    db = client.coll_db
+    db.create_collection("ci", collation=EN2)
+    db.ci.insert_many([{"_id": 1, "s": "foo"}, {"_id": 2, "s": "FOO"}, {"_id": 3, "s": "bar"}])
+    assert ids(db.ci.find({"s": "Foo"}, collation={})) == [1, 2]
+    assert db.ci.count_documents({"s": "fOO"}, collation={}) == 2
+    assert sorted(db.ci.distinct("_id", {"s": "FoO"}, collation={})) == [1, 2]
+    assert len(list(db.ci.aggregate([{"$match": {"s": "FOO"}}], collation={}))) == 2
+    assert db.ci.update_many({"s": "FOO"}, {"$set": {"u": 1}}, collation={}).modified_count == 2
+    assert db.ci.find_one_and_update({"s": "BAR"}, {"$set": {"u": 2}}, collation={})["_id"] == 3
+    db.plain.insert_many([{"_id": 1, "s": "foo"}, {"_id": 2, "s": "FOO"}])
+    assert ids(db.plain.find({"s": "FOO"}, collation={})) == [2]  # no default: the simple collation
+    assert db.plain.delete_many({"s": "Foo"}, collation={}).deleted_count == 0
+    assert db.ci.delete_many({"s": "fOo"}, collation={}).deleted_count == 2
+    with pytest.raises(OperationFailure) as err:
+        db.create_collection("bad", collation={})
+    assert err.value.code == 40414
+
+
 def test_unique_index_with_a_collation(client):
     c = client.coll_db.u
     c.create_index("name", unique=True, collation=EN2)

@@ -98,6 +98,27 @@ def test_max_time_always_times_out(rs_client):
         _failpoint(rs_client, "maxTimeAlwaysTimeOut", "off")
 
 
+def test_max_time_always_times_out_a_getmore_of_a_time_limited_cursor(rs_client):
+    """A cursor opened with a maxTimeMS keeps a time limit for its getMores (which may not name one): the
+    failpoint fails the getMore and frees the cursor; a cursor opened without one is unaffected."""
+    rs_client.fp.mtg.insert_many([{"_id": i} for i in range(5)])
+    limited = rs_client.fp.command("find", "mtg", batchSize=1, maxTimeMS=60000)["cursor"]["id"]
+    free = rs_client.fp.command("find", "mtg", batchSize=1)["cursor"]["id"]
+    _failpoint(rs_client, "maxTimeAlwaysTimeOut", "alwaysOn")
+    try:
+        with pytest.raises(ExecutionTimeout) as e:
+            rs_client.fp.command("getMore", limited, collection="mtg")
+        assert e.value.code == 50 and e.value.details["codeName"] == "MaxTimeMSExpired"
+        more = rs_client.fp.command("getMore", free, collection="mtg", batchSize=1)
+        assert more["cursor"]["nextBatch"] == [{"_id": 1}]
+    finally:
+        _failpoint(rs_client, "maxTimeAlwaysTimeOut", "off")
+    with pytest.raises(pymongo.errors.OperationFailure) as e:
+        rs_client.fp.command("getMore", limited, collection="mtg")
+    assert e.value.code == 43  # CursorNotFound: the failed getMore freed it
+    rs_client.fp.command("killCursors", "mtg", cursors=[free])
+
+
 # -- failCommand's matching (commands.cpp shouldActivateFailCommandFailPoint) -------------------------
 
 def _fail_times(client, **data):
@@ -106,6 +127,26 @@ def _fail_times(client, **data):
 
 def _off(client):
     client.admin.command({"configureFailPoint": "failCommand", "mode": "off"})
+
+
+def test_fail_command_by_app_name_fails_the_handshake_hello(rs_client):
+    """A connection's first hello brings the client metadata: failCommand's appName matches it there
+    (drivers' tests fail a named client's handshakes so), and other clients connect as usual."""
+    uri = f"mongodb://{rs_client.address[0]}:{rs_client.address[1]}/?directConnection=true"
+    rs_client.admin.command({"configureFailPoint": "failCommand", "mode": "alwaysOn",
+                             "data": {"failCommands": ["hello", "isMaster"], "errorCode": 1234,
+                                      "appName": "handshakeFails"}})
+    try:
+        with pymongo.MongoClient(uri, appName="handshakeFails", serverSelectionTimeoutMS=300) as named:
+            with pytest.raises(pymongo.errors.ServerSelectionTimeoutError) as err:
+                named.admin.command("ping")
+            assert "Failing command via 'failCommand' failpoint" in str(err.value)
+        with pymongo.MongoClient(uri, appName="other", serverSelectionTimeoutMS=5000) as other:
+            assert other.admin.command("ping")["ok"] == 1.0
+    finally:
+        rs_client.admin.command({"configureFailPoint": "failCommand", "mode": "off"})
+    with pymongo.MongoClient(uri, appName="handshakeFails", serverSelectionTimeoutMS=5000) as named:
+        assert named.admin.command("ping")["ok"] == 1.0
 
 
 def test_fail_command_matches_a_command_by_its_aliases(rs_client):

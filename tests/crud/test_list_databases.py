@@ -67,6 +67,15 @@ def test_mongos_passes_the_filter_to_each_holder(sharded_client):
     assert [d["name"] for d in _list(client, filter={"name": "lf"})["databases"]] == ["lf"]
 
 
+def test_mongos_lists_the_config_servers_admin(sharded_client):
+    """`admin` is the config server's (its system.version), listed and filtered like any other database."""
+    client = sharded_client
+    (admin,) = [d for d in _list(client)["databases"] if d["name"] == "admin"]
+    assert list(admin["shards"]) == ["config"] and admin["sizeOnDisk"] == admin["shards"]["config"] > 0
+    assert [d["name"] for d in _list(client, filter={"name": "admin"})["databases"]] == ["admin"]
+    assert "admin" in client.list_database_names()
+
+
 def test_a_database_without_a_collection_is_not_listed(sharded_client):
     sharded_client.admin.command("enableSharding", "no_collections")
     assert "no_collections" not in sharded_client.list_database_names()

@@ -267,3 +267,58 @@ def test_a_bad_collation_on_one_write_statement_is_that_statements_error(deploym
     assert "Did you mean 'de'?" in reply["writeErrors"][0]["errmsg"]
     assert client.bad.c.find_one({"_id": "seed"})["first"] == 1
     assert client.bad.c.count_documents({"second": 1}) == 0
+
+
+@pytest.mark.parametrize("rp, code, message", [
+    ({"mode": "secondaryPreferred", "maxStalenessSeconds": 10}, 160,
+     "maxStalenessSeconds value can not be less than 90"),
+    ({"mode": "nearest", "maxStalenessSeconds": -1}, 2, "maxStalenessSeconds must be a non-negative integer"),
+    ({"mode": "primary", "maxStalenessSeconds": 120}, 2, "maxStalenessSeconds can not be set for the primary mode"),
+    ({"mode": "nearest", "maxStalenessSeconds": "90"}, 14,
+     'Expected field "maxStalenessSeconds" to have numeric type, but found string'),
+    ({"mode": "nearest", "maxStalenessSeconds": 90.5}, 2, 'Expected field "maxStalenessSeconds" to have a value '
+                                                          "exactly representable as a 64-bit integer"),
+    ({}, 4, 'Missing expected field "mode"'),
+    ({"mode": 1}, 14, '"mode" had the wrong type. Expected string, found int'),
+    ({"mode": "fastest"}, 2, "Could not parse $readPreference mode 'fastest'. Only the modes 'primary', "
+                             "'primaryPreferred', 'secondary', 'secondaryPreferred', and 'nearest' are supported."),
+    ({"mode": "primary", "tags": [{"dc": "east"}]}, 2, "Only empty tags are allowed with primary read preference"),
+    ({"mode": "nearest", "tags": {"dc": "east"}}, 14, '"tags" had the wrong type. Expected array, found object'),
+    ({"mode": "primary", "hedge": {}}, 72, 'cannot enable hedging for $readPreference mode "primaryOnly"'),
+    ({"mode": "nearest", "hedge": True}, 14, "hedge field must be of type object if provided"),
+])
+def test_a_bad_read_preference_is_refused(deployment, rp, code, message):
+    """mongod and mongos parse `$readPreference` before the command (ReadPreferenceSetting::fromInnerBSON)."""
+    _topology, client = deployment
+    got, err = _code(lambda: client.bad.command("find", "c", **{"$readPreference": rp}))
+    assert got == code and err.details["errmsg"].startswith(message)
+
+
+def test_good_read_preferences_are_accepted(deployment):
+    _topology, client = deployment
+    for rp in ({"mode": "secondaryPreferred", "maxStalenessSeconds": 90}, {"mode": "primary", "tags": [{}]},
+               {"mode": "nearest", "tags": [{"dc": "east"}, {}], "hedge": {"enabled": False}},
+               {"mode": "primary", "hedge": {"enabled": False}}, {"mode": "primaryPreferred", "maxStalenessSeconds": 0}):
+        reply = client.bad.command("find", "c", filter={"_id": "seed"}, projection={"_id": 1},
+                                   **{"$readPreference": rp})
+        assert reply["cursor"]["firstBatch"] == [{"_id": "seed"}]
+
+
+@pytest.mark.parametrize("params, code, message", [
+    ({"apiVersion": "2"}, 322, "Cannot accept API version 2"),
+    ({"apiVersion": "3"}, 322, 'API version must be "1"'),
+    ({"apiStrict": True}, 4886600, "Provided apiStrict and/or apiDeprecationErrors without passing apiVersion"),
+    ({"apiDeprecationErrors": False}, 4886600,
+     "Provided apiStrict and/or apiDeprecationErrors without passing apiVersion"),
+    ({"apiVersion": 1}, 14, "BSON field 'APIParametersFromClient.apiVersion' is the wrong type 'int', expected type "
+                            "'string'"),
+    ({"apiVersion": "1", "apiStrict": 1}, 14, "BSON field 'APIParametersFromClient.apiStrict' is the wrong type"),
+])
+def test_bad_api_parameters_are_refused(deployment, params, code, message):
+    """initializeAPIParameters: every command but the handshake's and authentication's checks them."""
+    _topology, client = deployment
+    got, err = _code(lambda: client.bad.command("find", "c", **params))
+    assert got == code and err.details["errmsg"].startswith(message)
+    assert client.bad.command("find", "c", filter={"_id": "seed"}, apiVersion="1", apiStrict=True,
+                              apiDeprecationErrors=True)["cursor"]["firstBatch"][0]["_id"] == "seed"
+    assert client.admin.command("hello", apiVersion="2")["ok"] == 1.0  # (skipApiVersionCheck)

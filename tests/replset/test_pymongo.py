@@ -65,6 +65,66 @@ def test_majority_times_out_with_replication_stopped(cluster):
             router.admin.command({"mongosimFault": "shard01", "clear": True})
 
 
+def test_stop_repl_producer_failpoint_stops_one_secondary(cluster):
+    """configureFailPoint stopReplProducer on a secondary (as drivers' tests do): its fetcher stops, so w: 3
+    times out while w: 2 is still met by the other; turned off, the secondary catches up."""
+    rs = cluster.core.replica_sets["shard00"]
+    secondary = next(m for m in rs.members if m is not rs.primary)
+    with rs_client(cluster, "shard00") as c, \
+            pymongo.MongoClient(secondary.host, directConnection=True) as direct:
+        direct.admin.command("configureFailPoint", "stopReplProducer", mode="alwaysOn")
+        try:
+            with pytest.raises(WriteConcernError) as info:
+                c.fp.c.with_options(write_concern=WriteConcern(w=3, wtimeout=200)).insert_one({"_id": 1})
+            assert info.value.code == 64 and info.value.details["errInfo"]["writeConcern"]["w"] == 3
+            c.fp.c.with_options(write_concern=WriteConcern(w=2, wtimeout=5000)).insert_one({"_id": 2})
+        finally:
+            direct.admin.command("configureFailPoint", "stopReplProducer", mode="off")
+        c.fp.c.with_options(write_concern=WriteConcern(w=3, wtimeout=5000)).insert_one({"_id": 3})
+        assert direct.fp.c.count_documents({}) == 3
+
+
+def test_an_aggregate_that_writes_waits_for_its_write_concern(cluster):
+    """$out and $merge make an aggregate a write: its writeConcern is waited for and reported (a member's
+    and mongos's reply); a read-only pipeline's is not."""
+    with rs_client(cluster, "shard01") as c, pymongo.MongoClient(cluster.uri) as router:
+        for client in (c, router):
+            db = client.agg_wc
+            db.src.insert_one({"_id": 1})
+            four = db.src.with_options(write_concern=WriteConcern(w=4))
+            for stage in ({"$out": "o"}, {"$merge": {"into": "m"}}):
+                with pytest.raises(WriteConcernError) as info:
+                    four.aggregate([stage])
+                assert info.value.code == 100 and info.value.details["codeName"] == "UnsatisfiableWriteConcern"
+            assert db.o.find_one() == db.m.find_one() == {"_id": 1}  # (written: only the wait failed)
+            reply = db.command("aggregate", "src", pipeline=[], cursor={}, writeConcern={"w": 4})
+            assert "writeConcernError" not in reply
+            db.src.with_options(write_concern=WriteConcern(w=3, wtimeout=5000)).aggregate([{"$out": "o3"}])
+            client.drop_database("agg_wc")
+
+
+def test_out_and_merge_on_a_secondary_write_on_the_primary(cluster):
+    """Since 5.0 a secondary runs an aggregate ending in $out or $merge and the primary takes the writes
+    (they replicate to every member, the secondary included); its write concern is the primary's."""
+    rs = cluster.core.replica_sets["shard01"]
+    with rs_client(cluster, "shard01") as c:
+        db = c.sec_out
+        db.src.with_options(write_concern=WriteConcern(w=3)).insert_many([{"_id": 1}, {"_id": 2}])
+        sec = db.src.with_options(read_preference=ReadPreference.SECONDARY,
+                                 write_concern=WriteConcern(w=3, wtimeout=10_000))
+        ran_on = {sec.aggregate([{"$match": {"_id": 2}}, {"$out": "o"}]).address,
+                  sec.aggregate([{"$merge": {"into": "m"}}]).address}
+        assert rs.primary.host not in {f"{host}:{port}" for host, port in ran_on}
+        for m in rs.members:
+            with pymongo.MongoClient(m.host, directConnection=True) as direct:
+                assert list(direct.sec_out.o.find()) == [{"_id": 2}]
+                assert sorted(d["_id"] for d in direct.sec_out.m.find()) == [1, 2]
+        with pytest.raises(WriteConcernError) as info:
+            sec.with_options(write_concern=WriteConcern(w=4)).aggregate([{"$out": "o4"}])
+        assert info.value.code == 100
+        c.drop_database("sec_out")
+
+
 def test_a_stream_on_a_secondary(cluster):
     with rs_client(cluster, "shard00", readPreference="secondary") as sec, rs_client(cluster, "shard00") as c:
         with sec.sec.c.watch(max_await_time_ms=100) as stream:
