@@ -12,13 +12,13 @@ jumbo is left as it is.  mongosim's balancer never marks a chunk jumbo; a flag s
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from bson import Timestamp
 
 from mongosim.oplog.errors import MongoError
 from mongosim.router.command_registry import router_command
-from mongosim.router.merge_chunks import (bound_key, chunk_docs, collection_version, idl_ns, is_shard_key,
+from mongosim.router.merge_chunks import (bound_key, chunk_docs, collection_version, idl_field, idl_ns, is_shard_key,
                                           normalize, range_str, sharded_routing)
 from mongosim.router.request import Request
 from mongosim.router.sharding import admin_only, config_write
@@ -29,19 +29,12 @@ if TYPE_CHECKING:
     from mongosim.router.mongos import Router
 
 
-def _optional(req: Request, field: str, kind: type, type_name: str) -> Any:
-    v = req.cmd.get(field)
-    if v is not None and not isinstance(v, kind):
-        raise wrong_type(f"{req.name}.{field}", v, type_name)
-    return v
-
-
 @router_command("clearJumboFlag")
 async def cmd_clear_jumbo_flag(router: Router, req: Request) -> dict:
     admin_only(req)
     ns = idl_ns(req)
-    find = _optional(req, "find", dict, "object")
-    bounds = _optional(req, "bounds", list, "array")
+    find = idl_field(req, "find", dict, "object")
+    bounds = idl_field(req, "bounds", list, "array")
     for i, b in enumerate(bounds or ()):
         if not isinstance(b, dict):
             raise wrong_type(f"{req.name}.bounds.{i}", b, "object")

@@ -66,6 +66,16 @@ def fully_qualified_ns(req: Request) -> str:
     return ns
 
 
+def idl_field(req: Request, field: str, kind: type, type_name: str, default: Any = None) -> Any:
+    """An optional field the IDL types: its value (`default` when absent), or TypeMismatch naming
+    `<command>.<field>` when its BSON type is not `type_name`.  The check is on the exact Python type
+    the BSON type decodes to: a bool or an Int64 is not an `int` field's 32-bit integer."""
+    v = req.cmd.get(field, default)
+    if v is not None and type(v) is not kind:
+        raise wrong_type(f"{req.name}.{field}", v, type_name)
+    return v
+
+
 def idl_ns(req: Request) -> str:
     """The namespace of a command the IDL parses (`namespace: type`, a namespacestring: any string)."""
     ns = req.cmd[req.name]
@@ -299,12 +309,6 @@ async def commit_merge_all_chunks_on_shard(router: Router, r: CollectionRouting,
     return sum(len(run) for run in runs)
 
 
-def _int_field(req: Request, field: str) -> int:
-    """An IDL `int` field (a 32-bit integer) defaulting to INT_MAX."""
-    v = req.cmd.get(field, INT_MAX)
-    if type(v) is not int:  # (bool, Int64 and double are other BSON types)
-        raise wrong_type(f"{req.name}.{field}", v, "int")
-    return v
 
 
 @router_command("mergeAllChunksOnShard")
@@ -314,12 +318,12 @@ async def cmd_merge_all_chunks_on_shard(router: Router, req: Request) -> dict:
     if "shard" not in req.cmd:
         raise MongoError("IDLFailedToParse", f"BSON field '{req.name}.shard' is missing but a required field")
     shard = req.cmd["shard"]
-    if not isinstance(shard, str):
+    if type(shard) is not str:
         raise wrong_type(f"{req.name}.shard", shard, "string")
     if not shard:
         raise MongoError("NoSuchKey", "Shard ID cannot be empty")
-    limit = _int_field(req, "maxNumberOfChunksToMerge")
-    _int_field(req, "maxTimeProcessingChunksMS")  # (mongosim finds the chunks at once)
+    limit = idl_field(req, "maxNumberOfChunksToMerge", int, "int", INT_MAX)
+    idl_field(req, "maxTimeProcessingChunksMS", int, "int", INT_MAX)  # (mongosim finds the chunks at once)
     router.shard(shard)  # ShardNotFound for a shard the registry does not know
     async with router._ddl_lock:
         router.refresh_catalog()

@@ -16,10 +16,10 @@ arrived (`bsonutil.DocumentSequence`; encoded once here otherwise), its document
 bytes when it is the `_id` alone, and each entry's timestamp, statement id and prevOpTime.  They
 are appended to the oplog together and the documents stored together (with the before-images
 open snapshots need, e.g. a replica set's committed snapshot): as the bytes they came in where the
-collection keeps no index keys (`Collection.insert_raw_batch`, decoded on first read), so a bulk load
-leaves no per-document objects behind for the cyclic collector to walk again and again.  Anything else takes the
-per-document loop (`writes.cmd_insert`), which gives the server's exact write errors.  A property
-test proves the two paths write the same oplog bytes and documents
+collection keeps no index keys (`Collection.insert_raw_batch`, decoded on first read), so a bulk
+load leaves no per-document objects behind for the cyclic collector to walk again and again.
+Anything else takes the per-document loop (`writes.cmd_insert`), which gives the server's exact
+write errors.  A property test proves the two paths write the same oplog bytes and documents
 (tests/crud/test_insert_batch.py).
 """
 

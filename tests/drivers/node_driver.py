@@ -21,15 +21,15 @@ from typing import Any
 import pytest
 from bson import json_util
 
+from tests.tool_install import ToolMissing, installed
+
 HERE = Path(__file__).resolve().parent / "node"
 PREFIX = Path(__file__).resolve().parents[2] / ".tools" / "node-driver"
 LOCK = "package-lock.json"
 
 
-class NodeDriverMissing(Exception):
-    def __init__(self, why: str, *, tried_install: bool = False) -> None:
-        super().__init__(why)
-        self.tried_install = tried_install
+class NodeDriverMissing(ToolMissing):
+    """No Node.js driver (`tried_install`: npm ran and failed)."""
 
 
 def install() -> Path:
@@ -61,12 +61,7 @@ def install() -> Path:
 
 def node_modules() -> Path:
     """`install()`, or the test's skip (or failure under CI) saying why it cannot."""
-    try:
-        return install()
-    except NodeDriverMissing as err:
-        if err.tried_install and os.environ.get("CI"):
-            pytest.fail(str(err))
-        pytest.skip(f"the Node.js driver is not available: {err}")
+    return installed(install, "the Node.js driver")
 
 
 def driver_version(modules: Path) -> str:

@@ -26,15 +26,15 @@ from pathlib import Path
 import pymongo
 import pytest
 
+from tests.tool_install import ToolMissing, installed
+
 HERE = Path(__file__).resolve().parent / "pymongo_suite"
 PREFIX = Path(__file__).resolve().parents[2] / ".tools" / "pymongo-suite"
 LOCK = HERE / "suite.lock"
 
 
-class SuiteMissing(Exception):
-    def __init__(self, why: str, *, tried_fetch: bool = False) -> None:
-        super().__init__(why)
-        self.tried_fetch = tried_fetch
+class SuiteMissing(ToolMissing):
+    """pymongo's suite cannot be fetched (`tried_install`: pip ran and failed)."""
 
 
 def locked_version() -> str:
@@ -58,7 +58,7 @@ def install() -> Path:
                        check=True, capture_output=True, text=True, timeout=600)
     except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as exc:
         stderr = (getattr(exc, "stderr", None) or str(exc)).strip().splitlines()
-        raise SuiteMissing(f"pip download of {LOCK} failed: {stderr[-1] if stderr else exc}", tried_fetch=True) \
+        raise SuiteMissing(f"pip download of {LOCK} failed: {stderr[-1] if stderr else exc}", tried_install=True) \
             from None
     (sdist,) = download.glob(f"pymongo-{version}.tar.gz")
     prefix = f"pymongo-{version}/test/"
@@ -76,12 +76,7 @@ def suite_home() -> Path:
     if pymongo.version != locked_version():
         pytest.skip(f"pymongo's own tests are those of pymongo {locked_version()} (suite.lock); "
                     f"this run has pymongo {pymongo.version}")
-    try:
-        return install()
-    except SuiteMissing as err:
-        if err.tried_fetch and os.environ.get("CI"):
-            pytest.fail(str(err))
-        pytest.skip(f"pymongo's test suite is not available: {err}")
+    return installed(install, "pymongo's test suite")
 
 
 def run_suite(home: Path, files: list[str], host: str, port: int, timeout: float = 900) -> dict[str, int]:

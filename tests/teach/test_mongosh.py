@@ -21,16 +21,15 @@ import pymongo
 import pytest
 from bson import MaxKey, MinKey, Timestamp, json_util
 
+from tests.tool_install import ToolMissing, installed
+
 REPO = Path(__file__).resolve().parents[2]
 PREFIX = REPO / ".tools" / "mongosh"
 INSTALLED = PREFIX / "node_modules" / ".bin" / "mongosh"
 
 
-class MongoshMissing(Exception):
-    def __init__(self, why: str, *, tried_install: bool = False, misconfigured: bool = False) -> None:
-        super().__init__(why)
-        self.tried_install = tried_install
-        self.misconfigured = misconfigured
+class MongoshMissing(ToolMissing):
+    """No mongosh 2.x (`tried_install`: npm ran and failed; `misconfigured`: $MONGOSIM_MONGOSH names none)."""
 
 
 def find_mongosh() -> str:
@@ -65,12 +64,7 @@ def find_mongosh() -> str:
 
 @pytest.fixture(scope="module")
 def mongosh() -> str:
-    try:
-        return find_mongosh()
-    except MongoshMissing as err:
-        if err.misconfigured or (err.tried_install and os.environ.get("CI")):
-            pytest.fail(str(err))
-        pytest.skip(f"mongosh 2.x is not available: {err}")
+    return installed(find_mongosh, "mongosh 2.x")
 
 
 def run_js(mongosh: str, uri: str, script: str) -> dict:
