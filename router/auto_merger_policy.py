@@ -5,7 +5,8 @@ It runs while the balancer is not off and `config.settings` `{_id: "automerge", 
 (absent: enabled; BalancerConfiguration::shouldBalanceForAutoMerge).  The config server's balancer checks
 that every round (10 s, kBalanceRoundDefaultInterval, or at once on balancerStart / balancerStop /
 configureCollectionBalancing); switching it on logs `autoMerge.enable` and starts an automerge round
-right away, switching it off logs `autoMerge.disable` and drops the round.  A round starts again once
+right away, switching it off logs `autoMerge.disable` and drops the round (a merge waiting out its
+throttle is not made).  A round starts again once
 more than `autoMergerIntervalSecs` (a config server parameter, 3600) have passed since the last one
 began, at the next balancer round.
 
@@ -19,8 +20,8 @@ A round (`autoMerge.start` … `autoMerge.end` in config.changelog, no namespace
    (router/merge_chunks.py); one that merged something, or met ConflictingOperationInProgress, is
    asked again once every listed shard is done, until none merges anything;
 3. throttling: before a round's first merge, and before the first merge on each next shard (or
-   pass), the AutoMerger waits until `autoMergerThrottlingMS` (15000) have passed since its
-   previous merge.
+   pass), the AutoMerger waits until `autoMergerThrottlingMS` (15000) have passed since the previous
+   merge it throttled.
 
 mongosim runs the merges one after the other (the server keeps up to 10 in flight); time is the
 cluster's virtual time, so a test moves its clock past the window and the interval.
@@ -66,10 +67,10 @@ def namespaces_with_mergeable_chunks(router: Router) -> dict[str, list[str]]:
     oldest = oldest_timestamp_supported_for_history(router)
     colls = [d for d in _config_docs(router, "collections")
              if d.get("enableAutoMerge") is not False and d.get("defragmentCollection") is not True
-             and d.get("unsplittable") is not True and not d.get("dropped")]
-    chunks = _config_docs(router, "chunks")
+             and d.get("unsplittable") is not True and not d.get("dropped") and isinstance(d.get("uuid"), bytes)]
+    chunks = [c for c in _config_docs(router, "chunks") if isinstance(c.get("uuid"), bytes)]
     out: dict[str, list[str]] = {}
-    for shard in sorted(d["_id"] for d in _config_docs(router, "shards")):
+    for shard in sorted(str(d["_id"]) for d in _config_docs(router, "shards")):
         old = {bytes(c["uuid"]) for c in chunks if c.get("shard") == shard
                and _older(c.get("onCurrentShardSince"), oldest)}
         found = [d["_id"] for d in colls if bytes(d["uuid"]) in old]
@@ -105,7 +106,10 @@ class AutoMergerPolicy:
         """The balancer's main loop as far as the AutoMerger goes: every round (or when woken) enable or
         disable it, start an automerge round when one is due, and run it."""
         while True:
-            await self.check()
+            try:
+                await self.check()
+            except MongoError as err:  # (as the balancer's round: logged, and the next round goes on)
+                log.warning("auto merger round failed: %s", err)
             with trio.move_on_after(10.0):  # kBalanceRoundDefaultInterval
                 await self._wake.wait()
             self._wake = trio.Event()

@@ -57,8 +57,8 @@ async def _shard(c: AsyncClient, ns: str, splits: tuple = (10, 20, 30), moved: t
 
 
 @asynccontextmanager
-async def _cluster() -> AsyncIterator[tuple]:
-    async with open_cluster(shards=2, listen=False, epoch=EPOCH, instant_hwm=True) as core:
+async def _cluster(routers: int = 1) -> AsyncIterator[tuple]:
+    async with open_cluster(shards=2, routers=routers, listen=False, epoch=EPOCH, instant_hwm=True) as core:
         c = AsyncClient(core.router)
         await c.admin({"enableSharding": "db", "primaryShard": "shard00"})
         yield core, c
@@ -179,9 +179,11 @@ async def test_merges_are_throttled_between_shards_and_passes(autojump_clock, th
 
 
 async def test_configure_collection_balancing_stores_its_fields(autojump_clock):
-    async with _cluster() as (core, c):
+    async with _cluster(routers=2) as (core, c):
         await c.admin({"balancerStop": 1})
-        await _shard(c, "db.c")
+        await _shard(c, "db.c", moved=(30,))
+        other = AsyncClient(core.routers[1])
+        assert len(await other.find("db", "c", {"k": {"$gte": 25}})) == 25  # (it caches the routing table)
 
         async def coll() -> dict:
             return (await c.find("config", "collections", {"_id": "db.c"}))[0]
@@ -210,6 +212,9 @@ async def test_configure_collection_balancing_stores_its_fields(autojump_clock):
             ("db.c", {"chunkSizeMB": 256}), ("db.c", {"chunkSizeMB": 64}), ("db.c", {"chunkSizeMB": 0}),
             ("db.c", {"defragmentCollection": False})]
         assert await version() == Timestamp(before.time, before.inc + 3)
+        # the router with the routing table from before the bumps still writes and reads where the documents are
+        await other.insert("db", "c", [{"_id": 100, "k": 35}, {"_id": 101, "k": 5}])
+        assert sorted(d["_id"] for d in await other.find("db", "c", {"k": {"$in": [5, 35]}})) == [5, 35, 100, 101]
         # nothing asked: nothing done, nothing logged
         await c.admin({"configureCollectionBalancing": "db.c"})
         assert len(await _log(c, "configureCollectionBalancing")) == 4
