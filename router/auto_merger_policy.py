@@ -122,10 +122,15 @@ class AutoMergerPolicy:
             self.enabled = True
             await self._log("autoMerge.enable")
             await self._start_round()
-        elif not self._in_round and trio.current_time() - self._round_started > self._param("autoMergerIntervalSecs"):
-            await self._start_round()  # AutoMergerPolicy::checkInternalUpdates
+        elif not self._in_round and self._interval_passed():
+            await self._start_round()
         if self._in_round:
             await self._merge_round()
+
+    def _interval_passed(self) -> bool:
+        """AutoMergerPolicy::checkInternalUpdates: more than the interval since the round began, in whole
+        seconds (Timer::seconds())."""
+        return int(trio.current_time() - self._round_started) > self._param("autoMergerIntervalSecs")
 
     def _param(self, name: str) -> float:
         return float(mongod_parameter(self.parameters(), name))
