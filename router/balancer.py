@@ -14,8 +14,9 @@ balancer does the first two of the server's three duties (BalancerPolicy::balanc
    shard outside the zone moves to the zone's shard owning the fewest chunks.
 
 Its AutoMerger (router/auto_merger_policy.py) merges the chunks that have
-long stayed together on a shard.  It does not even out chunk counts between shards (a test's chunk placement
-stays as the test made it, zones aside).  A round starts at once when a shard
+long stayed together on a shard.  It does not even out chunk counts between
+shards (a test's chunk placement stays as the test made it, zones and the
+AutoMerger aside).  A round starts at once when a shard
 starts draining or a zone changes (mongosim does not make you wait for the
 next round).
 
