@@ -302,7 +302,15 @@ class ClusterCore:
         from mongosim.router.balancer import Balancer
 
         self.balancer = Balancer(Router(manager, name="config", instant_hwm=self.opts.instant_hwm))
+        self.balancer.auto_merger.parameters = self._config_server_parameters
         self.nursery.start_soon(self.balancer.run, name="balancer")
+
+    def _config_server_parameters(self) -> dict:
+        """The config server primary's server parameters (its setParameter: autoMergerIntervalSecs ...)."""
+        rs = self.replica_sets.get("config")
+        primary = rs.primary if rs is not None else None
+        frontend = self.member_frontends.get(primary.host) if primary is not None else None
+        return frontend.identity.parameters if frontend is not None else {}
 
     async def _reap_cursors(self) -> None:
         """The cursor monitor: every 4 s (clientCursorMonitorFrequencySecs) cursors idle for longer than

@@ -13,8 +13,10 @@ balancer does the first two of the server's three duties (BalancerPolicy::balanc
    collection's zone ranges, and every chunk in a zone range that sits on a
    shard outside the zone moves to the zone's shard owning the fewest chunks.
 
-It does not even out chunk counts between shards (a test's chunk placement
-stays as the test made it, zones aside).  A round starts at once when a shard
+Its AutoMerger (router/auto_merger_policy.py) merges the chunks that have
+long stayed together on a shard.  It does not even out chunk counts between
+shards (a test's chunk placement stays as the test made it, zones and the
+AutoMerger aside).  A round starts at once when a shard
 starts draining or a zone changes (mongosim does not make you wait for the
 next round).
 
@@ -37,6 +39,7 @@ from mongosim.router.command_registry import router_command
 from mongosim.router.request import Request
 from mongosim.oplog.errors import MongoError
 from mongosim.router import zone_info as zones
+from mongosim.router.auto_merger_policy import AutoMergerPolicy
 from mongosim.router.sharding import admin_only, config_write, migrate_chunk, split_chunk
 
 if TYPE_CHECKING:
@@ -55,13 +58,20 @@ class Balancer:
         self.rounds = 0
         self.in_round = False
         self._wake = trio.Event()
+        self.auto_merger = AutoMergerPolicy(router, lambda: self.mode)
         router.manager.balancer = self
 
     def wake(self) -> None:
         self._wake.set()
 
     async def run(self) -> None:
-        """Balance in rounds until cancelled.  With no shard draining and every zone kept there is
+        """The balancer, and beside it its AutoMerger (router/auto_merger_policy.py), until cancelled."""
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self.auto_merger.run, name="auto-merger")
+            await self._balance()
+
+    async def _balance(self) -> None:
+        """Balance in rounds.  With no shard draining and every zone kept there is
         nothing for it to do, and it sleeps until woken (a shard starts draining, a zone changes, the
         balancer is started).  A round that fails is retried after the round interval."""
         while True:
@@ -210,4 +220,5 @@ async def cmd_balancer_toggle(router: Router, req: Request) -> dict:
         b.mode = mode
         if mode == "full":
             b.wake()
+        b.auto_merger.wake()  # (Balancer::notifyPersistedBalancerSettingsChanged)
     return {"ok": 1.0}

@@ -21,6 +21,7 @@ from mongosim.router import (  # noqa: F401
     commands_admin,
     commands_crud,
     commands_ddl,
+    configure_collection_balancing,
     feature_compatibility_version,
     get_shard_map,
     get_shard_version,

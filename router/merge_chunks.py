@@ -24,11 +24,15 @@ time the cluster keeps history for (`onCurrentShardSince` older than the config 
 max(minSnapshotHistoryWindowInSeconds, transactionLifetimeLimitSeconds, 10 s) — virtual time in
 mongosim, so a test moves its clock past the window).  Each run becomes a new chunk (a new `_id`) whose
 `onCurrentShardSince` is the latest of the run's, versions bumped minor by minor, one `merge` entry each;
-the scan stops once `maxNumberOfChunksToMerge` chunks are taken.  It answers `{ok: 1}`, merged or not.
+the scan stops once `maxNumberOfChunksToMerge` chunks are taken.  A run stops at a zone range's bound
+(sharding_ddl_util's getMergeAllChunksOnShardInfo: the zone ranges and the gaps between them are
+"real zones", and chunks of different ones are not merged).  It answers `{ok: 1}`, merged or not.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from bson import ObjectId, Timestamp
@@ -39,7 +43,7 @@ from mongosim.router.command_registry import router_command
 from mongosim.router.request import Request
 from mongosim.router.sharding import admin_only, config_write
 from mongosim.router.sharding_logging import log_change
-from mongosim.router.zone_info import _config_docs
+from mongosim.router.zone_info import ZoneRange, _config_docs, zone_ranges
 from mongosim.shardsim.query.fmt import bson_str
 from mongosim.shardsim.query.idl_errors import wrong_type
 from mongosim.shardsim.query.values import describe_type
@@ -257,10 +261,24 @@ def oldest_timestamp_supported_for_history(router: Router) -> Timestamp:
     return Timestamp(max(secs, 0), 0)
 
 
+def zone_ends(ranges: list[ZoneRange]) -> list[tuple]:
+    """Where the "real zones" end: the collection's zone ranges and the gaps between them, which
+    together cover the whole shard key space (the last, after the last range, ends at MaxKey)."""
+    ends: list[tuple] = []
+    for zr in ranges:
+        lo, hi = zr.keys()
+        if not ends or lo > ends[-1]:
+            ends.append(lo)  # (the gap before this range)
+        ends.append(hi)
+    return ends
+
+
 def mergeable_runs(r: CollectionRouting, docs: list[dict], shard: str, oldest: Timestamp,
-                   limit: int) -> list[list[dict]]:
+                   limit: int, ends: Sequence[tuple] = ()) -> list[list[dict]]:
     """The runs of contiguous mergeable chunks on `shard` (two or more each), taking at most `limit`
-    chunks in all: a chunk is mergeable when not jumbo and on the shard since before `oldest`."""
+    chunks in all: a chunk is mergeable when not jumbo and on the shard since before `oldest`.  A run
+    does not cross from one real zone to the next (`ends`, from zone_ends): a chunk belongs to the
+    first real zone whose end is at or after its max."""
     def old(d: dict) -> bool:  # (`onCurrentShardSince: {$lt: oldest}`: a chunk without one is not taken)
         t = d.get("onCurrentShardSince")
         return isinstance(t, Timestamp) and (t.time, t.inc) < (oldest.time, oldest.inc)
@@ -269,8 +287,10 @@ def mergeable_runs(r: CollectionRouting, docs: list[dict], shard: str, oldest: T
     runs: list[list[dict]] = []
     run: list[dict] = []
     taken = 0
+    zone = -1
     for d in candidates:
-        if run and bound_key(r, run[-1]["max"]) != bound_key(r, d["min"]):
+        zone, prev_zone = bisect_left(ends, bound_key(r, d["max"])), zone
+        if run and (bound_key(r, run[-1]["max"]) != bound_key(r, d["min"]) or zone != prev_zone):
             if len(run) > 1:
                 runs.append(run)
                 taken += len(run)
@@ -286,7 +306,8 @@ def mergeable_runs(r: CollectionRouting, docs: list[dict], shard: str, oldest: T
 async def commit_merge_all_chunks_on_shard(router: Router, r: CollectionRouting, shard: str, limit: int) -> int:
     """ShardingCatalogManager::commitMergeAllChunksOnShard; returns how many chunks were merged."""
     docs = chunk_docs(router, r)
-    runs = mergeable_runs(r, docs, shard, oldest_timestamp_supported_for_history(router), limit)
+    runs = mergeable_runs(r, docs, shard, oldest_timestamp_supported_for_history(router), limit,
+                          zone_ends(zone_ranges(router, r.ns)))
     if not runs:
         return 0
     prev = collection_version(docs)
@@ -309,6 +330,18 @@ async def commit_merge_all_chunks_on_shard(router: Router, r: CollectionRouting,
     return sum(len(run) for run in runs)
 
 
+async def merge_all_chunks_on_shard(router: Router, ns: str, shard: str, limit: int) -> int:
+    """The shard's mergeAllChunksOnShard, under the cluster's DDL lock: ConflictingOperationInProgress when
+    the collection is no longer sharded; returns how many chunks were merged (the AutoMerger's answer)."""
+    async with router._ddl_lock:
+        router.refresh_catalog()
+        r = router.catalog.routing(ns)
+        if r is None:
+            raise MongoError("ConflictingOperationInProgress", f"Sharded collection '{ns}' no longer exists")
+        merged = await commit_merge_all_chunks_on_shard(router, r, shard, limit)
+    if merged:
+        _wake_balancer(router)
+    return merged
 
 
 @router_command("mergeAllChunksOnShard")
@@ -325,11 +358,5 @@ async def cmd_merge_all_chunks_on_shard(router: Router, req: Request) -> dict:
     limit = idl_field(req, "maxNumberOfChunksToMerge", int, "int", INT_MAX)
     idl_field(req, "maxTimeProcessingChunksMS", int, "int", INT_MAX)  # (mongosim finds the chunks at once)
     router.shard(shard)  # ShardNotFound for a shard the registry does not know
-    async with router._ddl_lock:
-        router.refresh_catalog()
-        r = router.catalog.routing(ns)
-        if r is None:
-            raise MongoError("ConflictingOperationInProgress", f"Sharded collection '{ns}' no longer exists")
-        if await commit_merge_all_chunks_on_shard(router, r, shard, limit):
-            _wake_balancer(router)
+    await merge_all_chunks_on_shard(router, ns, shard, limit)
     return {"ok": 1.0}

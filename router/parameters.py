@@ -32,7 +32,7 @@ from mongosim.shardsim.generic_args import GENERIC_ARGUMENTS
 from mongosim.shardsim.query.fmt import bson_str
 from mongosim.shardsim.query.values import type_name
 
-__all__ = ["get_parameter", "set_parameter", "DEFAULT_PARAMETERS"]
+__all__ = ["get_parameter", "set_parameter", "mongod_parameter", "DEFAULT_PARAMETERS", "MONGOD_PARAMETERS"]
 
 DEFAULT_PARAMETERS: dict[str, Any] = {
     "enableTestCommands": 1,
@@ -48,6 +48,12 @@ DEFAULT_PARAMETERS: dict[str, Any] = {
     "changeStreamOptions": {"preAndPostImages": {"expireAfterSeconds": "off"}},
     "quiet": False,
     "notablescan": False,
+}
+# the parameters of a mongod only (a mongos does not know them): the config server's AutoMerger
+# (sharding_config_server_parameters.idl; router/auto_merger_policy.py reads the config primary's)
+MONGOD_PARAMETERS: dict[str, Any] = {
+    "autoMergerIntervalSecs": 3600,
+    "autoMergerThrottlingMS": 15000,
 }
 # the parameters settable only at startup (the others may change at runtime too; FCV changes
 # through setFeatureCompatibilityVersion only)
@@ -86,14 +92,24 @@ _COMPUTED: dict[str, _Computed] = {
 }
 
 
+def _defaults(ident: ServerIdentity) -> dict[str, Any]:
+    return DEFAULT_PARAMETERS if ident.is_mongos else {**DEFAULT_PARAMETERS, **MONGOD_PARAMETERS}
+
+
 def _names(ident: ServerIdentity) -> list[str]:
-    return sorted({*DEFAULT_PARAMETERS, *_COMPUTED, *(k for k in ident.parameters if k != _LOG_LEVELS)})
+    return sorted({*_defaults(ident), *_COMPUTED, *(k for k in ident.parameters if k != _LOG_LEVELS)})
 
 
 def _value(ident: ServerIdentity, name: str) -> Any:
     if name in _COMPUTED:
         return _COMPUTED[name].get(ident.parameters.get(_LOG_LEVELS) or {})
-    return ident.parameters[name] if name in ident.parameters else DEFAULT_PARAMETERS[name]
+    return ident.parameters[name] if name in ident.parameters else _defaults(ident)[name]
+
+
+def mongod_parameter(parameters: dict, name: str) -> Any:
+    """The value of a mongod's parameter `name`, from its identity's `parameters` (set at startup or
+    by setParameter) or the default."""
+    return parameters.get(name, MONGOD_PARAMETERS[name])
 
 
 def _settable(name: str) -> tuple[bool, bool]:

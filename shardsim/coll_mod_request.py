@@ -70,7 +70,8 @@ def _int64(path: str, v: Any) -> int:
     return safe_int(v, 64)
 
 
-def _int32(path: str, v: Any) -> int:
+def idl_safe_int(path: str, v: Any) -> int:
+    """An IDL `safeInt` field: any number, as a 32-bit integer (TypeMismatch for anything else)."""
     if not _is_number(v):
         raise wrong_type(path, v, _INT64)
     return safe_int(v, 32)
@@ -121,7 +122,7 @@ def _index(v: Any) -> dict:
         elif k == "keyPattern":
             out[k] = _object(path, x)
         elif k == "expireAfterSeconds":
-            out[k] = _int32(path, x)
+            out[k] = idl_safe_int(path, x)
         else:
             out[k] = _safe_bool(path, x)
     return out
@@ -136,7 +137,7 @@ def _timeseries(v: Any) -> dict:
         if k == "granularity":
             out[k] = _enum("collMod.timeseries.granularity", spec[k], GRANULARITIES)
         else:
-            n = _int32(f"collMod.timeseries.{k}", spec[k])
+            n = idl_safe_int(f"collMod.timeseries.{k}", spec[k])
             if n < 1:
                 raise MongoError("BadValue", f"BSON field '{k}' value must be >= 1, actual value '{n}'")
             out[k] = n

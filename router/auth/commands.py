@@ -325,6 +325,12 @@ def _on_arg_ns(*actions: str) -> Callable[[str, Mapping[str, Any]], list[Require
     return rule
 
 
+def _configure_collection_balancing(db: str, cmd: Mapping[str, Any]) -> list[Requirement]:
+    """splitChunk on the namespace; moveChunk too when it asks for a defragmentation."""
+    actions = ("splitChunk", "moveChunk") if cmd.get("defragmentCollection") is True else ("splitChunk",)
+    return [_p(_full_ns(cmd[next(iter(cmd))]), *actions)]
+
+
 def _nothing(db: str, cmd: Mapping[str, Any]) -> list[Requirement]:
     return []
 
@@ -692,6 +698,7 @@ _RULES: dict[str, Callable[[str, Mapping[str, Any]], list[Requirement]]] = {
     "split": _on_arg_ns("splitChunk"),
     "mergeChunks": _on_arg_ns("splitChunk"),
     "mergeAllChunksOnShard": _on_arg_ns("splitChunk"),
+    "configureCollectionBalancing": _configure_collection_balancing,
     "clearJumboFlag": _on_arg_ns("clearJumboFlag"),
     "analyzeShardKey": _on_arg_ns("analyzeShardKey"),
     "getShardVersion": _on_arg_ns("getShardVersion"),

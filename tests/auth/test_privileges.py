@@ -224,6 +224,15 @@ def test_requirement_forms():
         assert name in NO_AUTH_COMMANDS
 
 
+def test_configure_collection_balancing_requirements():
+    """splitChunk on the namespace (cluster_configure_collection_balancing.cpp); moveChunk too to defragment."""
+    ns = Resource.namespace("shop", "c")
+    assert required_privileges("admin", {"configureCollectionBalancing": "shop.c", "chunkSize": 64}) == [
+        Privilege.of(ns, "splitChunk")]
+    assert required_privileges("admin", {"configureCollectionBalancing": "shop.c", "defragmentCollection": True}) == [
+        Privilege.of(ns, "splitChunk", "moveChunk")]
+
+
 def test_user_management_requirements():
     assert required_privileges("shop", {"createUser": "u", "pwd": "p", "roles": ["read", {"role": "read", "db": "crm"}]}) == [
         Privilege.of(Resource.database("shop"), "createUser"),

@@ -230,6 +230,17 @@ async def test_merge_all_chunks_on_shard_merges_what_left_the_history_window(aut
         assert await _chunks(c) == after
 
 
+async def test_merge_all_chunks_on_shard_does_not_merge_across_a_zone_bound(autojump_clock):
+    """The zone ranges and the gaps between them are each merged apart: [MinKey, 20) | [20, 40) | [40, MaxKey)."""
+    async with _cluster(splits=(10, 20, 30, 40, 50), moved=()) as (core, (c,)):
+        await c.admin({"addShardToZone": "shard00", "zone": "Z"})
+        await c.admin({"updateZoneKeyRange": "db.c", "min": {"k": 20}, "max": {"k": 40}, "zone": "Z"})
+        await trio.sleep(WINDOW + 1)
+        await c.admin({"mergeAllChunksOnShard": "db.c", "shard": "shard00"})
+        assert _bounds(await _chunks(c)) == [(MinKey(), 20, "shard00"), (20, 40, "shard00"), (40, MaxKey(), "shard00")]
+        assert [d["details"]["numChunks"] for d in await c.find("config", "changelog", {"what": "merge"})] == [2, 2, 2]
+
+
 async def test_merge_all_chunks_on_shard_errors(autojump_clock):
     async with _cluster() as (core, (c,)):
         before = await _chunks(c)

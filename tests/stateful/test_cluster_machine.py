@@ -1,6 +1,6 @@
 """The whole cluster under random writes, transactions, migrations, chunk merges, new shards, drops and faults,
-through two routers (each with its own, possibly stale, routing cache), while routers restart and a
-shard drains and leaves.
+through two routers (each with its own, possibly stale, routing cache), while routers restart, a
+shard drains and leaves, and the balancer's AutoMerger merges chunks back.
 
 A hypothesis RuleBasedStateMachine on virtual time (mongosim.testing.TrioPortal).
 After every step, every watcher (collection, database and cluster level, each
@@ -29,6 +29,7 @@ import os
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import timezone
 
 import trio
 from bson import Int64, MaxKey, MinKey
@@ -169,6 +170,10 @@ class ClusterMachine(RuleBasedStateMachine):
         for i in (1, 2):
             await c.admin({"split": "db.c", "middle": {"k": 100 * i}})
             await c.admin({"moveChunk": "db.c", "find": {"k": 100 * i}, "to": shards[i % len(shards)]})
+        # the AutoMerger runs in rule auto_merge only (sh.stopAutoMerger()), a round each time it is on
+        config = self.core.member_frontends[self.core.replica_sets["config"].primary.host]
+        await AsyncClient(config).admin({"setParameter": 1, "autoMergerIntervalSecs": 1, "autoMergerThrottlingMS": 0})
+        await c.update("config", "settings", {"_id": "automerge"}, {"$set": {"enabled": False}}, upsert=True)
 
     def teardown(self) -> None:
         self.portal.close()
@@ -450,6 +455,49 @@ class ClusterMachine(RuleBasedStateMachine):
         except CommandError:
             return  # an injected fault
         assert sorted(d["_id"] for d in docs) == sorted(i for i, k in self.docs.items() if lo <= k < hi)
+
+    @rule(wait=st.booleans(), skip=st.booleans())
+    def auto_merge(self, wait: bool, skip: bool) -> None:
+        """The balancer's AutoMerger (off between steps: sh.stopAutoMerger() at setup) on for one
+        automerge round: after it no two adjacent db.c chunks of one shard, both there since before the
+        history window when the round started, are left apart (a zone bound aside); `wait` first lets
+        the window pass; with `skip`, db.c is left out (sh.disableAutoMerger) and keeps every chunk bound.
+        Every document reads back through both routers; watchers see nothing of it (the invariant)."""
+        self.portal.call(self._clear_faults)
+        self.portal.call(self._auto_merge_round, wait, skip)
+        for client in self.clients:
+            docs = self.portal.call(client.find, "db", "c", {})
+            assert {d["_id"]: d["k"] for d in docs} == self.docs
+
+    async def _auto_merge_round(self, wait: bool, skip: bool) -> None:
+        c = self.client
+        if wait:
+            await trio.sleep(HISTORY_WINDOW_S + 1)
+        before = await self._db_c_chunks()
+        if skip:
+            await c.update("config", "collections", {"_id": "db.c"}, {"$set": {"enableAutoMerge": False}})
+        ended = len(await c.find("config", "changelog", {"what": "autoMerge.end"}))
+        await c.update("config", "settings", {"_id": "automerge"}, {"$set": {"enabled": True}}, upsert=True)
+        t0 = trio.current_time()
+        while len(ends := await c.find("config", "changelog", {"what": "autoMerge.end"})) == ended:
+            assert trio.current_time() - t0 < 120, "no automerge round"
+            await trio.sleep(1)
+        await c.update("config", "settings", {"_id": "automerge"}, {"$set": {"enabled": False}}, upsert=True)
+        if skip:
+            await c.update("config", "collections", {"_id": "db.c"}, {"$unset": {"enableAutoMerge": 1}})
+        start = sorted(d["time"] for d in await c.find("config", "changelog", {"what": "autoMerge.start"})
+                       if d["time"] <= max(e["time"] for e in ends))[-1]
+        oldest = int(start.replace(tzinfo=timezone.utc).timestamp()) - HISTORY_WINDOW_S
+        after = await self._db_c_chunks()
+        assert all(a["max"] == b["min"] for a, b in zip(after, after[1:])), f"a hole or an overlap: {after}"
+        if skip:
+            assert {_k(d["min"]) for d in before} <= {_k(d["min"]) for d in after}, (before, after)
+            return
+        zone_bounds = set(self.zone or ())
+        for a, b in zip(after, after[1:]):
+            both_old = all(d["onCurrentShardSince"].time < oldest and not d.get("jumbo") for d in (a, b))
+            assert not (a["shard"] == b["shard"] and both_old and _k(b["min"]) not in zone_bounds), (
+                f"mergeable chunks left apart: {a} {b}")
 
     async def _db_c_chunks(self) -> list[dict]:
         """db.c's chunks in config.chunks, by lower bound."""

@@ -274,6 +274,43 @@ def test_merge_chunks_from_mongosh(mongosh, mongosim_cluster, shop):
     assert out["version"]["version"] == chunk_docs[0]["lastmod"]
 
 
+AUTOMERGER_JS = """
+const config = db.getSiblingDB("config");
+const stopped = sh.stopAutoMerger();
+const off = sh.isAutoMergerEnabled();
+const started = sh.startAutoMerger();
+const on = sh.isAutoMergerEnabled();
+const disabled = sh.disableAutoMerger("shop.orders");
+const collOff = config.collections.findOne({_id: "shop.orders"}).enableAutoMerge;
+const enabled = sh.enableAutoMerger("shop.orders");
+const collOn = "enableAutoMerge" in config.collections.findOne({_id: "shop.orders"});
+const configured = db.adminCommand({configureCollectionBalancing: "shop.orders", chunkSize: 64});
+const status = sh.balancerCollectionStatus("shop.orders");
+let refused = null;
+try { db.adminCommand({configureCollectionBalancing: "shop.orders", chunkSize: 4096}); }
+catch (e) { refused = {codeName: e.codeName, message: e.message}; }
+print(EJSON.stringify({stopped, off, started, on, disabled, collOff, enabled, collOn, configured, status, refused},
+                      {relaxed: false}));
+"""
+
+
+@pytest.mark.mongosim(isolated=True, shards=2)
+def test_auto_merger_helpers_in_mongosh(mongosh, mongosim_cluster, shop):
+    """sh.stopAutoMerger / startAutoMerger / isAutoMergerEnabled (config.settings {_id: "automerge"}),
+    sh.disableAutoMerger / enableAutoMerger (config.collections' enableAutoMerge), and
+    configureCollectionBalancing's chunk size as sh.balancerCollectionStatus reports it."""
+    out = _plain(run_js(mongosh, mongosim_cluster.uri, AUTOMERGER_JS))
+    assert (out["stopped"]["acknowledged"], out["stopped"]["upsertedCount"]) == (True, 1)
+    assert (out["off"], out["on"]) == (False, True)
+    assert out["started"]["modifiedCount"] == 1
+    assert (out["disabled"]["modifiedCount"], out["collOff"]) == (1, False)
+    assert (out["enabled"]["modifiedCount"], out["collOn"]) == (1, False)
+    assert out["configured"]["ok"] == 1
+    assert out["status"]["chunkSize"] == 64
+    assert out["refused"] == {"codeName": "InvalidOptions", "message": "Chunk size '4096' out of range [1MB, 1GB]"}
+    assert shop.config.settings.find_one({"_id": "automerge"}) == {"_id": "automerge", "enabled": True}
+
+
 SYNC_FROM_JS = """
 const first = rs.syncFrom(%(target)s);
 let refused = null;
