@@ -18,6 +18,11 @@ API version on every command, the handshake included); `isMaster` does not.
   with 'apiStrict: true' in API Version 1"; `$collStats` only with its `count` option.
 No command of API Version 1 is deprecated, so `apiDeprecationErrors: true` refuses none.
 mongos checks the client's command; what it sends a shard is internal and not checked again.
+
+A transaction runs with the API parameters of its first command, and a cursor with those of the
+command that opened it: a later statement of the transaction (commit and abort included) or a getMore
+giving other ones — `{apiVersion: "1"}` and `{apiVersion: "1", apiStrict: false}` differ — fails with
+APIMismatchError (`mismatch`).
 """
 
 from __future__ import annotations
@@ -25,9 +30,12 @@ from __future__ import annotations
 from typing import Any
 
 from mongosim.oplog.errors import MongoError
+from mongosim.shardsim.query.fmt import bson_str
 from mongosim.shardsim.query.idl_errors import wrong_type
 
-__all__ = ["API_VERSIONS", "V1_COMMANDS", "check", "check_pipeline"]
+__all__ = ["API_VERSIONS", "V1_COMMANDS", "check", "check_pipeline", "params_of", "mismatch"]
+
+_PARAMETERS = ("apiVersion", "apiStrict", "apiDeprecationErrors")
 
 API_VERSIONS = ("1",)
 _SKIP = frozenset({"hello", "saslStart", "saslContinue", "authenticate", "logout", "getnonce"})
@@ -36,7 +44,7 @@ _STRUCT = "APIParametersFromClient"
 # the commands whose IDL (or Command::apiVersions) says api_version "1"
 V1_COMMANDS = frozenset({
     "abortTransaction", "aggregate", "authenticate", "bulkWrite", "collMod", "commitTransaction", "count",
-    "create", "createIndexes", "delete", "drop", "dropDatabase", "dropIndexes", "endSessions", "find",
+    "create", "createIndexes", "delete", "drop", "dropDatabase", "dropIndexes", "endSessions", "explain", "find",
     "findAndModify", "getMore", "hello", "insert", "killCursors", "listCollections", "listDatabases",
     "listIndexes", "ping", "refreshSessions", "saslContinue", "saslStart", "update",
 })
@@ -144,3 +152,17 @@ def _sub_pipelines(name: str, spec: Any) -> list[list]:
     if name == "$facet":
         return [p for p in spec.values() if isinstance(p, list)]
     return []
+
+
+def params_of(cmd: dict) -> dict:
+    """The command's API parameters, as APIParameters holds them (those given, in their order)."""
+    return {k: cmd[k] for k in _PARAMETERS if k in cmd}
+
+
+def mismatch(name: str, cmd: dict, first: dict, what: str = "the transaction's first command") -> None:
+    """APIMismatchError when command `name` gives other API parameters than `first`, those of the
+    transaction's first command (or of the command that opened a getMore's cursor)."""
+    given = params_of(cmd)
+    if given != first:
+        raise MongoError("APIMismatchError", f"API parameter mismatch: {_CANONICAL.get(name, name)} used params "
+                         f"{bson_str(given)}, {what} used {bson_str(first)}")

@@ -3,7 +3,8 @@
 A client declaring `ServerApi("1", strict=True)` may run only API Version 1: other commands fail with
 APIStrictError (323) and the server's message naming the command; so do a field the command's IDL marks
 unstable, a write to system.js, and an aggregation stage outside the API (at any depth of a pipeline,
-or of a view's definition).  Without strict, all of them run.
+or of a view's definition).  Without strict, all of them run.  A transaction's statements and a cursor's
+getMores must give the API parameters of the command that began them (APIMismatchError, 347).
 """
 
 from __future__ import annotations
@@ -35,11 +36,20 @@ def clients(request):
         lax.close()
 
 
+def _plain(strict) -> pymongo.MongoClient:
+    host, port = strict.address
+    return pymongo.MongoClient(f"mongodb://{host}:{port}", serverSelectionTimeoutMS=10000)
+
+
+_V1 = {"apiVersion": "1"}
+_V1_STRICT = {"apiVersion": "1", "apiStrict": True}
+
+
 def _fails(fn, code: int = 323) -> str:
     with pytest.raises(OperationFailure) as info:
         fn()
     assert info.value.code == code, info.value.details
-    assert info.value.details["codeName"] == {323: "APIStrictError"}.get(code, info.value.details["codeName"])
+    assert info.value.details["codeName"] == {323: "APIStrictError", 347: "APIMismatchError"}[code]
     return info.value.details["errmsg"]
 
 
@@ -56,6 +66,7 @@ def test_v1_commands_run_strictly(clients):
     assert db.c.delete_one({"_id": 10}).deleted_count == 1
     assert "c" in db.list_collection_names()
     assert db.command("ping")["ok"] == 1.0
+    assert db.command("explain", {"find": "c", "filter": {"a": 1}})["ok"] == 1.0
     # $collStats with its count option is in API Version 1 (drivers count with it)
     assert list(db.c.aggregate([{"$collStats": {"count": {}}}, {"$group": {"_id": 1, "n": {"$sum": "$count"}}}])
                 )[0]["n"] == 3
@@ -69,7 +80,7 @@ def test_v1_commands_run_strictly(clients):
     ({"isMaster": 1}, "isMaster"),
     ({"ismaster": 1}, "isMaster"),
     ({"buildinfo": 1}, "buildInfo"),
-    ({"explain": {"find": "c"}}, "explain"),
+    ({"serverStatus": 1}, "serverStatus"),
 ])
 def test_commands_outside_v1_are_refused(clients, cmd, name):
     strict, lax = clients
@@ -139,9 +150,7 @@ def test_coll_stats_outside_its_count_is_refused(clients, spec):
 
 def test_explicit_parameters_on_a_client_without_server_api(clients):
     strict, _lax = clients
-    plain = pymongo.MongoClient(strict.address and strict.topology_description._topology_settings.seeds
-                                and f"mongodb://{strict.address[0]}:{strict.address[1]}",
-                                directConnection=False, serverSelectionTimeoutMS=10000)
+    plain = _plain(strict)
     try:
         db = plain.api
         assert db.command("collStats", "c", apiVersion="1", apiStrict=False)["ok"] == 1.0
@@ -154,3 +163,60 @@ def test_explicit_parameters_on_a_client_without_server_api(clients):
             {"_id": 1, "a": 1}]
     finally:
         plain.close()
+
+
+
+def test_a_get_more_gives_its_cursors_api_parameters(clients):
+    plain = _plain(clients[0])
+    try:
+        db = plain.api
+        cid = db.command("find", "c", batchSize=1, **_V1_STRICT)["cursor"]["id"]
+        msg = _fails(lambda: db.command("getMore", cid, collection="c", batchSize=1, **_V1), 347)
+        assert msg == ('API parameter mismatch: getMore used params { apiVersion: "1" }, the cursor-creating command '
+                       'used { apiVersion: "1", apiStrict: true }')
+        more = db.command("getMore", cid, collection="c", batchSize=1, **_V1_STRICT)  # (the cursor survives)
+        assert more["cursor"]["nextBatch"] == [{"_id": 1, "a": 1}]
+        cid = db.command("find", "c", batchSize=1)["cursor"]["id"]
+        msg = _fails(lambda: db.command("getMore", cid, collection="c", **_V1), 347)
+        assert msg == ('API parameter mismatch: getMore used params { apiVersion: "1" }, the cursor-creating command '
+                       'used {}')
+        assert len(db.command("getMore", cid, collection="c")["cursor"]["nextBatch"]) == 2
+    finally:
+        plain.close()
+
+
+@pytest.mark.parametrize("ending", ["commitTransaction", "abortTransaction"])
+def test_a_transaction_keeps_its_first_commands_api_parameters(clients, ending):
+    strict, lax = clients
+    plain = _plain(strict)
+    try:
+        with plain.start_session() as s:
+            lsid, txn = {"lsid": s.session_id}, {"txnNumber": 1, "autocommit": False}
+            db = plain.api
+            db.command("insert", "c", documents=[{"_id": f"t-{ending}"}], startTransaction=True, **lsid, **txn,
+                       **_V1)
+            msg = _fails(lambda: db.command("insert", "c", documents=[{"_id": "t2"}], **lsid, **txn, **_V1_STRICT), 347)
+            assert msg == ('API parameter mismatch: insert used params { apiVersion: "1", apiStrict: true }, the '
+                           "transaction's first command used { apiVersion: \"1\" }")
+            msg = _fails(lambda: plain.admin.command(ending, 1, **lsid, **txn, apiVersion="1", apiStrict=False), 347)
+            assert msg == (f'API parameter mismatch: {ending} used params {{ apiVersion: "1", apiStrict: false }}, the '
+                           "transaction's first command used { apiVersion: \"1\" }")
+            # the transaction goes on: it ends with its own parameters
+            assert plain.admin.command(ending, 1, **lsid, **txn, **_V1)["ok"] == 1.0
+        found = lax.api.c.find_one({"_id": f"t-{ending}"})
+        assert (found is not None) == (ending == "commitTransaction")
+        assert lax.api.c.find_one({"_id": "t2"}) is None
+    finally:
+        lax.api.c.delete_many({"_id": {"$in": [f"t-{ending}", "t2"]}})
+        plain.close()
+
+
+def test_a_driver_transaction_with_a_server_api_runs(clients):
+    strict, lax = clients
+    with strict.start_session() as s:
+        with s.start_transaction():
+            strict.api.c.insert_one({"_id": "driver-txn"}, session=s)
+            assert strict.api.c.find_one({"_id": "driver-txn"}, session=s) == {"_id": "driver-txn"}
+    assert lax.api.c.find_one({"_id": "driver-txn"}) == {"_id": "driver-txn"}
+    lax.api.c.delete_one({"_id": "driver-txn"})
+    assert [d["_id"] for d in strict.api.c.find({}, batch_size=1).sort("_id")] == [0, 1, 2]  # (getMores)
