@@ -236,6 +236,8 @@ class Router:
         at_cluster_time = await self._snapshot_read_time(req) if snapshot_reads.is_snapshot_read(name, cmd) else 0
         # decided before running: a failing getMore may remove its cursor
         req.is_change_stream = is_change_stream_command(name, cmd, self, db)
+        if "autocommit" in cmd:  # (refused before the transaction is touched: it goes on)
+            self.txns.check_api_parameters(req)
         # read preference and the time left out, the shards' writeConcernErrors back
         max_time_ms = generic_max_time_ms(cmd) if "maxTimeMS" in cmd and name != "getMore" else None
         shard_request = begin_request(cmd, max_time_ms)
@@ -282,6 +284,8 @@ class Router:
         if req.op_time_key:
             reply.setdefault("_opTimeKey", req.op_time_key)
         authn.note_cursor_owner(self, reply, conn)
+        if name != "getMore":
+            self.cursors.note_api_parameters(reply, cmd)
         return reply
 
     def _default_read_concern(self) -> dict | None:

@@ -23,6 +23,7 @@ from mongosim.oplog.errors import MongoError
 from mongosim.router.command_registry import router_command
 from mongosim.router.error_labels import error_labels
 from mongosim.router.request import Request
+from mongosim.shardsim import api_parameters
 from mongosim.shardsim.node import RESOLVED_VIEW, WOULD_CHANGE_OWNING_SHARD
 from mongosim.shardsim.sessions import named_sessions, session_key, user_digest
 from mongosim.shardsim.transactions import no_such_transaction
@@ -47,6 +48,7 @@ class RouterTxn:
     read_concern: Any = None
     participants: dict[str, bool] = field(default_factory=dict)  # shard -> wrote
     state: str = "in_progress"  # committed | aborted
+    api_params: dict = field(default_factory=dict)  # its first command's (shardsim.api_parameters)
     recovery_shard: str | None = None  # the first participant that wrote (named by the recoveryToken)
 
 
@@ -67,7 +69,8 @@ class RouterTransactions:
                 raise MongoError(225, f"Cannot start transaction {txn_number} on session because a newer "
                                       f"transaction {cur.txn_number} has already started.")
             if cur is None or cur.txn_number < txn_number:
-                cur = self._txns[key] = RouterTxn(lsid, int(txn_number), self._read_concern(req.cmd.get("readConcern")))
+                cur = self._txns[key] = RouterTxn(lsid, int(txn_number), self._read_concern(req.cmd.get("readConcern")),
+                                                  api_params=api_parameters.params_of(req.cmd))
         if cur is None or cur.txn_number != txn_number:
             raise no_such_transaction(int(txn_number), aborted=False)
         return cur
@@ -77,6 +80,15 @@ class RouterTransactions:
         (TransactionRouter::beginOrContinueTxn), whether or not a shard is asked."""
         if req.cmd.get("startTransaction"):
             self._get(req)
+
+    def check_api_parameters(self, req: Request) -> None:
+        """A statement continuing the transaction (commit and abort included) gives the API parameters
+        of its first one: APIMismatchError otherwise, and the transaction goes on."""
+        lsid = req.cmd.get("lsid")
+        cur = self._txns.get(session_key(lsid)) if isinstance(lsid, dict) else None
+        if (cur is not None and not req.cmd.get("startTransaction") and cur.txn_number == req.cmd.get("txnNumber")
+                and cur.state == "in_progress"):
+            api_parameters.mismatch(req.name, req.cmd, cur.api_params)
 
     def _read_concern(self, rc: Any) -> Any:
         """The transaction's readConcern; for level snapshot, with the atClusterTime mongos picks

@@ -17,6 +17,7 @@ from bson import Int64
 
 from mongosim.oplog import bsonutil
 from mongosim.oplog.errors import MongoError
+from mongosim.shardsim import api_parameters
 from mongosim.shardsim.fail_point import check_max_time_always_times_out
 from mongosim.shardsim.generic_args import max_time_ms as generic_max_time_ms
 
@@ -105,6 +106,7 @@ class CursorManager:
         self._cursors: dict[int, Any] = {}
         self._pinned: set[int] = set()
         self._time_limited: set[int] = set()  # opened by a command with a maxTimeMS
+        self._api_params: dict[int, dict] = {}  # the API parameters of the command that opened it, if any
 
     def __len__(self) -> int:
         return len(self._cursors)
@@ -122,6 +124,15 @@ class CursorManager:
         cid = cur.get("id") if isinstance(cur, dict) else None
         if cid and int(cid) in self._cursors:
             self._time_limited.add(int(cid))
+
+    def note_api_parameters(self, reply: dict, cmd: dict) -> None:
+        """The cursor a client's command opened (if any) keeps its API parameters: a getMore must give
+        the same (`shardsim.api_parameters.mismatch`)."""
+        cur = reply.get("cursor")
+        cid = cur.get("id") if isinstance(cur, dict) else None
+        params = api_parameters.params_of(cmd)
+        if cid and params and int(cid) in self._cursors:
+            self._api_params[int(cid)] = params
 
     def items(self) -> list[tuple[int, Any]]:
         """(cursor id, cursor) of every open cursor (for $currentOp's idle cursors)."""
@@ -154,6 +165,7 @@ class CursorManager:
         cur = self._cursors.pop(cid, None)
         self._pinned.discard(cid)
         self._time_limited.discard(cid)
+        self._api_params.pop(cid, None)
         if cur is not None:
             cur.close()
 
@@ -187,7 +199,9 @@ class CursorManager:
             self.remove(cid)
         return len(stale)
 
-    async def get_more(self, cmd: dict, db: str) -> dict:
+    async def get_more(self, cmd: dict, db: str, *, client: bool = True) -> dict:
+        """Run a getMore; a `client`'s must give its cursor's API parameters (mongos's to a shard
+        carries its own)."""
         cid = cmd.get("getMore")
         if not isinstance(cid, int) or isinstance(cid, bool):
             raise MongoError("TypeMismatch", "BSON field 'getMore.getMore' is the wrong type, expected type 'long'")
@@ -198,6 +212,8 @@ class CursorManager:
                              else "BSON field 'getMore.collection' is the wrong type, expected type 'string'")
         ns = f"{db}.{coll}"
         cur = self.lookup(int(cid), ns)
+        if client:
+            api_parameters.mismatch("getMore", cmd, self._api_params.get(int(cid), {}), "the cursor-creating command")
         batch_size = cmd.get("batchSize")
         if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 0):
             raise MongoError("BadValue", "Batch size for getMore must be positive, but received: " + str(batch_size))

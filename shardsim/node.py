@@ -261,6 +261,8 @@ class Node:
             ctx.txn.abort(ctx)  # (WouldChangeOwningShard is mongos's to handle: the transaction goes on)
         if max_time_ms and name != "getMore":
             self.cursors.note_time_limit(reply)
+        if not from_router and name != "getMore":
+            self.cursors.note_api_parameters(reply, cmd)
         if ctx.at_cluster_time:
             snapshot_reads.stamp_reply(name, reply, ctx.at_cluster_time)
         if ctx.op_time_key:

@@ -136,7 +136,7 @@ def cmd_find(node: Node, ctx: OpCtx) -> dict:
 
 @command("getMore")
 async def cmd_get_more(node: Node, ctx: OpCtx) -> dict:
-    return await node.cursors.get_more(ctx.cmd, ctx.db)
+    return await node.cursors.get_more(ctx.cmd, ctx.db, client=not ctx.from_router)
 
 
 @command("killCursors")

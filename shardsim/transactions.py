@@ -78,6 +78,7 @@ class Transaction:
         self.lsid = lsid
         self.txn_number = txn_number
         self.state = "in_progress"
+        self.api_params: dict = {}  # its first command's (shardsim.api_parameters)
         self.started = trio.current_time()
         self.ops: list[dict] = []
         self.pre_images: list[tuple[int, Collection, dict]] = []  # (op index, collection, pre-image)

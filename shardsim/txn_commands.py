@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from bson import Timestamp
 from mongosim.oplog.clock import key_ts
 from mongosim.oplog.errors import MongoError
+from mongosim.shardsim import api_parameters
 from mongosim.shardsim.command_registry import command
 from mongosim.shardsim.operation_context import OpCtx
 from mongosim.shardsim.sessions import end_open_transaction
@@ -55,7 +56,11 @@ def attach_transaction(node: Node, ctx: OpCtx, name: str) -> None:
             if key is not None:
                 at = snapshot_reads.pin(node, key)
         state.txn = Transaction(node, ctx.lsid, ctx.txn_number, at_snapshot=at)
+        state.txn.api_params = api_parameters.params_of(cmd)
     txn = state.txn
+    if (not ctx.from_router and txn is not None and txn.txn_number == ctx.txn_number
+            and txn.state in ("in_progress", "prepared")):  # (the session checked out: its stashed parameters)
+        api_parameters.mismatch(name, cmd, txn.api_params)
     if txn is None or txn.txn_number != ctx.txn_number:
         raise no_such_transaction(ctx.txn_number, aborted=False)
     if txn.state == "aborted" and name != "abortTransaction":
