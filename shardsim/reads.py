@@ -18,7 +18,7 @@ from mongosim.shardsim.clustered import index_specs, is_clustered
 from mongosim.shardsim.collation import command_collator
 from mongosim.shardsim.command_registry import COMMANDS, command
 from mongosim.shardsim.create_collection import check_namespace
-from mongosim.shardsim.cursors import DEFAULT_FIRST_BATCH, QueryCursor, cursor_reply
+from mongosim.shardsim.cursors import QueryCursor, cursor_reply
 from mongosim.shardsim.operation_context import OpCtx
 from mongosim.shardsim.source_stage_registry import NODE_SOURCES
 from mongosim.shardsim.merge_stage import parse_merge, run_merge
@@ -61,8 +61,10 @@ def int_arg(cmd: dict, name: str, cmd_name: str, default: int | None = None, *, 
     return int(v)
 
 
-def run_find(node: Node, db: str, coll_name: str, cmd: dict, view=None, variables: dict | None = None) -> Iterator[dict]:
-    """The find command's documents: planned (`shardsim.query_planner`) and run to the end."""
+def run_find(node: Node, db: str, coll_name: str, cmd: dict, view=None, variables: dict | None = None
+             ) -> tuple[list[dict], int | None]:
+    """The find command's documents, planned (`shardsim.query_planner`) and run to the end, and the
+    number of them after which its executor is at EOF (`get_executor.eof_at`)."""
     flt = cmd.get("filter") or {}
     if not isinstance(flt, dict):
         raise MongoError("TypeMismatch", "BSON field 'FindCommandRequest.filter' is the wrong type, expected type 'object'")
@@ -73,8 +75,8 @@ def run_find(node: Node, db: str, coll_name: str, cmd: dict, view=None, variable
     limit = int_arg(cmd, "limit", "find", None)
     cq = find_query(f"{db}.{coll_name}", cmd, flt, matcher, skip=skip, limit=limit,
                     batch_size=int_arg(cmd, "batchSize", "find", None), variables=variables, collator=collator)
-    docs, _sol, _ctx = execute(coll, cq, view)
-    return iter(docs)
+    docs, sol, _ctx = execute(coll, cq, view)
+    return docs, get_executor.eof_at(sol, len(docs))
 
 
 def tailable_find(node: Node, ctx: OpCtx, name: str) -> dict:
@@ -111,9 +113,12 @@ def pipeline_source(coll, ns: str, pipeline: list, view, hint, variables: dict |
     return iter(execute(coll, cq, view)[0]), rest
 
 
-def serve_cursor(node: Node, ns: str, results: Iterator[dict], batch_size: int | None, single_batch: bool = False) -> dict:
-    cur = QueryCursor(ns, results)
-    batch = cur.take(batch_size if batch_size is not None else DEFAULT_FIRST_BATCH) if batch_size != 0 else []
+def serve_cursor(node: Node, ns: str, results: Iterator[dict], batch_size: int | None, single_batch: bool = False,
+                 eof_at: int | None = None) -> dict:
+    """The first batch, and a cursor kept unless it is exhausted (`QueryCursor`: `eof_at` is where
+    the source is at EOF) or the command asked for a single batch."""
+    cur = QueryCursor(ns, results, eof_at=eof_at)
+    batch = cur.first_batch(batch_size)
     if cur.exhausted or single_batch:
         return cursor_reply(batch, 0, ns, first=True)
     cid = node.cursors.register(cur)
@@ -126,12 +131,9 @@ def cmd_find(node: Node, ctx: OpCtx) -> dict:
     name = check_namespace(ctx.db, cmd["find"])
     if cmd.get("tailable") or cmd.get("awaitData") or is_oplog(ctx.db, name):
         return tailable_find(node, ctx, name)
-    batch_size = int_arg(cmd, "batchSize", "find", None)
-    limit = int_arg(cmd, "limit", "find", None)
-    results = run_find(node, ctx.db, name, cmd, ctx.view, for_command(node, ctx))
-    if limit and (batch_size is None or batch_size > limit):
-        batch_size = limit  # (the cursor stays open when a batch stops short of 16 MB before the limit)
-    return serve_cursor(node, f"{ctx.db}.{name}", results, batch_size, bool(cmd.get("singleBatch")))
+    batch_size = int_arg(cmd, "batchSize", "find", None)  # (the limit is the plan's LIMIT, not the batch's)
+    docs, eof_at = run_find(node, ctx.db, name, cmd, ctx.view, for_command(node, ctx))
+    return serve_cursor(node, f"{ctx.db}.{name}", iter(docs), batch_size, bool(cmd.get("singleBatch")), eof_at)
 
 
 @command("getMore")
@@ -337,7 +339,9 @@ def cmd_list_collections(node: Node, ctx: OpCtx) -> dict:
     if flt:
         m = Matcher(flt)
         out = [c for c in out if m.matches(c)]
-    return serve_cursor(node, f"{ctx.db}.$cmd.listCollections", iter(out), (cmd.get("cursor") or {}).get("batchSize"))
+    # (the documents are queued up front: the executor is at EOF with the last one)
+    return serve_cursor(node, f"{ctx.db}.$cmd.listCollections", iter(out), (cmd.get("cursor") or {}).get("batchSize"),
+                        eof_at=len(out))
 
 
 @command("listIndexes")
@@ -346,8 +350,9 @@ def cmd_list_indexes(node: Node, ctx: OpCtx) -> dict:
     coll = local_database.readable(node, ctx.db, name)
     if coll is None:
         raise MongoError("NamespaceNotFound", f"ns does not exist: {ctx.db}.{name}")
-    return serve_cursor(node, f"{ctx.db}.$cmd.listIndexes.{name}", iter(index_specs(coll.options, coll.indexes)),
-                        (ctx.cmd.get("cursor") or {}).get("batchSize"))
+    specs = index_specs(coll.options, coll.indexes)
+    return serve_cursor(node, f"{ctx.db}.$cmd.listIndexes.{name}", iter(specs), (ctx.cmd.get("cursor") or {}).get("batchSize"),
+                        eof_at=len(specs))
 
 
 _FCV_DOCUMENT = {"_id": "featureCompatibilityVersion", "version": "8.0"}  # (admin.system.version)
