@@ -97,28 +97,34 @@ def tailable_find(node: Node, ctx: OpCtx, name: str) -> dict:
 
 
 def pipeline_source(coll, ns: str, pipeline: list, view, hint, variables: dict | None = None, collator=None
-                    ) -> tuple[Iterator[dict], list]:
-    """The documents a pipeline starts from, and the stages left to run on them (its leading
-    `$match`/`$sort`/`$limit` run as a planned query: `get_executor.pipeline_query`)."""
+                    ) -> tuple[Iterator[dict], list, int | None]:
+    """The documents a pipeline starts from, the stages left to run on them (its leading
+    `$match`/`$sort`/`$limit` run as a planned query: `get_executor.pipeline_query`), and, when the
+    query absorbed every stage, where that plan's executor is at EOF (`get_executor.eof_at`): the
+    server then answers with the plan's executor alone (run_aggregate.cpp canOptimizeAwayPipeline)."""
     if pipeline and isinstance(pipeline[0], dict) and len(pipeline[0]) == 1 and "$geoNear" in pipeline[0]:
         stage = GeoNearStage(pipeline[0]["$geoNear"])
-        return iter(stage.run(coll, ns, view, variables, collator)), pipeline[1:]
+        return iter(stage.run(coll, ns, view, variables, collator)), pipeline[1:], None
     if pipeline and isinstance(pipeline[0], dict) and "$_internalUnpackBucket" in pipeline[0]:
         pipeline = pushdown(pipeline, coll.options.get("collation") if coll is not None else None, collator)
     cq, rest = get_executor.pipeline_query(coll, ns, pipeline, hint, variables, collator)
     if coll is None:
-        return iter(()), pipeline
+        return iter(()), pipeline, None
     if cq is None:
-        return (iter(view.scan(coll)) if view is not None else coll.scan()), pipeline
-    return iter(execute(coll, cq, view)[0]), rest
+        return (iter(view.scan(coll)) if view is not None else coll.scan()), pipeline, None
+    docs, sol, _ctx = execute(coll, cq, view)
+    return iter(docs), rest, None if rest else get_executor.eof_at(sol, len(docs))
 
 
 def serve_cursor(node: Node, ns: str, results: Iterator[dict], batch_size: int | None, single_batch: bool = False,
-                 eof_at: int | None = None) -> dict:
+                 eof_at: int | None = None, *, first_asks_past: bool = False) -> dict:
     """The first batch, and a cursor kept unless it is exhausted (`QueryCursor`: `eof_at` is where
-    the source is at EOF) or the command asked for a single batch."""
-    cur = QueryCursor(ns, results, eof_at=eof_at)
+    the source is at EOF) or the command asked for a single batch.  `first_asks_past`: the first
+    batch closes only when an ask found nothing (an aggregate's: handleCursorCommand never asks
+    isEOF), its getMores by `eof_at` too."""
+    cur = QueryCursor(ns, results, eof_at=None if first_asks_past else eof_at)
     batch = cur.first_batch(batch_size)
+    cur.eof_at = eof_at
     if cur.exhausted or single_batch:
         return cursor_reply(batch, 0, ns, first=True)
     cid = node.cursors.register(cur)
@@ -248,6 +254,7 @@ async def cmd_aggregate(node: Node, ctx: OpCtx) -> dict:
         write = None  # an explained $out or $merge writes nothing
     source = NODE_SOURCES.get(next(iter(stages[0])) if stages and isinstance(stages[0], dict) and len(stages[0]) == 1
                               else None)  # $collStats, $indexStats, $planCacheStats, $currentOp
+    eof_at = None  # (a pipeline's executor is at EOF only once asked past its end)
     if target == 1:
         docs: Iterator[dict] = iter(documents_source(documents, variables) if documents is not None else ())
         ns = f"{ctx.db}.$cmd.aggregate"
@@ -262,7 +269,8 @@ async def cmd_aggregate(node: Node, ctx: OpCtx) -> dict:
         if source is not None:
             docs, stages = iter(source(node, ctx, name, stages[0][next(iter(stages[0]))])), stages[1:]
         else:
-            docs, stages = pipeline_source(coll, ns, stages, ctx.view, cmd.get("hint"), variables, collator)
+            docs, stages, eof_at = pipeline_source(coll, ns, stages, ctx.view, cmd.get("hint"), variables, collator)
+    eof_at = eof_at if write is None else None  # (an $out or $merge stage keeps the pipeline)
     results = list(run_pipeline(docs, stages, variables=variables, collator=collator,
                                 process=MongodProcessInterface(node, ctx), db=ctx.db))
     if cmd.get("needsMerge"):  # (for mongos: the documents' metadata goes with them)
@@ -271,7 +279,7 @@ async def cmd_aggregate(node: Node, ctx: OpCtx) -> dict:
         await write(output_node(node), ctx, strip(results), variables)
         results = []
     batch_size = (cursor_opt or {}).get("batchSize")
-    return serve_cursor(node, ns, iter(results), batch_size)
+    return serve_cursor(node, ns, iter(results), batch_size, eof_at=eof_at, first_asks_past=True)
 
 
 def output_node(node: Node) -> Node:

@@ -113,7 +113,7 @@ async def run_on_view(node: Node, ctx: OpCtx, command: str, name: str) -> dict |
     variables = for_command(node, ctx)
     extra = list(ctx.cmd.get("pipeline") or []) if command == "aggregate" else as_pipeline(command, ctx.cmd)
     coll = node.catalog.collection(ctx.db, backing)
-    docs, rest = pipeline_source(coll, f"{ctx.db}.{backing}", pipeline + extra, ctx.view, view_hint(pipeline, ctx.cmd),
+    docs, rest, _eof_at = pipeline_source(coll, f"{ctx.db}.{backing}", pipeline + extra, ctx.view, view_hint(pipeline, ctx.cmd),
                                  variables, collator)
     results = run_pipeline(docs, rest, variables=variables, collator=collator,
                            process=MongodProcessInterface(node, ctx), db=ctx.db)

@@ -200,3 +200,26 @@ def test_list_commands_close_with_their_last_document(client):
     first = db.command({"listIndexes": "x", "cursor": {"batchSize": 1}})["cursor"]
     more = db.command({"getMore": first["id"], "collection": "$cmd.listIndexes.x", "batchSize": 1})["cursor"]
     assert len(more["nextBatch"]) == 1 and more["id"] == 0
+
+
+def test_an_aggregate_the_query_absorbs_answers_getmores_as_its_plan(replset_client):
+    # (every stage absorbed by the query layer: the plan's executor answers alone — canOptimizeAwayPipeline
+    # — its first batch closes only when an ask found nothing, its getMores when the plan is at EOF: here a
+    # multi-planned winner that ended in its trial)
+    coll = _load(replset_client, 6)
+    coll.create_index("a")
+    coll.create_index("b")
+    both = {"a": {"$gte": 0}, "b": {"$gte": 0}}
+    db = replset_client.cursorclose
+    first = db.command({"aggregate": "c", "pipeline": [{"$match": both}], "cursor": {"batchSize": 6}})["cursor"]
+    assert len(first["firstBatch"]) == 6 and first["id"] != 0
+    more = db.command({"getMore": first["id"], "collection": "c"})["cursor"]
+    assert more["nextBatch"] == [] and more["id"] == 0
+    cl, seen = _watched(replset_client)
+    with cl:
+        assert len(list(cl.cursorclose.c.aggregate([{"$match": both}], batchSize=3))) == 6
+        assert seen.get_mores == 1 and seen.cursors[-1]["id"] == 0
+        # a stage the query does not absorb keeps the pipeline: at EOF only once asked past the end
+        assert len(list(cl.cursorclose.c.aggregate([{"$match": both}, {"$skip": 0}, {"$count": "n"}],
+                                                   batchSize=1))) == 1
+    assert seen.get_mores == 2 and seen.cursors[-1]["nextBatch"] == []
