@@ -546,8 +546,11 @@ def _find_and_modify_reply(cmd: dict):
 
 # -- reads --------------------------------------------------------------------------
 def _serve(router: Router, ns: str, results: list[dict], batch_size: int | None, single_batch: bool = False) -> dict:
+    """mongos's first batch of merged results.  Its cluster cursor is exhausted only when a `next()`
+    made for the batch found none (cluster_find.cpp runQuery, the aggregate's merging cursor): a
+    batch the results exactly fill leaves the cursor open, whatever the shards' cursors did."""
     cur = QueryCursor(ns, iter(results))
-    batch = cur.take(batch_size if batch_size is not None else DEFAULT_FIRST_BATCH) if batch_size != 0 else []
+    batch = cur.first_batch(batch_size)
     if cur.exhausted or single_batch:
         return cursor_reply(batch, 0, ns, first=True)
     return cursor_reply(batch, router.cursors.register(cur), ns, first=True)
@@ -606,10 +609,9 @@ async def cmd_find(router: Router, req: Request) -> dict:
             return cursor_reply([], 0, ns, first=True)
         shard_cmd = {k: v for k, v in passthrough.items() if k not in ("batchSize", "singleBatch")}
         results = await _gather(router, req, db, shards, shard_cmd)
-        first = limit if limit and (batch_size is None or batch_size > limit) else batch_size
-        if results.one_batch and 0 < len(results) <= (DEFAULT_FIRST_BATCH if first is None else first):
-            # the shard's one batch is the whole answer, within the client's first batch (and, being the
-            # shard's batch, within 16 MB): it is the reply's batch as it is
+        if results.one_batch and 0 < len(results) < (DEFAULT_FIRST_BATCH if batch_size is None else batch_size):
+            # the shard's one batch is the whole answer, short of the client's first batch (and, being the
+            # shard's batch, within 16 MB): it is the reply's batch as it is, the next() after it EOF
             return cursor_reply(results, 0, ns, first=True)
     elif needs_sort_key(flt, cmd.get("sort"), cmd.get("projection")):  # (text scores, distances: sort_key_merge)
         proj, directions = shard_projection(cmd)
@@ -637,8 +639,7 @@ async def cmd_find(router: Router, req: Request) -> dict:
         if cmd.get("projection"):
             project = compile_projection(cmd["projection"], variables=variables)
             results = [project(d) for d in results]
-    if limit and (batch_size is None or batch_size > limit):
-        batch_size = limit
+    # (the batch is the batch size alone: the limit is a RouterStageLimit, at EOF when asked past it)
     return _serve(router, ns, results, batch_size, bool(cmd.get("singleBatch")))
 
 

@@ -228,7 +228,7 @@ class Replies:
 def cursor_reply(cursors: Any, replies: Replies, batch_size: int | None) -> dict:
     """The bulkWrite reply: the items that fit the first batch, the rest behind a cursor of
     `cursors` (the node's, or mongos's own)."""
-    cur = QueryCursor(CURSOR_NS, iter(replies.items))
+    cur = QueryCursor(CURSOR_NS, iter(replies.items), eof_at=len(replies.items))  # (queued replies)
     first = cur.take(batch_size) if batch_size != 0 else []
     cid = 0 if cur.exhausted else cursors.register(cur)
     reply: dict[str, Any] = {"cursor": {"id": Int64(cid), "firstBatch": first, "ns": CURSOR_NS}}

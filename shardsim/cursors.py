@@ -60,21 +60,35 @@ def _encoded_size(doc: Any) -> int:
 
 @dataclass
 class QueryCursor:
-    """A cursor over a finished result (find, aggregate, list*)."""
+    """A cursor over a finished result (find, aggregate, list*), and when it reports itself exhausted.
+
+    The server fills a batch by asking its executor for the next document until the batch is full;
+    the cursor closes when one of those asks found nothing more (a batch not full), or when the
+    executor says it is at EOF once the batch is full (`exec->isEOF()`: find_cmd.cpp's and
+    getmore_cmd.cpp's shouldSaveCursor).  Whether it is at EOF right after its last document depends
+    on what feeds it: a plan whose LIMIT has returned its n, an express lookup or a list command's
+    queued documents are; a scan, a blocking SORT or a pipeline learn it only when asked once more,
+    so a result that exactly fills its batches leaves the cursor open, and the next getMore answers an
+    empty batch and closes.  `eof_at` is the number of documents after which the source is at EOF
+    (None: only once asked past its end); nothing is read ahead.
+    """
 
     ns: str
     results: Iterator[dict]
     last_used: float = 0.0
     exhausted: bool = False
-    _peek: list = field(default_factory=list)
+    eof_at: int | None = None
+    returned: int = 0
+    _stash: list = field(default_factory=list)  # a document that did not fit its batch (stashResult)
 
     def take(self, n: int | None) -> list[dict]:
+        """Up to `n` documents (None or 0: as many as fit 16 MB)."""
         out: list[dict] = []
         limit = n if n else None
         size = 0
         while limit is None or len(out) < limit:
-            if self._peek:
-                doc = self._peek.pop()
+            if self._stash:
+                doc = self._stash.pop()
             else:
                 try:
                     doc = next(self.results)
@@ -83,15 +97,21 @@ class QueryCursor:
                     break
             size += _encoded_size(doc) + PER_DOCUMENT_OVERHEAD
             if out and size > _BATCH_BYTES:  # a batch stops short of 16 MB (the reply must fit in a message)
-                self._peek.append(doc)
+                self._stash.append(doc)
                 break
             out.append(doc)
-        if not self.exhausted and not self._peek:
-            try:
-                self._peek.append(next(self.results))
-            except StopIteration:
-                self.exhausted = True
+        self.returned += len(out)
+        if self.returned == self.eof_at and not self._stash:
+            self.exhausted = True
         return out
+
+    def first_batch(self, batch_size: int | None) -> list[dict]:
+        """The first batch: `batchSize` documents (101 by default); none for a batch size of 0, the
+        cursor then exhausted only if its source is at EOF before any document."""
+        if batch_size == 0:
+            self.exhausted = self.exhausted or self.eof_at == 0
+            return []
+        return self.take(batch_size if batch_size is not None else DEFAULT_FIRST_BATCH)
 
     async def get_more(self, batch_size: int | None, max_time_ms: int | None):
         return self.take(batch_size), None, self.exhausted

@@ -90,6 +90,17 @@ def run(coll, sol: Solution, view: Any = None, *, explain: bool = False) -> tupl
     return list(sol.root.run(ctx)), sol, ctx
 
 
+def eof_at(sol: Solution, n: int) -> int | None:
+    """The number of results after which the executor of a run plan reports isEOF without being asked
+    again (`n`, all of them), or None when it learns it only by trying past its last one.
+
+    The executor is at EOF when its root stage is (PlanExecutorImpl::isEOF, `eof_with_last`); a
+    multi-planned query's root is the MultiPlanStage, at EOF as soon as its buffered trial results
+    are handed out if the winner ended in the trial.  Plain finds run in the classic engine in 8.0
+    (SBE only takes queries with a pushed-down `$group`/`$lookup`)."""
+    return n if sol.trial_eof or sol.root.eof_with_last() else None
+
+
 def matching(coll, flt: dict, matcher: Matcher | None, view: Any = None, *, hint: Any = None,
              limit: int | None = None, sort: dict | None = None, collator=None) -> list[dict]:
     """The documents matching `flt` (for count, distinct, writes): a plan without projection (`matcher`

@@ -50,15 +50,16 @@ def num_to_return(limit: int | None) -> int:
 
 
 def _trial(root: PlanStage, coll, budget: int, want: int, limit: int | None = None
-           ) -> tuple[list[int], int | None, int]:
+           ) -> tuple[list[int], int | None, int, bool]:
     """Run `root` within `budget` works: (the work count at each document it returned, the work count at
-    its EOF or None, where it stopped: its `want`-th document, its EOF or the budget).  A plan that has
-    returned the query's `limit` is at EOF with its last document (its LIMIT, or its SORT's top `limit`,
-    has nothing more: isEOF).  An error (a MongoError, e.g. from an `$expr`) propagates: the candidate
-    failed."""
+    its EOF or None, where it stopped: its `want`-th document, its EOF or the budget, whether it ran
+    out of documents: a work answered IS_EOF).  A plan that has returned the query's `limit` is at EOF
+    with its last document (its LIMIT, or its SORT's top `limit`, has nothing more: isEOF).  An error
+    (a MongoError, e.g. from an `$expr`) propagates: the candidate failed."""
     trial = Trial(budget)
     at: list[int] = []
     eof = None
+    ran_out = False
     rows = root.run(ExecContext(coll, trial=trial))
     try:
         for _ in rows:
@@ -69,42 +70,47 @@ def _trial(root: PlanStage, coll, budget: int, want: int, limit: int | None = No
                 break
         else:
             eof = trial.spent + 1  # (the work that finds nothing more)
+            ran_out = True
     except TrialOver:
         pass
     finally:
         rows.close()
     if len(at) >= want:
-        return at, eof, at[-1]
-    return at, eof, min(eof, budget) if eof is not None else budget
+        return at, eof, at[-1], ran_out
+    return at, eof, min(eof, budget) if eof is not None else budget, ran_out
 
 
-def _race(roots: list[PlanStage], coll, limit: int | None) -> tuple[list[tuple[int, float]], int]:
-    """The candidates' (index in `roots`, score), best first, and the works each did (the rounds)."""
+def _race(roots: list[PlanStage], coll, limit: int | None) -> tuple[list[tuple[int, float]], int, set[int]]:
+    """The candidates' (index in `roots`, score), best first, the works each did (the rounds), and
+    those whose work answered IS_EOF within them."""
     want = num_to_return(limit)
     works = max_works(coll)
-    traces: list[tuple[list[int], int | None] | None] = []
+    traces: list[tuple[list[int], int | None, bool] | None] = []
     failed: MongoError | None = None
     for root in roots:
         try:
-            at, eof, stop = _trial(root, coll, works, want, limit)
+            at, eof, stop, ran_out = _trial(root, coll, works, want, limit)
         except MongoError as e:  # a failed candidate: ranked last, as the server drops it
             failed = failed or e
             traces.append(None)
             continue
         works = min(works, stop)
-        traces.append((at, eof))
+        traces.append((at, eof, ran_out))
     if failed is not None and all(t is None for t in traces):
         raise failed  # (every candidate failed: the query fails with the first error)
     scores = []
+    ended_set: set[int] = set()
     for i, (root, trace) in enumerate(zip(roots, traces)):
         if trace is None:
             scores.append((i, 0.0))
             continue
-        at, eof = trace
+        at, eof, ran_out = trace
         advanced = bisect_right(at, works)
         ended = eof is not None and eof <= works
+        if ended and ran_out:
+            ended_set.add(i)
         scores.append((i, plan_ranker.score(advanced, works, ended, {s.stage for s in root.walk()})))
-    return sorted(scores, key=lambda s: -s[1]), works
+    return sorted(scores, key=lambda s: -s[1]), works, ended_set
 
 
 def ranked(roots: list[PlanStage], coll, limit: int | None) -> list[tuple[int, float]]:
@@ -116,11 +122,19 @@ def ranked(roots: list[PlanStage], coll, limit: int | None) -> list[tuple[int, f
     return _race(roots, coll, limit)[0]
 
 
+def race(roots: list[PlanStage], coll, limit: int | None) -> tuple[list[tuple[int, float]], bool]:
+    """`ranked`, and whether the winner reached EOF in the trial.  The MultiPlanStage keeps what the
+    winner returned in the trial and hands it out first; its isEOF is "that buffer is empty and the
+    winner is at EOF" — so a winner that ended in the trial is at EOF with its last document."""
+    order, _works, ended = _race(roots, coll, limit)
+    return order, order[0][0] in ended
+
+
 def trial_plans(build: Callable[[], list[PlanStage]], coll, limit: int | None) -> list[tuple[PlanStage, float]]:
     """Each candidate as the trial left it, with its score, best first (explain's allPlansExecution):
     `build` makes the candidates' stage trees; each is run again for the trial's rounds alone, so its
     counters are those of the round-robin's end."""
-    order, works = _race(build(), coll, limit)
+    order, works, _ended = _race(build(), coll, limit)
     roots = build()
     for root in roots:
         try:

@@ -21,7 +21,7 @@ from bson import Timestamp
 from mongosim.oplog import bsonutil
 from mongosim.oplog.clock import ts_key
 from mongosim.oplog.errors import MongoError
-from mongosim.shardsim.cursors import DEFAULT_FIRST_BATCH, QueryCursor, cursor_reply
+from mongosim.shardsim.cursors import QueryCursor, cursor_reply
 from mongosim.shardsim.tailable_cursor import TailableCursor, serve
 
 if TYPE_CHECKING:
@@ -88,11 +88,8 @@ def find(node: Node, cmd: dict, match: Callable[[dict], bool], project: Callable
             if limit and sent >= limit:
                 return
 
-    cur = QueryCursor(NS, results())
-    batch_size = cmd.get("batchSize")
-    if limit and (batch_size is None or batch_size > limit):
-        batch_size = limit
-    batch = cur.take(batch_size if batch_size is not None else DEFAULT_FIRST_BATCH) if batch_size != 0 else []
+    cur = QueryCursor(NS, results(), eof_at=limit or None)  # (a COLLSCAN, under a LIMIT at EOF with its n)
+    batch = cur.first_batch(cmd.get("batchSize"))
     if cur.exhausted or cmd.get("singleBatch"):
         return cursor_reply(batch, 0, NS, first=True)
     return cursor_reply(batch, node.cursors.register(cur), NS, first=True)

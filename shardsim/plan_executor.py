@@ -100,6 +100,7 @@ class PlanStage:
     """A stage: `rows(ctx)` yields its output; `explain(stats)` describes it (and its counters)."""
 
     stage = "?"
+    passes_eof = False  # a stage whose isEOF is its child's (FETCH, SKIP, a projection...)
 
     def __init__(self, child: "PlanStage | None" = None) -> None:
         self.child = child
@@ -109,6 +110,12 @@ class PlanStage:
 
     def rows(self, ctx: ExecContext) -> Iterator[Any]:
         raise NotImplementedError
+
+    def eof_with_last(self) -> bool:
+        """Whether, having returned its last row, the stage reports isEOF before it is worked again.
+        A scan, a SORT, an OR... learn they are at the end only by trying to go past it (False); a
+        LIMIT that returned its n, an express lookup, an EOF stage are at EOF at once."""
+        return self.passes_eof and self.child is not None and self.child.eof_with_last()
 
     def run(self, ctx: ExecContext) -> Iterator[Any]:
         """`rows` with the counters kept (advanced per row, EOF at the end)."""
@@ -165,6 +172,9 @@ def summary(root: PlanStage) -> dict:
 # -- access stages ------------------------------------------------------------------------------
 class EOFStage(PlanStage):
     stage = "EOF"
+
+    def eof_with_last(self) -> bool:
+        return True
 
     def rows(self, ctx):
         return iter(())
@@ -342,6 +352,7 @@ def in_checks(entry: tuple, checks) -> bool:
 
 class Fetch(PlanStage):
     stage = "FETCH"
+    passes_eof = True
     already_has_obj = 0  # (documents that came fetched: the FETCH above a subplanned OR counts them)
 
     def __init__(self, child: IndexScan, matcher, shown_filter: dict | None) -> None:
@@ -409,6 +420,9 @@ class ExpressIxscan(PlanStage):
         self.variables = variables
         self.keys_examined = 0
         self.docs_examined = 0
+
+    def eof_with_last(self) -> bool:
+        return True  # (PlanExecutorExpress: its one lookup done, the plan is exhausted)
 
     def explain(self, stats: bool = False) -> dict:
         kp = self.ix.key_pattern if self.ix is not None else {"_id": 1}
@@ -499,6 +513,7 @@ class CountScan(PlanStage):
 # -- stages above the access -------------------------------------------------------------------
 class ShardingFilter(PlanStage):
     stage = "SHARDING_FILTER"
+    passes_eof = True
 
     def _fields(self, out: dict, stats: bool) -> None:
         if stats:
@@ -547,6 +562,7 @@ class SortKeyGenerator(PlanStage):
     """Attaches each document's sort key as metadata (`$sortKey` for mongos's merge); not shown by explain."""
 
     stage = "SORT_KEY_GENERATOR"
+    passes_eof = True
 
     def __init__(self, child: PlanStage, pattern: dict, collator=None) -> None:
         super().__init__(child)
@@ -566,6 +582,7 @@ class SortKeyGenerator(PlanStage):
 
 class Skip(PlanStage):
     stage = "SKIP"
+    passes_eof = True
 
     def __init__(self, child: PlanStage, n: int) -> None:
         super().__init__(child)
@@ -590,6 +607,9 @@ class Limit(PlanStage):
     def __init__(self, child: PlanStage, n: int) -> None:
         super().__init__(child)
         self.n = n
+
+    def eof_with_last(self) -> bool:
+        return self.advanced >= self.n or self.child.eof_with_last()  # (LimitStage: nothing left to return)
 
     def _fields(self, out: dict, stats: bool) -> None:
         out["limitAmount"] = self.n
@@ -630,6 +650,8 @@ class CoveredFetch(Fetch):
 
 
 class Projection(PlanStage):
+    passes_eof = True
+
     def __init__(self, child: PlanStage, spec: dict | None, matcher=None, show_record_id: bool = False,
                  variables: dict | None = None, covered: bool = False) -> None:
         super().__init__(child)
@@ -671,6 +693,7 @@ class ReturnKey(PlanStage):
     """returnKey: each result is the index key that found it ({} for a collection scan)."""
 
     stage = "RETURN_KEY"
+    passes_eof = True
 
     def __init__(self, child: PlanStage, show_record_id: bool = False) -> None:
         super().__init__(child)

@@ -555,6 +555,7 @@ class Solution:
     index_plan: IndexPlan | None = None
     or_plans: list[IndexPlan] = field(default_factory=list)  # a subplanned $or's branch plans
     trial: Callable[[], list[tuple[PlanStage, float]]] | None = None  # the candidates as the trial left them
+    trial_eof: bool = False  # the winner reached EOF in the multi-planner's trial (its results buffered)
 
 
 def _express_id(cq: CanonicalQuery) -> Any:
@@ -919,14 +920,14 @@ def _chosen(coll, ranked: list[IndexPlan], cq: CanonicalQuery, sharded: bool, vi
             return Solution(root, [_build(p, cq, sharded, view_changed) for p in ranked], or_plans=or_plans)
         roots = [_build(p, cq, sharded, view_changed) for p in ranked]
         return Solution(roots[0], roots[1:], index_plan=ranked[0])
-    order = multi_plan.ranked(build(), coll, cq.limit)
+    order, ended = multi_plan.race(build(), coll, cq.limit)
     roots = build()  # (the trial ran the others)
     best = order[0][0]
     trial = partial(multi_plan.trial_plans, build, coll, cq.limit)
     ordered = [roots[i] for i, _score in order]
     if best == len(ranked):  # the contained `$or`'s plan
-        return Solution(ordered[0], ordered[1:], or_plans=or_plans, trial=trial)
-    return Solution(ordered[0], ordered[1:], index_plan=ranked[best], trial=trial)
+        return Solution(ordered[0], ordered[1:], or_plans=or_plans, trial=trial, trial_eof=ended)
+    return Solution(ordered[0], ordered[1:], index_plan=ranked[best], trial=trial, trial_eof=ended)
 
 
 def _eligible_wildcard(ix: IndexAccessMethod, cq: CanonicalQuery) -> bool:

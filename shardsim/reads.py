@@ -18,7 +18,7 @@ from mongosim.shardsim.clustered import index_specs, is_clustered
 from mongosim.shardsim.collation import command_collator
 from mongosim.shardsim.command_registry import COMMANDS, command
 from mongosim.shardsim.create_collection import check_namespace
-from mongosim.shardsim.cursors import DEFAULT_FIRST_BATCH, QueryCursor, cursor_reply
+from mongosim.shardsim.cursors import QueryCursor, cursor_reply
 from mongosim.shardsim.operation_context import OpCtx
 from mongosim.shardsim.source_stage_registry import NODE_SOURCES
 from mongosim.shardsim.merge_stage import parse_merge, run_merge
@@ -61,8 +61,10 @@ def int_arg(cmd: dict, name: str, cmd_name: str, default: int | None = None, *, 
     return int(v)
 
 
-def run_find(node: Node, db: str, coll_name: str, cmd: dict, view=None, variables: dict | None = None) -> Iterator[dict]:
-    """The find command's documents: planned (`shardsim.query_planner`) and run to the end."""
+def run_find(node: Node, db: str, coll_name: str, cmd: dict, view=None, variables: dict | None = None
+             ) -> tuple[list[dict], int | None]:
+    """The find command's documents, planned (`shardsim.query_planner`) and run to the end, and the
+    number of them after which its executor is at EOF (`get_executor.eof_at`)."""
     flt = cmd.get("filter") or {}
     if not isinstance(flt, dict):
         raise MongoError("TypeMismatch", "BSON field 'FindCommandRequest.filter' is the wrong type, expected type 'object'")
@@ -73,8 +75,8 @@ def run_find(node: Node, db: str, coll_name: str, cmd: dict, view=None, variable
     limit = int_arg(cmd, "limit", "find", None)
     cq = find_query(f"{db}.{coll_name}", cmd, flt, matcher, skip=skip, limit=limit,
                     batch_size=int_arg(cmd, "batchSize", "find", None), variables=variables, collator=collator)
-    docs, _sol, _ctx = execute(coll, cq, view)
-    return iter(docs)
+    docs, sol, _ctx = execute(coll, cq, view)
+    return docs, get_executor.eof_at(sol, len(docs))
 
 
 def tailable_find(node: Node, ctx: OpCtx, name: str) -> dict:
@@ -95,25 +97,34 @@ def tailable_find(node: Node, ctx: OpCtx, name: str) -> dict:
 
 
 def pipeline_source(coll, ns: str, pipeline: list, view, hint, variables: dict | None = None, collator=None
-                    ) -> tuple[Iterator[dict], list]:
-    """The documents a pipeline starts from, and the stages left to run on them (its leading
-    `$match`/`$sort`/`$limit` run as a planned query: `get_executor.pipeline_query`)."""
+                    ) -> tuple[Iterator[dict], list, int | None]:
+    """The documents a pipeline starts from, the stages left to run on them (its leading
+    `$match`/`$sort`/`$limit` run as a planned query: `get_executor.pipeline_query`), and, when the
+    query absorbed every stage, where that plan's executor is at EOF (`get_executor.eof_at`): the
+    server then answers with the plan's executor alone (run_aggregate.cpp canOptimizeAwayPipeline)."""
     if pipeline and isinstance(pipeline[0], dict) and len(pipeline[0]) == 1 and "$geoNear" in pipeline[0]:
         stage = GeoNearStage(pipeline[0]["$geoNear"])
-        return iter(stage.run(coll, ns, view, variables, collator)), pipeline[1:]
+        return iter(stage.run(coll, ns, view, variables, collator)), pipeline[1:], None
     if pipeline and isinstance(pipeline[0], dict) and "$_internalUnpackBucket" in pipeline[0]:
         pipeline = pushdown(pipeline, coll.options.get("collation") if coll is not None else None, collator)
     cq, rest = get_executor.pipeline_query(coll, ns, pipeline, hint, variables, collator)
     if coll is None:
-        return iter(()), pipeline
+        return iter(()), pipeline, None
     if cq is None:
-        return (iter(view.scan(coll)) if view is not None else coll.scan()), pipeline
-    return iter(execute(coll, cq, view)[0]), rest
+        return (iter(view.scan(coll)) if view is not None else coll.scan()), pipeline, None
+    docs, sol, _ctx = execute(coll, cq, view)
+    return iter(docs), rest, None if rest else get_executor.eof_at(sol, len(docs))
 
 
-def serve_cursor(node: Node, ns: str, results: Iterator[dict], batch_size: int | None, single_batch: bool = False) -> dict:
-    cur = QueryCursor(ns, results)
-    batch = cur.take(batch_size if batch_size is not None else DEFAULT_FIRST_BATCH) if batch_size != 0 else []
+def serve_cursor(node: Node, ns: str, results: Iterator[dict], batch_size: int | None, single_batch: bool = False,
+                 eof_at: int | None = None, *, first_asks_past: bool = False) -> dict:
+    """The first batch, and a cursor kept unless it is exhausted (`QueryCursor`: `eof_at` is where
+    the source is at EOF) or the command asked for a single batch.  `first_asks_past`: the first
+    batch closes only when an ask found nothing (an aggregate's: handleCursorCommand never asks
+    isEOF), its getMores by `eof_at` too."""
+    cur = QueryCursor(ns, results, eof_at=None if first_asks_past else eof_at)
+    batch = cur.first_batch(batch_size)
+    cur.eof_at = eof_at
     if cur.exhausted or single_batch:
         return cursor_reply(batch, 0, ns, first=True)
     cid = node.cursors.register(cur)
@@ -126,12 +137,9 @@ def cmd_find(node: Node, ctx: OpCtx) -> dict:
     name = check_namespace(ctx.db, cmd["find"])
     if cmd.get("tailable") or cmd.get("awaitData") or is_oplog(ctx.db, name):
         return tailable_find(node, ctx, name)
-    batch_size = int_arg(cmd, "batchSize", "find", None)
-    limit = int_arg(cmd, "limit", "find", None)
-    results = run_find(node, ctx.db, name, cmd, ctx.view, for_command(node, ctx))
-    if limit and (batch_size is None or batch_size > limit):
-        batch_size = limit  # (the cursor stays open when a batch stops short of 16 MB before the limit)
-    return serve_cursor(node, f"{ctx.db}.{name}", results, batch_size, bool(cmd.get("singleBatch")))
+    batch_size = int_arg(cmd, "batchSize", "find", None)  # (the limit is the plan's LIMIT, not the batch's)
+    docs, eof_at = run_find(node, ctx.db, name, cmd, ctx.view, for_command(node, ctx))
+    return serve_cursor(node, f"{ctx.db}.{name}", iter(docs), batch_size, bool(cmd.get("singleBatch")), eof_at)
 
 
 @command("getMore")
@@ -246,6 +254,7 @@ async def cmd_aggregate(node: Node, ctx: OpCtx) -> dict:
         write = None  # an explained $out or $merge writes nothing
     source = NODE_SOURCES.get(next(iter(stages[0])) if stages and isinstance(stages[0], dict) and len(stages[0]) == 1
                               else None)  # $collStats, $indexStats, $planCacheStats, $currentOp
+    eof_at = None  # (a pipeline's executor is at EOF only once asked past its end)
     if target == 1:
         docs: Iterator[dict] = iter(documents_source(documents, variables) if documents is not None else ())
         ns = f"{ctx.db}.$cmd.aggregate"
@@ -260,7 +269,8 @@ async def cmd_aggregate(node: Node, ctx: OpCtx) -> dict:
         if source is not None:
             docs, stages = iter(source(node, ctx, name, stages[0][next(iter(stages[0]))])), stages[1:]
         else:
-            docs, stages = pipeline_source(coll, ns, stages, ctx.view, cmd.get("hint"), variables, collator)
+            docs, stages, eof_at = pipeline_source(coll, ns, stages, ctx.view, cmd.get("hint"), variables, collator)
+    eof_at = eof_at if write is None else None  # (an $out or $merge stage keeps the pipeline)
     results = list(run_pipeline(docs, stages, variables=variables, collator=collator,
                                 process=MongodProcessInterface(node, ctx), db=ctx.db))
     if cmd.get("needsMerge"):  # (for mongos: the documents' metadata goes with them)
@@ -269,7 +279,7 @@ async def cmd_aggregate(node: Node, ctx: OpCtx) -> dict:
         await write(output_node(node), ctx, strip(results), variables)
         results = []
     batch_size = (cursor_opt or {}).get("batchSize")
-    return serve_cursor(node, ns, iter(results), batch_size)
+    return serve_cursor(node, ns, iter(results), batch_size, eof_at=eof_at, first_asks_past=True)
 
 
 def output_node(node: Node) -> Node:
@@ -337,7 +347,9 @@ def cmd_list_collections(node: Node, ctx: OpCtx) -> dict:
     if flt:
         m = Matcher(flt)
         out = [c for c in out if m.matches(c)]
-    return serve_cursor(node, f"{ctx.db}.$cmd.listCollections", iter(out), (cmd.get("cursor") or {}).get("batchSize"))
+    # (the documents are queued up front: the executor is at EOF with the last one)
+    return serve_cursor(node, f"{ctx.db}.$cmd.listCollections", iter(out), (cmd.get("cursor") or {}).get("batchSize"),
+                        eof_at=len(out))
 
 
 @command("listIndexes")
@@ -346,8 +358,9 @@ def cmd_list_indexes(node: Node, ctx: OpCtx) -> dict:
     coll = local_database.readable(node, ctx.db, name)
     if coll is None:
         raise MongoError("NamespaceNotFound", f"ns does not exist: {ctx.db}.{name}")
-    return serve_cursor(node, f"{ctx.db}.$cmd.listIndexes.{name}", iter(index_specs(coll.options, coll.indexes)),
-                        (ctx.cmd.get("cursor") or {}).get("batchSize"))
+    specs = index_specs(coll.options, coll.indexes)
+    return serve_cursor(node, f"{ctx.db}.$cmd.listIndexes.{name}", iter(specs), (ctx.cmd.get("cursor") or {}).get("batchSize"),
+                        eof_at=len(specs))
 
 
 _FCV_DOCUMENT = {"_id": "featureCompatibilityVersion", "version": "8.0"}  # (admin.system.version)

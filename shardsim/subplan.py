@@ -29,6 +29,7 @@ class SubplanStage(PlanStage):
     """SUBPLAN: the root of a subplanned query; its child is the composite plan (or the whole-query one)."""
 
     stage = "SUBPLAN"
+    passes_eof = True
 
     def rows(self, ctx):
         return self.child.run(ctx)

@@ -38,7 +38,7 @@ async def _index_command(node: Node, ctx: OpCtx, command: str, name: str, bucket
         specs = [s for s in (user_index(ts, spec) for spec in coll.indexes if spec.get("name") != "_id_")
                  if s is not None]
         return serve_cursor(node, f"{ctx.db}.$cmd.listIndexes.{name}", iter(specs),
-                            (cmd.get("cursor") or {}).get("batchSize"))
+                            (cmd.get("cursor") or {}).get("batchSize"), eof_at=len(specs))
     cmd[command] = buckets
     if command == "createIndexes":
         if isinstance(cmd.get("indexes"), list):

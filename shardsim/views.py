@@ -113,7 +113,7 @@ async def run_on_view(node: Node, ctx: OpCtx, command: str, name: str) -> dict |
     variables = for_command(node, ctx)
     extra = list(ctx.cmd.get("pipeline") or []) if command == "aggregate" else as_pipeline(command, ctx.cmd)
     coll = node.catalog.collection(ctx.db, backing)
-    docs, rest = pipeline_source(coll, f"{ctx.db}.{backing}", pipeline + extra, ctx.view, view_hint(pipeline, ctx.cmd),
+    docs, rest, _eof_at = pipeline_source(coll, f"{ctx.db}.{backing}", pipeline + extra, ctx.view, view_hint(pipeline, ctx.cmd),
                                  variables, collator)
     results = run_pipeline(docs, rest, variables=variables, collator=collator,
                            process=MongodProcessInterface(node, ctx), db=ctx.db)
@@ -143,9 +143,8 @@ def finish_view_read(node: Node | None, command: str, cmd: dict, view_ns: str, r
 
     batch_size = int_arg(cmd["cursor"], "batchSize", "aggregate", None) if command == "aggregate" and \
         isinstance(cmd.get("cursor"), dict) else int_arg(cmd, "batchSize", command, None)
-    limit = int_arg(cmd, "limit", "find", None) if command == "find" else None
-    if limit and (batch_size is None or batch_size > limit):
-        batch_size = limit
+    if command == "find":
+        int_arg(cmd, "limit", "find", None)  # (checked; the view's aggregate applies it as a $limit)
     single = command == "find" and bool(cmd.get("singleBatch"))
     return (serve or serve_cursor)(node, view_ns, iter(list(results)), batch_size, single)
 

@@ -100,12 +100,12 @@ def test_the_trial_budget_stops_a_plan():
         coll.insert({"_id": i, "a": i % 5})
     cq = CanonicalQuery("db.c", {"a": {"$gte": 0}}, _valid({"a": {"$gte": 0}}, None))
     plan = QP._ranked(QP._index_candidates(coll, cq, [], False), cq, [])[0]
-    at, eof, stop = multi_plan._trial(QP._build(plan, cq, False), coll, budget=7, want=101)
-    assert (at, eof, stop) == ([1, 2, 3, 4, 5, 6, 7], None, 7)
-    at, eof, stop = multi_plan._trial(QP._build(plan, cq, False), coll, budget=100, want=101)
-    assert (len(at), eof, stop) == (50, 51, 51)
-    at, eof, stop = multi_plan._trial(QP._build(plan, cq, False), coll, budget=100, want=3)
-    assert (at, eof, stop) == ([1, 2, 3], None, 3)
+    at, eof, stop, ran_out = multi_plan._trial(QP._build(plan, cq, False), coll, budget=7, want=101)
+    assert (at, eof, stop, ran_out) == ([1, 2, 3, 4, 5, 6, 7], None, 7, False)
+    at, eof, stop, ran_out = multi_plan._trial(QP._build(plan, cq, False), coll, budget=100, want=101)
+    assert (len(at), eof, stop, ran_out) == (50, 51, 51, True)  # (a work answered IS_EOF)
+    at, eof, stop, ran_out = multi_plan._trial(QP._build(plan, cq, False), coll, budget=100, want=3)
+    assert (at, eof, stop, ran_out) == ([1, 2, 3], None, 3, False)
 
 
 def test_a_candidate_that_fails_in_its_trial_loses():
