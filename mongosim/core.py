@@ -213,7 +213,7 @@ class ClusterCore:
 
             await initialize_config_database(self.router, [] if saved else list(shards))
             self.router.refresh_catalog()
-            self._start_balancer(manager)
+            await self._start_balancer(manager)
             for router in self.routers:
                 router.nursery = self.nursery
                 router.faults = self.faults
@@ -297,13 +297,13 @@ class ClusterCore:
         host = self.opts.host if self.opts.host not in ("0.0.0.0", "::") else "127.0.0.1"
         return [f"mongodb://{host}:{p.port}/" for p in self.mongos]
 
-    def _start_balancer(self, manager: ShardingCatalogManager) -> None:
+    async def _start_balancer(self, manager: ShardingCatalogManager) -> None:
         """The config server's balancer (it drains shards being removed), with its own router."""
         from mongosim.router.balancer import Balancer
 
         self.balancer = Balancer(Router(manager, name="config", instant_hwm=self.opts.instant_hwm))
         self.balancer.auto_merger.parameters = self._config_server_parameters
-        self.nursery.start_soon(self.balancer.run, name="balancer")
+        await self.nursery.start(self.balancer.run, name="balancer")
 
     def _config_server_parameters(self) -> dict:
         """The config server primary's server parameters (its setParameter: autoMergerIntervalSecs ...)."""

@@ -102,17 +102,32 @@ class AutoMergerPolicy:
         """BalancerConfiguration::shouldBalanceForAutoMerge."""
         return self.mode() != "off" and auto_merge_enabled(self.router)
 
-    async def run(self) -> None:
+    async def run(self, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         """The balancer's main loop as far as the AutoMerger goes: every round (or when woken) enable or
-        disable it, start an automerge round when one is due, and run it."""
+        disable it, start an automerge round when one is due, and run it.  The first check, which a new
+        config primary makes at once, is made before the AutoMerger reports started when there is
+        nothing to merge (it only logs autoMerge.enable/start/end): a fresh cluster's own writes then
+        come after those entries in every run, never interleaved with them."""
+        if not namespaces_with_mergeable_chunks(self.router):
+            await self._check_logged()
+            task_status.started()
+            await self._pause()
+        else:
+            task_status.started()
         while True:
-            try:
-                await self.check()
-            except MongoError as err:  # (as the balancer's round: logged, and the next round goes on)
-                log.warning("auto merger round failed: %s", err)
-            with trio.move_on_after(10.0):  # kBalanceRoundDefaultInterval
-                await self._wake.wait()
-            self._wake = trio.Event()
+            await self._check_logged()
+            await self._pause()
+
+    async def _check_logged(self) -> None:
+        try:
+            await self.check()
+        except MongoError as err:  # (as the balancer's round: logged, and the next round goes on)
+            log.warning("auto merger round failed: %s", err)
+
+    async def _pause(self) -> None:
+        with trio.move_on_after(10.0):  # kBalanceRoundDefaultInterval
+            await self._wake.wait()
+        self._wake = trio.Event()
 
     async def check(self) -> None:
         if not self.should_run():

@@ -64,10 +64,12 @@ class Balancer:
     def wake(self) -> None:
         self._wake.set()
 
-    async def run(self) -> None:
-        """The balancer, and beside it its AutoMerger (router/auto_merger_policy.py), until cancelled."""
+    async def run(self, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        """The balancer, and beside it its AutoMerger (router/auto_merger_policy.py), until cancelled;
+        started once the AutoMerger is."""
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(self.auto_merger.run, name="auto-merger")
+            await nursery.start(self.auto_merger.run, name="auto-merger")
+            task_status.started()
             await self._balance()
 
     async def _balance(self) -> None:

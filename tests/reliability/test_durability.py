@@ -20,6 +20,7 @@ import threading
 import time
 from pathlib import Path
 
+import bson
 import pymongo
 import pytest
 from bson import Timestamp
@@ -71,11 +72,20 @@ def test_clean_restart_restores_every_node_exactly(tmp_path):
         client.close()
     with Cluster(shards=2, port=0, instant_hwm=True, data_dir=d) as cluster:
         after = cluster.call(_node_state, cluster.core)
-        for name in before:  # a restart adds only its own periodic noops (and its routers' uptime pings)
+        for name in before:
+            # a restart adds only its own periodic noops, its routers' uptime pings, and the config server's
+            # AutoMerger entries in config.changelog (a new primary's balancer enables it: autoMerge.enable,
+            # then its first round's autoMerge.start/end, as AutoMergerPolicy::enable logs at every start)
             b, a = before[name], after[name]
-            pings = "config.mongos"
-            assert {k: v for k, v in a["colls"].items() if k != pings} == \
-                {k: v for k, v in b["colls"].items() if k != pings}, name
+            pings, changelog = "config.mongos", "config.changelog"
+            assert {k: v for k, v in a["colls"].items() if k not in (pings, changelog)} == \
+                {k: v for k, v in b["colls"].items() if k not in (pings, changelog)}, name
+            if changelog in b["colls"]:
+                *meta_b, docs_b = b["colls"][changelog]
+                *meta_a, docs_a = a["colls"][changelog]
+                added = [bson.decode(d)["what"] for d in docs_a if d not in docs_b]
+                assert meta_a == meta_b and set(docs_b) <= set(docs_a), name
+                assert set(added) <= {"autoMerge.enable", "autoMerge.start", "autoMerge.end"}, added
             assert a["base"] == b["base"] and a["oplog"][: len(b["oplog"])] == b["oplog"], name
             assert a["pre"] == b["pre"], name
         client = pymongo.MongoClient(cluster.uri)
